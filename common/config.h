@@ -1,0 +1,71 @@
+/* hangar-sidecar's configuration: one YAML file (libyaml) read at start, then
+ * environment overrides, then validation. Every setting is a row of one table
+ * in config.c (YAML path, environment variable, type, default, check), so the
+ * docs, the chart's values and the loader cannot drift apart silently.
+ * Bad configuration is an error naming the file, line and key; nothing is
+ * half-applied. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct strlist {
+        char **items;
+        size_t n;
+} strlist_t;
+
+typedef struct hg_config {
+        /* injection (HANGAR_K8S_DRIVER_SIDECAR): off by default, as the design says */
+        bool driver_sidecar;
+        char *selector_key;
+        char *selector_value;
+        char *agent_container;
+
+        /* the driver sidecar */
+        uint32_t driver_uid;
+        uint32_t driver_gid;
+        strlist_t driver_command;
+        char *driver_cpu_request;
+        char *driver_memory_request;
+        char *driver_cpu_limit;    /* "" = no limit */
+        char *driver_memory_limit; /* "" = no limit */
+
+        /* the two volumes */
+        char *home_path;
+        char *ctl_path;
+        char *ctl_size_limit;
+
+        /* the webhook's server */
+        char *listen_address;
+        uint32_t port;
+        uint32_t health_port; /* 0 = no plain-HTTP health/metrics listener */
+        char *cert_file;
+        char *key_file;
+        uint64_t max_body_bytes;
+        uint32_t request_timeout_seconds;
+        uint32_t threads; /* 0 = one per CPU */
+        uint32_t cert_poll_seconds;
+        char *log_level;
+} hg_config_t;
+
+/* Bound on the configuration file's size. */
+#define CONFIG_MAX_FILE_BYTES (1024 * 1024)
+
+/* Fills cfg with the defaults. */
+int config_init_defaults(hg_config_t *cfg);
+/* Loads defaults, then path (NULL: no file), then the environment, then
+ * validates. On error cfg is left freed and err says what and where. */
+int config_load(hg_config_t *cfg, const char *path, hg_error_t *err);
+/* Applies a YAML document held in memory; name is used in messages. */
+int config_apply_yaml(hg_config_t *cfg, const char *name, const char *buf, size_t len,
+                      hg_error_t *err);
+int config_apply_env(hg_config_t *cfg, hg_error_t *err);
+int config_validate(const hg_config_t *cfg, hg_error_t *err);
+void config_free(hg_config_t *cfg);
+
+/* Writes the effective configuration as YAML-compatible JSON lines for
+ * `hangar-webhook config`; returns a malloc'd string. */
+char *config_dump(const hg_config_t *cfg);

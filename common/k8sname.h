@@ -1,0 +1,15 @@
+/* Kubernetes' syntax rules for the names and values this project writes into
+ * pods, so bad configuration fails at start, not at the API server. */
+#pragma once
+
+#include <stdbool.h>
+
+/* RFC 1123 label: container and volume names. */
+bool k8s_is_dns1123_label(const char *s);
+/* A label or annotation key: [prefix/]name. */
+bool k8s_is_qualified_name(const char *s);
+/* A label value: empty, or up to 63 characters of [A-Za-z0-9._-] with
+ * alphanumeric ends. */
+bool k8s_is_label_value(const char *s);
+/* A non-negative resource quantity: "50m", "64Mi", "1.5", "1e3". */
+bool k8s_is_quantity(const char *s);

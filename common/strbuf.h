@@ -1,0 +1,28 @@
+/* A growable, always NUL-terminated byte buffer: for building JSON pointers,
+ * metrics text and request bodies without guessing sizes. Functions return 0
+ * or -ENOMEM; after a failure the buffer keeps what it had. */
+#pragma once
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct strbuf {
+        char *data; /* NUL-terminated; NULL until the first append */
+        size_t len;
+        size_t cap;
+} strbuf_t;
+
+int strbuf_append(strbuf_t *sb, const char *bytes, size_t n);
+int strbuf_puts(strbuf_t *sb, const char *s);
+int strbuf_printf(strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_truncate(strbuf_t *sb, size_t len);
+/* Returns the string (never NULL: "" for an empty buffer) and resets sb;
+ * the caller frees it. NULL only on allocation failure. */
+char *strbuf_take(strbuf_t *sb);
+void strbuf_free(strbuf_t *sb);
+
+static inline void cleanup_strbufp(strbuf_t *sb)
+{
+        strbuf_free(sb);
+}
+#define _cleanup_strbuf_ __attribute__((cleanup(cleanup_strbufp)))

@@ -1,0 +1,308 @@
+#include "yamldoc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "cleanup.h"
+#include "strparse.h"
+
+static void cleanup_parserp(yaml_parser_t **p)
+{
+        if (*p)
+                yaml_parser_delete(*p);
+}
+
+static void cleanup_eventp(yaml_event_t *e)
+{
+        yaml_event_delete(e);
+}
+
+void ynode_free(ynode_t *n)
+{
+        if (!n)
+                return;
+        for (size_t i = 0; i < n->n; i++)
+                ynode_free(n->items[i]);
+        free(n->items);
+        free(n->scalar);
+        free(n);
+}
+
+static int ynode_push(ynode_t *parent, ynode_t *child)
+{
+        ynode_t **items = realloc(parent->items, (parent->n + 1) * sizeof(*items));
+        if (!items)
+                return -ENOMEM;
+        parent->items = items;
+        parent->items[parent->n++] = child;
+        return 0;
+}
+
+typedef struct yreader {
+        yaml_parser_t *parser;
+        hg_error_t *err;
+} yreader_t;
+
+static int next_event(yreader_t *y, yaml_event_t *ev)
+{
+        if (!yaml_parser_parse(y->parser, ev))
+                return error_set(y->err, -EINVAL, "line %zu: YAML error: %s",
+                                 y->parser->problem_mark.line + 1,
+                                 y->parser->problem ? y->parser->problem : "unknown");
+        return 0;
+}
+
+static int read_node(yreader_t *y, yaml_event_t *ev, unsigned depth, ynode_t **ret);
+
+static int read_children(yreader_t *y, ynode_t *node, yaml_event_type_t end, unsigned depth)
+{
+        for (;;) {
+                _cleanup_(cleanup_eventp) yaml_event_t ev = {0};
+                int r = next_event(y, &ev);
+                if (r < 0)
+                        return r;
+                if (ev.type == end)
+                        return 0;
+                ynode_t *child = NULL;
+                r = read_node(y, &ev, depth + 1, &child);
+                if (r < 0)
+                        return r;
+                if (node->kind == YNODE_MAPPING && node->n % 2 == 0) {
+                        if (child->kind != YNODE_SCALAR) {
+                                unsigned line = child->line;
+                                ynode_free(child);
+                                return error_set(y->err, -EINVAL,
+                                                 "line %u: mapping keys must be scalars", line);
+                        }
+                        if (ynode_get(node, child->scalar)) {
+                                int e = error_set(y->err, -EINVAL, "line %u: duplicate key '%s'",
+                                                  child->line, child->scalar);
+                                ynode_free(child);
+                                return e;
+                        }
+                }
+                r = ynode_push(node, child);
+                if (r < 0) {
+                        ynode_free(child);
+                        return r;
+                }
+        }
+}
+
+static int read_node(yreader_t *y, yaml_event_t *ev, unsigned depth, ynode_t **ret)
+{
+        unsigned line = (unsigned)ev->start_mark.line + 1;
+        if (depth > YAMLDOC_MAX_DEPTH)
+                return error_set(y->err, -EINVAL, "line %u: YAML nested deeper than %d levels",
+                                 line, YAMLDOC_MAX_DEPTH);
+        _cleanup_(cleanup_ynodep) ynode_t *node = calloc(1, sizeof(*node));
+        if (!node)
+                return -ENOMEM;
+        node->line = line;
+        int r;
+        switch (ev->type) {
+        case YAML_SCALAR_EVENT:
+                node->kind = YNODE_SCALAR;
+                node->scalar = strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
+                if (!node->scalar)
+                        return -ENOMEM;
+                if (strlen(node->scalar) != ev->data.scalar.length)
+                        return error_set(y->err, -EINVAL, "line %u: NUL byte in a scalar", line);
+                node->tagged_str = ev->data.scalar.tag &&
+                                   strcmp((const char *)ev->data.scalar.tag, YAML_STR_TAG) == 0;
+                node->plain = ev->data.scalar.plain_implicit && !ev->data.scalar.tag;
+                break;
+        case YAML_MAPPING_START_EVENT:
+                node->kind = YNODE_MAPPING;
+                r = read_children(y, node, YAML_MAPPING_END_EVENT, depth);
+                if (r < 0)
+                        return r;
+                break;
+        case YAML_SEQUENCE_START_EVENT:
+                node->kind = YNODE_SEQUENCE;
+                r = read_children(y, node, YAML_SEQUENCE_END_EVENT, depth);
+                if (r < 0)
+                        return r;
+                break;
+        case YAML_ALIAS_EVENT:
+                return error_set(y->err, -EINVAL, "line %u: YAML aliases are not accepted", line);
+        default:
+                return error_set(y->err, -EINVAL, "line %u: unexpected YAML event", line);
+        }
+        *ret = TAKE_PTR(node);
+        return 0;
+}
+
+int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err)
+{
+        yaml_parser_t parser_storage;
+        if (!yaml_parser_initialize(&parser_storage))
+                return -ENOMEM;
+        _cleanup_(cleanup_parserp) yaml_parser_t *parser = &parser_storage;
+        yaml_parser_set_input_string(parser, (const unsigned char *)buf, len);
+        yreader_t y = {.parser = parser, .err = err};
+
+        _cleanup_ynode_ ynode_t *root = NULL;
+        bool saw_document = false;
+        for (;;) {
+                _cleanup_(cleanup_eventp) yaml_event_t ev = {0};
+                int r = next_event(&y, &ev);
+                if (r < 0)
+                        return r;
+                switch (ev.type) {
+                case YAML_STREAM_START_EVENT:
+                case YAML_DOCUMENT_END_EVENT:
+                        break;
+                case YAML_DOCUMENT_START_EVENT:
+                        if (saw_document)
+                                return error_set(err, -EINVAL,
+                                                 "line %zu: more than one YAML document",
+                                                 ev.start_mark.line + 1);
+                        saw_document = true;
+                        break;
+                case YAML_STREAM_END_EVENT:
+                        if (!root)
+                                return error_set(err, -EINVAL, "empty YAML document");
+                        *ret = TAKE_PTR(root);
+                        return 0;
+                case YAML_SCALAR_EVENT:
+                case YAML_MAPPING_START_EVENT:
+                case YAML_SEQUENCE_START_EVENT:
+                case YAML_ALIAS_EVENT:
+                        r = read_node(&y, &ev, 1, &root);
+                        if (r < 0)
+                                return r;
+                        break;
+                default:
+                        return error_set(err, -EINVAL, "line %zu: unexpected YAML event",
+                                         ev.start_mark.line + 1);
+                }
+        }
+}
+
+const ynode_t *ynode_get(const ynode_t *map, const char *key)
+{
+        if (!map || map->kind != YNODE_MAPPING)
+                return NULL;
+        for (size_t i = 0; i + 1 < map->n; i += 2)
+                if (strcmp(map->items[i]->scalar, key) == 0)
+                        return map->items[i + 1];
+        /* An odd last entry (a key whose value is still being read) is not a match. */
+        return NULL;
+}
+
+static bool matches(const char *pattern, const char *s)
+{
+        regex_t re;
+        if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+                return false;
+        bool ok = regexec(&re, s, 0, NULL, 0) == 0;
+        regfree(&re);
+        return ok;
+}
+
+static bool in_list(const char *s, const char *const *list)
+{
+        for (; *list; list++)
+                if (strcmp(s, *list) == 0)
+                        return true;
+        return false;
+}
+
+/* A plain scalar typed as YAML 1.1 resolves it (what sigs.k8s.io/yaml does). */
+static json_t *plain_scalar_to_json(const char *s)
+{
+        static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
+        static const char *const trues[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on",
+                                            "On",   "ON",   "y",    "Y",   NULL};
+        static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO", "off",
+                                             "Off",   "OFF",   "n",     "N",  NULL};
+        if (in_list(s, nulls))
+                return json_null();
+        if (in_list(s, trues))
+                return json_true();
+        if (in_list(s, falses))
+                return json_false();
+
+        const char *digits = (*s == '-' || *s == '+') ? s + 1 : s;
+        bool negative = *s == '-';
+        uint64_t u;
+        int base = 0;
+        if (matches("^0[0-7]+$", digits))
+                base = 8;
+        else if (matches("^0x[0-9a-fA-F]+$", digits))
+                base = 16;
+        else if (matches("^(0|[1-9][0-9]*)$", digits))
+                base = 10;
+        if (base != 0) {
+                if (base == 10) {
+                        if (parse_u64(digits, &u) < 0)
+                                return json_string(s);
+                } else {
+                        u = 0;
+                        for (const char *p = digits + (base == 16 ? 2 : 1); *p; p++) {
+                                unsigned d = (*p <= '9') ? (unsigned)(*p - '0')
+                                                         : (unsigned)((*p | 0x20) - 'a' + 10);
+                                if (u > (UINT64_MAX - d) / (unsigned)base)
+                                        return json_string(s);
+                                u = u * (unsigned)base + d;
+                        }
+                }
+                if (u > (uint64_t)INT64_MAX + (negative ? 1 : 0))
+                        return json_string(s);
+                return json_integer(negative ? (json_int_t)(0 - u) : (json_int_t)u);
+        }
+        if (matches("^[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$", s) ||
+            matches("^[-+]?[0-9]+[eE][-+]?[0-9]+$", s)) {
+                char *end = NULL;
+                double d = strtod(s, &end);
+                if (end && *end == '\0' && isfinite(d))
+                        return json_real(d);
+        }
+        return json_string(s);
+}
+
+int ynode_to_json(const ynode_t *n, json_t **ret, hg_error_t *err)
+{
+        _cleanup_json_ json_t *out = NULL;
+        switch (n->kind) {
+        case YNODE_SCALAR:
+                out = (n->plain && !n->tagged_str) ? plain_scalar_to_json(n->scalar)
+                                                    : json_string(n->scalar);
+                break;
+        case YNODE_SEQUENCE:
+                out = json_array();
+                for (size_t i = 0; out && i < n->n; i++) {
+                        json_t *item;
+                        int r = ynode_to_json(n->items[i], &item, err);
+                        if (r < 0)
+                                return r;
+                        if (json_array_append_new(out, item) < 0)
+                                return -ENOMEM;
+                }
+                break;
+        case YNODE_MAPPING:
+                out = json_object();
+                for (size_t i = 0; out && i + 1 < n->n; i += 2) {
+                        json_t *value;
+                        int r = ynode_to_json(n->items[i + 1], &value, err);
+                        if (r < 0)
+                                return r;
+                        if (json_object_set_new(out, n->items[i]->scalar, value) < 0)
+                                return error_set(err, -EINVAL, "line %u: bad key",
+                                                 n->items[i]->line);
+                }
+                break;
+        default:
+                return error_set(err, -EINVAL, "line %u: unknown YAML node", n->line);
+        }
+        if (!out)
+                return -ENOMEM;
+        *ret = TAKE_PTR(out);
+        return 0;
+}

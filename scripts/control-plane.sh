@@ -1,0 +1,381 @@
+#!/usr/bin/env bash
+# Runs a real Kubernetes control plane (etcd + kube-apiserver, no kubelet) on
+# loopback for tests. See docs/control-plane.md.
+#
+#   scripts/control-plane.sh start  DIR   start etcd + kube-apiserver, wait until ready
+#   scripts/control-plane.sh stop   DIR   stop both (TERM, then KILL), remove temp data
+#   scripts/control-plane.sh status DIR   show state; exit 0 only if both run and /readyz is ok
+#
+# start writes into DIR (created if missing):
+#   kubeconfig        admin kubeconfig (client cert with O=system:masters)
+#   env               shell-sourceable: KUBECONFIG, HANGAR_APISERVER_URL, pids, ...
+#   pki/              CA, serving cert (SANs localhost/127.0.0.1), client CA, admin cert, SA keys
+#   etcd.log, kube-apiserver.log
+# Binaries: $HANGAR_K8S_BIN if set, else built/cached by scripts/k8s-tools.sh.
+# Tunables: HANGAR_CP_START_TIMEOUT (s, default 120), HANGAR_CP_STOP_TIMEOUT (s, default 20).
+set -euo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+start_timeout=${HANGAR_CP_START_TIMEOUT:-120}
+stop_timeout=${HANGAR_CP_STOP_TIMEOUT:-20}
+
+log() { echo "control-plane: $*" >&2; }
+die() { echo "control-plane: error: $*" >&2; exit 1; }
+
+usage() {
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# ---- process helpers ---------------------------------------------------------
+
+# True if PID is a live (non-zombie) process whose command line mentions DIR,
+# so a recycled pid is never mistaken for ours.
+is_ours() {
+  local pid=$1 dir=$2 state
+  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
+  state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ "$state" != Z ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/"
+}
+
+# stop_pid NAME PID DIR: TERM, wait up to $stop_timeout s, then KILL.
+stop_pid() {
+  local name=$1 pid=$2 dir=$3 i
+  is_ours "$pid" "$dir" || return 0
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < stop_timeout * 10; i++)); do
+    is_ours "$pid" "$dir" || break
+    sleep 0.1
+  done
+  if is_ours "$pid" "$dir"; then
+    log "$name (pid $pid) still running after ${stop_timeout}s: sending KILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do is_ours "$pid" "$dir" || break; sleep 0.1; done
+  fi
+  # Reap it if it is our child (only when stopping from the starting shell).
+  wait "$pid" 2>/dev/null || true
+  ! is_ours "$pid" "$dir" || die "$name (pid $pid) did not exit"
+}
+
+log_tail() {
+  local f=$1
+  [ -f "$f" ] || return 0
+  echo "----- last 40 lines of $f -----" >&2
+  tail -n 40 "$f" >&2 || true
+  echo "-----" >&2
+}
+
+# A TCP port on 127.0.0.1 that nothing listens on, below the Linux ephemeral
+# range (32768+) so outgoing connections do not take it meanwhile.
+pick_port() {
+  local port i
+  for ((i = 0; i < 200; i++)); do
+    port=$((10000 + (RANDOM * 32768 + RANDOM) % 22000))
+    case " ${used_ports:-} " in *" $port "*) continue ;; esac
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      used_ports="${used_ports:-} $port"
+      echo "$port"
+      return 0
+    fi
+  done
+  die "no free port found"
+}
+
+# wait_until DESC PID LOG CMD...: poll CMD until it succeeds; fail if PID dies
+# or $start_timeout passes.
+wait_until() {
+  local desc=$1 pid=$2 logf=$3
+  shift 3
+  local deadline=$((SECONDS + start_timeout))
+  while ! "$@" >/dev/null 2>&1; do
+    if ! is_ours "$pid" "$dir"; then
+      log_tail "$logf"
+      die "$desc: process $pid exited (log: $logf)"
+    fi
+    if ((SECONDS >= deadline)); then
+      log_tail "$logf"
+      die "$desc: not ready after ${start_timeout}s (log: $logf)"
+    fi
+    sleep 0.25
+  done
+}
+
+# ---- certificates ------------------------------------------------------------
+
+gen_pki() {
+  local p=$1
+  mkdir -p "$p"
+  chmod 700 "$p"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  (
+    cd "$p"
+    # Serving CA and serving cert (the API server's TLS identity).
+    openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 3650 \
+      -subj "/CN=hangar-test-serving-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign"
+    openssl req "${ec[@]}" -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver"
+    cat >apiserver.ext <<'EOF'
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1
+EOF
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+      -days 365 -extfile apiserver.ext -out apiserver.crt
+    # Client CA and the admin client cert (O=system:masters: full access under RBAC).
+    openssl req -x509 "${ec[@]}" -keyout client-ca.key -out client-ca.crt -days 3650 \
+      -subj "/CN=hangar-test-client-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign"
+    openssl req "${ec[@]}" -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=hangar-admin"
+    cat >admin.ext <<'EOF'
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=clientAuth
+EOF
+    openssl x509 -req -in admin.csr -CA client-ca.crt -CAkey client-ca.key -CAcreateserial \
+      -days 365 -extfile admin.ext -out admin.crt
+    # Service-account token signing key pair.
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key
+    openssl pkey -in sa.key -pubout -out sa.pub
+    rm -f ./*.csr ./*.ext ./*.srl
+    chmod 600 ./*.key
+  ) >/dev/null 2>"$p/openssl.log" || { cat "$p/openssl.log" >&2; die "certificate generation failed"; }
+}
+
+write_kubeconfig() {
+  local f=$1 url=$2 p=$3
+  local b64=(base64 -w0)
+  umask 077
+  cat >"$f" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: hangar-test
+  cluster:
+    server: $url
+    certificate-authority-data: $("${b64[@]}" "$p/ca.crt")
+users:
+- name: hangar-admin
+  user:
+    client-certificate-data: $("${b64[@]}" "$p/admin.crt")
+    client-key-data: $("${b64[@]}" "$p/admin.key")
+contexts:
+- name: hangar-test
+  context:
+    cluster: hangar-test
+    user: hangar-admin
+    namespace: default
+current-context: hangar-test
+EOF
+}
+
+# ---- start / stop / status ---------------------------------------------------
+
+etcd_pid="" apiserver_pid="" started_ok=0
+
+on_start_exit() {
+  local rc=$?
+  [ "$started_ok" = 1 ] && return 0
+  log "start failed (exit $rc): stopping what was started"
+  stop_pid kube-apiserver "$apiserver_pid" "$dir" || true
+  stop_pid etcd "$etcd_pid" "$dir" || true
+  rm -rf "$dir/etcd-data" "$dir/pki" "$dir/env" "$dir/kubeconfig" "$dir"/*.pid
+  exit "$rc"
+}
+
+# launch NAME LOG CMD...: start CMD in the background (no stdin, output to LOG),
+# echo its pid. It is a direct child: $! is the binary itself (no wrapper).
+launch() {
+  local name=$1 logf=$2
+  shift 2
+  echo "# $(date -u +%FT%TZ) $*" >>"$logf"
+  "$@" </dev/null >>"$logf" 2>&1 &
+  echo $! >"$dir/$name.pid"
+}
+
+port_conflict() { grep -qiE 'address already in use|bind: address' "$1" 2>/dev/null; }
+
+cmd_start() {
+  local bin etcd_port api_port attempt logf
+  mkdir -p "$dir"
+  if [ -f "$dir/env" ]; then
+    local old_e old_a
+    old_e=$(sed -n 's/^export HANGAR_ETCD_PID=//p' "$dir/env")
+    old_a=$(sed -n 's/^export HANGAR_APISERVER_PID=//p' "$dir/env")
+    if is_ours "$old_e" "$dir" || is_ours "$old_a" "$dir"; then
+      die "a control plane is already running in $dir (stop it first)"
+    fi
+    log "removing stale state of a previous run in $dir"
+  fi
+  rm -rf "$dir/etcd-data" "$dir/pki" "$dir/env" "$dir/kubeconfig" "$dir"/*.pid
+
+  if [ -n "${HANGAR_K8S_BIN:-}" ]; then
+    bin=$HANGAR_K8S_BIN
+  else
+    bin=$("$script_dir/k8s-tools.sh" | tail -n 1)
+  fi
+  local b
+  for b in etcd kube-apiserver kubectl; do
+    [ -x "$bin/$b" ] || die "$bin/$b missing (HANGAR_K8S_BIN or scripts/k8s-tools.sh)"
+  done
+
+  trap on_start_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  gen_pki "$dir/pki"
+  local p="$dir/pki"
+
+  # etcd (retry with new ports if one was taken between pick and bind).
+  logf="$dir/etcd.log"
+  for attempt in 1 2 3; do
+    etcd_port=$(pick_port)
+    launch etcd "$logf" "$bin/etcd" \
+      --data-dir "$dir/etcd-data" \
+      --listen-client-urls "http://127.0.0.1:$etcd_port" \
+      --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+      --listen-peer-urls "http://127.0.0.1:0" \
+      --unsafe-no-fsync
+    etcd_pid=$(cat "$dir/etcd.pid")
+    local deadline=$((SECONDS + start_timeout))
+    while ! curl -fsS --max-time 2 "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q '"health":"true"'; do
+      if ! is_ours "$etcd_pid" "$dir"; then break; fi
+      ((SECONDS < deadline)) || { log_tail "$logf"; die "etcd: not healthy after ${start_timeout}s (log: $logf)"; }
+      sleep 0.2
+    done
+    is_ours "$etcd_pid" "$dir" && break
+    wait "$etcd_pid" 2>/dev/null || true
+    if port_conflict "$logf" && [ "$attempt" -lt 3 ]; then
+      log "etcd: port $etcd_port taken, retrying"
+      rm -rf "$dir/etcd-data"
+      continue
+    fi
+    log_tail "$logf"
+    die "etcd exited during startup (log: $logf)"
+  done
+  log "etcd ready on 127.0.0.1:$etcd_port (pid $etcd_pid)"
+
+  # kube-apiserver.
+  logf="$dir/kube-apiserver.log"
+  local url
+  for attempt in 1 2 3; do
+    api_port=$(pick_port)
+    url="https://127.0.0.1:$api_port"
+    launch kube-apiserver "$logf" "$bin/kube-apiserver" \
+      --etcd-servers "http://127.0.0.1:$etcd_port" \
+      --cert-dir "$p" \
+      --tls-cert-file "$p/apiserver.crt" \
+      --tls-private-key-file "$p/apiserver.key" \
+      --client-ca-file "$p/client-ca.crt" \
+      --secure-port "$api_port" \
+      --bind-address 127.0.0.1 \
+      --advertise-address 127.0.0.1 \
+      --authorization-mode RBAC \
+      --service-cluster-ip-range 10.0.0.0/24 \
+      --allow-privileged=true \
+      --disable-admission-plugins ServiceAccount \
+      --service-account-issuer https://kubernetes.default.svc.cluster.local \
+      --service-account-key-file "$p/sa.pub" \
+      --service-account-signing-key-file "$p/sa.key"
+    apiserver_pid=$(cat "$dir/kube-apiserver.pid")
+    # Give a bind failure a moment to show before polling readiness.
+    sleep 1
+    if ! is_ours "$apiserver_pid" "$dir"; then
+      wait "$apiserver_pid" 2>/dev/null || true
+      if port_conflict "$logf" && [ "$attempt" -lt 3 ]; then
+        log "kube-apiserver: port $api_port taken, retrying"
+        continue
+      fi
+      log_tail "$logf"
+      die "kube-apiserver exited during startup (log: $logf)"
+    fi
+    break
+  done
+
+  write_kubeconfig "$dir/kubeconfig" "$url" "$p"
+  local kc=("$bin/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout 5s)
+  wait_until "kube-apiserver /readyz" "$apiserver_pid" "$logf" \
+    curl -fsS --max-time 5 --cacert "$p/ca.crt" --cert "$p/admin.crt" --key "$p/admin.key" "$url/readyz"
+  wait_until "namespace default" "$apiserver_pid" "$logf" "${kc[@]}" get namespace default
+
+  {
+    printf 'export HANGAR_CP_DIR=%q\n' "$dir"
+    printf 'export KUBECONFIG=%q\n' "$dir/kubeconfig"
+    printf 'export HANGAR_APISERVER_URL=%q\n' "$url"
+    printf 'export HANGAR_APISERVER_CA=%q\n' "$p/ca.crt"
+    printf 'export HANGAR_ETCD_URL=%q\n' "http://127.0.0.1:$etcd_port"
+    printf 'export HANGAR_APISERVER_PID=%q\n' "$apiserver_pid"
+    printf 'export HANGAR_ETCD_PID=%q\n' "$etcd_pid"
+    printf 'export HANGAR_K8S_BIN=%q\n' "$bin"
+  } >"$dir/env.tmp"
+  mv "$dir/env.tmp" "$dir/env"
+  started_ok=1
+  trap - EXIT INT TERM
+  log "kube-apiserver ready at $url (pid $apiserver_pid); source $dir/env"
+}
+
+read_pids() {
+  etcd_pid="" apiserver_pid=""
+  [ -f "$dir/etcd.pid" ] && etcd_pid=$(cat "$dir/etcd.pid")
+  [ -f "$dir/kube-apiserver.pid" ] && apiserver_pid=$(cat "$dir/kube-apiserver.pid")
+  return 0
+}
+
+cmd_stop() {
+  read_pids
+  # API server first, so it does not log etcd connection errors while exiting.
+  stop_pid kube-apiserver "$apiserver_pid" "$dir"
+  stop_pid etcd "$etcd_pid" "$dir"
+  rm -rf "$dir/etcd-data" "$dir/pki" "$dir/env" "$dir/kubeconfig" "$dir"/*.pid
+  log "stopped; logs kept in $dir/*.log"
+}
+
+cmd_status() {
+  local rc=0 url=""
+  read_pids
+  if is_ours "$etcd_pid" "$dir"; then echo "etcd: running (pid $etcd_pid)"; else echo "etcd: stopped"; rc=1; fi
+  if is_ours "$apiserver_pid" "$dir"; then
+    echo "kube-apiserver: running (pid $apiserver_pid)"
+  else
+    echo "kube-apiserver: stopped"; rc=1
+  fi
+  if [ "$rc" = 0 ] && [ -f "$dir/env" ]; then
+    url=$(sed -n 's/^export HANGAR_APISERVER_URL=//p' "$dir/env")
+    if curl -fsS --max-time 5 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
+         --key "$dir/pki/admin.key" "$url/readyz" >/dev/null 2>&1; then
+      echo "readyz: ok ($url)"
+      echo "kubeconfig: $dir/kubeconfig"
+    else
+      echo "readyz: failing ($url)"; rc=1
+    fi
+  elif [ "$rc" = 0 ]; then
+    echo "env: missing (start still in progress or failed)"; rc=1
+  fi
+  return "$rc"
+}
+
+[ $# -eq 2 ] || usage
+command -v openssl >/dev/null || die "openssl not found"
+command -v curl >/dev/null || die "curl not found"
+if [ "$1" = start ]; then
+  mkdir -p "$2" || die "cannot create $2"
+fi
+if [ ! -d "$2" ]; then
+  case "$1" in
+    stop) log "$2 does not exist: nothing to stop"; exit 0 ;;
+    status) echo "etcd: stopped"; echo "kube-apiserver: stopped"; exit 1 ;;
+    *) usage ;;
+  esac
+fi
+dir=$(cd "$2" && pwd -P)
+
+case "$1" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  *) usage ;;
+esac

@@ -1,0 +1,28 @@
+/* Certificate generation with OpenSSL: a CA and a serving certificate for the
+ * webhook's Service DNS names and IP SANs, as PEM. Used by `hangar-webhook
+ * certs` (and by the self-managed certificate mode). ECDSA P-256 keys: small,
+ * fast to handshake, accepted by the API server and by GnuTLS. */
+#pragma once
+
+#include <stddef.h>
+
+#include "error.h"
+
+typedef struct certgen_pem {
+        char *cert; /* PEM, malloc'd */
+        char *key;  /* PEM (PKCS#8), malloc'd */
+} certgen_pem_t;
+
+typedef struct certgen_request {
+        const char *common_name;
+        const char *const *dns_names; /* NULL-terminated */
+        const char *const *ip_addresses;
+        unsigned days;
+} certgen_request_t;
+
+/* A self-signed CA. */
+int certgen_ca(const char *common_name, unsigned days, certgen_pem_t *ret, hg_error_t *err);
+/* A serving certificate (serverAuth) signed by the CA given in PEM. */
+int certgen_serving(const certgen_pem_t *ca, const certgen_request_t *req, certgen_pem_t *ret,
+                    hg_error_t *err);
+void certgen_pem_free(certgen_pem_t *p);

@@ -1,0 +1,488 @@
+/* hangar-webhook: the mutating admission webhook that gives sandbox pods the
+ * hangar-driver sidecar. Subcommands:
+ *   serve   run the HTTPS server (the default)
+ *   review  answer one AdmissionReview from stdin (the server minus transport)
+ *   inject  print a Pod manifest as the webhook would have it stored
+ *   certs   generate a CA and serving certificate with OpenSSL
+ *   config  print the effective configuration, or the error that stops it */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admission.h"
+#include "certgen.h"
+#include "certstore.h"
+#include "cleanup.h"
+#include "config.h"
+#include "fileio.h"
+#include "jsonx.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "strparse.h"
+#include "yamldoc.h"
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+        "usage: hangar-webhook [serve] [--config FILE]\n"
+        "       hangar-webhook review [--config FILE]        < admission-review.json\n"
+        "       hangar-webhook inject -f POD.(json|yaml) [--config FILE]\n"
+        "       hangar-webhook certs --out-dir DIR [--service NAME --namespace NS]\n"
+        "                            [--dns NAME]... [--ip ADDR]... [--days N] [--ca-days N]\n"
+        "                            [--reuse-ca] [--force]\n"
+        "       hangar-webhook config [--config FILE]\n"
+        "       hangar-webhook version\n"
+        "The configuration file may also be given as HANGAR_CONFIG; environment\n"
+        "variables override it (see docs/configuration.md).\n";
+
+static int fail(const char *cmd, const char *msg)
+{
+        /* One line: strip anything that could break it. */
+        fprintf(stderr, "hangar-webhook %s: ", cmd);
+        for (const char *p = msg; *p; p++)
+                fputc((*p == '\n' || *p == '\r') ? ' ' : *p, stderr);
+        fputc('\n', stderr);
+        return EXIT_FAILURE;
+}
+
+/* --config FILE, or HANGAR_CONFIG, or defaults alone. */
+static int load_config(const char *cmd, const char *path, hg_config_t *cfg)
+{
+        if (!path)
+                path = getenv("HANGAR_CONFIG");
+        hg_error_t err = {0};
+        if (config_load(cfg, path, &err) < 0)
+                return fail(cmd, err.message);
+        log_level_t level = LOG_LEVEL_INFO;
+        (void)log_parse_level(cfg->log_level, &level);
+        log_set_level(level);
+        return 0;
+}
+
+/* Options shared by the commands that only need a config file. */
+static int parse_config_only(int argc, char **argv, const char **ret_path)
+{
+        static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+        int c;
+        while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        *ret_path = optarg;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        exit(EXIT_SUCCESS);
+                default:
+                        fputs(usage_text, stderr);
+                        return -EINVAL;
+                }
+        }
+        if (optind != argc) {
+                fputs(usage_text, stderr);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static void reload_certificates(char *last_error, size_t last_error_size)
+{
+        hg_error_t err = {0};
+        int r = certstore_reload(&err);
+        if (r == 1) {
+                last_error[0] = '\0';
+                metrics_record_cert(certstore_not_after(), 1);
+                log_event(LOG_LEVEL_INFO, "serving certificate loaded",
+                          json_pack("{s:I}", "notAfter", (json_int_t)certstore_not_after()));
+        } else if (r < 0 && strcmp(err.message, last_error) != 0) {
+                /* Reported once per distinct problem, not every poll. */
+                (void)snprintf(last_error, last_error_size, "%s", err.message);
+                metrics_record_cert(0, 0);
+                log_event(LOG_LEVEL_ERROR, "serving certificate refused; keeping the one in use",
+                          json_pack("{s:s, s:b}", "detail", err.message, "ready",
+                                    certstore_ready()));
+        }
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+        const char *config_path = NULL;
+        if (parse_config_only(argc, argv, &config_path) < 0)
+                return EXIT_USAGE;
+        hg_config_t cfg;
+        if (load_config("serve", config_path, &cfg) != 0)
+                return EXIT_FAILURE;
+
+        /* Signals arrive through sigtimedwait below, never as handlers; the
+         * server's threads inherit the mask. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        /* Replaced credentials outlive any handshake that could still use them. */
+        unsigned grace = 2 * cfg.request_timeout_seconds + 60;
+        if (certstore_init(cfg.cert_file, cfg.key_file, grace) < 0) {
+                config_free(&cfg);
+                return fail("serve", "out of memory");
+        }
+        char last_error[ERROR_MESSAGE_MAX] = "";
+        reload_certificates(last_error, sizeof(last_error));
+
+        server_t *server = NULL;
+        hg_error_t err = {0};
+        if (server_start(&cfg, &server, &err) < 0) {
+                certstore_shutdown();
+                config_free(&cfg);
+                return fail("serve", err.message);
+        }
+        log_event(LOG_LEVEL_INFO, "listening",
+                  json_pack("{s:s, s:i, s:i, s:b, s:s, s:s}", "address", cfg.listen_address,
+                            "port", (int)server_port(server), "healthPort",
+                            (int)server_health_port(server), "driverSidecar", cfg.driver_sidecar,
+                            "selector", cfg.selector_key, "version", HANGAR_VERSION));
+
+        struct timespec poll = {.tv_sec = cfg.cert_poll_seconds};
+        for (;;) {
+                int sig = sigtimedwait(&mask, NULL, &poll);
+                if (sig == SIGTERM || sig == SIGINT) {
+                        log_event(LOG_LEVEL_INFO, "shutting down",
+                                  json_pack("{s:s}", "signal", strsignal(sig)));
+                        break;
+                }
+                /* A timeout, SIGHUP (reload now) or EINTR: look at the files. */
+                reload_certificates(last_error, sizeof(last_error));
+        }
+        server_stop(server);
+        certstore_shutdown();
+        config_free(&cfg);
+        return EXIT_SUCCESS;
+}
+
+static int cmd_review(int argc, char **argv)
+{
+        const char *config_path = NULL;
+        if (parse_config_only(argc, argv, &config_path) < 0)
+                return EXIT_USAGE;
+        hg_config_t cfg;
+        if (load_config("review", config_path, &cfg) != 0)
+                return EXIT_FAILURE;
+        _cleanup_free_ char *body = NULL, *response = NULL;
+        size_t len;
+        int r = fd_read_bounded(STDIN_FILENO, cfg.max_body_bytes, &body, &len);
+        if (r < 0) {
+                config_free(&cfg);
+                return fail("review", r == -EFBIG ? "input exceeds server.maxBodyBytes"
+                                                  : strerror(-r));
+        }
+        admission_outcome_t o;
+        hg_error_t err = {0};
+        r = admission_handle(&cfg, body, len, &response, &o, &err);
+        admission_outcome_free(&o);
+        config_free(&cfg);
+        if (r < 0)
+                return fail("review", r == -EINVAL ? err.message : strerror(-r));
+        puts(response);
+        return EXIT_SUCCESS;
+}
+
+/* A Pod manifest from JSON or YAML (by its first non-blank character). */
+static int load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r = strcmp(path, "-") == 0 ? fd_read_bounded(STDIN_FILENO, max, &buf, &len)
+                                        : file_read_bounded(path, max, &buf, &len);
+        if (r < 0)
+                return error_set(err, r, "%s: %s", path,
+                                 r == -EFBIG ? "larger than server.maxBodyBytes" : strerror(-r));
+        size_t i = strspn(buf, " \t\r\n");
+        if (buf[i] == '{')
+                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, ret, err);
+        else {
+                _cleanup_ynode_ ynode_t *doc = NULL;
+                r = yamldoc_parse(buf, len, &doc, err);
+                if (r == 0)
+                        r = ynode_to_json(doc, ret, err);
+        }
+        if (r < 0)
+                return error_prefix(err, "%s: ", path);
+        const char *kind = "", *api = "";
+        (void)jsonx_string(*ret, "kind", &kind);
+        (void)jsonx_string(*ret, "apiVersion", &api);
+        if (strcmp(kind, "Pod") != 0 || strcmp(api, "v1") != 0) {
+                json_decref(*ret);
+                *ret = NULL;
+                return error_set(err, -EINVAL, "%s: expected a v1 Pod, got kind \"%s\"", path,
+                                 kind);
+        }
+        return 0;
+}
+
+static int cmd_inject(int argc, char **argv)
+{
+        static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
+                                             {"config", required_argument, NULL, 'c'},
+                                             {NULL, 0, NULL, 0}};
+        const char *file = NULL, *config_path = NULL;
+        int c;
+        while ((c = getopt_long(argc, argv, "f:c:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'f':
+                        file = optarg;
+                        break;
+                case 'c':
+                        config_path = optarg;
+                        break;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (!file || optind != argc) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        hg_config_t cfg;
+        if (load_config("inject", config_path, &cfg) != 0)
+                return EXIT_FAILURE;
+        /* Asking for an injection is the point of this command, as with
+         * `istioctl kube-inject`: the on/off switch is the cluster's. */
+        cfg.driver_sidecar = true;
+
+        hg_error_t err = {0};
+        _cleanup_json_ json_t *pod = NULL;
+        int r = load_manifest(file, cfg.max_body_bytes, &pod, &err);
+        _cleanup_json_ json_t *review = r == 0 ? admission_wrap_pod(pod, "hangar-inject") : NULL;
+        _cleanup_free_ char *body = review ? json_dumps(review, JSON_COMPACT) : NULL;
+        if (r < 0 || !body) {
+                config_free(&cfg);
+                return fail("inject", r < 0 ? err.message : "out of memory");
+        }
+        admission_outcome_t o;
+        _cleanup_free_ char *response = NULL;
+        r = admission_handle(&cfg, body, strlen(body), &response, &o, &err);
+        int status = EXIT_SUCCESS;
+        if (r < 0) {
+                status = fail("inject", r == -EINVAL ? err.message : strerror(-r));
+        } else if (o.result.decision == DECISION_DENY) {
+                status = fail("inject", o.result.detail);
+        } else {
+                if (o.result.decision == DECISION_SKIP)
+                        fprintf(stderr, "hangar-webhook inject: not injected (%s): %s\n",
+                                mutate_reason_name(o.result.reason), o.result.detail);
+                _cleanup_free_ char *text = json_dumps(o.pod, JSON_INDENT(2));
+                if (!text)
+                        status = fail("inject", "out of memory");
+                else
+                        puts(text);
+        }
+        admission_outcome_free(&o);
+        config_free(&cfg);
+        return status;
+}
+
+typedef struct string_list {
+        const char *items[65];
+        size_t n;
+} string_list_t;
+
+static int push(string_list_t *l, const char *s)
+{
+        if (l->n + 1 >= ARRAY_SIZE(l->items))
+                return -E2BIG;
+        l->items[l->n++] = s;
+        l->items[l->n] = NULL;
+        return 0;
+}
+
+static int write_pem(const char *dir, const char *name, const char *data, mode_t mode, bool force)
+{
+        char path[4096];
+        int n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        return file_write_atomic(path, data, strlen(data), mode, !force);
+}
+
+static int read_pem_pair(const char *dir, certgen_pem_t *ret)
+{
+        char cert[4096], key[4096];
+        size_t len;
+        (void)snprintf(cert, sizeof(cert), "%s/ca.crt", dir);
+        (void)snprintf(key, sizeof(key), "%s/ca.key", dir);
+        int r = file_read_bounded(cert, 1 << 20, &ret->cert, &len);
+        if (r == 0)
+                r = file_read_bounded(key, 1 << 20, &ret->key, &len);
+        if (r < 0)
+                certgen_pem_free(ret);
+        return r;
+}
+
+static int cmd_certs(int argc, char **argv)
+{
+        enum { OPT_SERVICE = 256, OPT_NAMESPACE, OPT_DNS, OPT_IP, OPT_DAYS, OPT_CA_DAYS,
+               OPT_REUSE_CA, OPT_FORCE, OPT_OUT };
+        static const struct option opts[] = {
+                {"out-dir", required_argument, NULL, OPT_OUT},
+                {"service", required_argument, NULL, OPT_SERVICE},
+                {"namespace", required_argument, NULL, OPT_NAMESPACE},
+                {"dns", required_argument, NULL, OPT_DNS},
+                {"ip", required_argument, NULL, OPT_IP},
+                {"days", required_argument, NULL, OPT_DAYS},
+                {"ca-days", required_argument, NULL, OPT_CA_DAYS},
+                {"reuse-ca", no_argument, NULL, OPT_REUSE_CA},
+                {"force", no_argument, NULL, OPT_FORCE},
+                {NULL, 0, NULL, 0}};
+        const char *out = NULL, *service = NULL, *ns = NULL;
+        string_list_t dns = {0}, ips = {0};
+        uint32_t days = 365, ca_days = 3650;
+        bool reuse_ca = false, force = false;
+        int c;
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                int r = 0;
+                switch (c) {
+                case OPT_OUT:
+                        out = optarg;
+                        break;
+                case OPT_SERVICE:
+                        service = optarg;
+                        break;
+                case OPT_NAMESPACE:
+                        ns = optarg;
+                        break;
+                case OPT_DNS:
+                        r = push(&dns, optarg);
+                        break;
+                case OPT_IP:
+                        r = push(&ips, optarg);
+                        break;
+                case OPT_DAYS:
+                        r = parse_u32(optarg, &days) < 0 || days == 0 || days > 3650 ? -EINVAL : 0;
+                        break;
+                case OPT_CA_DAYS:
+                        r = parse_u32(optarg, &ca_days) < 0 || ca_days == 0 || ca_days > 36500
+                                    ? -EINVAL
+                                    : 0;
+                        break;
+                case OPT_REUSE_CA:
+                        reuse_ca = true;
+                        break;
+                case OPT_FORCE:
+                        force = true;
+                        break;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+                if (r < 0)
+                        return fail("certs", "bad value for an option (too many names, or days "
+                                             "out of range)");
+        }
+        if (!out || optind != argc || (!service != !ns)) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        /* The names the API server uses to reach a Service. */
+        char svc_names[4][512];
+        if (service) {
+                static const char *const suffixes[] = {"", ".svc", ".svc.cluster.local"};
+                (void)snprintf(svc_names[0], sizeof(svc_names[0]), "%s", service);
+                for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++)
+                        (void)snprintf(svc_names[i + 1], sizeof(svc_names[i + 1]), "%s.%s%s",
+                                       service, ns, suffixes[i]);
+                for (size_t i = 0; i < ARRAY_SIZE(svc_names); i++)
+                        if (push(&dns, svc_names[i]) < 0)
+                                return fail("certs", "too many names");
+        }
+        if (mkdir(out, 0755) < 0 && errno != EEXIST)
+                return fail("certs", strerror(errno));
+
+        hg_error_t err = {0};
+        certgen_pem_t ca = {0}, leaf = {0};
+        int r;
+        if (reuse_ca) {
+                r = read_pem_pair(out, &ca);
+                if (r < 0)
+                        return fail("certs", "--reuse-ca: cannot read ca.crt and ca.key in the "
+                                             "output directory");
+        } else {
+                r = certgen_ca("hangar-webhook CA", ca_days, &ca, &err);
+                if (r < 0)
+                        return fail("certs", err.message);
+        }
+        certgen_request_t req = {
+                .common_name = dns.n ? dns.items[0] : ips.items[0] ? ips.items[0] : "hangar-webhook",
+                .dns_names = dns.items,
+                .ip_addresses = ips.items,
+                .days = days,
+        };
+        r = certgen_serving(&ca, &req, &leaf, &err);
+        if (r == 0 && !reuse_ca) {
+                r = write_pem(out, "ca.crt", ca.cert, 0644, force);
+                if (r == 0)
+                        r = write_pem(out, "ca.key", ca.key, 0600, force);
+        }
+        /* A reused CA means a rotation: the new leaf replaces the old one. */
+        bool replace_leaf = force || reuse_ca;
+        if (r == 0)
+                r = write_pem(out, "tls.key", leaf.key, 0600, replace_leaf);
+        if (r == 0)
+                r = write_pem(out, "tls.crt", leaf.cert, 0644, replace_leaf);
+        certgen_pem_free(&ca);
+        certgen_pem_free(&leaf);
+        if (r == -EEXIST)
+                return fail("certs", "output files exist; pass --force to overwrite");
+        if (r < 0)
+                return fail("certs", err.code ? err.message : strerror(-r));
+        printf("wrote %s/{ca.crt,ca.key,tls.crt,tls.key}\n", out);
+        return EXIT_SUCCESS;
+}
+
+static int cmd_config(int argc, char **argv)
+{
+        const char *config_path = NULL;
+        if (parse_config_only(argc, argv, &config_path) < 0)
+                return EXIT_USAGE;
+        hg_config_t cfg;
+        if (load_config("config", config_path, &cfg) != 0)
+                return EXIT_FAILURE;
+        _cleanup_free_ char *text = config_dump(&cfg);
+        config_free(&cfg);
+        if (!text)
+                return fail("config", "out of memory");
+        puts(text);
+        return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct {
+                const char *name;
+                int (*fn)(int, char **);
+        } commands[] = {{"serve", cmd_serve},   {"review", cmd_review}, {"inject", cmd_inject},
+                        {"certs", cmd_certs},   {"config", cmd_config}};
+        if (argc >= 2 && strcmp(argv[1], "version") == 0) {
+                printf("hangar-webhook %s\n", HANGAR_VERSION);
+                return EXIT_SUCCESS;
+        }
+        if (argc >= 2 && argv[1][0] != '-') {
+                for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+                        if (strcmp(argv[1], commands[i].name) == 0)
+                                return commands[i].fn(argc - 1, argv + 1);
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        return cmd_serve(argc, argv);
+}

@@ -1,0 +1,126 @@
+#include "metrics.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "cleanup.h"
+#include "strbuf.h"
+
+/* Review latency buckets in seconds: a hand-built patch is microseconds, the
+ * API server's timeout is seconds; both ends must be visible. */
+static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                 0.01,   0.025,   0.05,   0.1,   0.5,    1.0};
+#define NBUCKETS ARRAY_SIZE(buckets)
+
+static struct {
+        atomic_uint_fast64_t reviews[REASON_COUNT];
+        atomic_uint_fast64_t errors[METRICS_ERROR_COUNT];
+        atomic_uint_fast64_t latency_buckets[NBUCKETS];
+        atomic_uint_fast64_t latency_count;
+        atomic_uint_fast64_t latency_sum_ns;
+        atomic_int_fast64_t cert_not_after;
+        atomic_uint_fast64_t cert_reloads_ok;
+} m;
+
+static const char *const error_names[METRICS_ERROR_COUNT] = {
+        [METRICS_ERROR_BAD_REQUEST] = "bad_request",
+        [METRICS_ERROR_TOO_LARGE] = "body_too_large",
+        [METRICS_ERROR_MEDIA_TYPE] = "unsupported_media_type",
+        [METRICS_ERROR_NOT_FOUND] = "not_found",
+        [METRICS_ERROR_TIMEOUT] = "timeout",
+        [METRICS_ERROR_INTERNAL] = "internal",
+        [METRICS_ERROR_CERT_RELOAD] = "cert_reload",
+};
+
+void metrics_record_review(const mutate_result_t *result, double seconds)
+{
+        unsigned reason = (unsigned)result->reason < REASON_COUNT ? result->reason : 0;
+        atomic_fetch_add(&m.reviews[reason], 1);
+        for (size_t i = 0; i < NBUCKETS; i++)
+                if (seconds <= buckets[i])
+                        atomic_fetch_add(&m.latency_buckets[i], 1);
+        atomic_fetch_add(&m.latency_count, 1);
+        atomic_fetch_add(&m.latency_sum_ns, (uint_fast64_t)(seconds * 1e9));
+}
+
+void metrics_record_error(metrics_error_t kind)
+{
+        if ((unsigned)kind < METRICS_ERROR_COUNT)
+                atomic_fetch_add(&m.errors[kind], 1);
+}
+
+void metrics_record_cert(int64_t not_after_unix, int reloaded_ok)
+{
+        if (reloaded_ok) {
+                atomic_store(&m.cert_not_after, not_after_unix);
+                atomic_fetch_add(&m.cert_reloads_ok, 1);
+        } else {
+                metrics_record_error(METRICS_ERROR_CERT_RELOAD);
+        }
+}
+
+char *metrics_render(void)
+{
+        _cleanup_strbuf_ strbuf_t sb = {0};
+        int r = 0;
+        r |= strbuf_puts(&sb, "# HELP hangar_webhook_reviews_total AdmissionReviews answered, by "
+                              "decision and reason.\n# TYPE hangar_webhook_reviews_total counter\n");
+        uint64_t injections = 0;
+        for (unsigned i = 0; i < REASON_COUNT; i++) {
+                uint64_t v = atomic_load(&m.reviews[i]);
+                mutate_decision_t d = mutate_reason_decision(i);
+                r |= strbuf_printf(&sb,
+                                   "hangar_webhook_reviews_total{decision=\"%s\",reason=\"%s\"} "
+                                   "%llu\n",
+                                   mutate_decision_name(d), mutate_reason_name(i),
+                                   (unsigned long long)v);
+                if (d == DECISION_INJECT)
+                        injections += v;
+        }
+        r |= strbuf_printf(&sb,
+                           "# HELP hangar_webhook_injections_total Pods given the driver sidecar.\n"
+                           "# TYPE hangar_webhook_injections_total counter\n"
+                           "hangar_webhook_injections_total %llu\n",
+                           (unsigned long long)injections);
+        r |= strbuf_puts(&sb, "# HELP hangar_webhook_skips_total Reviews allowed without the "
+                              "sidecar, by reason.\n# TYPE hangar_webhook_skips_total counter\n");
+        for (unsigned i = 0; i < REASON_COUNT; i++)
+                if (mutate_reason_decision(i) == DECISION_SKIP)
+                        r |= strbuf_printf(&sb, "hangar_webhook_skips_total{reason=\"%s\"} %llu\n",
+                                           mutate_reason_name(i),
+                                           (unsigned long long)atomic_load(&m.reviews[i]));
+        r |= strbuf_puts(&sb, "# HELP hangar_webhook_errors_total Requests refused before a "
+                              "decision, and other errors, by kind.\n"
+                              "# TYPE hangar_webhook_errors_total counter\n");
+        for (unsigned i = 0; i < METRICS_ERROR_COUNT; i++)
+                r |= strbuf_printf(&sb, "hangar_webhook_errors_total{kind=\"%s\"} %llu\n",
+                                   error_names[i], (unsigned long long)atomic_load(&m.errors[i]));
+        r |= strbuf_puts(&sb, "# HELP hangar_webhook_review_duration_seconds Time from a complete "
+                              "request body to its answer.\n"
+                              "# TYPE hangar_webhook_review_duration_seconds histogram\n");
+        for (size_t i = 0; i < NBUCKETS; i++)
+                r |= strbuf_printf(&sb,
+                                   "hangar_webhook_review_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                                   buckets[i],
+                                   (unsigned long long)atomic_load(&m.latency_buckets[i]));
+        uint64_t count = atomic_load(&m.latency_count);
+        r |= strbuf_printf(&sb,
+                           "hangar_webhook_review_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+                           "hangar_webhook_review_duration_seconds_sum %.9f\n"
+                           "hangar_webhook_review_duration_seconds_count %llu\n",
+                           (unsigned long long)count, (double)atomic_load(&m.latency_sum_ns) / 1e9,
+                           (unsigned long long)count);
+        r |= strbuf_printf(&sb,
+                           "# HELP hangar_webhook_cert_not_after_seconds Expiry of the serving "
+                           "certificate in use (Unix time; 0 before one is loaded).\n"
+                           "# TYPE hangar_webhook_cert_not_after_seconds gauge\n"
+                           "hangar_webhook_cert_not_after_seconds %lld\n"
+                           "# HELP hangar_webhook_cert_reloads_total Serving certificate pairs "
+                           "loaded.\n# TYPE hangar_webhook_cert_reloads_total counter\n"
+                           "hangar_webhook_cert_reloads_total %llu\n",
+                           (long long)atomic_load(&m.cert_not_after),
+                           (unsigned long long)atomic_load(&m.cert_reloads_ok));
+        if (r != 0)
+                return NULL;
+        return strbuf_take(&sb);
+}

@@ -1,0 +1,401 @@
+#include "mutate.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "jsonx.h"
+#include "patch.h"
+#include "shape.h"
+
+static const struct {
+        const char *name;
+        mutate_decision_t decision;
+} reasons[REASON_COUNT] = {
+        [REASON_INTERNAL_ERROR] = {"internal-error", DECISION_DENY},
+        [REASON_INJECTED] = {"injected", DECISION_INJECT},
+        [REASON_NOT_POD] = {"not-pod", DECISION_SKIP},
+        [REASON_NOT_CREATE] = {"not-create", DECISION_SKIP},
+        [REASON_SUBRESOURCE] = {"subresource", DECISION_SKIP},
+        [REASON_INJECTION_DISABLED] = {"injection-disabled", DECISION_SKIP},
+        [REASON_NOT_SELECTED] = {"not-selected", DECISION_SKIP},
+        [REASON_ALREADY_INJECTED] = {"already-injected", DECISION_SKIP},
+        [REASON_PRIVILEGED] = {"privileged-container", DECISION_SKIP},
+        [REASON_HOST_PID] = {"host-pid", DECISION_SKIP},
+        [REASON_CONFLICT] = {"conflict", DECISION_DENY},
+        [REASON_NO_AGENT_CONTAINER] = {"no-agent-container", DECISION_DENY},
+        [REASON_INVALID_POD] = {"invalid-pod", DECISION_DENY},
+};
+
+const char *mutate_reason_name(mutate_reason_t reason)
+{
+        return (unsigned)reason < REASON_COUNT ? reasons[reason].name : "internal-error";
+}
+
+mutate_decision_t mutate_reason_decision(mutate_reason_t reason)
+{
+        return (unsigned)reason < REASON_COUNT ? reasons[reason].decision : DECISION_DENY;
+}
+
+const char *mutate_decision_name(mutate_decision_t decision)
+{
+        switch (decision) {
+        case DECISION_INJECT:
+                return "injected";
+        case DECISION_SKIP:
+                return "skipped";
+        case DECISION_DENY:
+                return "denied";
+        default:
+                return "denied";
+        }
+}
+
+void mutate_result_set(mutate_result_t *ret, mutate_reason_t reason, const char *fmt, ...)
+{
+        ret->reason = reason;
+        ret->decision = mutate_reason_decision(reason);
+        va_list ap;
+        va_start(ap, fmt);
+        (void)vsnprintf(ret->detail, sizeof(ret->detail), fmt, ap);
+        va_end(ap);
+}
+
+void mutate_result_free(mutate_result_t *r)
+{
+        json_decref(r->patch);
+        r->patch = NULL;
+}
+
+/* The pod's container lists that a conflict or privilege check must see. */
+static const char *const container_lists[] = {"initContainers", "containers",
+                                              "ephemeralContainers"};
+
+/* Checks the parts of the pod this module reads have the types it expects;
+ * anything else is an invalid pod, denied with what was wrong. */
+static int check_pod_types(json_t *pod, hg_error_t *err)
+{
+        json_t *metadata, *spec, *v;
+        if (!json_is_object(pod))
+                return error_set(err, -EINVAL, "object is %s, expected a Pod object",
+                                 jsonx_type_name(pod));
+        if (jsonx_member(pod, "metadata", JSON_OBJECT, &metadata) == -EINVAL)
+                return error_set(err, -EINVAL, "metadata is not an object");
+        if (jsonx_member(metadata, "labels", JSON_OBJECT, &v) == -EINVAL ||
+            jsonx_member(metadata, "annotations", JSON_OBJECT, &v) == -EINVAL)
+                return error_set(err, -EINVAL, "metadata.labels and annotations must be objects");
+        if (jsonx_member(pod, "spec", JSON_OBJECT, &spec) < 0)
+                return error_set(err, -EINVAL, "spec is missing or not an object");
+        if (jsonx_member(spec, "volumes", JSON_ARRAY, &v) == -EINVAL)
+                return error_set(err, -EINVAL, "spec.volumes is not an array");
+        size_t i;
+        json_t *vol;
+        json_array_foreach(json_object_get(spec, "volumes"), i, vol) {
+                const char *name;
+                if (jsonx_string(vol, "name", &name) < 0)
+                        return error_set(err, -EINVAL, "spec.volumes[%zu] has no name", i);
+        }
+        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
+                json_t *list;
+                int r = jsonx_member(spec, container_lists[l], JSON_ARRAY, &list);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return error_set(err, -EINVAL, "spec.%s is not an array",
+                                         container_lists[l]);
+                json_t *c;
+                json_array_foreach(list, i, c) {
+                        const char *name;
+                        json_t *mounts, *sc;
+                        if (jsonx_string(c, "name", &name) < 0)
+                                return error_set(err, -EINVAL, "spec.%s[%zu] has no name",
+                                                 container_lists[l], i);
+                        if (jsonx_member(c, "securityContext", JSON_OBJECT, &sc) == -EINVAL)
+                                return error_set(err, -EINVAL,
+                                                 "container \"%s\": securityContext is not an object",
+                                                 name);
+                        r = jsonx_member(c, "volumeMounts", JSON_ARRAY, &mounts);
+                        if (r == -EINVAL)
+                                return error_set(err, -EINVAL,
+                                                 "container \"%s\": volumeMounts is not an array",
+                                                 name);
+                        size_t k;
+                        json_t *m;
+                        json_array_foreach(r == 0 ? mounts : NULL, k, m) {
+                                const char *s;
+                                if (jsonx_string(m, "name", &s) < 0 ||
+                                    jsonx_string(m, "mountPath", &s) < 0)
+                                        return error_set(err, -EINVAL,
+                                                         "container \"%s\": volumeMounts[%zu] "
+                                                         "needs a name and a mountPath",
+                                                         name, k);
+                        }
+                }
+        }
+        json_t *containers;
+        if (jsonx_member(spec, "containers", JSON_ARRAY, &containers) < 0 ||
+            json_array_size(containers) == 0)
+                return error_set(err, -EINVAL, "spec.containers is missing or empty");
+        return 0;
+}
+
+static bool is_selected(const hg_config_t *cfg, json_t *pod)
+{
+        const char *value;
+        json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+        return jsonx_string(labels, cfg->selector_key, &value) == 0 &&
+               strcmp(value, cfg->selector_value) == 0;
+}
+
+static const char *annotation(json_t *pod, const char *key)
+{
+        const char *v = NULL;
+        json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
+        return jsonx_string(annotations, key, &v) == 0 ? v : NULL;
+}
+
+/* Calls fn on every container of every list until it returns non-zero. */
+typedef int (*container_fn)(json_t *c, const char *list, void *ctx);
+static int for_each_container(json_t *pod, container_fn fn, void *ctx)
+{
+        json_t *spec = json_object_get(pod, "spec");
+        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach(json_object_get(spec, container_lists[l]), i, c) {
+                        int r = fn(c, container_lists[l], ctx);
+                        if (r != 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static const char *container_name(json_t *c)
+{
+        return json_string_value(json_object_get(c, "name"));
+}
+
+static int find_named(json_t *c, const char *list, void *ctx)
+{
+        return strcmp(container_name(c), ctx) == 0;
+}
+
+static int find_privileged(json_t *c, const char *list, void *ctx)
+{
+        bool privileged = false;
+        if (jsonx_bool(json_object_get(c, "securityContext"), "privileged", &privileged) == 0 &&
+            privileged) {
+                *(const char **)ctx = container_name(c);
+                return 1;
+        }
+        return 0;
+}
+
+/* Returns the agent container and its index in spec.containers, or NULL. */
+static json_t *find_agent(const hg_config_t *cfg, json_t *pod, size_t *ret_index)
+{
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
+                if (strcmp(container_name(c), cfg->agent_container) == 0) {
+                        *ret_index = i;
+                        return c;
+                }
+        }
+        return NULL;
+}
+
+static bool path_is_within(const char *path, const char *root)
+{
+        size_t n = strlen(root);
+        /* "/var/lib/hangar/" and "/var/lib/hangar" are the same mount point. */
+        return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+typedef struct conflict_ctx {
+        const hg_config_t *cfg;
+        hg_error_t *err;
+} conflict_ctx_t;
+
+static int find_conflicting_mount(json_t *c, const char *list, void *ctx)
+{
+        conflict_ctx_t *cc = ctx;
+        bool is_agent = strcmp(list, "containers") == 0 &&
+                        strcmp(container_name(c), cc->cfg->agent_container) == 0;
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(c, "volumeMounts"), i, m) {
+                const char *name = json_string_value(json_object_get(m, "name"));
+                const char *path = json_string_value(json_object_get(m, "mountPath"));
+                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                        if (strcmp(name, shape_volume_name(v)) == 0)
+                                return error_set(cc->err, -EEXIST,
+                                                 "container \"%s\" already mounts volume \"%s\", "
+                                                 "which hangar reserves for the driver sidecar",
+                                                 container_name(c), name);
+                        if (is_agent && path_is_within(path, shape_volume_path(cc->cfg, v)))
+                                return error_set(cc->err, -EEXIST,
+                                                 "agent container \"%s\" already mounts \"%s\" at "
+                                                 "%s, which hangar reserves for %s",
+                                                 container_name(c), name, path,
+                                                 shape_volume_name(v));
+                }
+        }
+        return 0;
+}
+
+/* Anything of ours in a pod we did not inject is a clash: denied, with what. */
+static int check_conflicts(const hg_config_t *cfg, json_t *pod, hg_error_t *err)
+{
+        size_t i;
+        json_t *vol;
+        json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol) {
+                const char *name = json_string_value(json_object_get(vol, "name"));
+                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                        if (strcmp(name, shape_volume_name(v)) == 0)
+                                return error_set(err, -EEXIST,
+                                                 "the pod already has a volume named \"%s\", "
+                                                 "which hangar reserves for the driver sidecar",
+                                                 name);
+        }
+        if (for_each_container(pod, find_named, (void *)SHAPE_DRIVER_CONTAINER))
+                return error_set(err, -EEXIST,
+                                 "the pod already has a container named \"%s\" that hangar did not "
+                                 "inject",
+                                 SHAPE_DRIVER_CONTAINER);
+        conflict_ctx_t ctx = {cfg, err};
+        return for_each_container(pod, find_conflicting_mount, &ctx) ? -EEXIST : 0;
+}
+
+static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
+{
+        const char *status = ret->decision == DECISION_INJECT ? SHAPE_STATUS_INJECTED
+                                                              : SHAPE_STATUS_SKIPPED;
+        int r = patch_set_member(p, "/metadata", "annotations", SHAPE_ANNOTATION_STATUS,
+                                 json_string(status), err);
+        if (r == 0)
+                r = patch_set_member(p, "/metadata", "annotations", SHAPE_ANNOTATION_REASON,
+                                     json_string(mutate_reason_name(ret->reason)), err);
+        return r;
+}
+
+static int inject(const hg_config_t *cfg, patch_t *p, json_t *agent, size_t agent_index,
+                  hg_error_t *err)
+{
+        int r;
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                r = patch_append(p, "/spec", "volumes", shape_volume_json(cfg, v), err);
+                if (r < 0)
+                        return r;
+        }
+        char agent_path[64];
+        (void)snprintf(agent_path, sizeof(agent_path), "/spec/containers/%zu", agent_index);
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                json_t *mount = shape_mount_json(cfg, SHAPE_ROLE_AGENT, v);
+                if (!mount)
+                        continue;
+                r = patch_append(p, agent_path, "volumeMounts", mount, err);
+                if (r < 0)
+                        return r;
+        }
+        const char *image = json_string_value(json_object_get(agent, "image"));
+        r = patch_append(p, "/spec", "containers", shape_driver_container_json(cfg, image), err);
+        if (r < 0)
+                return r;
+        /* Each container keeps its own PID namespace: the agent can't see,
+         * signal or trace the driver. Overrides whatever the pod asked for. */
+        json_t *share = json_object_get(json_object_get(p->doc, "spec"), "shareProcessNamespace");
+        if (!json_is_false(share))
+                r = patch_add(p, "/spec/shareProcessNamespace", json_false(), err);
+        return r;
+}
+
+/* Runs the decision; on success the patch (if any) is in p. */
+static int decide(const hg_config_t *cfg, json_t *pod, patch_t *p, mutate_result_t *ret)
+{
+        hg_error_t err = {0};
+        if (!cfg->driver_sidecar) {
+                mutate_result_set(ret, REASON_INJECTION_DISABLED,
+                                  "driver sidecar injection is off (HANGAR_K8S_DRIVER_SIDECAR)");
+                return 0;
+        }
+        if (!is_selected(cfg, pod)) {
+                mutate_result_set(ret, REASON_NOT_SELECTED, "pod lacks label %s=%s",
+                                  cfg->selector_key, cfg->selector_value);
+                return 0;
+        }
+        if (check_pod_types(pod, &err) < 0) {
+                mutate_result_set(ret, REASON_INVALID_POD, "invalid pod: %s", err.message);
+                return 0;
+        }
+        const char *status = annotation(pod, SHAPE_ANNOTATION_STATUS);
+        if (status && strcmp(status, SHAPE_STATUS_INJECTED) == 0 &&
+            for_each_container(pod, find_named, (void *)SHAPE_DRIVER_CONTAINER)) {
+                mutate_result_set(ret, REASON_ALREADY_INJECTED, "the pod already has %s",
+                                  SHAPE_DRIVER_CONTAINER);
+                return 0;
+        }
+
+        const char *privileged = NULL;
+        if (for_each_container(pod, find_privileged, &privileged))
+                mutate_result_set(ret, REASON_PRIVILEGED,
+                                  "container \"%s\" is privileged: a heavy pod gains nothing from "
+                                  "the uid split",
+                                  privileged);
+        else if (json_is_true(json_object_get(json_object_get(pod, "spec"), "hostPID")))
+                mutate_result_set(ret, REASON_HOST_PID,
+                                  "the pod shares the node's PID namespace (hostPID), so no "
+                                  "container's processes are private");
+        if (ret->decision == DECISION_SKIP)
+                return annotate(p, ret, &err);
+
+        size_t agent_index = 0;
+        json_t *agent = find_agent(cfg, pod, &agent_index);
+        const char *image;
+        if (!agent) {
+                mutate_result_set(ret, REASON_NO_AGENT_CONTAINER,
+                                  "the pod has no container named \"%s\" (the agentContainer "
+                                  "setting) to run the driver sidecar beside",
+                                  cfg->agent_container);
+                return 0;
+        }
+        if (jsonx_string(agent, "image", &image) < 0 || !image[0]) {
+                mutate_result_set(ret, REASON_INVALID_POD,
+                                  "invalid pod: agent container \"%s\" has no image",
+                                  cfg->agent_container);
+                return 0;
+        }
+        if (check_conflicts(cfg, pod, &err) < 0) {
+                mutate_result_set(ret, REASON_CONFLICT, "%s", err.message);
+                return 0;
+        }
+
+        mutate_result_set(ret, REASON_INJECTED, "injected %s", SHAPE_DRIVER_CONTAINER);
+        int r = annotate(p, ret, &err);
+        if (r == 0)
+                r = inject(cfg, p, agent, agent_index, &err);
+        return r;
+}
+
+int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        patch_t p;
+        if (patch_init(&p, pod) < 0)
+                goto fail;
+        int r = decide(cfg, pod, &p, ret);
+        if (r < 0) {
+                patch_free(&p);
+                goto fail;
+        }
+        ret->patch = json_array_size(p.ops) ? TAKE_PTR(p.ops) : NULL;
+        patch_free(&p);
+        return 0;
+fail:
+        /* Never a partial patch: an internal failure is a deny with no ops. */
+        mutate_result_set(ret, REASON_INTERNAL_ERROR, "internal error while building the patch");
+        return -ENOMEM;
+}

@@ -1,0 +1,55 @@
+/* The webhook's decision and its patch: a pure function of (configuration,
+ * pod). It reads the pod, decides inject / skip / deny with a stable reason
+ * code, and for inject or an annotated skip emits a JSON Patch while applying
+ * it to the pod, so the pod it leaves behind is exactly what the API server
+ * will store. No I/O: the server, `review` and `inject` all come here. */
+#pragma once
+
+#include <jansson.h>
+
+#include "config.h"
+#include "error.h"
+
+typedef enum mutate_decision {
+        DECISION_DENY, /* first: a zeroed result fails closed */
+        DECISION_SKIP,
+        DECISION_INJECT,
+} mutate_decision_t;
+
+/* Stable reason codes: logs, metrics labels, annotations and docs use them. */
+typedef enum mutate_reason {
+        REASON_INTERNAL_ERROR, /* first: a zeroed result fails closed */
+        REASON_INJECTED,
+        REASON_NOT_POD,
+        REASON_NOT_CREATE,
+        REASON_SUBRESOURCE,
+        REASON_INJECTION_DISABLED,
+        REASON_NOT_SELECTED,
+        REASON_ALREADY_INJECTED,
+        REASON_PRIVILEGED,
+        REASON_HOST_PID,
+        REASON_CONFLICT,
+        REASON_NO_AGENT_CONTAINER,
+        REASON_INVALID_POD,
+        REASON_COUNT,
+} mutate_reason_t;
+
+typedef struct mutate_result {
+        mutate_decision_t decision;
+        mutate_reason_t reason;
+        char detail[ERROR_MESSAGE_MAX]; /* for people: deny message, skip explanation */
+        json_t *patch;                  /* JSON Patch ops; NULL or empty when none */
+} mutate_result_t;
+
+const char *mutate_reason_name(mutate_reason_t reason);
+const char *mutate_decision_name(mutate_decision_t decision);
+mutate_decision_t mutate_reason_decision(mutate_reason_t reason);
+
+/* Decides for a Pod CREATE and patches pod in place. Returns 0 with *ret
+ * filled (any decision), or -ENOMEM; on error *ret says deny/internal. */
+int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret);
+
+/* Sets a skip or deny without looking at a pod (request-level reasons). */
+void mutate_result_set(mutate_result_t *ret, mutate_reason_t reason, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+void mutate_result_free(mutate_result_t *r);
