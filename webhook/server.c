@@ -56,6 +56,7 @@ typedef struct request {
         char *body;
         size_t len;
         size_t cap;
+        size_t drained; /* bytes thrown away after a 413 */
         struct timespec started;
 } request_t;
 
@@ -280,21 +281,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (req->route == ROUTE_MUTATE)
                         check_mutate_headers(s, conn, req);
                 *con_cls = req;
-                /* An early refusal is answered now; MHD then closes the
-                 * connection instead of reading a body nobody wants. */
+                /* Everything but a review is answered now, as is a review
+                 * refused on its headers: MHD then closes the connection
+                 * instead of reading a body nobody wants. */
+                if (req->route != ROUTE_MUTATE)
+                        return answer_simple(s, conn, req->route);
                 if (req->refuse_status)
                         return send_error(conn, req->refuse_status, req->refuse_message);
                 return MHD_YES;
         }
-        if (req->route != ROUTE_MUTATE)
-                return answer_simple(s, conn, req->route);
         if (*upload_data_size > 0) {
-                if (!req->refuse_status &&
-                    seconds_since(&req->started) > (double)s->cfg->request_timeout_seconds)
+                /* The idle timeout catches a silent client; this catches one
+                 * that trickles bytes to hold a connection open. */
+                if (seconds_since(&req->started) > (double)s->cfg->request_timeout_seconds) {
                         refuse(req, MHD_HTTP_REQUEST_TIMEOUT, METRICS_ERROR_TIMEOUT,
                                "request body took too long");
-                if (!req->refuse_status && append_body(s, req, upload_data, *upload_data_size) < 0)
+                        return send_error(conn, req->refuse_status, req->refuse_message);
+                }
+                if (req->refuse_status) {
+                        /* An oversized body (no Content-Length) is drained, up
+                         * to a bound, so the client can read the 413: closing
+                         * on unread data would reset the connection under it. */
+                        req->drained += *upload_data_size;
+                        if (req->drained > s->cfg->max_body_bytes)
+                                return send_error(conn, req->refuse_status, req->refuse_message);
+                } else if (append_body(s, req, upload_data, *upload_data_size) < 0) {
                         return MHD_NO;
+                }
                 *upload_data_size = 0;
                 return MHD_YES;
         }
@@ -314,7 +327,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         *con_cls = NULL;
 }
 
-static void log_mhd(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
         char msg[512];
         (void)vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -1,0 +1,84 @@
+# Shared helpers for the shell test suites. Source it; then call t_begin NAME,
+# t_check/t_fail as you go and t_end at the end (exit status = failures).
+# Everything a suite starts is registered with t_cleanup_pid and killed on exit.
+
+set -uo pipefail
+
+T_NAME=""
+T_FAILURES=0
+T_CHECKS=0
+T_PIDS=()
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hangar-test.XXXXXX")
+
+t_cleanup() {
+        local pid
+        for pid in "${T_PIDS[@]}"; do
+                kill "$pid" 2>/dev/null
+        done
+        for pid in "${T_PIDS[@]}"; do
+                wait "$pid" 2>/dev/null
+        done
+        if [ "${T_KEEP_TMP:-0}" = 1 ] || [ "$T_FAILURES" -gt 0 ]; then
+                echo "test files kept in $T_TMP"
+        else
+                rm -rf "$T_TMP"
+        fi
+}
+trap t_cleanup EXIT
+
+t_cleanup_pid() { T_PIDS+=("$1"); }
+
+t_begin() { T_NAME=$1; echo "== $T_NAME"; }
+
+# t_check DESCRIPTION COMMAND...: passes when the command succeeds.
+t_check() {
+        local what=$1
+        shift
+        T_CHECKS=$((T_CHECKS + 1))
+        if "$@"; then
+                echo "  ok   $what"
+        else
+                echo "  FAIL $what"
+                T_FAILURES=$((T_FAILURES + 1))
+        fi
+}
+
+# t_eq DESCRIPTION EXPECTED ACTUAL
+t_eq() {
+        T_CHECKS=$((T_CHECKS + 1))
+        if [ "$2" = "$3" ]; then
+                echo "  ok   $1"
+        else
+                echo "  FAIL $1: expected [$2], got [$3]"
+                T_FAILURES=$((T_FAILURES + 1))
+        fi
+}
+
+t_fail() {
+        T_CHECKS=$((T_CHECKS + 1))
+        T_FAILURES=$((T_FAILURES + 1))
+        echo "  FAIL $*"
+}
+
+t_end() {
+        echo "$T_NAME: $T_CHECKS checks, $T_FAILURES failed"
+        [ "$T_CHECKS" -gt 0 ] || { echo "no checks ran"; exit 1; }
+        [ "$T_FAILURES" -eq 0 ]
+        exit $?
+}
+
+# Waits up to $2 seconds (default 10) for command $1 (a string for eval) to succeed.
+t_wait_for() {
+        local cond=$1 limit=${2:-10} i
+        for ((i = 0; i < limit * 10; i++)); do
+                eval "$cond" && return 0
+                sleep 0.1
+        done
+        return 1
+}
+
+# The port a hangar-webhook logged in its "listening" line (log file $1).
+t_webhook_port() {
+        t_wait_for "grep -q '\"msg\":\"listening\"' '$1'" 10 || return 1
+        grep '"msg":"listening"' "$1" | head -n 1 | jq -r "${2:-.port}"
+}

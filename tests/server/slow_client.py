@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Hostile slow clients for the webhook's server (test tooling only).
+
+usage: slow_client.py PORT stall|trickle
+  stall:   send headers promising 100 bytes, send one, then go silent.
+  trickle: send headers promising 100 bytes, then one byte every 0.5 s.
+Prints "closed AFTER_SECONDS" if the server hung up without an answer,
+"status CODE AFTER_SECONDS" if it answered, or "open" if it did neither
+within 12 s.
+"""
+import socket
+import ssl
+import sys
+import time
+
+port, mode = int(sys.argv[1]), sys.argv[2]
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+sock.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 100\r\n\r\n{")
+start = time.time()
+sock.settimeout(0.5)
+while time.time() - start < 12:
+    try:
+        data = sock.recv(4096)
+        elapsed = time.time() - start
+        if not data:
+            print(f"closed {elapsed:.1f}")
+        else:
+            print(f"status {data.split()[1].decode()} {elapsed:.1f}")
+        sys.exit(0)
+    except socket.timeout:
+        pass
+    except (ConnectionError, ssl.SSLError):
+        print(f"closed {time.time() - start:.1f}")
+        sys.exit(0)
+    if mode == "trickle":
+        try:
+            sock.send(b" ")
+        except (ConnectionError, ssl.SSLError):
+            print(f"closed {time.time() - start:.1f}")
+            sys.exit(0)
+print("open")

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# The webhook's server over real TLS on loopback, driven with curl and
+# openssl: every status code, readiness before and after a certificate,
+# certificate rotation (Secret-style ..data swap and in-place rewrite) while
+# requests flow with zero failures, a bad pair refused, slow clients cut off.
+# usage: test_server.sh PATH/TO/hangar-webhook
+WEBHOOK=$(realpath "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "webhook server over TLS"
+cd "$T_TMP" || exit 1
+
+# A Kubernetes Secret volume: files are symlinks through ..data, which the
+# kubelet swaps atomically to a new timestamped directory on update.
+secret_publish() { # DIR_WITH_PEMS
+        local gen="..$(date +%s%N)"
+        mkdir -p "secret/$gen"
+        cp "$1/tls.crt" "$1/tls.key" "secret/$gen/"
+        ln -sfn "$gen" secret/..data_tmp
+        mv -T secret/..data_tmp secret/..data
+        ln -sfn ..data/tls.crt secret/tls.crt
+        ln -sfn ..data/tls.key secret/tls.key
+}
+
+"$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --dns localhost >/dev/null || exit 1
+mkdir -p secret
+
+cat >config.yaml <<CFG
+driverSidecar: true
+server:
+  address: 127.0.0.1
+  port: 0
+  healthPort: 0
+  certFile: $T_TMP/secret/tls.crt
+  keyFile: $T_TMP/secret/tls.key
+  maxBodyBytes: 65536
+  requestTimeoutSeconds: 2
+  certPollSeconds: 1
+CFG
+HEALTH_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HANGAR_HEALTH_PORT=$HEALTH_PORT "$WEBHOOK" serve --config config.yaml 2>webhook.log &
+t_cleanup_pid $!
+PORT=$(t_webhook_port webhook.log) || { cat webhook.log; exit 1; }
+URL=https://127.0.0.1:$PORT
+HURL=http://127.0.0.1:$HEALTH_PORT
+
+code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
+
+# No certificate yet: alive, not ready, and no TLS handshake succeeds.
+t_eq "healthz before a certificate" 200 "$(code "$HURL/healthz")"
+t_eq "readyz before a certificate" 503 "$(code "$HURL/readyz")"
+t_check "TLS handshake fails without a certificate" \
+        bash -c "! curl -s --max-time 3 -k '$URL/healthz' >/dev/null"
+
+secret_publish pki
+t_check "ready within the poll interval once the Secret appears" \
+        t_wait_for "[ \"\$(code '$HURL/readyz')\" = 200 ]" 10
+C=(--cacert pki/ca.crt)
+t_eq "readyz over TLS" 200 "$(code "${C[@]}" "$URL/readyz")"
+t_eq "metrics over TLS" 200 "$(code "${C[@]}" "$URL/metrics")"
+t_check "TLS 1.1 refused" bash -c "! curl -s --max-time 3 --tls-max 1.1 --cacert pki/ca.crt '$URL/healthz'"
+t_check "TLS 1.2 accepted" curl -sf --max-time 3 --tlsv1.2 --tls-max 1.2 "${C[@]}" "$URL/healthz" -o /dev/null
+
+# A typical review (the fuzz corpus's sandbox pod).
+REVIEW=$HERE/../fuzz/corpus/admission/inject.json
+post() { curl -s --max-time 5 "${C[@]}" -H 'Content-Type: application/json' "$@" "$URL/mutate"; }
+resp=$(post --data-binary @"$REVIEW")
+t_eq "200 answer echoes the uid" u-1 "$(jq -r .response.uid <<<"$resp")"
+t_eq "sandbox pod is injected" true "$(jq -r .response.allowed <<<"$resp")"
+t_eq "patch type" JSONPatch "$(jq -r .response.patchType <<<"$resp")"
+t_check "patch adds hangar-driver" bash -c "jq -r .response.patch <<<'$resp' | base64 -d | jq -e 'map(select(.path==\"/spec/containers/-\" and .value.name==\"hangar-driver\")) | length == 1' >/dev/null"
+
+t_eq "wrong content type is 415" 415 "$(code "${C[@]}" -H 'Content-Type: text/plain' --data-binary @"$REVIEW" "$URL/mutate")"
+t_eq "missing content type is 415" 415 "$(code "${C[@]}" -H 'Content-Type:' --data-binary @"$REVIEW" "$URL/mutate")"
+t_eq "application/json; charset=utf-8 accepted" 200 "$(code "${C[@]}" -H 'Content-Type: application/json; charset=utf-8' --data-binary @"$REVIEW" "$URL/mutate")"
+head -c 70000 /dev/zero | tr '\0' ' ' >big.json
+t_eq "body over maxBodyBytes is 413 (declared length)" 413 "$(code "${C[@]}" -H 'Content-Type: application/json' --data-binary @big.json "$URL/mutate")"
+t_eq "body over maxBodyBytes is 413 (chunked)" 413 "$(code "${C[@]}" -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary @big.json "$URL/mutate")"
+for bad in '' '{' '[]' '{"a":1,"a":2}' \
+        '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"kind":{"kind":"Pod"},"operation":"CREATE"}}' \
+        '{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"x"}}' \
+        '{"apiVersion":"v1","kind":"AdmissionReview","request":{"uid":"x"}}' \
+        "$(printf '%0.s[' $(seq 1 100))"; do
+        body=$(post -w '\n%{http_code}' --data-binary "$bad")
+        status=${body##*$'\n'}
+        msg=$(head -n 1 <<<"$body" | jq -r .message 2>/dev/null)
+        t_eq "malformed review is 400: ${bad:0:40}" 400 "$status"
+        t_check "400 says why (${msg:0:60})" test -n "$msg" -a "$msg" != null
+done
+t_eq "unknown path is 404" 404 "$(code "${C[@]}" "$URL/nope")"
+t_eq "GET /mutate is 405" 405 "$(code "${C[@]}" "$URL/mutate")"
+t_eq "/mutate is not served on the health port" 404 "$(code -H 'Content-Type: application/json' --data-binary @"$REVIEW" "$HURL/mutate")"
+
+# A client that stops sending is cut off by the idle timeout (2 s here); one
+# that trickles bytes under it is cut off by the request deadline with a 408.
+SLOW="python3 $HERE/slow_client.py"
+out=$($SLOW "$PORT" stall)
+t_check "stalled request cut off by the idle timeout ($out)" grep -Eq '^closed [2-5]\.' <<<"$out"
+out=$($SLOW "$PORT" trickle)
+# The 408 may be lost to a reset if the client keeps sending as the server
+# closes; what matters is that the connection ends at the deadline.
+t_check "trickled request cut off at the deadline ($out)" grep -Eq '^(status 408|closed) [2-5]\.' <<<"$out"
+t_check "deadline counted as a timeout" bash -c "curl -s '$HURL/metrics' | grep -q 'errors_total{kind=\"timeout\"} [1-9]'"
+
+# Rotation while requests flow: several clients, each request a new TLS
+# handshake, while the leaf is replaced (same CA) both ways a cluster does it.
+: >failures
+: >successes
+client() {
+        local end=$(($(date +%s) + 8))
+        while [ "$(date +%s)" -lt "$end" ]; do
+                if post --data-binary @"$REVIEW" | grep -q '"uid":"u-1"'; then
+                        echo . >>successes
+                else
+                        echo . >>failures
+                fi
+        done
+}
+for i in 1 2 3 4; do client & t_cleanup_pid $!; done
+serials=()
+for round in 1 2 3; do
+        sleep 1.2
+        "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --dns localhost --reuse-ca >/dev/null
+        serials+=("$(openssl x509 -in pki/tls.crt -noout -serial)")
+        secret_publish pki
+done
+sleep 1.5
+# In-place rewrite (not a Secret): key and cert land at different moments.
+"$WEBHOOK" certs --out-dir plain --ip 127.0.0.1 --dns localhost >/dev/null
+cp pki/ca.crt pki/ca.key plain/ 2>/dev/null
+"$WEBHOOK" certs --out-dir plain --ip 127.0.0.1 --dns localhost --reuse-ca >/dev/null
+wait_clients() { sleep 7; }
+wait_clients
+served=$(echo | openssl s_client -connect 127.0.0.1:"$PORT" -CAfile pki/ca.crt 2>/dev/null | openssl x509 -noout -serial)
+t_eq "the newest leaf is served after rotation" "${serials[-1]}" "$served"
+t_eq "zero failed requests during rotation ($(wc -l <successes) succeeded)" 0 "$(wc -l <failures)"
+t_check "requests really flowed during rotation" test "$(wc -l <successes)" -gt 20
+
+# A bad pair (key from another certificate) is refused; the old one stays.
+reloads_before=$(curl -s "$HURL/metrics" | awk '/^hangar_webhook_cert_reloads_total/ {print $2}')
+"$WEBHOOK" certs --out-dir other --ip 127.0.0.1 >/dev/null
+mkdir -p bad && cp pki/tls.crt bad/ && cp other/tls.key bad/
+secret_publish bad
+t_check "mismatched pair is logged as refused" \
+        t_wait_for "grep -q 'does not match the certificate' webhook.log" 10
+t_eq "still ready with the old pair" 200 "$(code "$HURL/readyz")"
+t_eq "still serving with the old pair" u-1 "$(post --data-binary @"$REVIEW" | jq -r .response.uid)"
+t_eq "no reload counted for the bad pair" "$reloads_before" "$(curl -s "$HURL/metrics" | awk '/^hangar_webhook_cert_reloads_total/ {print $2}')"
+t_check "refusal counted in metrics" bash -c "curl -s '$HURL/metrics' | grep -q 'errors_total{kind=\"cert_reload\"} [1-9]'"
+
+t_check "one JSON log line per review with uid and decision" \
+        bash -c "grep '\"msg\":\"review\"' webhook.log | jq -e 'select(.uid==\"u-1\" and .decision==\"injected\" and .namespace==\"default\" and .pod==\"p\")' >/dev/null"
+t_check "every log line is JSON" bash -c "jq -e . webhook.log >/dev/null"
+
+kill -TERM "$(jobs -p | head -n 1)" 2>/dev/null
+t_end
