@@ -14,19 +14,19 @@ static const struct {
         const char *name;
         mutate_decision_t decision;
 } reasons[REASON_COUNT] = {
-        [REASON_INTERNAL_ERROR] = {"internal-error", DECISION_DENY},
-        [REASON_INJECTED] = {"injected", DECISION_INJECT},
-        [REASON_NOT_POD] = {"not-pod", DECISION_SKIP},
-        [REASON_NOT_CREATE] = {"not-create", DECISION_SKIP},
-        [REASON_SUBRESOURCE] = {"subresource", DECISION_SKIP},
-        [REASON_INJECTION_DISABLED] = {"injection-disabled", DECISION_SKIP},
-        [REASON_NOT_SELECTED] = {"not-selected", DECISION_SKIP},
-        [REASON_ALREADY_INJECTED] = {"already-injected", DECISION_SKIP},
-        [REASON_PRIVILEGED] = {"privileged-container", DECISION_SKIP},
-        [REASON_HOST_PID] = {"host-pid", DECISION_SKIP},
-        [REASON_CONFLICT] = {"conflict", DECISION_DENY},
-        [REASON_NO_AGENT_CONTAINER] = {"no-agent-container", DECISION_DENY},
-        [REASON_INVALID_POD] = {"invalid-pod", DECISION_DENY},
+    [REASON_INTERNAL_ERROR] = {"internal-error", DECISION_DENY},
+    [REASON_INJECTED] = {"injected", DECISION_INJECT},
+    [REASON_NOT_POD] = {"not-pod", DECISION_SKIP},
+    [REASON_NOT_CREATE] = {"not-create", DECISION_SKIP},
+    [REASON_SUBRESOURCE] = {"subresource", DECISION_SKIP},
+    [REASON_INJECTION_DISABLED] = {"injection-disabled", DECISION_SKIP},
+    [REASON_NOT_SELECTED] = {"not-selected", DECISION_SKIP},
+    [REASON_ALREADY_INJECTED] = {"already-injected", DECISION_SKIP},
+    [REASON_PRIVILEGED] = {"privileged-container", DECISION_SKIP},
+    [REASON_HOST_PID] = {"host-pid", DECISION_SKIP},
+    [REASON_CONFLICT] = {"conflict", DECISION_DENY},
+    [REASON_NO_AGENT_CONTAINER] = {"no-agent-container", DECISION_DENY},
+    [REASON_INVALID_POD] = {"invalid-pod", DECISION_DENY},
 };
 
 const char *mutate_reason_name(mutate_reason_t reason)
@@ -92,7 +92,7 @@ static int check_pod_types(json_t *pod, hg_error_t *err)
                 return error_set(err, -EINVAL, "spec.volumes is not an array");
         size_t i;
         json_t *vol;
-        json_array_foreach(json_object_get(spec, "volumes"), i, vol) {
+        json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
                 const char *name;
                 if (jsonx_string(vol, "name", &name) < 0)
                         return error_set(err, -EINVAL, "spec.volumes[%zu] has no name", i);
@@ -106,16 +106,16 @@ static int check_pod_types(json_t *pod, hg_error_t *err)
                         return error_set(err, -EINVAL, "spec.%s is not an array",
                                          container_lists[l]);
                 json_t *c;
-                json_array_foreach(list, i, c) {
+                json_array_foreach (list, i, c) {
                         const char *name;
                         json_t *mounts, *sc;
                         if (jsonx_string(c, "name", &name) < 0)
                                 return error_set(err, -EINVAL, "spec.%s[%zu] has no name",
                                                  container_lists[l], i);
                         if (jsonx_member(c, "securityContext", JSON_OBJECT, &sc) == -EINVAL)
-                                return error_set(err, -EINVAL,
-                                                 "container \"%s\": securityContext is not an object",
-                                                 name);
+                                return error_set(
+                                    err, -EINVAL,
+                                    "container \"%s\": securityContext is not an object", name);
                         r = jsonx_member(c, "volumeMounts", JSON_ARRAY, &mounts);
                         if (r == -EINVAL)
                                 return error_set(err, -EINVAL,
@@ -123,7 +123,7 @@ static int check_pod_types(json_t *pod, hg_error_t *err)
                                                  name);
                         size_t k;
                         json_t *m;
-                        json_array_foreach(r == 0 ? mounts : NULL, k, m) {
+                        json_array_foreach (r == 0 ? mounts : NULL, k, m) {
                                 const char *s;
                                 if (jsonx_string(m, "name", &s) < 0 ||
                                     jsonx_string(m, "mountPath", &s) < 0)
@@ -164,7 +164,7 @@ static int for_each_container(json_t *pod, container_fn fn, void *ctx)
         for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach(json_object_get(spec, container_lists[l]), i, c) {
+                json_array_foreach (json_object_get(spec, container_lists[l]), i, c) {
                         int r = fn(c, container_lists[l], ctx);
                         if (r != 0)
                                 return r;
@@ -199,7 +199,7 @@ static json_t *find_agent(const hg_config_t *cfg, json_t *pod, size_t *ret_index
 {
         size_t i;
         json_t *c;
-        json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
+        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
                 if (strcmp(container_name(c), cfg->agent_container) == 0) {
                         *ret_index = i;
                         return c;
@@ -227,7 +227,7 @@ static int find_conflicting_mount(json_t *c, const char *list, void *ctx)
                         strcmp(container_name(c), cc->cfg->agent_container) == 0;
         size_t i;
         json_t *m;
-        json_array_foreach(json_object_get(c, "volumeMounts"), i, m) {
+        json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
                 const char *name = json_string_value(json_object_get(m, "name"));
                 const char *path = json_string_value(json_object_get(m, "mountPath"));
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
@@ -252,7 +252,7 @@ static int check_conflicts(const hg_config_t *cfg, json_t *pod, hg_error_t *err)
 {
         size_t i;
         json_t *vol;
-        json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol) {
+        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol) {
                 const char *name = json_string_value(json_object_get(vol, "name"));
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
                         if (strcmp(name, shape_volume_name(v)) == 0)
@@ -270,16 +270,29 @@ static int check_conflicts(const hg_config_t *cfg, json_t *pod, hg_error_t *err)
         return for_each_container(pod, find_conflicting_mount, &ctx) ? -EEXIST : 0;
 }
 
+/* Records the decision on the pod, leaving annotations that already say it
+ * alone, so a reinvocation of a skipped pod emits no operation at all. */
 static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
 {
-        const char *status = ret->decision == DECISION_INJECT ? SHAPE_STATUS_INJECTED
-                                                              : SHAPE_STATUS_SKIPPED;
-        int r = patch_set_member(p, "/metadata", "annotations", SHAPE_ANNOTATION_STATUS,
-                                 json_string(status), err);
-        if (r == 0)
-                r = patch_set_member(p, "/metadata", "annotations", SHAPE_ANNOTATION_REASON,
-                                     json_string(mutate_reason_name(ret->reason)), err);
-        return r;
+        const char *status =
+            ret->decision == DECISION_INJECT ? SHAPE_STATUS_INJECTED : SHAPE_STATUS_SKIPPED;
+        const struct {
+                const char *key;
+                const char *value;
+        } wanted[] = {
+            {SHAPE_ANNOTATION_STATUS, status},
+            {SHAPE_ANNOTATION_REASON, mutate_reason_name(ret->reason)},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(wanted); i++) {
+                const char *have = annotation(p->doc, wanted[i].key);
+                if (have && strcmp(have, wanted[i].value) == 0)
+                        continue;
+                int r = patch_set_member(p, "/metadata", "annotations", wanted[i].key,
+                                         json_string(wanted[i].value), err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int inject(const hg_config_t *cfg, patch_t *p, json_t *agent, size_t agent_index,

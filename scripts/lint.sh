@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Static checks on the C sources: calls STYLE.md bans (curl's checksrc idea)
+# and clang-format conformance. Exits non-zero with each offence listed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mapfile -t sources < <(git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.c' -o -name '*.h')
+status=0
+
+# No atoi/atol, bare strtol family, sscanf, sprintf, strcpy, strcat, strtok,
+# gets or dup (use parse_*, snprintf, strbuf, F_DUPFD_CLOEXEC).
+banned='\b(atoi|atol|atoll|strtol|strtoul|strtoll|strtoull|sscanf|sprintf|vsprintf|strcpy|strcat|strncat|strtok|gets|dup)[[:space:]]*\('
+if hits=$(grep -nE "$banned" "${sources[@]}" | grep -v 'lint:allow'); then
+        echo "lint: banned calls (see STYLE.md):"
+        echo "$hits"
+        status=1
+fi
+
+# Descriptors are always close-on-exec.
+if hits=$(grep -nE '\b(socket|accept|pipe|open|openat|epoll_create1?)\(' "${sources[@]}" |
+        grep -vE 'CLOEXEC|accept4|lint:allow|^\S+:[0-9]+:\s*(\*|/\*|//)'); then
+        echo "lint: descriptor opened without CLOEXEC:"
+        echo "$hits"
+        status=1
+fi
+
+if command -v clang-format >/dev/null; then
+        for f in "${sources[@]}"; do
+                if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
+                        echo "lint: not clang-formatted: $f (run clang-format -i $f)"
+                        status=1
+                fi
+        done
+else
+        echo "lint: clang-format missing (scripts/install-deps.sh installs it)"
+        status=1
+fi
+[ "$status" -eq 0 ] && echo "lint: ${#sources[@]} files clean"
+exit "$status"
