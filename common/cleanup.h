@@ -42,21 +42,21 @@ static inline void cleanup_json_decrefp(json_t **j)
 #define _cleanup_json_   _cleanup_(cleanup_json_decrefp)
 
 /* Hand ownership of a pointer on: returns it and leaves NULL behind. */
-#define TAKE_PTR(p)                                                                                \
-        ({                                                                                         \
-                __typeof__(p) *_pp = &(p);                                                         \
-                __typeof__(p) _v = *_pp;                                                           \
-                *_pp = NULL;                                                                       \
-                _v;                                                                                \
+#define TAKE_PTR(p)                        \
+        ({                                 \
+                __typeof__(p) *_pp = &(p); \
+                __typeof__(p) _v = *_pp;   \
+                *_pp = NULL;               \
+                _v;                        \
         })
 
 /* Same for file descriptors: returns it and leaves -1 behind. */
-#define TAKE_FD(fd)                                                                                \
-        ({                                                                                         \
-                int *_pfd = &(fd);                                                                 \
-                int _v = *_pfd;                                                                    \
-                *_pfd = -1;                                                                        \
-                _v;                                                                                \
+#define TAKE_FD(fd)                \
+        ({                         \
+                int *_pfd = &(fd); \
+                int _v = *_pfd;    \
+                *_pfd = -1;        \
+                _v;                \
         })
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -44,7 +44,8 @@ static bool is_absolute_path(const char *s)
         size_t n = strlen(s);
         if (n > 1 && s[n - 1] == '/')
                 return false;
-        return !(n >= 3 && strcmp(s + n - 3, "/..") == 0) && !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
+        return !(n >= 3 && strcmp(s + n - 3, "/..") == 0) &&
+               !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
 }
 
 static bool is_quantity_or_empty(const char *s)
@@ -73,54 +74,54 @@ static bool is_any_path(const char *s)
 
 /* The table. Keep docs/configuration.md and charts/ in step with it. */
 static const setting_t settings[] = {
-        {"driverSidecar", "HANGAR_K8S_DRIVER_SIDECAR", SETTING_BOOL, OFF(driver_sidecar), "false",
-         0, 0, NULL, "true or false"},
-        {"selector.key", "HANGAR_SELECTOR_KEY", SETTING_STRING, OFF(selector_key),
-         "hangar.dev/sandbox", 0, 0, k8s_is_qualified_name, "a label key like hangar.dev/sandbox"},
-        {"selector.value", "HANGAR_SELECTOR_VALUE", SETTING_STRING, OFF(selector_value), "true", 0,
-         0, k8s_is_label_value, "a label value"},
-        {"agentContainer", "HANGAR_AGENT_CONTAINER", SETTING_STRING, OFF(agent_container),
-         "sandbox", 0, 0, k8s_is_dns1123_label, "a container name (RFC 1123 label)"},
-        {"driver.uid", "HANGAR_DRIVER_UID", SETTING_U32, OFF(driver_uid), "1001", 1, 2147483647,
-         NULL, "a uid from 1 to 2147483647 (never root)"},
-        {"driver.gid", "HANGAR_DRIVER_GID", SETTING_U32, OFF(driver_gid), "1001", 1, 2147483647,
-         NULL, "a gid from 1 to 2147483647 (never root)"},
-        {"driver.command", "HANGAR_DRIVER_COMMAND", SETTING_STRLIST, OFF(driver_command),
-         "[\"sleep\", \"infinity\"]", 1, 64, NULL, "a non-empty list of strings"},
-        {"driver.resources.requests.cpu", "HANGAR_DRIVER_CPU_REQUEST", SETTING_STRING,
-         OFF(driver_cpu_request), "50m", 0, 0, k8s_is_quantity, "a quantity like 50m"},
-        {"driver.resources.requests.memory", "HANGAR_DRIVER_MEMORY_REQUEST", SETTING_STRING,
-         OFF(driver_memory_request), "64Mi", 0, 0, k8s_is_quantity, "a quantity like 64Mi"},
-        {"driver.resources.limits.cpu", "HANGAR_DRIVER_CPU_LIMIT", SETTING_STRING,
-         OFF(driver_cpu_limit), "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
-        {"driver.resources.limits.memory", "HANGAR_DRIVER_MEMORY_LIMIT", SETTING_STRING,
-         OFF(driver_memory_limit), "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
-        {"volumes.home.mountPath", "HANGAR_HOME_PATH", SETTING_STRING, OFF(home_path),
-         "/var/lib/hangar", 0, 0, is_absolute_path, "a normalized absolute path"},
-        {"volumes.ctl.mountPath", "HANGAR_CTL_PATH", SETTING_STRING, OFF(ctl_path),
-         "/var/lib/hangar-ctl", 0, 0, is_absolute_path, "a normalized absolute path"},
-        {"volumes.ctl.sizeLimit", "HANGAR_CTL_SIZE_LIMIT", SETTING_STRING, OFF(ctl_size_limit),
-         "64Mi", 0, 0, k8s_is_quantity, "a quantity like 64Mi"},
-        {"server.address", "HANGAR_LISTEN_ADDRESS", SETTING_STRING, OFF(listen_address),
-         "0.0.0.0", 0, 0, is_ip_address, "an IPv4 or IPv6 address"},
-        {"server.port", "HANGAR_PORT", SETTING_U32, OFF(port), "8443", 0, 65535, NULL,
-         "a TCP port (0 picks a free one)"},
-        {"server.healthPort", "HANGAR_HEALTH_PORT", SETTING_U32, OFF(health_port), "0", 0, 65535,
-         NULL, "a TCP port, or 0 for none"},
-        {"server.certFile", "HANGAR_TLS_CERT_FILE", SETTING_STRING, OFF(cert_file),
-         "/etc/hangar-webhook/tls/tls.crt", 0, 0, is_any_path, "a file path"},
-        {"server.keyFile", "HANGAR_TLS_KEY_FILE", SETTING_STRING, OFF(key_file),
-         "/etc/hangar-webhook/tls/tls.key", 0, 0, is_any_path, "a file path"},
-        {"server.maxBodyBytes", "HANGAR_MAX_BODY_BYTES", SETTING_U64, OFF(max_body_bytes),
-         "3145728", 4096, 64 * 1024 * 1024, NULL, "a size in bytes from 4096 to 67108864"},
-        {"server.requestTimeoutSeconds", "HANGAR_REQUEST_TIMEOUT_SECONDS", SETTING_U32,
-         OFF(request_timeout_seconds), "10", 1, 300, NULL, "seconds from 1 to 300"},
-        {"server.threads", "HANGAR_THREADS", SETTING_U32, OFF(threads), "0", 0, 256, NULL,
-         "0 (one per CPU) to 256"},
-        {"server.certPollSeconds", "HANGAR_CERT_POLL_SECONDS", SETTING_U32, OFF(cert_poll_seconds),
-         "2", 1, 3600, NULL, "seconds from 1 to 3600"},
-        {"logLevel", "HANGAR_LOG_LEVEL", SETTING_STRING, OFF(log_level), "info", 0, 0, is_log_level,
-         "debug, info, warn or error"},
+    {"driverSidecar", "HANGAR_K8S_DRIVER_SIDECAR", SETTING_BOOL, OFF(driver_sidecar), "false", 0, 0,
+     NULL, "true or false"},
+    {"selector.key", "HANGAR_SELECTOR_KEY", SETTING_STRING, OFF(selector_key), "hangar.dev/sandbox",
+     0, 0, k8s_is_qualified_name, "a label key like hangar.dev/sandbox"},
+    {"selector.value", "HANGAR_SELECTOR_VALUE", SETTING_STRING, OFF(selector_value), "true", 0, 0,
+     k8s_is_label_value, "a label value"},
+    {"agentContainer", "HANGAR_AGENT_CONTAINER", SETTING_STRING, OFF(agent_container), "sandbox", 0,
+     0, k8s_is_dns1123_label, "a container name (RFC 1123 label)"},
+    {"driver.uid", "HANGAR_DRIVER_UID", SETTING_U32, OFF(driver_uid), "1001", 1, 2147483647, NULL,
+     "a uid from 1 to 2147483647 (never root)"},
+    {"driver.gid", "HANGAR_DRIVER_GID", SETTING_U32, OFF(driver_gid), "1001", 1, 2147483647, NULL,
+     "a gid from 1 to 2147483647 (never root)"},
+    {"driver.command", "HANGAR_DRIVER_COMMAND", SETTING_STRLIST, OFF(driver_command),
+     "[\"sleep\", \"infinity\"]", 1, 64, NULL, "a non-empty list of strings"},
+    {"driver.resources.requests.cpu", "HANGAR_DRIVER_CPU_REQUEST", SETTING_STRING,
+     OFF(driver_cpu_request), "50m", 0, 0, k8s_is_quantity, "a quantity like 50m"},
+    {"driver.resources.requests.memory", "HANGAR_DRIVER_MEMORY_REQUEST", SETTING_STRING,
+     OFF(driver_memory_request), "64Mi", 0, 0, k8s_is_quantity, "a quantity like 64Mi"},
+    {"driver.resources.limits.cpu", "HANGAR_DRIVER_CPU_LIMIT", SETTING_STRING,
+     OFF(driver_cpu_limit), "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
+    {"driver.resources.limits.memory", "HANGAR_DRIVER_MEMORY_LIMIT", SETTING_STRING,
+     OFF(driver_memory_limit), "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
+    {"volumes.home.mountPath", "HANGAR_HOME_PATH", SETTING_STRING, OFF(home_path),
+     "/var/lib/hangar", 0, 0, is_absolute_path, "a normalized absolute path"},
+    {"volumes.ctl.mountPath", "HANGAR_CTL_PATH", SETTING_STRING, OFF(ctl_path),
+     "/var/lib/hangar-ctl", 0, 0, is_absolute_path, "a normalized absolute path"},
+    {"volumes.ctl.sizeLimit", "HANGAR_CTL_SIZE_LIMIT", SETTING_STRING, OFF(ctl_size_limit), "64Mi",
+     0, 0, k8s_is_quantity, "a quantity like 64Mi"},
+    {"server.address", "HANGAR_LISTEN_ADDRESS", SETTING_STRING, OFF(listen_address), "0.0.0.0", 0,
+     0, is_ip_address, "an IPv4 or IPv6 address"},
+    {"server.port", "HANGAR_PORT", SETTING_U32, OFF(port), "8443", 0, 65535, NULL,
+     "a TCP port (0 picks a free one)"},
+    {"server.healthPort", "HANGAR_HEALTH_PORT", SETTING_U32, OFF(health_port), "0", 0, 65535, NULL,
+     "a TCP port, or 0 for none"},
+    {"server.certFile", "HANGAR_TLS_CERT_FILE", SETTING_STRING, OFF(cert_file),
+     "/etc/hangar-webhook/tls/tls.crt", 0, 0, is_any_path, "a file path"},
+    {"server.keyFile", "HANGAR_TLS_KEY_FILE", SETTING_STRING, OFF(key_file),
+     "/etc/hangar-webhook/tls/tls.key", 0, 0, is_any_path, "a file path"},
+    {"server.maxBodyBytes", "HANGAR_MAX_BODY_BYTES", SETTING_U64, OFF(max_body_bytes), "3145728",
+     4096, 64 * 1024 * 1024, NULL, "a size in bytes from 4096 to 67108864"},
+    {"server.requestTimeoutSeconds", "HANGAR_REQUEST_TIMEOUT_SECONDS", SETTING_U32,
+     OFF(request_timeout_seconds), "10", 1, 300, NULL, "seconds from 1 to 300"},
+    {"server.threads", "HANGAR_THREADS", SETTING_U32, OFF(threads), "0", 0, 256, NULL,
+     "0 (one per CPU) to 256"},
+    {"server.certPollSeconds", "HANGAR_CERT_POLL_SECONDS", SETTING_U32, OFF(cert_poll_seconds), "2",
+     1, 3600, NULL, "seconds from 1 to 3600"},
+    {"logLevel", "HANGAR_LOG_LEVEL", SETTING_STRING, OFF(log_level), "info", 0, 0, is_log_level,
+     "debug, info, warn or error"},
 };
 
 static void strlist_free(strlist_t *l)
@@ -150,7 +151,7 @@ static int parse_strlist_json(const char *text, strlist_t *ret)
                 return -ENOMEM;
         size_t i;
         json_t *v;
-        json_array_foreach(arr, i, v) {
+        json_array_foreach (arr, i, v) {
                 if (!json_is_string(v) || !(l.items[l.n] = strdup(json_string_value(v)))) {
                         strlist_free(&l);
                         return json_is_string(v) ? -ENOMEM : -EINVAL;
@@ -289,8 +290,8 @@ static int apply_node(hg_config_t *cfg, const char *name, const ynode_t *map, co
                                         return -ENOMEM;
                                 r = set_from_text(cfg, match, text, err);
                         } else if (value->kind != YNODE_SCALAR) {
-                                return error_set(err, -EINVAL, "%s:%u: key '%s': expected %s",
-                                                 name, value->line, path, match->expected);
+                                return error_set(err, -EINVAL, "%s:%u: key '%s': expected %s", name,
+                                                 value->line, path, match->expected);
                         } else {
                                 r = set_from_text(cfg, match, value->scalar, err);
                         }
@@ -343,7 +344,8 @@ static bool path_within(const char *inner, const char *outer)
 
 int config_validate(const hg_config_t *cfg, hg_error_t *err)
 {
-        if (path_within(cfg->home_path, cfg->ctl_path) || path_within(cfg->ctl_path, cfg->home_path))
+        if (path_within(cfg->home_path, cfg->ctl_path) ||
+            path_within(cfg->ctl_path, cfg->home_path))
                 return error_set(err, -EINVAL,
                                  "volumes.home.mountPath '%s' and volumes.ctl.mountPath '%s' must "
                                  "not be equal or nested",

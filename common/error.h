@@ -16,7 +16,8 @@ typedef struct hg_error {
 
 /* Records code and a formatted message in err (if not NULL) and returns
  * code, which must be negative, so callers can `return error_set(...)`. */
-int error_set(hg_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int error_set(hg_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Prefixes the message already in err with a formatted context, keeping the
  * code: "file.yaml:3: " + "expected an integer". Returns err->code. */

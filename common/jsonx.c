@@ -1,62 +1,13 @@
 #include "jsonx.h"
 
+#include "jsonparse.h"
+
 #include <errno.h>
 #include <string.h>
 
-/* jansson has a fixed compile-time depth limit (2048); ours is much lower,
- * so a single pass over the bytes checks it before jansson allocates. */
-static int check_depth(const char *buf, size_t len, unsigned max_depth, hg_error_t *err)
-{
-        unsigned depth = 0;
-        bool in_string = false, escaped = false;
-        for (size_t i = 0; i < len; i++) {
-                char c = buf[i];
-                if (in_string) {
-                        if (escaped)
-                                escaped = false;
-                        else if (c == '\\')
-                                escaped = true;
-                        else if (c == '"')
-                                in_string = false;
-                        continue;
-                }
-                switch (c) {
-                case '"':
-                        in_string = true;
-                        break;
-                case '[':
-                case '{':
-                        if (++depth > max_depth)
-                                return error_set(err, -EINVAL,
-                                                 "JSON nested deeper than %u levels (at byte %zu)",
-                                                 max_depth, i);
-                        break;
-                case ']':
-                case '}':
-                        if (depth > 0)
-                                depth--;
-                        break;
-                default:
-                        break;
-                }
-        }
-        return 0;
-}
-
 int jsonx_load(const char *buf, size_t len, unsigned max_depth, json_t **ret, hg_error_t *err)
 {
-        if (len == 0)
-                return error_set(err, -EINVAL, "empty body: expected a JSON object");
-        int r = check_depth(buf, len, max_depth, err);
-        if (r < 0)
-                return r;
-        json_error_t jerr;
-        json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!j)
-                return error_set(err, -EINVAL, "malformed JSON at line %d, column %d: %s",
-                                 jerr.line, jerr.column, jerr.text);
-        *ret = j;
-        return 0;
+        return jsonparse_load(buf, len, max_depth, ret, err);
 }
 
 int jsonx_member(json_t *obj, const char *key, json_type type, json_t **ret)

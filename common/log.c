@@ -14,10 +14,10 @@
 static _Atomic int min_level = LOG_LEVEL_INFO;
 
 static const char *const level_names[] = {
-        [LOG_LEVEL_DEBUG] = "debug",
-        [LOG_LEVEL_INFO] = "info",
-        [LOG_LEVEL_WARN] = "warn",
-        [LOG_LEVEL_ERROR] = "error",
+    [LOG_LEVEL_DEBUG] = "debug",
+    [LOG_LEVEL_INFO] = "info",
+    [LOG_LEVEL_WARN] = "warn",
+    [LOG_LEVEL_ERROR] = "error",
 };
 
 void log_set_level(log_level_t level)

@@ -27,8 +27,8 @@ int patch_add(patch_t *p, const char *path, json_t *value, hg_error_t *err)
                 return -ENOMEM;
         /* The op gets its own copy: later operations change the document's
          * value (an append to an array this op created) but never the op. */
-        _cleanup_json_ json_t *op = json_pack("{s:s, s:s, s:o}", "op", "add", "path", path,
-                                              "value", json_deep_copy(owned));
+        _cleanup_json_ json_t *op =
+            json_pack("{s:s, s:s, s:o}", "op", "add", "path", path, "value", json_deep_copy(owned));
         if (!op)
                 return -ENOMEM;
         int r = jsonptr_add(p->doc, path, owned, err);

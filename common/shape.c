@@ -8,12 +8,12 @@
  * read-write for the driver; hangar-ctl never mounted by the agent (nor by
  * anything else), read-write for the driver. */
 static const shape_access_t mount_table[SHAPE_ROLE_COUNT][SHAPE_VOLUME_COUNT] = {
-        [SHAPE_ROLE_AGENT] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_ONLY,
-                              [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
-        [SHAPE_ROLE_DRIVER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_WRITE,
-                               [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_READ_WRITE},
-        [SHAPE_ROLE_OTHER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_UNCHECKED,
-                              [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
+    [SHAPE_ROLE_AGENT] =
+        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_ONLY, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
+    [SHAPE_ROLE_DRIVER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_WRITE,
+                           [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_READ_WRITE},
+    [SHAPE_ROLE_OTHER] =
+        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_UNCHECKED, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
 };
 
 shape_access_t shape_mount_access(shape_role_t role, shape_volume_t volume)
@@ -101,7 +101,8 @@ json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume
                               shape_volume_path(cfg, volume));
         /* readOnly: false is the API's default and is omitted, as the API server
          * stores it. */
-        if (m && access == SHAPE_ACCESS_READ_ONLY && json_object_set_new(m, "readOnly", json_true()) < 0) {
+        if (m && access == SHAPE_ACCESS_READ_ONLY &&
+            json_object_set_new(m, "readOnly", json_true()) < 0) {
                 json_decref(m);
                 return NULL;
         }
@@ -110,9 +111,9 @@ json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume
 
 static json_t *resources_json(const hg_config_t *cfg)
 {
-        _cleanup_json_ json_t *res = json_pack("{s:{s:s, s:s}}", "requests", "cpu",
-                                               cfg->driver_cpu_request, "memory",
-                                               cfg->driver_memory_request);
+        _cleanup_json_ json_t *res =
+            json_pack("{s:{s:s, s:s}}", "requests", "cpu", cfg->driver_cpu_request, "memory",
+                      cfg->driver_memory_request);
         if (!res)
                 return NULL;
         if (cfg->driver_cpu_limit[0] || cfg->driver_memory_limit[0]) {
@@ -123,7 +124,8 @@ static json_t *resources_json(const hg_config_t *cfg)
                     json_object_set_new(limits, "cpu", json_string(cfg->driver_cpu_limit)) < 0)
                         return NULL;
                 if (cfg->driver_memory_limit[0] &&
-                    json_object_set_new(limits, "memory", json_string(cfg->driver_memory_limit)) < 0)
+                    json_object_set_new(limits, "memory", json_string(cfg->driver_memory_limit)) <
+                        0)
                         return NULL;
         }
         return TAKE_PTR(res);
@@ -152,9 +154,8 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
                          "s:{s:[s]}, s:{s:s}}, s:O}",
                          "name", SHAPE_DRIVER_CONTAINER, "image", image, "imagePullPolicy",
                          "IfNotPresent", "command", command, "resources", resources,
-                         "securityContext", "runAsUser", (json_int_t)cfg->driver_uid,
-                         "runAsGroup", (json_int_t)cfg->driver_gid, "runAsNonRoot", 1,
-                         "allowPrivilegeEscalation", 0, "readOnlyRootFilesystem", 1,
-                         "privileged", 0, "capabilities", "drop", "ALL", "seccompProfile", "type",
-                         "RuntimeDefault", "volumeMounts", mounts);
+                         "securityContext", "runAsUser", (json_int_t)cfg->driver_uid, "runAsGroup",
+                         (json_int_t)cfg->driver_gid, "runAsNonRoot", 1, "allowPrivilegeEscalation",
+                         0, "readOnlyRootFilesystem", 1, "privileged", 0, "capabilities", "drop",
+                         "ALL", "seccompProfile", "type", "RuntimeDefault", "volumeMounts", mounts);
 }

@@ -218,10 +218,10 @@ static bool in_list(const char *s, const char *const *list)
 static json_t *plain_scalar_to_json(const char *s)
 {
         static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
-        static const char *const trues[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on",
-                                            "On",   "ON",   "y",    "Y",   NULL};
-        static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO", "off",
-                                             "Off",   "OFF",   "n",     "N",  NULL};
+        static const char *const trues[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
+                                            "on",   "On",   "ON",   "y",   "Y",   NULL};
+        static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO",
+                                             "off",   "Off",   "OFF",   "n",  "N",  NULL};
         if (in_list(s, nulls))
                 return json_null();
         if (in_list(s, trues))
@@ -273,7 +273,7 @@ int ynode_to_json(const ynode_t *n, json_t **ret, hg_error_t *err)
         switch (n->kind) {
         case YNODE_SCALAR:
                 out = (n->plain && !n->tagged_str) ? plain_scalar_to_json(n->scalar)
-                                                    : json_string(n->scalar);
+                                                   : json_string(n->scalar);
                 break;
         case YNODE_SEQUENCE:
                 out = json_array();

@@ -19,12 +19,12 @@ typedef enum ynode_kind {
 
 typedef struct ynode {
         ynode_kind_t kind;
-        unsigned line;         /* 1-based line of the node's start */
-        char *scalar;          /* YNODE_SCALAR only */
-        bool plain;            /* an unquoted, untagged scalar: may be a number/bool/null */
-        bool tagged_str;       /* explicitly tagged !!str */
-        struct ynode **items;  /* SEQUENCE: items; MAPPING: key, value, key, value... */
-        size_t n;              /* number of entries in items */
+        unsigned line;        /* 1-based line of the node's start */
+        char *scalar;         /* YNODE_SCALAR only */
+        bool plain;           /* an unquoted, untagged scalar: may be a number/bool/null */
+        bool tagged_str;      /* explicitly tagged !!str */
+        struct ynode **items; /* SEQUENCE: items; MAPPING: key, value, key, value... */
+        size_t n;             /* number of entries in items */
 } ynode_t;
 
 #define YAMLDOC_MAX_DEPTH 64

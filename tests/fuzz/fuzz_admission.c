@@ -42,7 +42,7 @@ static void check_patch(const char *input, size_t size, const admission_outcome_
         json_t *pod = json_object_get(json_object_get(review, "request"), "object");
         size_t i;
         json_t *op;
-        json_array_foreach(o->result.patch, i, op) {
+        json_array_foreach (o->result.patch, i, op) {
                 const char *path = json_string_value(json_object_get(op, "path"));
                 if (!path || jsonptr_add(pod, path, json_object_get(op, "value"), &err) < 0)
                         abort();
@@ -61,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 _cleanup_json_ json_t *resp = NULL;
                 if (jsonx_load(response, strlen(response), JSONX_MAX_DEPTH, &resp, &err) < 0)
                         abort();
-                const char *uid = json_string_value(
-                        json_object_get(json_object_get(resp, "response"), "uid"));
+                const char *uid =
+                    json_string_value(json_object_get(json_object_get(resp, "response"), "uid"));
                 if (!uid || strcmp(uid, o.uid) != 0)
                         abort();
                 check_patch((const char *)data, size, &o);
