@@ -10,6 +10,7 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "jsondump.h"
 #include "jsonx.h"
 #include "k8sname.h"
 #include "log.h"
@@ -285,7 +286,7 @@ static int apply_node(hg_config_t *cfg, const char *name, const ynode_t *map, co
                                 r = ynode_to_json(value, &j, err);
                                 if (r < 0)
                                         return error_prefix(err, "%s: key '%s': ", name, path);
-                                text = json_dumps(j, JSON_COMPACT);
+                                text = jsondump(j);
                                 if (!text)
                                         return -ENOMEM;
                                 r = set_from_text(cfg, match, text, err);

@@ -10,6 +10,7 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "jsondump.h"
 
 static _Atomic int min_level = LOG_LEVEL_INFO;
 
@@ -60,7 +61,7 @@ void log_event(log_level_t level, const char *msg, json_t *fields)
                 return;
         if (owned)
                 (void)json_object_update_missing(line, owned);
-        _cleanup_free_ char *text = json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII);
+        _cleanup_free_ char *text = jsondump(line);
         if (!text)
                 return;
         size_t len = strlen(text);

@@ -27,9 +27,10 @@ int patch_add(patch_t *p, const char *path, json_t *value, hg_error_t *err)
                 return -ENOMEM;
         /* The op gets its own copy: later operations change the document's
          * value (an append to an array this op created) but never the op. */
-        _cleanup_json_ json_t *op =
-            json_pack("{s:s, s:s, s:o}", "op", "add", "path", path, "value", json_deep_copy(owned));
-        if (!op)
+        _cleanup_json_ json_t *op = json_object();
+        if (!op || json_object_set_new_nocheck(op, "op", json_string_nocheck("add")) < 0 ||
+            json_object_set_new(op, "path", json_string(path)) < 0 ||
+            json_object_set_new_nocheck(op, "value", json_deep_copy(owned)) < 0)
                 return -ENOMEM;
         int r = jsonptr_add(p->doc, path, owned, err);
         if (r < 0)

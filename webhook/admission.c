@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "cleanup.h"
+#include "jsondump.h"
 #include "jsonx.h"
 
 #define API_V1      "admission.k8s.io/v1"
@@ -97,8 +98,7 @@ static bool is_core_pod(json_t *request)
 }
 
 /* Makes the decision for a decoded request. */
-static int decide(const hg_config_t *cfg, json_t *request, admission_outcome_t *o,
-                  hg_error_t *err)
+static int decide(const hg_config_t *cfg, json_t *request, admission_outcome_t *o, hg_error_t *err)
 {
         const char *sub = "";
         (void)jsonx_string(request, "subResource", &sub);
@@ -129,7 +129,7 @@ static int decide(const hg_config_t *cfg, json_t *request, admission_outcome_t *
 
 static json_t *encode_patch(json_t *ops)
 {
-        _cleanup_free_ char *text = json_dumps(ops, JSON_COMPACT);
+        _cleanup_free_ char *text = jsondump(ops);
         if (!text)
                 return NULL;
         size_t n = strlen(text);
@@ -145,9 +145,9 @@ static int encode(const char *api, admission_outcome_t *o, char **ret_body)
         const mutate_result_t *res = &o->result;
         bool allowed = res->decision != DECISION_DENY;
         _cleanup_json_ json_t *response =
-                json_pack("{s:s, s:b, s:{s:s, s:s}}", "uid", o->uid, "allowed", allowed,
-                          "auditAnnotations", "decision", mutate_decision_name(res->decision),
-                          "reason", mutate_reason_name(res->reason));
+            json_pack("{s:s, s:b, s:{s:s, s:s}}", "uid", o->uid, "allowed", allowed,
+                      "auditAnnotations", "decision", mutate_decision_name(res->decision), "reason",
+                      mutate_reason_name(res->reason));
         if (!response)
                 return -ENOMEM;
         if (allowed && res->patch) {
@@ -175,7 +175,7 @@ static int encode(const char *api, admission_outcome_t *o, char **ret_body)
                                                "AdmissionReview", "response", response);
         if (!out)
                 return -ENOMEM;
-        *ret_body = json_dumps(out, JSON_COMPACT);
+        *ret_body = jsondump(out);
         return *ret_body ? 0 : -ENOMEM;
 }
 

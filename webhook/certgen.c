@@ -109,8 +109,8 @@ static int new_cert(const char *cn, unsigned days, EVP_PKEY *key, X509 **ret, hg
         if (X509_set_version(x, 2) != 1 || !X509_gmtime_adj(X509_getm_notBefore(x), -60) ||
             !X509_gmtime_adj(X509_getm_notAfter(x), (long)days * 86400) ||
             X509_set_pubkey(x, key) != 1 ||
-            X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
-                                       -1, 0) != 1)
+            X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
+                                       0) != 1)
                 return openssl_error(err, "certificate fields");
         *ret = TAKE_PTR(x);
         return 0;

@@ -99,8 +99,8 @@ static bool same_state(const file_state_t *a, const file_state_t *b)
 }
 
 /* OpenSSL's view of the pair: parses, matches, and is valid now. */
-static int validate_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
-                         size_t key_len, int64_t *ret_not_after, hg_error_t *err)
+static int validate_pair(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                         int64_t *ret_not_after, hg_error_t *err)
 {
         _cleanup_(cleanup_bio) BIO *cb = BIO_new_mem_buf(cert_pem, (int)cert_len);
         _cleanup_(cleanup_bio) BIO *kb = BIO_new_mem_buf(key_pem, (int)key_len);
@@ -125,7 +125,8 @@ static int validate_pair(const char *cert_pem, size_t cert_len, const char *key_
                 return error_set(err, -EINVAL, "the certificate in %s is not valid yet",
                                  store.cert_path);
         if (X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0)
-                return error_set(err, -EINVAL, "the certificate in %s has expired", store.cert_path);
+                return error_set(err, -EINVAL, "the certificate in %s has expired",
+                                 store.cert_path);
         struct tm tm;
         if (ASN1_TIME_to_tm(X509_get0_notAfter(leaf), &tm) != 1)
                 return error_set(err, -EINVAL, "unreadable expiry in %s", store.cert_path);

@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fileio.h"
+#include "jsondump.h"
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
@@ -31,16 +32,16 @@
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
-        "usage: hangar-webhook [serve] [--config FILE]\n"
-        "       hangar-webhook review [--config FILE]        < admission-review.json\n"
-        "       hangar-webhook inject -f POD.(json|yaml) [--config FILE]\n"
-        "       hangar-webhook certs --out-dir DIR [--service NAME --namespace NS]\n"
-        "                            [--dns NAME]... [--ip ADDR]... [--days N] [--ca-days N]\n"
-        "                            [--reuse-ca] [--force]\n"
-        "       hangar-webhook config [--config FILE]\n"
-        "       hangar-webhook version\n"
-        "The configuration file may also be given as HANGAR_CONFIG; environment\n"
-        "variables override it (see docs/configuration.md).\n";
+    "usage: hangar-webhook [serve] [--config FILE]\n"
+    "       hangar-webhook review [--config FILE]        < admission-review.json\n"
+    "       hangar-webhook inject -f POD.(json|yaml) [--config FILE]\n"
+    "       hangar-webhook certs --out-dir DIR [--service NAME --namespace NS]\n"
+    "                            [--dns NAME]... [--ip ADDR]... [--days N] [--ca-days N]\n"
+    "                            [--reuse-ca] [--force]\n"
+    "       hangar-webhook config [--config FILE]\n"
+    "       hangar-webhook version\n"
+    "The configuration file may also be given as HANGAR_CONFIG; environment\n"
+    "variables override it (see docs/configuration.md).\n";
 
 static int fail(const char *cmd, const char *msg)
 {
@@ -106,9 +107,9 @@ static void reload_certificates(char *last_error, size_t last_error_size)
                 /* Reported once per distinct problem, not every poll. */
                 (void)snprintf(last_error, last_error_size, "%s", err.message);
                 metrics_record_cert(0, 0);
-                log_event(LOG_LEVEL_ERROR, "serving certificate refused; keeping the one in use",
-                          json_pack("{s:s, s:b}", "detail", err.message, "ready",
-                                    certstore_ready()));
+                log_event(
+                    LOG_LEVEL_ERROR, "serving certificate refused; keeping the one in use",
+                    json_pack("{s:s, s:b}", "detail", err.message, "ready", certstore_ready()));
         }
 }
 
@@ -148,10 +149,10 @@ static int cmd_serve(int argc, char **argv)
                 return fail("serve", err.message);
         }
         log_event(LOG_LEVEL_INFO, "listening",
-                  json_pack("{s:s, s:i, s:i, s:b, s:s, s:s}", "address", cfg.listen_address,
-                            "port", (int)server_port(server), "healthPort",
-                            (int)server_health_port(server), "driverSidecar", cfg.driver_sidecar,
-                            "selector", cfg.selector_key, "version", HANGAR_VERSION));
+                  json_pack("{s:s, s:i, s:i, s:b, s:s, s:s}", "address", cfg.listen_address, "port",
+                            (int)server_port(server), "healthPort", (int)server_health_port(server),
+                            "driverSidecar", cfg.driver_sidecar, "selector", cfg.selector_key,
+                            "version", HANGAR_VERSION));
 
         struct timespec poll = {.tv_sec = cfg.cert_poll_seconds};
         for (;;) {
@@ -183,8 +184,8 @@ static int cmd_review(int argc, char **argv)
         int r = fd_read_bounded(STDIN_FILENO, cfg.max_body_bytes, &body, &len);
         if (r < 0) {
                 config_free(&cfg);
-                return fail("review", r == -EFBIG ? "input exceeds server.maxBodyBytes"
-                                                  : strerror(-r));
+                return fail("review",
+                            r == -EFBIG ? "input exceeds server.maxBodyBytes" : strerror(-r));
         }
         admission_outcome_t o;
         hg_error_t err = {0};
@@ -203,7 +204,7 @@ static int load_manifest(const char *path, size_t max, json_t **ret, hg_error_t 
         _cleanup_free_ char *buf = NULL;
         size_t len;
         int r = strcmp(path, "-") == 0 ? fd_read_bounded(STDIN_FILENO, max, &buf, &len)
-                                        : file_read_bounded(path, max, &buf, &len);
+                                       : file_read_bounded(path, max, &buf, &len);
         if (r < 0)
                 return error_set(err, r, "%s: %s", path,
                                  r == -EFBIG ? "larger than server.maxBodyBytes" : strerror(-r));
@@ -265,7 +266,7 @@ static int cmd_inject(int argc, char **argv)
         _cleanup_json_ json_t *pod = NULL;
         int r = load_manifest(file, cfg.max_body_bytes, &pod, &err);
         _cleanup_json_ json_t *review = r == 0 ? admission_wrap_pod(pod, "hangar-inject") : NULL;
-        _cleanup_free_ char *body = review ? json_dumps(review, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *body = review ? jsondump(review) : NULL;
         if (r < 0 || !body) {
                 config_free(&cfg);
                 return fail("inject", r < 0 ? err.message : "out of memory");
@@ -332,19 +333,27 @@ static int read_pem_pair(const char *dir, certgen_pem_t *ret)
 
 static int cmd_certs(int argc, char **argv)
 {
-        enum { OPT_SERVICE = 256, OPT_NAMESPACE, OPT_DNS, OPT_IP, OPT_DAYS, OPT_CA_DAYS,
-               OPT_REUSE_CA, OPT_FORCE, OPT_OUT };
-        static const struct option opts[] = {
-                {"out-dir", required_argument, NULL, OPT_OUT},
-                {"service", required_argument, NULL, OPT_SERVICE},
-                {"namespace", required_argument, NULL, OPT_NAMESPACE},
-                {"dns", required_argument, NULL, OPT_DNS},
-                {"ip", required_argument, NULL, OPT_IP},
-                {"days", required_argument, NULL, OPT_DAYS},
-                {"ca-days", required_argument, NULL, OPT_CA_DAYS},
-                {"reuse-ca", no_argument, NULL, OPT_REUSE_CA},
-                {"force", no_argument, NULL, OPT_FORCE},
-                {NULL, 0, NULL, 0}};
+        enum {
+                OPT_SERVICE = 256,
+                OPT_NAMESPACE,
+                OPT_DNS,
+                OPT_IP,
+                OPT_DAYS,
+                OPT_CA_DAYS,
+                OPT_REUSE_CA,
+                OPT_FORCE,
+                OPT_OUT
+        };
+        static const struct option opts[] = {{"out-dir", required_argument, NULL, OPT_OUT},
+                                             {"service", required_argument, NULL, OPT_SERVICE},
+                                             {"namespace", required_argument, NULL, OPT_NAMESPACE},
+                                             {"dns", required_argument, NULL, OPT_DNS},
+                                             {"ip", required_argument, NULL, OPT_IP},
+                                             {"days", required_argument, NULL, OPT_DAYS},
+                                             {"ca-days", required_argument, NULL, OPT_CA_DAYS},
+                                             {"reuse-ca", no_argument, NULL, OPT_REUSE_CA},
+                                             {"force", no_argument, NULL, OPT_FORCE},
+                                             {NULL, 0, NULL, 0}};
         const char *out = NULL, *service = NULL, *ns = NULL;
         string_list_t dns = {0}, ips = {0};
         uint32_t days = 365, ca_days = 3650;
@@ -373,8 +382,8 @@ static int cmd_certs(int argc, char **argv)
                         break;
                 case OPT_CA_DAYS:
                         r = parse_u32(optarg, &ca_days) < 0 || ca_days == 0 || ca_days > 36500
-                                    ? -EINVAL
-                                    : 0;
+                                ? -EINVAL
+                                : 0;
                         break;
                 case OPT_REUSE_CA:
                         reuse_ca = true;
@@ -423,10 +432,12 @@ static int cmd_certs(int argc, char **argv)
                         return fail("certs", err.message);
         }
         certgen_request_t req = {
-                .common_name = dns.n ? dns.items[0] : ips.items[0] ? ips.items[0] : "hangar-webhook",
-                .dns_names = dns.items,
-                .ip_addresses = ips.items,
-                .days = days,
+            .common_name = dns.n          ? dns.items[0]
+                           : ips.items[0] ? ips.items[0]
+                                          : "hangar-webhook",
+            .dns_names = dns.items,
+            .ip_addresses = ips.items,
+            .days = days,
         };
         r = certgen_serving(&ca, &req, &leaf, &err);
         if (r == 0 && !reuse_ca) {
@@ -471,8 +482,11 @@ int main(int argc, char **argv)
         static const struct {
                 const char *name;
                 int (*fn)(int, char **);
-        } commands[] = {{"serve", cmd_serve},   {"review", cmd_review}, {"inject", cmd_inject},
-                        {"certs", cmd_certs},   {"config", cmd_config}};
+        } commands[] = {{"serve", cmd_serve},
+                        {"review", cmd_review},
+                        {"inject", cmd_inject},
+                        {"certs", cmd_certs},
+                        {"config", cmd_config}};
         if (argc >= 2 && strcmp(argv[1], "version") == 0) {
                 printf("hangar-webhook %s\n", HANGAR_VERSION);
                 return EXIT_SUCCESS;

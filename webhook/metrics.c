@@ -23,13 +23,13 @@ static struct {
 } m;
 
 static const char *const error_names[METRICS_ERROR_COUNT] = {
-        [METRICS_ERROR_BAD_REQUEST] = "bad_request",
-        [METRICS_ERROR_TOO_LARGE] = "body_too_large",
-        [METRICS_ERROR_MEDIA_TYPE] = "unsupported_media_type",
-        [METRICS_ERROR_NOT_FOUND] = "not_found",
-        [METRICS_ERROR_TIMEOUT] = "timeout",
-        [METRICS_ERROR_INTERNAL] = "internal",
-        [METRICS_ERROR_CERT_RELOAD] = "cert_reload",
+    [METRICS_ERROR_BAD_REQUEST] = "bad_request",
+    [METRICS_ERROR_TOO_LARGE] = "body_too_large",
+    [METRICS_ERROR_MEDIA_TYPE] = "unsupported_media_type",
+    [METRICS_ERROR_NOT_FOUND] = "not_found",
+    [METRICS_ERROR_TIMEOUT] = "timeout",
+    [METRICS_ERROR_INTERNAL] = "internal",
+    [METRICS_ERROR_CERT_RELOAD] = "cert_reload",
 };
 
 void metrics_record_review(const mutate_result_t *result, double seconds)
@@ -63,8 +63,9 @@ char *metrics_render(void)
 {
         _cleanup_strbuf_ strbuf_t sb = {0};
         int r = 0;
-        r |= strbuf_puts(&sb, "# HELP hangar_webhook_reviews_total AdmissionReviews answered, by "
-                              "decision and reason.\n# TYPE hangar_webhook_reviews_total counter\n");
+        r |=
+            strbuf_puts(&sb, "# HELP hangar_webhook_reviews_total AdmissionReviews answered, by "
+                             "decision and reason.\n# TYPE hangar_webhook_reviews_total counter\n");
         uint64_t injections = 0;
         for (unsigned i = 0; i < REASON_COUNT; i++) {
                 uint64_t v = atomic_load(&m.reviews[i]);
@@ -99,10 +100,9 @@ char *metrics_render(void)
                               "request body to its answer.\n"
                               "# TYPE hangar_webhook_review_duration_seconds histogram\n");
         for (size_t i = 0; i < NBUCKETS; i++)
-                r |= strbuf_printf(&sb,
-                                   "hangar_webhook_review_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                                   buckets[i],
-                                   (unsigned long long)atomic_load(&m.latency_buckets[i]));
+                r |= strbuf_printf(
+                    &sb, "hangar_webhook_review_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                    buckets[i], (unsigned long long)atomic_load(&m.latency_buckets[i]));
         uint64_t count = atomic_load(&m.latency_count);
         r |= strbuf_printf(&sb,
                            "hangar_webhook_review_duration_seconds_bucket{le=\"+Inf\"} %llu\n"

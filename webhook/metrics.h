@@ -7,13 +7,13 @@
 #include "mutate.h"
 
 typedef enum metrics_error {
-        METRICS_ERROR_BAD_REQUEST,     /* 400: malformed AdmissionReview */
-        METRICS_ERROR_TOO_LARGE,       /* 413 */
-        METRICS_ERROR_MEDIA_TYPE,      /* 415 */
-        METRICS_ERROR_NOT_FOUND,       /* 404 / 405 */
-        METRICS_ERROR_TIMEOUT,         /* 408: request took too long */
-        METRICS_ERROR_INTERNAL,        /* allocation or encoding failure */
-        METRICS_ERROR_CERT_RELOAD,     /* a new certificate pair was refused */
+        METRICS_ERROR_BAD_REQUEST, /* 400: malformed AdmissionReview */
+        METRICS_ERROR_TOO_LARGE,   /* 413 */
+        METRICS_ERROR_MEDIA_TYPE,  /* 415 */
+        METRICS_ERROR_NOT_FOUND,   /* 404 / 405 */
+        METRICS_ERROR_TIMEOUT,     /* 408: request took too long */
+        METRICS_ERROR_INTERNAL,    /* allocation or encoding failure */
+        METRICS_ERROR_CERT_RELOAD, /* a new certificate pair was refused */
         METRICS_ERROR_COUNT,
 } metrics_error_t;
 

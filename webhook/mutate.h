@@ -51,5 +51,5 @@ int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret);
 
 /* Sets a skip or deny without looking at a pod (request-level reasons). */
 void mutate_result_set(mutate_result_t *ret, mutate_reason_t reason, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void mutate_result_free(mutate_result_t *r);

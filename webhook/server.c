@@ -16,12 +16,13 @@
 #include "admission.h"
 #include "certstore.h"
 #include "cleanup.h"
+#include "jsondump.h"
 #include "log.h"
 #include "metrics.h"
 #include "strparse.h"
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string). */
-#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+#define TLS_PRIORITIES  "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
 #define MAX_CONNECTIONS 1024
 
 struct server {
@@ -71,8 +72,8 @@ static enum MHD_Result send_buffer(struct MHD_Connection *conn, unsigned status,
                                    char *body, bool close)
 {
         /* MHD frees body (malloc'd) with the response. */
-        struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body,
-                                                                    MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 free(body);
                 return MHD_NO;
@@ -90,7 +91,7 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
 {
         json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
                               "status", "Failure", "message", msg, "code", (int)status);
-        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        char *text = j ? jsondump(j) : NULL;
         json_decref(j);
         if (!text)
                 return MHD_NO;
@@ -113,10 +114,10 @@ static route_t route_of(const listener_t *l, const char *method, const char *url
                 route_t route;
                 bool needs_mutate_listener;
         } routes[] = {
-                {"/mutate", MHD_HTTP_METHOD_POST, ROUTE_MUTATE, true},
-                {"/healthz", MHD_HTTP_METHOD_GET, ROUTE_HEALTHZ, false},
-                {"/readyz", MHD_HTTP_METHOD_GET, ROUTE_READYZ, false},
-                {"/metrics", MHD_HTTP_METHOD_GET, ROUTE_METRICS, false},
+            {"/mutate", MHD_HTTP_METHOD_POST, ROUTE_MUTATE, true},
+            {"/healthz", MHD_HTTP_METHOD_GET, ROUTE_HEALTHZ, false},
+            {"/readyz", MHD_HTTP_METHOD_GET, ROUTE_READYZ, false},
+            {"/metrics", MHD_HTTP_METHOD_GET, ROUTE_METRICS, false},
         };
         for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
                 if (strcmp(url, routes[i].path) != 0)
@@ -152,15 +153,15 @@ static void refuse(request_t *req, unsigned status, metrics_error_t kind, const 
 /* First callback of a /mutate request: headers only. */
 static void check_mutate_headers(const server_t *s, struct MHD_Connection *conn, request_t *req)
 {
-        const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *ct =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (!is_json_content_type(ct)) {
                 refuse(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, METRICS_ERROR_MEDIA_TYPE,
                        "Content-Type must be application/json");
                 return;
         }
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
                 uint64_t declared;
                 /* MHD already rejects a malformed Content-Length. */
@@ -197,25 +198,23 @@ static int append_body(const server_t *s, request_t *req, const char *data, size
 
 static void log_review(const admission_outcome_t *o, double seconds, const char *error)
 {
-        json_t *f = json_pack("{s:s*, s:s*, s:s*, s:s*, s:b, s:s, s:s, s:I}", "uid", o->uid,
-                              "namespace", o->namespace, "pod", o->name, "operation",
-                              o->operation, "dryRun", o->dry_run, "decision",
-                              error ? "rejected" : mutate_decision_name(o->result.decision),
-                              "reason", error ? "bad-request" : mutate_reason_name(o->result.reason),
-                              "micros", (json_int_t)(seconds * 1e6));
+        json_t *f =
+            json_pack("{s:s*, s:s*, s:s*, s:s*, s:b, s:s, s:s, s:I}", "uid", o->uid, "namespace",
+                      o->namespace, "pod", o->name, "operation", o->operation, "dryRun", o->dry_run,
+                      "decision", error ? "rejected" : mutate_decision_name(o->result.decision),
+                      "reason", error ? "bad-request" : mutate_reason_name(o->result.reason),
+                      "micros", (json_int_t)(seconds * 1e6));
         if (f && (error || o->result.detail[0]))
                 json_object_set_new(f, "detail", json_string(error ? error : o->result.detail));
         log_event(LOG_LEVEL_INFO, "review", f);
 }
 
-static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *conn,
-                                     request_t *req)
+static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *conn, request_t *req)
 {
         admission_outcome_t o;
         hg_error_t err = {0};
         char *response = NULL;
-        int r = admission_handle(s->cfg, req->body ? req->body : "", req->len, &response, &o,
-                                 &err);
+        int r = admission_handle(s->cfg, req->body ? req->body : "", req->len, &response, &o, &err);
         double secs = seconds_since(&req->started);
         enum MHD_Result ret;
         if (r == -EINVAL) {
@@ -265,9 +264,8 @@ static enum MHD_Result answer_simple(server_t *s, struct MHD_Connection *conn, r
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
         listener_t *l = cls;
         server_t *s = l->server;
@@ -281,14 +279,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (req->route == ROUTE_MUTATE)
                         check_mutate_headers(s, conn, req);
                 *con_cls = req;
-                /* Everything but a review is answered now, as is a review
-                 * refused on its headers: MHD then closes the connection
-                 * instead of reading a body nobody wants. */
-                if (req->route != ROUTE_MUTATE)
+                /* A refusal is answered now: MHD then closes the connection
+                 * instead of reading a body nobody wants. Anything else is
+                 * answered once the request is complete, which keeps the
+                 * connection alive (an answer on this first call would not). */
+                if (req->route == ROUTE_NOT_FOUND || req->route == ROUTE_BAD_METHOD)
                         return answer_simple(s, conn, req->route);
                 if (req->refuse_status)
                         return send_error(conn, req->refuse_status, req->refuse_message);
                 return MHD_YES;
+        }
+        if (req->route != ROUTE_MUTATE) {
+                *upload_data_size = 0; /* a body on GET is ignored */
+                return answer_simple(s, conn, req->route);
         }
         if (*upload_data_size > 0) {
                 /* The idle timeout catches a silent client; this catches one
@@ -381,17 +384,16 @@ static struct MHD_Daemon *start_daemon(server_t *s, listener_t *l, uint16_t port
         /* The logger first, so warnings about later options reach it. Plain
          * listeners (health) get one thread: pool size 0 means no pool. */
         struct MHD_OptionItem opts[] = {
-                {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL},
-                {MHD_OPTION_SOCK_ADDR, 0, &ss},
-                {MHD_OPTION_THREAD_POOL_SIZE, tls && threads > 1 ? threads : 0, NULL},
-                {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->request_timeout_seconds, NULL},
-                {MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL},
-                {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
-                /* Plain listeners end the list here; TLS ones go on. */
-                {tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0,
-                 (void *)certstore_retrieve},
-                {tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)TLS_PRIORITIES},
-                {MHD_OPTION_END, 0, NULL},
+            {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL},
+            {MHD_OPTION_SOCK_ADDR, 0, &ss},
+            {MHD_OPTION_THREAD_POOL_SIZE, tls && threads > 1 ? threads : 0, NULL},
+            {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->request_timeout_seconds, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+            /* Plain listeners end the list here; TLS ones go on. */
+            {tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0, (void *)certstore_retrieve},
+            {tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)TLS_PRIORITIES},
+            {MHD_OPTION_END, 0, NULL},
         };
         struct MHD_Daemon *d = MHD_start_daemon(flags, port, NULL, NULL, on_request, l,
                                                 MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
@@ -415,8 +417,8 @@ int server_start(const hg_config_t *cfg, server_t **ret, hg_error_t *err)
                 return err ? err->code : -EADDRINUSE;
         }
         if (cfg->health_port) {
-                s->health = start_daemon(s, &health_listener, (uint16_t)cfg->health_port, false,
-                                         err);
+                s->health =
+                    start_daemon(s, &health_listener, (uint16_t)cfg->health_port, false, err);
                 if (!s->health) {
                         MHD_stop_daemon(s->tls);
                         free(s);
