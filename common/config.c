@@ -258,6 +258,10 @@ static int apply_node(hg_config_t *cfg, const char *name, const ynode_t *map, co
                                  prefix[0] ? prefix : "the document");
         for (size_t i = 0; i + 1 < map->n; i += 2) {
                 const ynode_t *key = map->items[i], *value = map->items[i + 1];
+                /* "driver.uid: 5" would be a second way to write driver: {uid: 5}. */
+                if (strchr(key->scalar, '.') || !key->scalar[0])
+                        return error_set(err, -EINVAL, "%s:%u: unknown key '%s%s%s'", name,
+                                         key->line, prefix, prefix[0] ? "." : "", key->scalar);
                 char path[256];
                 int w = snprintf(path, sizeof(path), "%s%s%s", prefix, prefix[0] ? "." : "",
                                  key->scalar);
@@ -316,9 +320,14 @@ int config_apply_yaml(hg_config_t *cfg, const char *name, const char *buf, size_
 {
         _cleanup_ynode_ ynode_t *root = NULL;
         int r = yamldoc_parse(buf, len, &root, err);
+        if (r == -ENODATA) {
+                /* An empty or comment-only file means all defaults. */
+                error_clear(err);
+                return 0;
+        }
         if (r < 0)
                 return error_prefix(err, "%s: ", name);
-        /* An empty file or "{}" means all defaults. */
+        /* So does an empty document ("---") or "{}". */
         if (root->kind == YNODE_SCALAR && root->scalar[0] == '\0')
                 return 0;
         return apply_node(cfg, name, root, "", err);

@@ -18,7 +18,9 @@ int fd_read_bounded(int fd, size_t max, char **ret_data, size_t *ret_len)
                 return -ENOMEM;
         for (;;) {
                 if (len + 1 >= cap) {
-                        if (cap > max + 1)
+                        /* len > max below enforces the bound; this only
+                         * stops the buffer growing far past it. */
+                        if (cap - 1 > max)
                                 return -EFBIG;
                         size_t ncap = cap * 2;
                         char *p = realloc(buf, ncap);

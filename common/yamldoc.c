@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,7 +166,7 @@ int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err)
                         break;
                 case YAML_STREAM_END_EVENT:
                         if (!root)
-                                return error_set(err, -EINVAL, "empty YAML document");
+                                return error_set(err, -ENODATA, "empty YAML document");
                         *ret = TAKE_PTR(root);
                         return 0;
                 case YAML_SCALAR_EVENT:
@@ -196,14 +195,54 @@ const ynode_t *ynode_get(const ynode_t *map, const char *key)
         return NULL;
 }
 
-static bool matches(const char *pattern, const char *s)
+/* Digits of base in s (no sign, no prefix) into *ret; false on anything else
+ * or on overflow. */
+static bool parse_digits(const char *s, unsigned base, uint64_t *ret)
 {
-        regex_t re;
-        if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+        uint64_t v = 0;
+        if (!*s)
                 return false;
-        bool ok = regexec(&re, s, 0, NULL, 0) == 0;
-        regfree(&re);
-        return ok;
+        for (; *s; s++) {
+                unsigned d;
+                if (*s >= '0' && *s <= '9')
+                        d = (unsigned)(*s - '0');
+                else if ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'f')
+                        d = (unsigned)((*s | 0x20) - 'a' + 10);
+                else
+                        return false;
+                if (d >= base || v > (UINT64_MAX - d) / base)
+                        return false;
+                v = v * base + d;
+        }
+        *ret = v;
+        return true;
+}
+
+/* go-yaml v2's float syntax: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+static bool is_yaml_float(const char *s)
+{
+        if (*s == '-' || *s == '+')
+                s++;
+        size_t lead = strspn(s, "0123456789");
+        s += lead;
+        if (*s == '.') {
+                size_t frac = strspn(s + 1, "0123456789");
+                if (lead == 0 && frac == 0)
+                        return false;
+                s += 1 + frac;
+        } else if (lead == 0) {
+                return false;
+        }
+        if (*s == 'e' || *s == 'E') {
+                s++;
+                if (*s == '-' || *s == '+')
+                        s++;
+                size_t exp = strspn(s, "0123456789");
+                if (exp == 0)
+                        return false;
+                s += exp;
+        }
+        return *s == '\0';
 }
 
 static bool in_list(const char *s, const char *const *list)
@@ -214,7 +253,9 @@ static bool in_list(const char *s, const char *const *list)
         return false;
 }
 
-/* A plain scalar typed as YAML 1.1 resolves it (what sigs.k8s.io/yaml does). */
+/* A plain scalar typed as YAML 1.1 resolves it, as sigs.k8s.io/yaml (go-yaml
+ * v2) does: null, booleans including yes/no/on/off, integers with 0x, 0b and
+ * leading-zero octal and '_' separators, then floats; else a string. */
 static json_t *plain_scalar_to_json(const char *s)
 {
         static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
@@ -229,38 +270,34 @@ static json_t *plain_scalar_to_json(const char *s)
         if (in_list(s, falses))
                 return json_false();
 
-        const char *digits = (*s == '-' || *s == '+') ? s + 1 : s;
-        bool negative = *s == '-';
+        /* Numbers are read with the '_' separators removed. */
+        _cleanup_free_ char *plain = malloc(strlen(s) + 1);
+        if (!plain)
+                return NULL;
+        char *o = plain;
+        for (const char *p = s; *p; p++)
+                if (*p != '_')
+                        *o++ = *p;
+        *o = '\0';
+
+        const char *digits = (*plain == '-' || *plain == '+') ? plain + 1 : plain;
+        bool negative = *plain == '-';
         uint64_t u;
-        int base = 0;
-        if (matches("^0[0-7]+$", digits))
-                base = 8;
-        else if (matches("^0x[0-9a-fA-F]+$", digits))
-                base = 16;
-        else if (matches("^(0|[1-9][0-9]*)$", digits))
-                base = 10;
-        if (base != 0) {
-                if (base == 10) {
-                        if (parse_u64(digits, &u) < 0)
-                                return json_string(s);
-                } else {
-                        u = 0;
-                        for (const char *p = digits + (base == 16 ? 2 : 1); *p; p++) {
-                                unsigned d = (*p <= '9') ? (unsigned)(*p - '0')
-                                                         : (unsigned)((*p | 0x20) - 'a' + 10);
-                                if (u > (UINT64_MAX - d) / (unsigned)base)
-                                        return json_string(s);
-                                u = u * (unsigned)base + d;
-                        }
-                }
-                if (u > (uint64_t)INT64_MAX + (negative ? 1 : 0))
-                        return json_string(s);
+        bool is_int = false;
+        if (strncmp(digits, "0x", 2) == 0)
+                is_int = parse_digits(digits + 2, 16, &u);
+        else if (strncmp(digits, "0b", 2) == 0)
+                is_int = parse_digits(digits + 2, 2, &u);
+        else if (digits[0] == '0' && digits[1])
+                is_int = parse_digits(digits + 1, 8, &u);
+        else
+                is_int =
+                    parse_digits(digits, 10, &u) && strspn(digits, "0123456789") == strlen(digits);
+        if (is_int && u <= (uint64_t)INT64_MAX + (negative ? 1 : 0))
                 return json_integer(negative ? (json_int_t)(0 - u) : (json_int_t)u);
-        }
-        if (matches("^[-+]?([0-9]+\\.[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?$", s) ||
-            matches("^[-+]?[0-9]+[eE][-+]?[0-9]+$", s)) {
+        if (is_yaml_float(plain)) {
                 char *end = NULL;
-                double d = strtod(s, &end);
+                double d = strtod(plain, &end);
                 if (end && *end == '\0' && isfinite(d))
                         return json_real(d);
         }

@@ -29,7 +29,8 @@ typedef struct ynode {
 
 #define YAMLDOC_MAX_DEPTH 64
 
-/* Parses exactly one YAML document from buf (an empty input is an error). */
+/* Parses exactly one YAML document from buf. An input with no document at
+ * all (empty, or only comments) is -ENODATA. */
 int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err);
 void ynode_free(ynode_t *n);
 

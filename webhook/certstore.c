@@ -77,6 +77,7 @@ static void cleanup_pkey(EVP_PKEY **k)
 
 int certstore_init(const char *cert_path, const char *key_path, unsigned grace_seconds)
 {
+        certstore_shutdown(); /* a second init starts afresh */
         store.cert_path = strdup(cert_path);
         store.key_path = strdup(key_path);
         store.grace_seconds = grace_seconds;

@@ -208,11 +208,46 @@ static json_t *find_agent(const hg_config_t *cfg, json_t *pod, size_t *ret_index
         return NULL;
 }
 
+/* Writes path in canonical form into out ("//a/./b/../c/" -> "/a/c"), so
+ * spellings of the same directory compare equal. */
+static void canonical_path(const char *path, char *out, size_t size)
+{
+        size_t len = 0;
+        out[0] = '\0';
+        while (*path) {
+                while (*path == '/')
+                        path++;
+                size_t seg = strcspn(path, "/");
+                if (seg == 0)
+                        break;
+                if (seg == 1 && path[0] == '.') {
+                        /* "." changes nothing */
+                } else if (seg == 2 && path[0] == '.' && path[1] == '.') {
+                        char *slash = strrchr(out, '/');
+                        len = slash ? (size_t)(slash - out) : 0;
+                        out[len] = '\0';
+                } else if (len + 1 + seg < size) {
+                        out[len++] = '/';
+                        memcpy(out + len, path, seg);
+                        len += seg;
+                        out[len] = '\0';
+                }
+                path += seg;
+        }
+        if (len == 0 && size > 1) {
+                out[0] = '/';
+                out[1] = '\0';
+        }
+}
+
+/* True when path is root or inside it, however either is spelled. */
 static bool path_is_within(const char *path, const char *root)
 {
-        size_t n = strlen(root);
-        /* "/var/lib/hangar/" and "/var/lib/hangar" are the same mount point. */
-        return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+        char p[4096], r[4096];
+        canonical_path(path, p, sizeof(p));
+        canonical_path(root, r, sizeof(r));
+        size_t n = strlen(r);
+        return strncmp(p, r, n) == 0 && (p[n] == '\0' || p[n] == '/' || n == 1);
 }
 
 typedef struct conflict_ctx {

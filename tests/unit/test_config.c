@@ -1,0 +1,505 @@
+/* Unit tests for common/config: defaults, YAML, environment, validation. */
+#include <errno.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "fileio.h"
+#include "unit.h"
+
+extern char **environ;
+
+static char dir[4096];
+
+/* No HANGAR_* variable from the caller's environment may leak into a test. */
+static void setup(void)
+{
+        for (;;) {
+                char name[256] = "";
+                for (char **e = environ; *e; e++) {
+                        if (strncmp(*e, "HANGAR_", 7) == 0) {
+                                size_t n = strcspn(*e, "=");
+                                if (n < sizeof(name)) {
+                                        memcpy(name, *e, n);
+                                        name[n] = '\0';
+                                }
+                                break;
+                        }
+                }
+                if (!name[0])
+                        break;
+                ck_assert_int_eq(unsetenv(name), 0);
+        }
+        unit_mkdtemp(dir, sizeof(dir));
+}
+
+static void teardown(void)
+{
+        unit_rmtree(dir);
+}
+
+static void config_freep(hg_config_t *c)
+{
+        config_free(c);
+}
+#define _config_ __attribute__((cleanup(config_freep)))
+
+/* Writes text to dir/name and returns the path (static buffer). */
+static const char *write_file(const char *name, const char *text)
+{
+        static char path[4200];
+        (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
+        (void)unlink(path);
+        ck_assert_int_eq(file_write_atomic(path, text, strlen(text), 0644, 0), 0);
+        return path;
+}
+
+static int apply(hg_config_t *cfg, const char *text, hg_error_t *err)
+{
+        return config_apply_yaml(cfg, "cfg.yaml", text, strlen(text), err);
+}
+
+#define ck_assert_msg_has(err, needle)                                                       \
+        ck_assert_msg(strstr((err).message, (needle)), "message lacks \"%s\": %s", (needle), \
+                      (err).message)
+
+/* Every pointer config_free would free is NULL: nothing left allocated. */
+static void assert_all_freed(const hg_config_t *c)
+{
+        const void *const strings[] = {
+            c->selector_key,
+            c->selector_value,
+            c->agent_container,
+            c->driver_cpu_request,
+            c->driver_memory_request,
+            c->driver_cpu_limit,
+            c->driver_memory_limit,
+            c->home_path,
+            c->ctl_path,
+            c->ctl_size_limit,
+            c->listen_address,
+            c->cert_file,
+            c->key_file,
+            c->log_level,
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(strings); i++)
+                ck_assert_msg(strings[i] == NULL, "string field %zu still allocated", i);
+        ck_assert_ptr_null(c->driver_command.items);
+        ck_assert_uint_eq(c->driver_command.n, 0);
+}
+
+START_TEST(defaults_exactly)
+{
+        _config_ hg_config_t c = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert(!c.driver_sidecar);
+        ck_assert_str_eq(c.selector_key, "hangar.dev/sandbox");
+        ck_assert_str_eq(c.selector_value, "true");
+        ck_assert_str_eq(c.agent_container, "sandbox");
+        ck_assert_uint_eq(c.driver_uid, 1001);
+        ck_assert_uint_eq(c.driver_gid, 1001);
+        ck_assert_uint_eq(c.driver_command.n, 2);
+        ck_assert_str_eq(c.driver_command.items[0], "sleep");
+        ck_assert_str_eq(c.driver_command.items[1], "infinity");
+        ck_assert_str_eq(c.driver_cpu_request, "50m");
+        ck_assert_str_eq(c.driver_memory_request, "64Mi");
+        ck_assert_str_eq(c.driver_cpu_limit, "");
+        ck_assert_str_eq(c.driver_memory_limit, "");
+        ck_assert_str_eq(c.home_path, "/var/lib/hangar");
+        ck_assert_str_eq(c.ctl_path, "/var/lib/hangar-ctl");
+        ck_assert_str_eq(c.ctl_size_limit, "64Mi");
+        ck_assert_str_eq(c.listen_address, "0.0.0.0");
+        ck_assert_uint_eq(c.port, 8443);
+        ck_assert_uint_eq(c.health_port, 0);
+        ck_assert_str_eq(c.cert_file, "/etc/hangar-webhook/tls/tls.crt");
+        ck_assert_str_eq(c.key_file, "/etc/hangar-webhook/tls/tls.key");
+        ck_assert_uint_eq(c.max_body_bytes, 3145728);
+        ck_assert_uint_eq(c.request_timeout_seconds, 10);
+        ck_assert_uint_eq(c.threads, 0);
+        ck_assert_uint_eq(c.cert_poll_seconds, 2);
+        ck_assert_str_eq(c.log_level, "info");
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_validate(&c, &err), 0);
+}
+END_TEST
+
+START_TEST(load_without_file_is_defaults)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert(!c.driver_sidecar);
+        ck_assert_uint_eq(c.driver_uid, 1001);
+        ck_assert_str_eq(c.home_path, "/var/lib/hangar");
+}
+END_TEST
+
+START_TEST(yaml_overrides)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        int r = apply(&c,
+                      "driverSidecar: yes\n"
+                      "selector:\n  key: example.com/agent\n  value: \"on\"\n"
+                      "agentContainer: agent\n"
+                      "driver:\n  uid: 2000\n  gid: 3000\n  command: [/bin/driver, --serve]\n"
+                      "  resources:\n    requests: {cpu: 100m, memory: 32Mi}\n"
+                      "    limits:\n      cpu: \"1\"\n      memory: 1Gi\n"
+                      "volumes:\n  home:\n    mountPath: /home/hangar\n"
+                      "  ctl:\n    mountPath: /run/hangar-ctl\n    sizeLimit: 1Mi\n"
+                      "server:\n  address: \"::\"\n  port: 9443\n  healthPort: 8080\n"
+                      "  maxBodyBytes: 4096\n  threads: 4\n"
+                      "logLevel: debug\n",
+                      &err);
+        ck_assert_msg(r == 0, "apply failed: %s", err.message);
+        ck_assert(c.driver_sidecar);
+        ck_assert_str_eq(c.selector_key, "example.com/agent");
+        ck_assert_str_eq(c.selector_value, "on"); /* quoted: the string, not a boolean */
+        ck_assert_str_eq(c.agent_container, "agent");
+        ck_assert_uint_eq(c.driver_uid, 2000);
+        ck_assert_uint_eq(c.driver_gid, 3000);
+        ck_assert_uint_eq(c.driver_command.n, 2);
+        ck_assert_str_eq(c.driver_command.items[0], "/bin/driver");
+        ck_assert_str_eq(c.driver_command.items[1], "--serve");
+        ck_assert_str_eq(c.driver_cpu_request, "100m");
+        ck_assert_str_eq(c.driver_memory_request, "32Mi");
+        ck_assert_str_eq(c.driver_cpu_limit, "1");
+        ck_assert_str_eq(c.driver_memory_limit, "1Gi");
+        ck_assert_str_eq(c.home_path, "/home/hangar");
+        ck_assert_str_eq(c.ctl_path, "/run/hangar-ctl");
+        ck_assert_str_eq(c.ctl_size_limit, "1Mi");
+        ck_assert_str_eq(c.listen_address, "::");
+        ck_assert_uint_eq(c.port, 9443);
+        ck_assert_uint_eq(c.health_port, 8080);
+        ck_assert_uint_eq(c.max_body_bytes, 4096);
+        ck_assert_uint_eq(c.threads, 4);
+        ck_assert_str_eq(c.log_level, "debug");
+        /* Untouched settings keep their defaults. */
+        ck_assert_uint_eq(c.request_timeout_seconds, 10);
+        ck_assert_str_eq(c.cert_file, "/etc/hangar-webhook/tls/tls.crt");
+        ck_assert_int_eq(config_validate(&c, &err), 0);
+}
+END_TEST
+
+START_TEST(explicit_empty_document_is_defaults)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert_int_eq(apply(&c, "{}\n", &err), 0);
+        ck_assert_int_eq(apply(&c, "---\n", &err), 0);
+        ck_assert_uint_eq(c.driver_uid, 1001);
+}
+END_TEST
+
+/* BUG (reported): config.c says an empty file means all defaults, but
+ * yamldoc_parse refuses a stream with no document ("empty YAML document"), so
+ * an empty or comment-only config file stops the webhook from starting. */
+START_TEST(empty_file_is_defaults)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        int r = config_apply_yaml(&c, "cfg.yaml", "", 0, &err);
+        ck_assert_msg(r == 0, "empty file refused: %s", err.message);
+        r = apply(&c, "# all defaults\n", &err);
+        ck_assert_msg(r == 0, "comment-only file refused: %s", err.message);
+        ck_assert_uint_eq(c.driver_uid, 1001);
+}
+END_TEST
+
+START_TEST(env_wins_over_file)
+{
+        const char *path = write_file("cfg.yaml", "driverSidecar: false\ndriver:\n  uid: 2000\n");
+        ck_assert_int_eq(setenv("HANGAR_K8S_DRIVER_SIDECAR", "true", 1), 0);
+        ck_assert_int_eq(setenv("HANGAR_DRIVER_UID", "3000", 1), 0);
+        ck_assert_int_eq(setenv("HANGAR_DRIVER_COMMAND", "[\"/bin/d\", \"-v\", \"x\"]", 1), 0);
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        int r = config_load(&c, path, &err);
+        ck_assert_msg(r == 0, "load failed: %s", err.message);
+        ck_assert(c.driver_sidecar);
+        ck_assert_uint_eq(c.driver_uid, 3000);
+        ck_assert_uint_eq(c.driver_command.n, 3);
+        ck_assert_str_eq(c.driver_command.items[2], "x");
+        unsetenv("HANGAR_K8S_DRIVER_SIDECAR");
+        unsetenv("HANGAR_DRIVER_UID");
+        unsetenv("HANGAR_DRIVER_COMMAND");
+}
+END_TEST
+
+START_TEST(env_errors_name_the_variable)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(setenv("HANGAR_K8S_DRIVER_SIDECAR", "maybe", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
+        ck_assert_msg_has(err, "HANGAR_K8S_DRIVER_SIDECAR");
+        ck_assert_msg_has(err, "'maybe'");
+        assert_all_freed(&c);
+        unsetenv("HANGAR_K8S_DRIVER_SIDECAR");
+        ck_assert_int_eq(setenv("HANGAR_DRIVER_COMMAND", "sleep infinity", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
+        ck_assert_msg_has(err, "HANGAR_DRIVER_COMMAND");
+        assert_all_freed(&c);
+        unsetenv("HANGAR_DRIVER_COMMAND");
+}
+END_TEST
+
+START_TEST(error_names_file_line_and_key)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert_int_eq(apply(&c, "driver:\n  uid: abc\n", &err), -EINVAL);
+        ck_assert_msg_has(err, "cfg.yaml:2");
+        ck_assert_msg_has(err, "driver.uid");
+        ck_assert_msg_has(err, "'abc'");
+        ck_assert_int_eq(err.code, -EINVAL);
+        /* The field keeps its value after a refused setting. */
+        ck_assert_uint_eq(c.driver_uid, 1001);
+        /* A deeper key, further down. */
+        ck_assert_int_eq(apply(&c,
+                               "logLevel: info\ndriver:\n  resources:\n    requests:\n"
+                               "      cpu: lots\n",
+                               &err),
+                         -EINVAL);
+        ck_assert_msg_has(err, "cfg.yaml:5");
+        ck_assert_msg_has(err, "driver.resources.requests.cpu");
+}
+END_TEST
+
+START_TEST(load_error_names_the_path)
+{
+        const char *path = write_file("bad.yaml", "# header\ndriver:\n  gid: -5\n");
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, path, &err), -EINVAL);
+        char want[4300];
+        (void)snprintf(want, sizeof(want), "%s:3", path);
+        ck_assert_msg_has(err, want);
+        ck_assert_msg_has(err, "driver.gid");
+        assert_all_freed(&c);
+}
+END_TEST
+
+START_TEST(unknown_key_rejected_with_line)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert_int_eq(apply(&c, "driver:\n  uid: 5\n  colour: red\n", &err), -EINVAL);
+        ck_assert_msg_has(err, "cfg.yaml:3");
+        ck_assert_msg_has(err, "unknown key 'driver.colour'");
+        ck_assert_int_eq(apply(&c, "driverSidecars: true\n", &err), -EINVAL);
+        ck_assert_msg_has(err, "cfg.yaml:1");
+        ck_assert_msg_has(err, "driverSidecars");
+        /* A prefix of settings that is given a scalar is not a setting. */
+        ck_assert_int_eq(apply(&c, "volumes: /x\n", &err), -EINVAL);
+        ck_assert_msg_has(err, "cfg.yaml:1");
+        ck_assert_msg_has(err, "'volumes' must be a mapping");
+        ck_assert_int_eq(apply(&c, "- a\n- b\n", &err), -EINVAL);
+        ck_assert_int_eq(apply(&c, "driver: {uid: 5", &err), -EINVAL);
+        ck_assert_msg_has(err, "cfg.yaml: ");
+}
+END_TEST
+
+START_TEST(uid_gid_ranges)
+{
+        static const char *const bad[] = {
+            "driver:\n  uid: 0\n",   "driver:\n  gid: 0\n",
+            "driver:\n  uid: -1\n",  "driver:\n  uid: 2147483648\n",
+            "driver:\n  uid: 1.5\n", "driver:\n  uid: 99999999999999999999\n",
+            "driver:\n  uid: [1]\n", "driver:\n  uid:\n",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                _config_ hg_config_t c = {0};
+                hg_error_t err = {0};
+                ck_assert_int_eq(config_init_defaults(&c), 0);
+                ck_assert_msg(apply(&c, bad[i], &err) == -EINVAL, "accepted: %s", bad[i]);
+                ck_assert_msg(strstr(err.message, "cfg.yaml:2"), "%s -> %s", bad[i], err.message);
+                ck_assert_uint_eq(c.driver_uid, 1001);
+                ck_assert_uint_eq(c.driver_gid, 1001);
+        }
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert_int_eq(apply(&c, "driver:\n  uid: 1\n  gid: 2147483647\n", &err), 0);
+        ck_assert_uint_eq(c.driver_uid, 1);
+        ck_assert_uint_eq(c.driver_gid, 2147483647);
+}
+END_TEST
+
+START_TEST(string_settings_checked)
+{
+        static const char *const bad[] = {
+            "selector:\n  key: \"bad key\"\n",
+            "selector:\n  value: \"-x\"\n",
+            "agentContainer: Sandbox\n",
+            "driver:\n  resources:\n    requests:\n      memory: 64MB\n",
+            "driver:\n  resources:\n    limits:\n      cpu: \"-1\"\n",
+            "volumes:\n  home:\n    mountPath: var/lib\n",
+            "volumes:\n  home:\n    mountPath: /var/lib/../etc\n",
+            "volumes:\n  ctl:\n    mountPath: /var/lib/hangar-ctl/\n",
+            "volumes:\n  ctl:\n    sizeLimit: big\n",
+            "server:\n  address: localhost\n",
+            "server:\n  port: 65536\n",
+            "logLevel: verbose\n",
+            "driver:\n  command: []\n",
+            "driver:\n  command: sleep\n",
+            "driver:\n  command: [sleep, [1]]\n",
+            "driverSidecar: maybe\n",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                _config_ hg_config_t c = {0};
+                hg_error_t err = {0};
+                ck_assert_int_eq(config_init_defaults(&c), 0);
+                ck_assert_msg(apply(&c, bad[i], &err) == -EINVAL, "accepted: %s", bad[i]);
+                ck_assert_msg(strstr(err.message, "cfg.yaml:"), "%s -> %s", bad[i], err.message);
+        }
+}
+END_TEST
+
+START_TEST(mount_paths_must_not_nest)
+{
+        static const struct {
+                const char *home, *ctl;
+                bool ok;
+        } t[] = {
+            {"/var/lib/hangar", "/var/lib/hangar-ctl", true},
+            {"/var/lib/hangar-ctl", "/var/lib/hangar", true},
+            {"/a/b", "/a/c", true},
+            {"/var/lib/hangar", "/var/lib/hangar", false},
+            {"/var/lib/hangar", "/var/lib/hangar/ctl", false},
+            {"/var/lib/hangar/home", "/var/lib/hangar", false},
+            {"/", "/run/ctl", false},
+            {"/home", "/", false},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                char yaml[256];
+                (void)snprintf(yaml, sizeof(yaml),
+                               "volumes:\n  home:\n    mountPath: %s\n  ctl:\n    mountPath: %s\n",
+                               t[i].home, t[i].ctl);
+                const char *path = write_file("paths.yaml", yaml);
+                _config_ hg_config_t c = {0};
+                hg_error_t err = {0};
+                int r = config_load(&c, path, &err);
+                ck_assert_msg((r == 0) == t[i].ok, "home %s ctl %s: %d %s", t[i].home, t[i].ctl, r,
+                              err.message);
+                if (!t[i].ok) {
+                        ck_assert_int_eq(r, -EINVAL);
+                        ck_assert_msg_has(err, "must not be equal or nested");
+                        assert_all_freed(&c);
+                }
+        }
+}
+END_TEST
+
+START_TEST(ports_must_differ)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert_int_eq(apply(&c, "server:\n  port: 9000\n  healthPort: 9000\n", &err), 0);
+        ck_assert_int_eq(config_validate(&c, &err), -EINVAL);
+        ck_assert_msg_has(err, "healthPort");
+}
+END_TEST
+
+START_TEST(error_leaves_nothing_allocated)
+{
+        /* Errors at each stage: YAML syntax, a bad value, the environment,
+         * validation, an unreadable file. Run under ASan to see leaks. */
+        const char *path = write_file("e1.yaml", "driver: [\n");
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, path, &err), -EINVAL);
+        assert_all_freed(&c);
+        path = write_file("e2.yaml", "selector:\n  key: example.com/k\ndriver:\n  command: [a, b]\n"
+                                     "  uid: 0\n");
+        ck_assert_int_eq(config_load(&c, path, &err), -EINVAL);
+        ck_assert_msg_has(err, ":5");
+        assert_all_freed(&c);
+        path = write_file("e3.yaml", "agentContainer: agent\n");
+        ck_assert_int_eq(setenv("HANGAR_PORT", "http", 1), 0);
+        ck_assert_int_eq(config_load(&c, path, &err), -EINVAL);
+        ck_assert_msg_has(err, "HANGAR_PORT");
+        assert_all_freed(&c);
+        unsetenv("HANGAR_PORT");
+        path = write_file("e4.yaml", "volumes:\n  home:\n    mountPath: /x\n  ctl:\n"
+                                     "    mountPath: /x/y\n");
+        ck_assert_int_eq(config_load(&c, path, &err), -EINVAL);
+        assert_all_freed(&c);
+        char missing[4200];
+        (void)snprintf(missing, sizeof(missing), "%s/missing.yaml", dir);
+        ck_assert_int_eq(config_load(&c, missing, &err), -ENOENT);
+        ck_assert_msg_has(err, missing);
+        assert_all_freed(&c);
+}
+END_TEST
+
+START_TEST(oversized_file_refused)
+{
+        size_t n = CONFIG_MAX_FILE_BYTES + 1;
+        _cleanup_free_ char *big = malloc(n + 1);
+        ck_assert_ptr_nonnull(big);
+        memset(big, '#', n);
+        big[n] = '\0';
+        const char *path = write_file("big.yaml", big);
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, path, &err), -EFBIG);
+        ck_assert_msg_has(err, "larger than 1 MiB");
+        assert_all_freed(&c);
+}
+END_TEST
+
+START_TEST(dump_reflects_settings)
+{
+        _config_ hg_config_t c = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        c.driver_uid = 4242;
+        _cleanup_free_ char *text = config_dump(&c);
+        ck_assert_ptr_nonnull(text);
+        _unit_json_ json_t *j = unit_json(text);
+        ck_assert_int_eq(json_integer_value(json_object_get(j, "driver.uid")), 4242);
+        ck_assert_json_eq_text(json_object_get(j, "driver.command"), "[\"sleep\", \"infinity\"]");
+        ck_assert(json_is_false(json_object_get(j, "driverSidecar")));
+        ck_assert_str_eq(json_string_value(json_object_get(j, "volumes.ctl.sizeLimit")), "64Mi");
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+        Suite *s = suite_create("config");
+        TCase *tc = tcase_create("load");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, defaults_exactly);
+        tcase_add_test(tc, load_without_file_is_defaults);
+        tcase_add_test(tc, yaml_overrides);
+        tcase_add_test(tc, explicit_empty_document_is_defaults);
+        tcase_add_test(tc, empty_file_is_defaults);
+        tcase_add_test(tc, env_wins_over_file);
+        tcase_add_test(tc, env_errors_name_the_variable);
+        tcase_add_test(tc, dump_reflects_settings);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("errors");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, error_names_file_line_and_key);
+        tcase_add_test(tc, load_error_names_the_path);
+        tcase_add_test(tc, unknown_key_rejected_with_line);
+        tcase_add_test(tc, uid_gid_ranges);
+        tcase_add_test(tc, string_settings_checked);
+        tcase_add_test(tc, mount_paths_must_not_nest);
+        tcase_add_test(tc, ports_must_differ);
+        tcase_add_test(tc, error_leaves_nothing_allocated);
+        tcase_add_test(tc, oversized_file_refused);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(config_suite());
+}

@@ -1,0 +1,779 @@
+/* Unit tests for webhook/mutate: the decision and the patch for a Pod. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "mutate.h"
+#include "shape.h"
+#include "unit.h"
+
+static hg_config_t cfg;
+
+static void setup(void)
+{
+        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        cfg.driver_sidecar = true;
+}
+
+static void teardown(void)
+{
+        config_free(&cfg);
+}
+
+static void set_string(char **slot, const char *value)
+{
+        free(*slot);
+        *slot = strdup(value);
+        ck_assert_ptr_nonnull(*slot);
+}
+
+static void result_freep(mutate_result_t *r)
+{
+        mutate_result_free(r);
+}
+#define _result_ __attribute__((cleanup(result_freep)))
+
+#define IMAGE    "registry.example/agent:1.2"
+
+/* A selected pod with one container, the agent. */
+static json_t *base_pod(void)
+{
+        return unit_json(
+            "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\","
+            " \"namespace\": \"ns\", \"labels\": {\"hangar.dev/sandbox\": \"true\"}},"
+            " \"spec\": {\"containers\": [{\"name\": \"sandbox\", \"image\": \"" IMAGE "\"}]}}");
+}
+
+/* Sets path (which must have a parent) in pod to the JSON literal value. */
+static json_t *with(json_t *pod, const char *path, const char *value)
+{
+        json_t *v = unit_json(value);
+        ck_assert_msg(unit_apply_add(pod, path, v) == 0, "cannot set %s", path);
+        json_decref(v);
+        return pod;
+}
+
+static void run(json_t *pod, mutate_result_t *res)
+{
+        ck_assert_int_eq(mutate_pod(&cfg, pod, res), 0);
+}
+
+/* The decision and reason, with the detail in the failure message. */
+#define ck_assert_result(res, want_decision, want_reason)                                         \
+        do {                                                                                      \
+                ck_assert_msg((res).decision == (want_decision) && (res).reason == (want_reason), \
+                              "got %s/%s (%s), want %s/%s", mutate_decision_name((res).decision), \
+                              mutate_reason_name((res).reason), (res).detail,                     \
+                              mutate_decision_name(want_decision),                                \
+                              mutate_reason_name(want_reason));                                   \
+        } while (0)
+
+#define ck_assert_detail_has(res, needle)                                                  \
+        ck_assert_msg(strstr((res).detail, (needle)), "detail lacks \"%s\": %s", (needle), \
+                      (res).detail)
+
+/* After an inject or annotated skip: the patch applied by an independent
+ * implementation to the original pod gives exactly the pod left behind. */
+static void assert_patch_reproduces(json_t *orig, json_t *patched, json_t *ops)
+{
+        _unit_json_ json_t *copy = json_deep_copy(orig);
+        ck_assert_int_eq(unit_apply_patch(copy, ops), 0);
+        ck_assert_json_eq(copy, patched);
+}
+
+/* A decision that must leave the pod alone and emit nothing. */
+static void assert_untouched(json_t *orig, json_t *pod, const mutate_result_t *res)
+{
+        ck_assert_msg(res->patch == NULL, "unexpected patch");
+        ck_assert_json_eq(pod, orig);
+}
+
+static const char *injected_pod =
+    "{\"apiVersion\": \"v1\", \"kind\": \"Pod\","
+    " \"metadata\": {\"name\": \"p\", \"namespace\": \"ns\","
+    "   \"labels\": {\"hangar.dev/sandbox\": \"true\"},"
+    "   \"annotations\": {\"hangar.dev/driver-sidecar\": \"injected\","
+    "     \"hangar.dev/driver-sidecar-reason\": \"injected\"}},"
+    " \"spec\": {"
+    "   \"containers\": ["
+    "     {\"name\": \"sandbox\", \"image\": \"" IMAGE "\","
+    "      \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+    "        \"readOnly\": true}]},"
+    "     {\"name\": \"hangar-driver\", \"image\": \"" IMAGE "\","
+    "      \"imagePullPolicy\": \"IfNotPresent\", \"command\": [\"sleep\", \"infinity\"],"
+    "      \"resources\": {\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}},"
+    "      \"securityContext\": {\"runAsUser\": 1001, \"runAsGroup\": 1001,"
+    "        \"runAsNonRoot\": true, \"allowPrivilegeEscalation\": false,"
+    "        \"readOnlyRootFilesystem\": true, \"privileged\": false,"
+    "        \"capabilities\": {\"drop\": [\"ALL\"]},"
+    "        \"seccompProfile\": {\"type\": \"RuntimeDefault\"}},"
+    "      \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\"},"
+    "        {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}]}],"
+    "   \"volumes\": [{\"name\": \"hangar-home\", \"emptyDir\": {}},"
+    "     {\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
+    "       \"sizeLimit\": \"64Mi\"}}],"
+    "   \"shareProcessNamespace\": false}}";
+
+START_TEST(injected_pod_shape)
+{
+        _unit_json_ json_t *pod = base_pod();
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_ptr_nonnull(res.patch);
+        /* Field by field, so a failure says which part of the shape broke. */
+        ck_assert_uint_eq(json_array_size(unit_at(pod, "/spec/containers")), 2);
+        ck_assert_str_eq(json_string_value(unit_at(pod, "/spec/containers/0/name")), "sandbox");
+        ck_assert_json_eq_text(unit_at(pod, "/spec/containers/0/volumeMounts"),
+                               "[{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+                               " \"readOnly\": true}]");
+        json_t *driver = unit_at(pod, "/spec/containers/1");
+        ck_assert_str_eq(json_string_value(unit_at(driver, "/name")), "hangar-driver");
+        ck_assert_str_eq(json_string_value(unit_at(driver, "/image")), IMAGE);
+        ck_assert_str_eq(json_string_value(unit_at(driver, "/imagePullPolicy")), "IfNotPresent");
+        ck_assert_json_eq_text(unit_at(driver, "/command"), "[\"sleep\", \"infinity\"]");
+        ck_assert_int_eq(json_integer_value(unit_at(driver, "/securityContext/runAsUser")), 1001);
+        ck_assert_int_eq(json_integer_value(unit_at(driver, "/securityContext/runAsGroup")), 1001);
+        ck_assert(json_is_true(unit_at(driver, "/securityContext/runAsNonRoot")));
+        ck_assert(json_is_false(unit_at(driver, "/securityContext/allowPrivilegeEscalation")));
+        ck_assert_json_eq_text(unit_at(driver, "/securityContext/capabilities/drop"), "[\"ALL\"]");
+        ck_assert_json_eq_text(
+            unit_at(driver, "/volumeMounts"),
+            "[{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\"},"
+            " {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}]");
+        ck_assert_json_eq_text(unit_at(pod, "/spec/volumes/1"),
+                               "{\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
+                               " \"sizeLimit\": \"64Mi\"}}");
+        ck_assert(json_is_false(unit_at(pod, "/spec/shareProcessNamespace")));
+        ck_assert_str_eq(
+            json_string_value(unit_at(pod, "/metadata/annotations/hangar.dev~1driver-sidecar")),
+            "injected");
+        /* And the whole pod, so nothing else was added. */
+        ck_assert_json_eq_text(pod, injected_pod);
+        assert_patch_reproduces(orig, pod, res.patch);
+}
+END_TEST
+
+START_TEST(no_volumes_array_created_once)
+{
+        _unit_json_ json_t *pod = base_pod();
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes"), 1);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes/-"), 1);
+        long create = unit_find_op(res.patch, "/spec/volumes");
+        long append = unit_find_op(res.patch, "/spec/volumes/-");
+        ck_assert_int_lt(create, append);
+        json_t *value = json_object_get(json_array_get(res.patch, (size_t)create), "value");
+        ck_assert_json_eq_text(value, "[{\"name\": \"hangar-home\", \"emptyDir\": {}}]");
+        ck_assert_json_eq_text(json_object_get(json_array_get(res.patch, (size_t)append), "value"),
+                               "{\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
+                               " \"sizeLimit\": \"64Mi\"}}");
+}
+END_TEST
+
+START_TEST(null_volumes_is_absent)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/volumes", "null");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes"), 1);
+        ck_assert_uint_eq(json_array_size(unit_at(pod, "/spec/volumes")), 2);
+        assert_patch_reproduces(orig, pod, res.patch);
+}
+END_TEST
+
+START_TEST(existing_volumes_only_appended)
+{
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes"), 0);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes/-"), 2);
+        ck_assert_json_eq_text(unit_at(pod, "/spec/volumes"),
+                               "[{\"name\": \"data\", \"emptyDir\": {}},"
+                               " {\"name\": \"hangar-home\", \"emptyDir\": {}},"
+                               " {\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
+                               " \"sizeLimit\": \"64Mi\"}}]");
+        assert_patch_reproduces(orig, pod, res.patch);
+}
+END_TEST
+
+START_TEST(agent_not_first)
+{
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/containers",
+                 "[{\"name\": \"helper\", \"image\": \"helper:1\"},"
+                 " {\"name\": \"sandbox\", \"image\": \"agent:2\","
+                 "  \"volumeMounts\": [{\"name\": \"data\", \"mountPath\": \"/data\"}]}]");
+        with(pod, "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        /* The agent's own mounts exist: one append at its index, 1. */
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/containers/1/volumeMounts/-"), 1);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/containers/0/volumeMounts"), 0);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/containers/0/volumeMounts/-"), 0);
+        ck_assert_json_eq(unit_at(pod, "/spec/containers/0"), unit_at(orig, "/spec/containers/0"));
+        ck_assert_json_eq_text(unit_at(pod, "/spec/containers/1/volumeMounts"),
+                               "[{\"name\": \"data\", \"mountPath\": \"/data\"},"
+                               " {\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+                               " \"readOnly\": true}]");
+        /* The driver runs the agent's image, appended last. */
+        ck_assert_str_eq(json_string_value(unit_at(pod, "/spec/containers/2/name")),
+                         "hangar-driver");
+        ck_assert_str_eq(json_string_value(unit_at(pod, "/spec/containers/2/image")), "agent:2");
+        assert_patch_reproduces(orig, pod, res.patch);
+}
+END_TEST
+
+START_TEST(agent_not_first_without_mounts)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers",
+                                       "[{\"name\": \"a\", \"image\": \"x\"},"
+                                       " {\"name\": \"b\", \"image\": \"y\"},"
+                                       " {\"name\": \"sandbox\", \"image\": \"z\"}]");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        long i = unit_find_op(res.patch, "/spec/containers/2/volumeMounts");
+        ck_assert_int_ge(i, 0);
+        ck_assert_json_eq_text(json_object_get(json_array_get(res.patch, (size_t)i), "value"),
+                               "[{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+                               " \"readOnly\": true}]");
+        ck_assert_ptr_null(unit_at(pod, "/spec/containers/0/volumeMounts"));
+        ck_assert_ptr_null(unit_at(pod, "/spec/containers/1/volumeMounts"));
+        assert_patch_reproduces(orig, pod, res.patch);
+}
+END_TEST
+
+START_TEST(annotation_paths_escaped)
+{
+        /* The annotations map exists (with keys that need escaping too): our
+         * keys are set one by one, "/" written as "~1". */
+        _unit_json_ json_t *pod = with(base_pod(), "/metadata/annotations",
+                                       "{\"a~b/c\": \"keep\", \"hangar.dev/other\": \"x\"}");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/metadata/annotations"), 0);
+        ck_assert_uint_eq(
+            unit_count_ops(res.patch, "/metadata/annotations/hangar.dev~1driver-sidecar"), 1);
+        ck_assert_uint_eq(
+            unit_count_ops(res.patch, "/metadata/annotations/hangar.dev~1driver-sidecar-reason"),
+            1);
+        ck_assert_json_eq_text(unit_at(pod, "/metadata/annotations"),
+                               "{\"a~b/c\": \"keep\", \"hangar.dev/other\": \"x\","
+                               " \"hangar.dev/driver-sidecar\": \"injected\","
+                               " \"hangar.dev/driver-sidecar-reason\": \"injected\"}");
+        assert_patch_reproduces(orig, pod, res.patch);
+}
+END_TEST
+
+START_TEST(annotations_map_created_once)
+{
+        _unit_json_ json_t *pod = base_pod();
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_uint_eq(unit_count_ops(res.patch, "/metadata/annotations"), 1);
+        long i = unit_find_op(res.patch, "/metadata/annotations");
+        ck_assert_json_eq_text(json_object_get(json_array_get(res.patch, (size_t)i), "value"),
+                               "{\"hangar.dev/driver-sidecar\": \"injected\"}");
+        ck_assert_int_gt(
+            unit_find_op(res.patch, "/metadata/annotations/hangar.dev~1driver-sidecar-reason"), i);
+}
+END_TEST
+
+START_TEST(share_process_namespace)
+{
+        /* true: turned off, with one op. */
+        _unit_json_ json_t *on = with(base_pod(), "/spec/shareProcessNamespace", "true");
+        _result_ mutate_result_t r1 = {0};
+        run(on, &r1);
+        ck_assert_result(r1, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(unit_count_ops(r1.patch, "/spec/shareProcessNamespace"), 1);
+        long i = unit_find_op(r1.patch, "/spec/shareProcessNamespace");
+        ck_assert(json_is_false(json_object_get(json_array_get(r1.patch, (size_t)i), "value")));
+        ck_assert(json_is_false(unit_at(on, "/spec/shareProcessNamespace")));
+        /* already false: no op at all. */
+        _unit_json_ json_t *off = with(base_pod(), "/spec/shareProcessNamespace", "false");
+        _result_ mutate_result_t r2 = {0};
+        run(off, &r2);
+        ck_assert_result(r2, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(unit_count_ops(r2.patch, "/spec/shareProcessNamespace"), 0);
+        ck_assert(json_is_false(unit_at(off, "/spec/shareProcessNamespace")));
+        /* absent: written explicitly false. */
+        _unit_json_ json_t *absent = base_pod();
+        _result_ mutate_result_t r3 = {0};
+        run(absent, &r3);
+        ck_assert_uint_eq(unit_count_ops(r3.patch, "/spec/shareProcessNamespace"), 1);
+}
+END_TEST
+
+START_TEST(reinvocation_is_a_no_op)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/shareProcessNamespace", "true");
+        _result_ mutate_result_t first = {0};
+        run(pod, &first);
+        ck_assert_result(first, DECISION_INJECT, REASON_INJECTED);
+        _unit_json_ json_t *after_first = json_deep_copy(pod);
+        _result_ mutate_result_t second = {0};
+        run(pod, &second);
+        ck_assert_result(second, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        assert_untouched(after_first, pod, &second);
+        ck_assert_detail_has(second, "hangar-driver");
+}
+END_TEST
+
+START_TEST(privileged_skips_with_annotations_only)
+{
+        static const char *const where[] = {"/spec/containers/0/securityContext",
+                                            "/spec/initContainers", "/spec/ephemeralContainers"};
+        static const char *const value[] = {
+            "{\"privileged\": true}",
+            "[{\"name\": \"init\", \"image\": \"i\", \"securityContext\": {\"privileged\": true}}]",
+            "[{\"name\": \"debug\", \"image\": \"d\", \"securityContext\": {\"privileged\": "
+            "true}}]",
+        };
+        static const char *const who[] = {"\"sandbox\"", "\"init\"", "\"debug\""};
+        for (size_t k = 0; k < ARRAY_SIZE(where); k++) {
+                _unit_json_ json_t *pod = with(base_pod(), where[k], value[k]);
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_result(res, DECISION_SKIP, REASON_PRIVILEGED);
+                ck_assert_detail_has(res, who[k]);
+                ck_assert_uint_eq(json_array_size(res.patch), 2);
+                size_t i;
+                json_t *op;
+                json_array_foreach (res.patch, i, op) {
+                        const char *path = json_string_value(json_object_get(op, "path"));
+                        ck_assert_msg(strncmp(path, "/metadata/annotations", 21) == 0,
+                                      "op outside the annotations: %s", path);
+                }
+                ck_assert_json_eq_text(unit_at(pod, "/metadata/annotations"),
+                                       "{\"hangar.dev/driver-sidecar\": \"skipped\","
+                                       " \"hangar.dev/driver-sidecar-reason\": "
+                                       "\"privileged-container\"}");
+                ck_assert_json_eq(unit_at(pod, "/spec"), unit_at(orig, "/spec"));
+                assert_patch_reproduces(orig, pod, res.patch);
+        }
+}
+END_TEST
+
+START_TEST(reinvocation_of_skipped_pod_is_a_no_op)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/hostPID", "true");
+        _result_ mutate_result_t first = {0};
+        run(pod, &first);
+        ck_assert_result(first, DECISION_SKIP, REASON_HOST_PID);
+        ck_assert_ptr_nonnull(first.patch);
+        _unit_json_ json_t *after_first = json_deep_copy(pod);
+        _result_ mutate_result_t second = {0};
+        run(pod, &second);
+        ck_assert_result(second, DECISION_SKIP, REASON_HOST_PID);
+        assert_untouched(after_first, pod, &second);
+}
+END_TEST
+
+START_TEST(privileged_false_is_injected)
+{
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/containers/0/securityContext", "{\"privileged\": false}");
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+}
+END_TEST
+
+START_TEST(host_pid_skips)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/hostPID", "true");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_SKIP, REASON_HOST_PID);
+        ck_assert_uint_eq(json_array_size(res.patch), 2);
+        ck_assert_str_eq(json_string_value(unit_at(
+                             pod, "/metadata/annotations/hangar.dev~1driver-sidecar-reason")),
+                         "host-pid");
+        ck_assert_json_eq(unit_at(pod, "/spec"), unit_at(orig, "/spec"));
+        assert_patch_reproduces(orig, pod, res.patch);
+
+        _unit_json_ json_t *no = with(base_pod(), "/spec/hostPID", "false");
+        _result_ mutate_result_t r2 = {0};
+        run(no, &r2);
+        ck_assert_result(r2, DECISION_INJECT, REASON_INJECTED);
+}
+END_TEST
+
+START_TEST(disabled_skips_without_patch)
+{
+        cfg.driver_sidecar = false;
+        /* Even a pod that would otherwise be annotated gets nothing. */
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/hostPID", "true");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_SKIP, REASON_INJECTION_DISABLED);
+        assert_untouched(orig, pod, &res);
+        _unit_json_ json_t *plain = base_pod();
+        _unit_json_ json_t *plain_orig = json_deep_copy(plain);
+        _result_ mutate_result_t r2 = {0};
+        run(plain, &r2);
+        ck_assert_result(r2, DECISION_SKIP, REASON_INJECTION_DISABLED);
+        assert_untouched(plain_orig, plain, &r2);
+}
+END_TEST
+
+START_TEST(not_selected_skips_without_patch)
+{
+        static const char *const labels[] = {
+            "{}",
+            "{\"hangar.dev/sandbox\": \"false\"}",
+            "{\"hangar.dev/sandbox\": \"True\"}",
+            "{\"sandbox\": \"true\"}",
+            "null",
+        };
+        for (size_t k = 0; k < ARRAY_SIZE(labels); k++) {
+                _unit_json_ json_t *pod = with(base_pod(), "/metadata/labels", labels[k]);
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_result(res, DECISION_SKIP, REASON_NOT_SELECTED);
+                assert_untouched(orig, pod, &res);
+                ck_assert_detail_has(res, "hangar.dev/sandbox=true");
+        }
+        /* A configured selector is the one that counts. */
+        set_string(&cfg.selector_key, "example.com/agent");
+        set_string(&cfg.selector_value, "yes");
+        _unit_json_ json_t *pod = base_pod();
+        _result_ mutate_result_t r1 = {0};
+        run(pod, &r1);
+        ck_assert_result(r1, DECISION_SKIP, REASON_NOT_SELECTED);
+        _unit_json_ json_t *sel =
+            with(base_pod(), "/metadata/labels", "{\"example.com/agent\": \"yes\"}");
+        _result_ mutate_result_t r2 = {0};
+        run(sel, &r2);
+        ck_assert_result(r2, DECISION_INJECT, REASON_INJECTED);
+}
+END_TEST
+
+/* Runs a pod that must be denied as a conflict naming needle. */
+static void assert_conflict(json_t *pod, const char *needle)
+{
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_DENY, REASON_CONFLICT);
+        ck_assert_detail_has(res, needle);
+        assert_untouched(orig, pod, &res);
+}
+
+START_TEST(conflict_existing_volume)
+{
+        _unit_json_ json_t *home =
+            with(base_pod(), "/spec/volumes", "[{\"name\": \"hangar-home\", \"emptyDir\": {}}]");
+        assert_conflict(home, "\"hangar-home\"");
+        _unit_json_ json_t *ctl =
+            with(base_pod(), "/spec/volumes", "[{\"name\": \"data\"}, {\"name\": \"hangar-ctl\"}]");
+        assert_conflict(ctl, "\"hangar-ctl\"");
+}
+END_TEST
+
+START_TEST(conflict_existing_driver_container)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers/-",
+                                       "{\"name\": \"hangar-driver\", \"image\": \"evil\"}");
+        assert_conflict(pod, "\"hangar-driver\"");
+        /* In the init containers too. */
+        _unit_json_ json_t *init = with(base_pod(), "/spec/initContainers",
+                                        "[{\"name\": \"hangar-driver\", \"image\": \"evil\"}]");
+        assert_conflict(init, "\"hangar-driver\"");
+        /* Our annotation saying "skipped" is not "injected". */
+        _unit_json_ json_t *skipped = with(base_pod(), "/spec/containers/-",
+                                           "{\"name\": \"hangar-driver\", \"image\": \"evil\"}");
+        with(skipped, "/metadata/annotations", "{\"hangar.dev/driver-sidecar\": \"skipped\"}");
+        assert_conflict(skipped, "did not inject");
+        /* Our annotation without the container is not "already injected" either. */
+        _unit_json_ json_t *claimed = with(base_pod(), "/metadata/annotations",
+                                           "{\"hangar.dev/driver-sidecar\": \"injected\"}");
+        _result_ mutate_result_t res = {0};
+        run(claimed, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+}
+END_TEST
+
+START_TEST(conflict_agent_mount_path)
+{
+        static const struct {
+                const char *path, *needle;
+        } t[] = {
+            {"/var/lib/hangar", "/var/lib/hangar"},
+            {"/var/lib/hangar/", "hangar-home"},
+            {"/var/lib/hangar/sub/dir", "/var/lib/hangar/sub/dir"},
+            {"/var/lib/hangar-ctl", "hangar-ctl"},
+            {"/var/lib/hangar-ctl/x", "hangar-ctl"},
+        };
+        for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+                char mounts[256];
+                (void)snprintf(mounts, sizeof(mounts),
+                               "[{\"name\": \"data\", \"mountPath\": \"%s\"}]", t[k].path);
+                _unit_json_ json_t *pod =
+                    with(base_pod(), "/spec/containers/0/volumeMounts", mounts);
+                with(pod, "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
+                assert_conflict(pod, t[k].needle);
+        }
+}
+END_TEST
+
+START_TEST(conflict_mount_of_reserved_volume)
+{
+        /* Any container mounting a volume by our name clashes. */
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers/-",
+                                       "{\"name\": \"other\", \"image\": \"o\", \"volumeMounts\":"
+                                       " [{\"name\": \"hangar-ctl\", \"mountPath\": \"/x\"}]}");
+        assert_conflict(pod, "\"hangar-ctl\"");
+}
+END_TEST
+
+START_TEST(no_conflict_nearby_paths)
+{
+        static const char *const ok[] = {"/var/lib/hangarx", "/var/lib", "/var/lib/hangar-ctlx",
+                                         "/data"};
+        for (size_t k = 0; k < ARRAY_SIZE(ok); k++) {
+                char mounts[256];
+                (void)snprintf(mounts, sizeof(mounts),
+                               "[{\"name\": \"data\", \"mountPath\": \"%s\"}]", ok[k]);
+                _unit_json_ json_t *pod =
+                    with(base_pod(), "/spec/containers/0/volumeMounts", mounts);
+                with(pod, "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_msg(res.decision == DECISION_INJECT, "%s: %s", ok[k], res.detail);
+        }
+        /* Another container may use the path for its own volume. */
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/containers/-",
+                 "{\"name\": \"other\", \"image\": \"o\", \"volumeMounts\":"
+                 " [{\"name\": \"data\", \"mountPath\": \"/var/lib/hangar\"}]}");
+        with(pod, "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+}
+END_TEST
+
+START_TEST(no_agent_container)
+{
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/containers", "[{\"name\": \"other\", \"image\": \"x\"}]");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
+        ck_assert_detail_has(res, "\"sandbox\"");
+        assert_untouched(orig, pod, &res);
+        /* An init container by that name is not the agent. */
+        with(pod, "/spec/initContainers", "[{\"name\": \"sandbox\", \"image\": \"x\"}]");
+        _result_ mutate_result_t r2 = {0};
+        run(pod, &r2);
+        ck_assert_result(r2, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
+        /* The configured name is the one looked for. */
+        set_string(&cfg.agent_container, "agent");
+        _unit_json_ json_t *std = base_pod();
+        _result_ mutate_result_t r3 = {0};
+        run(std, &r3);
+        ck_assert_result(r3, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
+        ck_assert_detail_has(r3, "\"agent\"");
+}
+END_TEST
+
+START_TEST(invalid_pods_denied)
+{
+        static const struct {
+                const char *path, *value;
+        } t[] = {
+            {"/spec/containers", "{\"name\": \"sandbox\"}"},
+            {"/spec/containers", "[]"},
+            {"/spec/containers", "[{\"image\": \"x\"}]"},
+            {"/spec/containers", "[{\"name\": 7, \"image\": \"x\"}]"},
+            {"/spec/containers", "[\"sandbox\"]"},
+            {"/spec/containers", "null"},
+            {"/spec/initContainers", "{}"},
+            {"/spec/initContainers", "[{\"image\": \"x\"}]"},
+            {"/spec/volumes", "{}"},
+            {"/spec/volumes", "[{\"emptyDir\": {}}]"},
+            {"/spec/containers/0/volumeMounts", "{}"},
+            {"/spec/containers/0/volumeMounts", "[{\"name\": \"data\"}]"},
+            {"/spec/containers/0/volumeMounts", "[{\"mountPath\": \"/x\"}]"},
+            {"/spec/containers/0/securityContext", "true"},
+            {"/spec/containers/0/image", "\"\""},
+            {"/spec/containers/0/image", "null"},
+            {"/spec/containers/0/image", "5"},
+            {"/metadata/annotations", "[]"},
+            {"/spec", "[]"},
+            {"/spec", "null"},
+        };
+        for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+                _unit_json_ json_t *pod = with(base_pod(), t[k].path, t[k].value);
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_msg(res.decision == DECISION_DENY && res.reason == REASON_INVALID_POD,
+                              "%s = %s: got %s/%s (%s)", t[k].path, t[k].value,
+                              mutate_decision_name(res.decision), mutate_reason_name(res.reason),
+                              res.detail);
+                ck_assert_msg(strncmp(res.detail, "invalid pod: ", 13) == 0, "detail: %s",
+                              res.detail);
+                assert_untouched(orig, pod, &res);
+        }
+}
+END_TEST
+
+START_TEST(deterministic)
+{
+        _unit_json_ json_t *a =
+            with(base_pod(), "/metadata/annotations", "{\"z\": \"1\", \"a\": \"2\"}");
+        with(a, "/spec/volumes", "[{\"name\": \"data\"}]");
+        _unit_json_ json_t *b = json_deep_copy(a);
+        _result_ mutate_result_t ra = {0}, rb = {0};
+        run(a, &ra);
+        run(b, &rb);
+        ck_assert_result(ra, DECISION_INJECT, REASON_INJECTED);
+        /* Byte-identical, in emission order (not sorted). */
+        _cleanup_free_ char *pa = json_dumps(ra.patch, JSON_COMPACT);
+        _cleanup_free_ char *pb = json_dumps(rb.patch, JSON_COMPACT);
+        ck_assert_str_eq(pa, pb);
+        _cleanup_free_ char *da = json_dumps(a, JSON_COMPACT);
+        _cleanup_free_ char *db = json_dumps(b, JSON_COMPACT);
+        ck_assert_str_eq(da, db);
+}
+END_TEST
+
+START_TEST(custom_configuration)
+{
+        set_string(&cfg.agent_container, "agent");
+        set_string(&cfg.home_path, "/home/h");
+        set_string(&cfg.ctl_path, "/run/c");
+        cfg.driver_uid = 2000;
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers/0/name", "\"agent\"");
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_str_eq(
+            json_string_value(unit_at(pod, "/spec/containers/0/volumeMounts/0/mountPath")),
+            "/home/h");
+        ck_assert_str_eq(
+            json_string_value(unit_at(pod, "/spec/containers/1/volumeMounts/1/mountPath")),
+            "/run/c");
+        ck_assert_int_eq(
+            json_integer_value(unit_at(pod, "/spec/containers/1/securityContext/runAsUser")), 2000);
+        /* The conflict check follows the configured paths. */
+        _unit_json_ json_t *clash = with(base_pod(), "/spec/containers/0/name", "\"agent\"");
+        with(clash, "/spec/containers/0/volumeMounts",
+             "[{\"name\": \"d\", \"mountPath\": \"/run/c\"}]");
+        assert_conflict(clash, "/run/c");
+}
+END_TEST
+
+START_TEST(reason_table)
+{
+        static const struct {
+                mutate_reason_t reason;
+                const char *name;
+                mutate_decision_t decision;
+        } t[] = {
+            {REASON_INTERNAL_ERROR, "internal-error", DECISION_DENY},
+            {REASON_INJECTED, "injected", DECISION_INJECT},
+            {REASON_NOT_POD, "not-pod", DECISION_SKIP},
+            {REASON_NOT_CREATE, "not-create", DECISION_SKIP},
+            {REASON_SUBRESOURCE, "subresource", DECISION_SKIP},
+            {REASON_INJECTION_DISABLED, "injection-disabled", DECISION_SKIP},
+            {REASON_NOT_SELECTED, "not-selected", DECISION_SKIP},
+            {REASON_ALREADY_INJECTED, "already-injected", DECISION_SKIP},
+            {REASON_PRIVILEGED, "privileged-container", DECISION_SKIP},
+            {REASON_HOST_PID, "host-pid", DECISION_SKIP},
+            {REASON_CONFLICT, "conflict", DECISION_DENY},
+            {REASON_NO_AGENT_CONTAINER, "no-agent-container", DECISION_DENY},
+            {REASON_INVALID_POD, "invalid-pod", DECISION_DENY},
+        };
+        ck_assert_uint_eq(ARRAY_SIZE(t), REASON_COUNT);
+        for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+                ck_assert_str_eq(mutate_reason_name(t[k].reason), t[k].name);
+                ck_assert_int_eq(mutate_reason_decision(t[k].reason), t[k].decision);
+        }
+        ck_assert_str_eq(mutate_reason_name(REASON_COUNT), "internal-error");
+        ck_assert_int_eq(mutate_reason_decision(REASON_COUNT), DECISION_DENY);
+        ck_assert_str_eq(mutate_decision_name(DECISION_INJECT), "injected");
+        ck_assert_str_eq(mutate_decision_name(DECISION_SKIP), "skipped");
+        ck_assert_str_eq(mutate_decision_name(DECISION_DENY), "denied");
+        ck_assert_str_eq(mutate_decision_name((mutate_decision_t)42), "denied");
+        /* A zeroed result fails closed. */
+        mutate_result_t zero = {0};
+        ck_assert_int_eq(zero.decision, DECISION_DENY);
+        ck_assert_int_eq(zero.reason, REASON_INTERNAL_ERROR);
+        mutate_result_set(&zero, REASON_NOT_CREATE, "operation %s", "UPDATE");
+        ck_assert_int_eq(zero.decision, DECISION_SKIP);
+        ck_assert_str_eq(zero.detail, "operation UPDATE");
+        mutate_result_free(&zero);
+        ck_assert_ptr_null(zero.patch);
+}
+END_TEST
+
+static Suite *mutate_suite(void)
+{
+        Suite *s = suite_create("mutate");
+        TCase *tc = tcase_create("inject");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, injected_pod_shape);
+        tcase_add_test(tc, no_volumes_array_created_once);
+        tcase_add_test(tc, null_volumes_is_absent);
+        tcase_add_test(tc, existing_volumes_only_appended);
+        tcase_add_test(tc, agent_not_first);
+        tcase_add_test(tc, agent_not_first_without_mounts);
+        tcase_add_test(tc, annotation_paths_escaped);
+        tcase_add_test(tc, annotations_map_created_once);
+        tcase_add_test(tc, share_process_namespace);
+        tcase_add_test(tc, reinvocation_is_a_no_op);
+        tcase_add_test(tc, deterministic);
+        tcase_add_test(tc, custom_configuration);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("skip");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, privileged_skips_with_annotations_only);
+        tcase_add_test(tc, privileged_false_is_injected);
+        tcase_add_test(tc, reinvocation_of_skipped_pod_is_a_no_op);
+        tcase_add_test(tc, host_pid_skips);
+        tcase_add_test(tc, disabled_skips_without_patch);
+        tcase_add_test(tc, not_selected_skips_without_patch);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("deny");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, conflict_existing_volume);
+        tcase_add_test(tc, conflict_existing_driver_container);
+        tcase_add_test(tc, conflict_agent_mount_path);
+        tcase_add_test(tc, conflict_mount_of_reserved_volume);
+        tcase_add_test(tc, no_conflict_nearby_paths);
+        tcase_add_test(tc, no_agent_container);
+        tcase_add_test(tc, invalid_pods_denied);
+        tcase_add_test(tc, reason_table);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(mutate_suite());
+}

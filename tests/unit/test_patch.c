@@ -1,0 +1,247 @@
+/* Unit tests for common/patch: the JSON Patch builder that applies as it emits. */
+#include <errno.h>
+#include <string.h>
+
+#include "patch.h"
+#include "unit.h"
+
+static void patch_freep(patch_t *p)
+{
+        patch_free(p);
+}
+#define _patch_ __attribute__((cleanup(patch_freep)))
+
+START_TEST(absent_array_created_once_then_appended)
+{
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"containers\": []}}");
+        _unit_json_ json_t *orig = json_deep_copy(doc);
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", unit_json("{\"name\":\"v1\"}"), &err),
+                         0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", unit_json("{\"name\":\"v2\"}"), &err),
+                         0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", unit_json("{\"name\":\"v3\"}"), &err),
+                         0);
+        /* The vault-k8s bug: every append saw "absent" and re-created the
+         * array, so the API server kept only the last one. Here the first op
+         * creates it, and only the first. */
+        ck_assert_json_eq_text(p.ops, "["
+                                      "{\"op\":\"add\",\"path\":\"/spec/volumes\","
+                                      "\"value\":[{\"name\":\"v1\"}]},"
+                                      "{\"op\":\"add\",\"path\":\"/spec/volumes/-\","
+                                      "\"value\":{\"name\":\"v2\"}},"
+                                      "{\"op\":\"add\",\"path\":\"/spec/volumes/-\","
+                                      "\"value\":{\"name\":\"v3\"}}]");
+        ck_assert_uint_eq(unit_count_ops(p.ops, "/spec/volumes"), 1);
+        ck_assert_json_eq_text(doc, "{\"spec\": {\"containers\": [], \"volumes\": "
+                                    "[{\"name\":\"v1\"}, {\"name\":\"v2\"}, {\"name\":\"v3\"}]}}");
+        /* The ops, applied by an independent implementation, give the same doc. */
+        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_json_eq(orig, doc);
+}
+END_TEST
+
+START_TEST(null_array_is_absent)
+{
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": null}}");
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("a"), &err), 0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("b"), &err), 0);
+        ck_assert_json_eq_text(p.ops,
+                               "[{\"op\":\"add\",\"path\":\"/spec/volumes\",\"value\":[\"a\"]},"
+                               "{\"op\":\"add\",\"path\":\"/spec/volumes/-\",\"value\":\"b\"}]");
+        ck_assert_json_eq_text(doc, "{\"spec\": {\"volumes\": [\"a\", \"b\"]}}");
+}
+END_TEST
+
+START_TEST(existing_array_only_appends)
+{
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": [{\"name\":\"data\"}]}}");
+        _unit_json_ json_t *orig = json_deep_copy(doc);
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("x"), &err), 0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("y"), &err), 0);
+        ck_assert_uint_eq(json_array_size(p.ops), 2);
+        ck_assert_uint_eq(unit_count_ops(p.ops, "/spec/volumes"), 0);
+        ck_assert_uint_eq(unit_count_ops(p.ops, "/spec/volumes/-"), 2);
+        ck_assert_json_eq_text(doc,
+                               "{\"spec\": {\"volumes\": [{\"name\":\"data\"}, \"x\", \"y\"]}}");
+        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_json_eq(orig, doc);
+}
+END_TEST
+
+START_TEST(array_key_is_escaped)
+{
+        _unit_json_ json_t *doc = unit_json("{\"m\": {}}");
+        _unit_json_ json_t *orig = json_deep_copy(doc);
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_append(&p, "/m", "a/b~c", json_integer(1), &err), 0);
+        ck_assert_int_eq(patch_append(&p, "/m", "a/b~c", json_integer(2), &err), 0);
+        ck_assert_int_ge(unit_find_op(p.ops, "/m/a~1b~0c"), 0);
+        ck_assert_int_ge(unit_find_op(p.ops, "/m/a~1b~0c/-"), 0);
+        ck_assert_json_eq_text(doc, "{\"m\": {\"a/b~c\": [1, 2]}}");
+        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_json_eq(orig, doc);
+}
+END_TEST
+
+START_TEST(absent_map_created_once)
+{
+        _unit_json_ json_t *doc = unit_json("{\"metadata\": {\"name\": \"p\"}}");
+        _unit_json_ json_t *orig = json_deep_copy(doc);
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "hangar.dev/a",
+                                          json_string("1"), &err),
+                         0);
+        ck_assert_int_eq(
+            patch_set_member(&p, "/metadata", "annotations", "x~y", json_string("2"), &err), 0);
+        ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "hangar.dev/a",
+                                          json_string("3"), &err),
+                         0);
+        ck_assert_json_eq_text(p.ops, "["
+                                      "{\"op\":\"add\",\"path\":\"/metadata/annotations\","
+                                      "\"value\":{\"hangar.dev/a\":\"1\"}},"
+                                      "{\"op\":\"add\",\"path\":\"/metadata/annotations/x~0y\","
+                                      "\"value\":\"2\"},"
+                                      "{\"op\":\"add\",\"path\":"
+                                      "\"/metadata/annotations/hangar.dev~1a\",\"value\":\"3\"}]");
+        ck_assert_json_eq_text(doc, "{\"metadata\": {\"name\": \"p\", \"annotations\": "
+                                    "{\"hangar.dev/a\": \"3\", \"x~y\": \"2\"}}}");
+        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_json_eq(orig, doc);
+}
+END_TEST
+
+START_TEST(existing_map_sets_members)
+{
+        _unit_json_ json_t *doc =
+            unit_json("{\"metadata\": {\"annotations\": {\"keep\": \"me\"}}}");
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "a/b", json_true(), &err),
+                         0);
+        ck_assert_json_eq_text(p.ops, "[{\"op\":\"add\",\"path\":\"/metadata/annotations/a~1b\","
+                                      "\"value\":true}]");
+        ck_assert_json_eq_text(
+            doc, "{\"metadata\": {\"annotations\": {\"keep\": \"me\", \"a/b\": true}}}");
+}
+END_TEST
+
+START_TEST(ops_not_changed_by_later_ops)
+{
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {}, \"metadata\": {}}");
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("first"), &err), 0);
+        ck_assert_int_eq(patch_set_member(&p, "/metadata", "labels", "a", json_string("1"), &err),
+                         0);
+        _unit_json_ json_t *snapshot = json_deep_copy(p.ops);
+        for (int i = 0; i < 5; i++) {
+                ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_integer(i), &err), 0);
+                ck_assert_int_eq(
+                    patch_set_member(&p, "/metadata", "labels", "b", json_integer(i), &err), 0);
+        }
+        /* The creating ops still carry the one-element array and one-member map. */
+        ck_assert_json_eq(json_array_get(p.ops, 0), json_array_get(snapshot, 0));
+        ck_assert_json_eq(json_array_get(p.ops, 1), json_array_get(snapshot, 1));
+        ck_assert_json_eq_text(json_object_get(json_array_get(p.ops, 0), "value"), "[\"first\"]");
+        /* Even changing the document directly does not reach into the ops. */
+        json_array_append_new(json_object_get(json_object_get(doc, "spec"), "volumes"),
+                              json_string("sneaky"));
+        ck_assert_json_eq_text(json_object_get(json_array_get(p.ops, 0), "value"), "[\"first\"]");
+}
+END_TEST
+
+START_TEST(patch_add_plain)
+{
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"shareProcessNamespace\": true}}");
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_add(&p, "/spec/shareProcessNamespace", json_false(), &err), 0);
+        ck_assert_json_eq_text(p.ops, "[{\"op\":\"add\",\"path\":\"/spec/shareProcessNamespace\","
+                                      "\"value\":false}]");
+        ck_assert_json_eq_text(doc, "{\"spec\": {\"shareProcessNamespace\": false}}");
+}
+END_TEST
+
+START_TEST(failures_emit_nothing)
+{
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": {\"not\": \"an array\"}},"
+                                            " \"metadata\": {\"annotations\": [1]}}");
+        _unit_json_ json_t *before = json_deep_copy(doc);
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        /* The wrong type is an error with a message, not a blind re-create. */
+        ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("x"), &err), -EINVAL);
+        ck_assert_msg(strstr(err.message, "/spec/volumes is an object, expected an array"),
+                      "message: %s", err.message);
+        ck_assert_int_eq(
+            patch_set_member(&p, "/metadata", "annotations", "a", json_string("x"), &err), -EINVAL);
+        ck_assert_msg(strstr(err.message, "expected an object"), "message: %s", err.message);
+        /* A missing parent: the add fails, no op is recorded. */
+        ck_assert_int_lt(patch_add(&p, "/nope/x", json_string("x"), &err), 0);
+        ck_assert_int_lt(patch_append(&p, "/nope", "list", json_string("x"), &err), 0);
+        /* NULL value (a failed allocation upstream) is -ENOMEM. */
+        ck_assert_int_eq(patch_add(&p, "/spec/x", NULL, &err), -ENOMEM);
+        ck_assert_int_eq(patch_append(&p, "/spec", "y", NULL, &err), -ENOMEM);
+        ck_assert_int_eq(patch_set_member(&p, "/spec", "z", "k", NULL, &err), -ENOMEM);
+        ck_assert_uint_eq(json_array_size(p.ops), 0);
+        ck_assert_json_eq(doc, before);
+}
+END_TEST
+
+START_TEST(free_resets)
+{
+        _unit_json_ json_t *doc = unit_json("{}");
+        patch_t p = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_ptr_eq(p.doc, doc);
+        ck_assert(json_is_array(p.ops));
+        ck_assert_uint_eq(json_array_size(p.ops), 0);
+        patch_free(&p);
+        ck_assert_ptr_null(p.ops);
+        patch_free(&p); /* twice is fine */
+}
+END_TEST
+
+static Suite *patch_suite(void)
+{
+        Suite *s = suite_create("patch");
+        TCase *tc = tcase_create("arrays");
+        tcase_add_test(tc, absent_array_created_once_then_appended);
+        tcase_add_test(tc, null_array_is_absent);
+        tcase_add_test(tc, existing_array_only_appends);
+        tcase_add_test(tc, array_key_is_escaped);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("maps");
+        tcase_add_test(tc, absent_map_created_once);
+        tcase_add_test(tc, existing_map_sets_members);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("ops");
+        tcase_add_test(tc, ops_not_changed_by_later_ops);
+        tcase_add_test(tc, patch_add_plain);
+        tcase_add_test(tc, failures_emit_nothing);
+        tcase_add_test(tc, free_resets);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(patch_suite());
+}

@@ -1,0 +1,183 @@
+/* Unit tests for common/shape: the mount table and the JSON it generates. */
+#include <string.h>
+
+#include "config.h"
+#include "shape.h"
+#include "unit.h"
+
+static hg_config_t cfg;
+
+static void setup(void)
+{
+        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+}
+
+static void teardown(void)
+{
+        config_free(&cfg);
+}
+
+/* Replaces a string setting (the config owns its strings). */
+static void set_string(char **slot, const char *value)
+{
+        free(*slot);
+        *slot = strdup(value);
+        ck_assert_ptr_nonnull(*slot);
+}
+
+START_TEST(mount_table)
+{
+        /* Design page 000: agent reads home and never sees ctl; the driver
+         * writes both; nobody else mounts ctl. */
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_AGENT, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_READ_ONLY);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_AGENT, SHAPE_VOLUME_CTL),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_DRIVER, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_READ_WRITE);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_DRIVER, SHAPE_VOLUME_CTL),
+                         SHAPE_ACCESS_READ_WRITE);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_OTHER, SHAPE_VOLUME_CTL),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_OTHER, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_UNCHECKED);
+        /* Out of range fails closed. */
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_COUNT, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_AGENT, SHAPE_VOLUME_COUNT),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert_int_eq(shape_mount_access((shape_role_t)-1, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_ABSENT);
+}
+END_TEST
+
+START_TEST(names)
+{
+        ck_assert_str_eq(shape_volume_name(SHAPE_VOLUME_HOME), "hangar-home");
+        ck_assert_str_eq(shape_volume_name(SHAPE_VOLUME_CTL), "hangar-ctl");
+        ck_assert_str_eq(shape_volume_name(SHAPE_VOLUME_COUNT), "?");
+        ck_assert_str_eq(shape_role_name(SHAPE_ROLE_AGENT), "agent");
+        ck_assert_str_eq(shape_role_name(SHAPE_ROLE_DRIVER), "driver");
+        ck_assert_str_eq(shape_role_name(SHAPE_ROLE_OTHER), "other");
+        ck_assert_str_eq(shape_role_name(SHAPE_ROLE_COUNT), "?");
+        ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_ABSENT), "not mounted");
+        ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_READ_ONLY), "read-only");
+        ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_READ_WRITE), "read-write");
+        ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_UNCHECKED), "any");
+        ck_assert_str_eq(shape_volume_path(&cfg, SHAPE_VOLUME_HOME), "/var/lib/hangar");
+        ck_assert_str_eq(shape_volume_path(&cfg, SHAPE_VOLUME_CTL), "/var/lib/hangar-ctl");
+        ck_assert_str_eq(shape_volume_path(&cfg, SHAPE_VOLUME_COUNT), "");
+}
+END_TEST
+
+START_TEST(volume_json)
+{
+        _unit_json_ json_t *home = shape_volume_json(&cfg, SHAPE_VOLUME_HOME);
+        _unit_json_ json_t *ctl = shape_volume_json(&cfg, SHAPE_VOLUME_CTL);
+        ck_assert_json_eq_text(home, "{\"name\": \"hangar-home\", \"emptyDir\": {}}");
+        ck_assert_json_eq_text(ctl, "{\"name\": \"hangar-ctl\", \"emptyDir\": "
+                                    "{\"medium\": \"Memory\", \"sizeLimit\": \"64Mi\"}}");
+        ck_assert_ptr_null(shape_volume_json(&cfg, SHAPE_VOLUME_COUNT));
+        set_string(&cfg.ctl_size_limit, "1Mi");
+        _unit_json_ json_t *ctl2 = shape_volume_json(&cfg, SHAPE_VOLUME_CTL);
+        ck_assert_str_eq(json_string_value(unit_at(ctl2, "/emptyDir/sizeLimit")), "1Mi");
+}
+END_TEST
+
+START_TEST(mount_json_follows_table)
+{
+        _unit_json_ json_t *agent_home =
+            shape_mount_json(&cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_HOME);
+        ck_assert_json_eq_text(agent_home, "{\"name\": \"hangar-home\", \"mountPath\": "
+                                           "\"/var/lib/hangar\", \"readOnly\": true}");
+        ck_assert_ptr_null(shape_mount_json(&cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_CTL));
+        /* Read-write mounts omit readOnly, as the API server stores them. */
+        _unit_json_ json_t *driver_home =
+            shape_mount_json(&cfg, SHAPE_ROLE_DRIVER, SHAPE_VOLUME_HOME);
+        ck_assert_json_eq_text(driver_home,
+                               "{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\"}");
+        _unit_json_ json_t *driver_ctl =
+            shape_mount_json(&cfg, SHAPE_ROLE_DRIVER, SHAPE_VOLUME_CTL);
+        ck_assert_json_eq_text(
+            driver_ctl, "{\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}");
+        ck_assert_ptr_null(shape_mount_json(&cfg, SHAPE_ROLE_OTHER, SHAPE_VOLUME_CTL));
+        ck_assert_ptr_null(shape_mount_json(&cfg, SHAPE_ROLE_OTHER, SHAPE_VOLUME_HOME));
+        /* Configured paths are used. */
+        set_string(&cfg.home_path, "/home/h");
+        _unit_json_ json_t *custom = shape_mount_json(&cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_HOME);
+        ck_assert_str_eq(json_string_value(json_object_get(custom, "mountPath")), "/home/h");
+}
+END_TEST
+
+static const char *driver_default =
+    "{\"name\": \"hangar-driver\", \"image\": \"registry.example/agent:1.2\","
+    " \"imagePullPolicy\": \"IfNotPresent\", \"command\": [\"sleep\", \"infinity\"],"
+    " \"resources\": {\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}},"
+    " \"securityContext\": {\"runAsUser\": 1001, \"runAsGroup\": 1001, \"runAsNonRoot\": true,"
+    "   \"allowPrivilegeEscalation\": false, \"readOnlyRootFilesystem\": true,"
+    "   \"privileged\": false, \"capabilities\": {\"drop\": [\"ALL\"]},"
+    "   \"seccompProfile\": {\"type\": \"RuntimeDefault\"}},"
+    " \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\"},"
+    "   {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}]}";
+
+START_TEST(driver_container_json)
+{
+        _unit_json_ json_t *c = shape_driver_container_json(&cfg, "registry.example/agent:1.2");
+        ck_assert_json_eq_text(c, driver_default);
+        /* Field by field, the parts the split depends on. */
+        ck_assert_str_eq(json_string_value(unit_at(c, "/name")), SHAPE_DRIVER_CONTAINER);
+        ck_assert_int_eq(json_integer_value(unit_at(c, "/securityContext/runAsUser")), 1001);
+        ck_assert(json_is_true(unit_at(c, "/securityContext/runAsNonRoot")));
+        ck_assert(json_is_false(unit_at(c, "/securityContext/allowPrivilegeEscalation")));
+        ck_assert(json_is_false(unit_at(c, "/securityContext/privileged")));
+        ck_assert_ptr_null(unit_at(c, "/volumeMounts/0/readOnly"));
+        ck_assert_ptr_null(unit_at(c, "/volumeMounts/1/readOnly"));
+        ck_assert_ptr_null(unit_at(c, "/resources/limits"));
+}
+END_TEST
+
+START_TEST(driver_container_follows_config)
+{
+        cfg.driver_uid = 2000;
+        cfg.driver_gid = 3000;
+        set_string(&cfg.driver_cpu_limit, "1");
+        set_string(&cfg.home_path, "/h");
+        set_string(&cfg.ctl_path, "/c");
+        _unit_json_ json_t *c = shape_driver_container_json(&cfg, "img");
+        ck_assert_int_eq(json_integer_value(unit_at(c, "/securityContext/runAsUser")), 2000);
+        ck_assert_int_eq(json_integer_value(unit_at(c, "/securityContext/runAsGroup")), 3000);
+        /* Only the limit that is set appears. */
+        ck_assert_json_eq_text(unit_at(c, "/resources"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"},"
+                               " \"limits\": {\"cpu\": \"1\"}}");
+        ck_assert_json_eq_text(unit_at(c, "/volumeMounts"),
+                               "[{\"name\": \"hangar-home\", \"mountPath\": \"/h\"},"
+                               " {\"name\": \"hangar-ctl\", \"mountPath\": \"/c\"}]");
+        set_string(&cfg.driver_memory_limit, "256Mi");
+        _unit_json_ json_t *c2 = shape_driver_container_json(&cfg, "img");
+        ck_assert_json_eq_text(unit_at(c2, "/resources/limits"),
+                               "{\"cpu\": \"1\", \"memory\": \"256Mi\"}");
+        /* No image, no container. */
+        ck_assert_ptr_null(shape_driver_container_json(&cfg, NULL));
+}
+END_TEST
+
+static Suite *shape_suite(void)
+{
+        Suite *s = suite_create("shape");
+        TCase *tc = tcase_create("core");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, mount_table);
+        tcase_add_test(tc, names);
+        tcase_add_test(tc, volume_json);
+        tcase_add_test(tc, mount_json_follows_table);
+        tcase_add_test(tc, driver_container_json);
+        tcase_add_test(tc, driver_container_follows_config);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(shape_suite());
+}

@@ -1,0 +1,236 @@
+/* Helpers shared by the unit tests (check(3)): running a suite, JSON from
+ * literals, temporary directories, and an RFC 6901/6902 reader and "add"
+ * applier written independently of common/jsonptr.c, so a test can check the
+ * code under test against a second implementation instead of against itself.
+ * Everything here is static inline: each test is its own executable. */
+#pragma once
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <jansson.h>
+
+/* Runs every test of s (check's default fork mode: one child per test) and
+ * returns the process exit status. */
+static inline int unit_run(Suite *s)
+{
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* Parses a JSON literal written in a test; a bad literal is a test bug. */
+static inline json_t *unit_json(const char *text)
+{
+        json_error_t jerr;
+        json_t *j = json_loads(text, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        if (!j)
+                ck_abort_msg("bad JSON literal in test (%s): %s", jerr.text, text);
+        return j;
+}
+
+static inline void unit_json_decrefp(json_t **j)
+{
+        json_decref(*j);
+}
+#define _unit_json_ __attribute__((cleanup(unit_json_decrefp)))
+
+/* Compact, key-sorted text of j for messages and byte comparisons (malloc'd). */
+static inline char *unit_dump(const json_t *j)
+{
+        char *s = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY) : NULL;
+        return s ? s : strdup("(null)");
+}
+
+#define ck_assert_json_eq(got, want)                                                     \
+        do {                                                                             \
+                json_t *_g = (got), *_w = (want);                                        \
+                if (!_g || !_w || !json_equal(_g, _w)) {                                 \
+                        char *_gs = unit_dump(_g), *_ws = unit_dump(_w);                 \
+                        ck_abort_msg("JSON differs:\n  got:  %s\n  want: %s", _gs, _ws); \
+                }                                                                        \
+        } while (0)
+
+/* Same, with the expectation written as a JSON literal. */
+#define ck_assert_json_eq_text(got, want_text)        \
+        do {                                          \
+                json_t *_want = unit_json(want_text); \
+                ck_assert_json_eq((got), _want);      \
+                json_decref(_want);                   \
+        } while (0)
+
+/* A fresh directory under $TMPDIR (or /tmp), written into buf. */
+static inline void unit_mkdtemp(char *buf, size_t n)
+{
+        const char *base = getenv("TMPDIR");
+        int w = snprintf(buf, n, "%s/hangar-unit.XXXXXX", base && *base ? base : "/tmp");
+        ck_assert_msg(w > 0 && (size_t)w < n, "temporary path too long");
+        ck_assert_msg(mkdtemp(buf) != NULL, "mkdtemp: %s", strerror(errno));
+}
+
+static inline int unit_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+        (void)st;
+        (void)flag;
+        (void)f;
+        return remove(path);
+}
+
+/* Removes a directory tree made by unit_mkdtemp. */
+static inline void unit_rmtree(const char *dir)
+{
+        (void)nftw(dir, unit_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Decodes one RFC 6901 reference token the way the RFC describes it: first
+ * every "~1" becomes "/", then every "~0" becomes "~". Returns malloc'd text,
+ * or NULL for a malformed escape. */
+static inline char *unit_ptr_token(const char *start, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (start[i] == '~' && (i + 1 >= n || (start[i + 1] != '0' && start[i + 1] != '1')))
+                        return NULL;
+        char *a = strndup(start, n);
+        if (!a)
+                return NULL;
+        const char *pass[2][2] = {{"~1", "/"}, {"~0", "~"}};
+        for (int p = 0; p < 2; p++) {
+                char *hit;
+                size_t from = 0;
+                while ((hit = strstr(a + from, pass[p][0]))) {
+                        *hit = pass[p][1][0];
+                        memmove(hit + 1, hit + 2, strlen(hit + 2) + 1);
+                        from = (size_t)(hit - a) + 1;
+                }
+        }
+        return a;
+}
+
+/* An RFC 6901 array index: "0" or digits without a leading zero; -1 if not. */
+static inline long unit_ptr_index(const char *tok)
+{
+        if (!*tok || (tok[0] == '0' && tok[1]) || strlen(tok) > 9)
+                return -1;
+        long v = 0;
+        for (const char *p = tok; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -1;
+                v = v * 10 + (*p - '0');
+        }
+        return v;
+}
+
+/* Resolves path in doc (borrowed result), or NULL if absent or malformed. */
+static inline json_t *unit_at(json_t *doc, const char *path)
+{
+        if (*path && *path != '/')
+                return NULL;
+        json_t *cur = doc;
+        const char *p = path;
+        while (cur && *p) {
+                const char *start = p + 1, *end = strchr(start, '/');
+                if (!end)
+                        end = start + strlen(start);
+                char *tok = unit_ptr_token(start, (size_t)(end - start));
+                if (!tok)
+                        return NULL;
+                if (json_is_object(cur)) {
+                        cur = json_object_get(cur, tok);
+                } else if (json_is_array(cur)) {
+                        long idx = unit_ptr_index(tok);
+                        cur = idx >= 0 ? json_array_get(cur, (size_t)idx) : NULL;
+                } else {
+                        cur = NULL;
+                }
+                free(tok);
+                p = end;
+        }
+        return cur;
+}
+
+/* Applies one RFC 6902 "add" to doc; 0 or -1. */
+static inline int unit_apply_add(json_t *doc, const char *path, json_t *value)
+{
+        const char *slash = strrchr(path, '/');
+        if (!slash)
+                return -1;
+        size_t plen = (size_t)(slash - path);
+        char *parent_path = strndup(path, plen);
+        char *last = unit_ptr_token(slash + 1, strlen(slash + 1));
+        json_t *parent = parent_path ? unit_at(doc, parent_path) : NULL;
+        int r = -1;
+        if (last && json_is_object(parent)) {
+                r = json_object_set(parent, last, value);
+        } else if (last && json_is_array(parent)) {
+                size_t size = json_array_size(parent);
+                if (strcmp(last, "-") == 0) {
+                        r = json_array_append(parent, value);
+                } else {
+                        long idx = unit_ptr_index(last);
+                        if (idx >= 0 && (size_t)idx <= size)
+                                r = json_array_insert(parent, (size_t)idx, value);
+                }
+        }
+        free(parent_path);
+        free(last);
+        return r;
+}
+
+/* Applies a JSON Patch made only of "add" operations (all this project
+ * emits); any other op or a failed step is -1. */
+static inline int unit_apply_patch(json_t *doc, json_t *ops)
+{
+        size_t i;
+        json_t *op;
+        if (!json_is_array(ops))
+                return -1;
+        json_array_foreach (ops, i, op) {
+                const char *kind = json_string_value(json_object_get(op, "op"));
+                const char *path = json_string_value(json_object_get(op, "path"));
+                json_t *value = json_object_get(op, "value");
+                if (!kind || strcmp(kind, "add") != 0 || !path || !value ||
+                    json_object_size(op) != 3)
+                        return -1;
+                /* A deep copy: the patch must stay as it was. */
+                json_t *copy = json_deep_copy(value);
+                int r = unit_apply_add(doc, path, copy);
+                json_decref(copy);
+                if (r < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* Number of ops in a patch whose path is exactly path. */
+static inline size_t unit_count_ops(json_t *ops, const char *path)
+{
+        size_t i, n = 0;
+        json_t *op;
+        json_array_foreach (ops, i, op) {
+                const char *p = json_string_value(json_object_get(op, "path"));
+                if (p && strcmp(p, path) == 0)
+                        n++;
+        }
+        return n;
+}
+
+/* Index of the first op whose path is exactly path, or -1. */
+static inline long unit_find_op(json_t *ops, const char *path)
+{
+        size_t i;
+        json_t *op;
+        json_array_foreach (ops, i, op) {
+                const char *p = json_string_value(json_object_get(op, "path"));
+                if (p && strcmp(p, path) == 0)
+                        return (long)i;
+        }
+        return -1;
+}
