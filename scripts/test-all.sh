@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Every test, on a fresh machine: installs the Debian packages and the
+# control-plane tools (cached outside the tree), then
+#   1. lint (banned calls, CLOEXEC, clang-format);
+#   2. a release build and every ctest test: unit (check), fuzz corpus
+#      replays, the server over TLS, golden pods through kubectl, and the
+#      end-to-end suites against a real kube-apiserver;
+#   3. an ASan+UBSan build running unit, fuzz replays, server and golden
+#      tests (LeakSanitizer on);
+#   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+echo "== dependencies"
+scripts/install-deps.sh
+TOOLS_BIN=$(scripts/k8s-tools.sh | tail -n 1)
+echo "control-plane tools in $TOOLS_BIN"
+
+echo "== lint"
+scripts/lint.sh
+
+echo "== release build and all tests"
+cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" >/dev/null
+ninja -C build
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== ASan+UBSan build: every test but the end-to-end suites"
+cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+        -DHANGAR_TOOLS_BIN="$TOOLS_BIN" >/dev/null
+ninja -C build-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE e2e
+
+echo "== fuzzing"
+scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+echo "== all tests passed"
