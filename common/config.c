@@ -71,6 +71,31 @@ static bool is_any_path(const char *s)
         return s[0] != '\0';
 }
 
+static bool is_any_text(const char *s)
+{
+        return s != NULL;
+}
+
+static bool is_tls_mode(const char *s)
+{
+        return strcmp(s, CONFIG_TLS_FILES) == 0 || strcmp(s, CONFIG_TLS_SELF_MANAGED) == 0;
+}
+
+static bool is_dns_subdomain(const char *s)
+{
+        return k8s_is_dns1123_subdomain(s);
+}
+
+static bool is_subdomain_or_empty(const char *s)
+{
+        return s[0] == '\0' || k8s_is_dns1123_subdomain(s);
+}
+
+static bool is_label_or_empty(const char *s)
+{
+        return s[0] == '\0' || k8s_is_dns1123_label(s);
+}
+
 #define OFF(field) offsetof(hg_config_t, field)
 
 /* The table. Keep docs/configuration.md and charts/ in step with it. */
@@ -123,6 +148,31 @@ static const setting_t settings[] = {
      1, 3600, NULL, "seconds from 1 to 3600"},
     {"logLevel", "HANGAR_LOG_LEVEL", SETTING_STRING, OFF(log_level), "info", 0, 0, is_log_level,
      "debug, info, warn or error"},
+    {"tls.mode", "HANGAR_TLS_MODE", SETTING_STRING, OFF(tls_mode), CONFIG_TLS_FILES, 0, 0,
+     is_tls_mode, "files or selfManaged"},
+    {"tls.secretName", "HANGAR_TLS_SECRET_NAME", SETTING_STRING, OFF(tls_secret_name),
+     "hangar-webhook-tls", 0, 0, is_dns_subdomain, "a Secret name"},
+    {"tls.secretNamespace", "HANGAR_TLS_SECRET_NAMESPACE", SETTING_STRING,
+     OFF(tls_secret_namespace), "", 0, 0, is_label_or_empty,
+     "a namespace, or \"\" for the pod's own"},
+    {"tls.webhookConfigName", "HANGAR_TLS_WEBHOOK_CONFIG", SETTING_STRING, OFF(tls_webhook_config),
+     "", 0, 0, is_subdomain_or_empty, "a MutatingWebhookConfiguration name, or \"\""},
+    {"tls.serviceName", "HANGAR_TLS_SERVICE_NAME", SETTING_STRING, OFF(tls_service_name), "", 0, 0,
+     is_label_or_empty, "a Service name, or \"\""},
+    {"tls.dnsNames", "HANGAR_TLS_DNS_NAMES", SETTING_STRLIST, OFF(tls_dns_names), "[]", 0, 32, NULL,
+     "a list of DNS names"},
+    {"tls.ipAddresses", "HANGAR_TLS_IP_ADDRESSES", SETTING_STRLIST, OFF(tls_ip_addresses), "[]", 0,
+     32, NULL, "a list of IP addresses"},
+    {"tls.leafDays", "HANGAR_TLS_LEAF_DAYS", SETTING_U32, OFF(tls_leaf_days), "90", 1, 3650, NULL,
+     "days from 1 to 3650"},
+    {"tls.renewBeforeDays", "HANGAR_TLS_RENEW_BEFORE_DAYS", SETTING_U32, OFF(tls_renew_before_days),
+     "30", 0, 3649, NULL, "days from 0 to 3649"},
+    {"tls.caDays", "HANGAR_TLS_CA_DAYS", SETTING_U32, OFF(tls_ca_days), "3650", 1, 36500, NULL,
+     "days from 1 to 36500"},
+    {"tls.syncSeconds", "HANGAR_TLS_SYNC_SECONDS", SETTING_U32, OFF(tls_sync_seconds), "60", 1,
+     86400, NULL, "seconds from 1 to 86400"},
+    {"kubeconfig", "HANGAR_KUBECONFIG", SETTING_STRING, OFF(kubeconfig), "", 0, 0, is_any_text,
+     "a kubeconfig path, or \"\" for in-cluster credentials"},
 };
 
 static void strlist_free(strlist_t *l)
@@ -362,6 +412,23 @@ int config_validate(const hg_config_t *cfg, hg_error_t *err)
                                  cfg->home_path, cfg->ctl_path);
         if (cfg->health_port != 0 && cfg->health_port == cfg->port)
                 return error_set(err, -EINVAL, "server.healthPort must differ from server.port");
+        for (size_t i = 0; i < cfg->tls_dns_names.n; i++)
+                if (!k8s_is_dns1123_subdomain(cfg->tls_dns_names.items[i]))
+                        return error_set(err, -EINVAL, "tls.dnsNames: '%s' is not a DNS name",
+                                         cfg->tls_dns_names.items[i]);
+        for (size_t i = 0; i < cfg->tls_ip_addresses.n; i++)
+                if (!is_ip_address(cfg->tls_ip_addresses.items[i]))
+                        return error_set(err, -EINVAL, "tls.ipAddresses: '%s' is not an IP address",
+                                         cfg->tls_ip_addresses.items[i]);
+        if (cfg->tls_renew_before_days >= cfg->tls_leaf_days)
+                return error_set(err, -EINVAL,
+                                 "tls.renewBeforeDays (%u) must be less than tls.leafDays (%u)",
+                                 cfg->tls_renew_before_days, cfg->tls_leaf_days);
+        if (strcmp(cfg->tls_mode, CONFIG_TLS_SELF_MANAGED) == 0 && !cfg->tls_service_name[0] &&
+            cfg->tls_dns_names.n == 0 && cfg->tls_ip_addresses.n == 0)
+                return error_set(err, -EINVAL,
+                                 "tls.mode selfManaged needs tls.serviceName, tls.dnsNames or "
+                                 "tls.ipAddresses for the certificate's names");
         return 0;
 }
 

@@ -49,7 +49,26 @@ typedef struct hg_config {
         uint32_t threads; /* 0 = one per CPU */
         uint32_t cert_poll_seconds;
         char *log_level;
+
+        /* serving certificates: "files" (certFile/keyFile, from a Secret
+         * volume, cert-manager or the admin) or "selfManaged" (the webhook
+         * keeps its CA and pair in a Secret and patches caBundle itself) */
+        char *tls_mode;
+        char *tls_secret_name;
+        char *tls_secret_namespace; /* "" = the pod's namespace */
+        char *tls_webhook_config;   /* "" = do not patch a caBundle */
+        char *tls_service_name;     /* "" = no Service DNS names */
+        strlist_t tls_dns_names;
+        strlist_t tls_ip_addresses;
+        uint32_t tls_leaf_days;
+        uint32_t tls_renew_before_days;
+        uint32_t tls_ca_days;
+        uint32_t tls_sync_seconds;
+        char *kubeconfig; /* "" = in-cluster credentials */
 } hg_config_t;
+
+#define CONFIG_TLS_FILES        "files"
+#define CONFIG_TLS_SELF_MANAGED "selfManaged"
 
 /* Bound on the configuration file's size. */
 #define CONFIG_MAX_FILE_BYTES (1024 * 1024)

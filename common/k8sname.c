@@ -23,7 +23,7 @@ bool k8s_is_dns1123_label(const char *s)
         return true;
 }
 
-static bool is_dns1123_subdomain(const char *s, size_t n)
+static bool is_dns1123_subdomain_n(const char *s, size_t n)
 {
         if (n == 0 || n > 253)
                 return false;
@@ -44,6 +44,11 @@ static bool is_dns1123_subdomain(const char *s, size_t n)
         return true;
 }
 
+bool k8s_is_dns1123_subdomain(const char *s)
+{
+        return is_dns1123_subdomain_n(s, strlen(s));
+}
+
 /* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])? up to 63 characters. */
 static bool is_name_part(const char *s, size_t n)
 {
@@ -62,7 +67,7 @@ bool k8s_is_qualified_name(const char *s)
                 return is_name_part(s, strlen(s));
         if (strchr(slash + 1, '/'))
                 return false;
-        return is_dns1123_subdomain(s, (size_t)(slash - s)) &&
+        return is_dns1123_subdomain_n(s, (size_t)(slash - s)) &&
                is_name_part(slash + 1, strlen(slash + 1));
 }
 

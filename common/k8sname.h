@@ -6,6 +6,8 @@
 
 /* RFC 1123 label: container and volume names. */
 bool k8s_is_dns1123_label(const char *s);
+/* RFC 1123 subdomain: most object names (Secrets, webhook configurations). */
+bool k8s_is_dns1123_subdomain(const char *s);
 /* A label or annotation key: [prefix/]name. */
 bool k8s_is_qualified_name(const char *s);
 /* A label value: empty, or up to 63 characters of [A-Za-z0-9._-] with

@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "base64.h"
 #include "cleanup.h"
 #include "jsondump.h"
 #include "jsonx.h"
@@ -130,14 +129,8 @@ static int decide(const hg_config_t *cfg, json_t *request, admission_outcome_t *
 static json_t *encode_patch(json_t *ops)
 {
         _cleanup_free_ char *text = jsondump(ops);
-        if (!text)
-                return NULL;
-        size_t n = strlen(text);
-        _cleanup_free_ unsigned char *b64 = malloc(4 * ((n + 2) / 3) + 1);
-        if (!b64)
-                return NULL;
-        (void)EVP_EncodeBlock(b64, (const unsigned char *)text, (int)n);
-        return json_string((const char *)b64);
+        _cleanup_free_ char *b64 = text ? base64_encode(text, strlen(text)) : NULL;
+        return b64 ? json_string_nocheck(b64) : NULL;
 }
 
 static int encode(const char *api, admission_outcome_t *o, char **ret_body)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -215,4 +216,70 @@ int certgen_serving(const certgen_pem_t *ca, const certgen_request_t *req, certg
         if (X509_sign(x, ca_key, EVP_sha256()) <= 0)
                 return openssl_error(err, "signing the serving certificate");
         return to_pem(x, key, ret, err);
+}
+
+static int read_ca(const certgen_pem_t *ca, X509 **ret_cert, EVP_PKEY **ret_key, hg_error_t *err)
+{
+        _cleanup_(cleanup_bio) BIO *cb = BIO_new_mem_buf(ca->cert, -1);
+        _cleanup_(cleanup_bio) BIO *kb = BIO_new_mem_buf(ca->key, -1);
+        if (!cb || !kb)
+                return -ENOMEM;
+        _cleanup_(cleanup_x509) X509 *cert = PEM_read_bio_X509(cb, NULL, NULL, NULL);
+        _cleanup_(cleanup_pkey) EVP_PKEY *key = PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL);
+        if (!cert || !key)
+                return openssl_error(err, "reading the CA");
+        if (X509_check_private_key(cert, key) != 1)
+                return openssl_error(err, "the CA key does not match the CA certificate");
+        *ret_cert = TAKE_PTR(cert);
+        if (ret_key)
+                *ret_key = TAKE_PTR(key);
+        return 0;
+}
+
+int certgen_check_ca(const certgen_pem_t *ca, hg_error_t *err)
+{
+        _cleanup_(cleanup_x509) X509 *cert = NULL;
+        return read_ca(ca, &cert, NULL, err);
+}
+
+int certgen_leaf_current(const certgen_pem_t *ca, const char *leaf_pem,
+                         const certgen_request_t *req, int64_t renew_at, hg_error_t *err)
+{
+        _cleanup_(cleanup_x509) X509 *ca_cert = NULL;
+        int r = read_ca(ca, &ca_cert, NULL, err);
+        if (r < 0)
+                return r;
+        _cleanup_(cleanup_bio) BIO *lb = BIO_new_mem_buf(leaf_pem, -1);
+        if (!lb)
+                return -ENOMEM;
+        _cleanup_(cleanup_x509) X509 *leaf = PEM_read_bio_X509(lb, NULL, NULL, NULL);
+        if (!leaf) {
+                ERR_clear_error();
+                error_set(err, -EINVAL, "the serving certificate cannot be read");
+                return 1;
+        }
+        EVP_PKEY *ca_pub = X509_get0_pubkey(ca_cert);
+        if (!ca_pub || X509_verify(leaf, ca_pub) != 1) {
+                ERR_clear_error();
+                error_set(err, -EINVAL, "the serving certificate is not signed by the CA");
+                return 1;
+        }
+        time_t when = (time_t)renew_at;
+        if (X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0 ||
+            X509_cmp_time(X509_get0_notAfter(leaf), &when) < 0) {
+                error_set(err, -EINVAL,
+                          "the serving certificate expires within the renewal window");
+                return 1;
+        }
+        for (const char *const *d = req->dns_names; d && *d; d++)
+                if (X509_check_host(leaf, *d, 0, X509_CHECK_FLAG_NO_WILDCARDS, NULL) != 1) {
+                        error_set(err, -EINVAL, "the serving certificate does not name %s", *d);
+                        return 1;
+                }
+        for (const char *const *ip = req->ip_addresses; ip && *ip; ip++)
+                if (X509_check_ip_asc(leaf, *ip, 0) != 1) {
+                        error_set(err, -EINVAL, "the serving certificate does not name %s", *ip);
+                        return 1;
+                }
+        return 0;
 }

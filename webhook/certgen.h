@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 
@@ -26,3 +27,13 @@ int certgen_ca(const char *common_name, unsigned days, certgen_pem_t *ret, hg_er
 int certgen_serving(const certgen_pem_t *ca, const certgen_request_t *req, certgen_pem_t *ret,
                     hg_error_t *err);
 void certgen_pem_free(certgen_pem_t *p);
+
+/* Checks a CA pair holds together (the key matches the certificate). */
+int certgen_check_ca(const certgen_pem_t *ca, hg_error_t *err);
+
+/* Whether the serving certificate leaf_pem still serves: signed by ca, valid
+ * now and still valid at renew_at (Unix time), and naming every DNS name and
+ * IP address of req. Returns 0 if it does, 1 if it should be replaced (err
+ * says why), <0 if it cannot be read. */
+int certgen_leaf_current(const certgen_pem_t *ca, const char *leaf_pem,
+                         const certgen_request_t *req, int64_t renew_at, hg_error_t *err);

@@ -25,11 +25,14 @@
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
+#include "selfcert.h"
 #include "server.h"
 #include "strparse.h"
 #include "yamldoc.h"
 
 #define EXIT_USAGE 2
+/* After a failed self-managed sync (API server unreachable, a conflict). */
+#define SELFCERT_RETRY_SECONDS 5
 
 static const char usage_text[] =
     "usage: hangar-webhook [serve] [--config FILE]\n"
@@ -113,6 +116,30 @@ static void reload_certificates(char *last_error, size_t last_error_size)
         }
 }
 
+/* Self-managed certificates: one sync round, retried sooner after a failure. */
+static time_t sync_certificates(selfcert_t *sc, const hg_config_t *cfg, char *last_error,
+                                size_t last_error_size)
+{
+        hg_error_t err = {0};
+        int r = selfcert_sync(sc, &err);
+        if (r < 0) {
+                if (strcmp(err.message, last_error) != 0)
+                        log_event(LOG_LEVEL_ERROR, "self-managed certificate sync failed",
+                                  json_pack("{s:s}", "detail", err.message));
+                (void)snprintf(last_error, last_error_size, "%s", err.message);
+                return SELFCERT_RETRY_SECONDS;
+        }
+        last_error[0] = '\0';
+        return (time_t)cfg->tls_sync_seconds;
+}
+
+static time_t monotonic_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec;
+}
+
 static int cmd_serve(int argc, char **argv)
 {
         const char *config_path = NULL;
@@ -139,11 +166,24 @@ static int cmd_serve(int argc, char **argv)
                 return fail("serve", "out of memory");
         }
         char last_error[ERROR_MESSAGE_MAX] = "";
+        char last_sync_error[ERROR_MESSAGE_MAX] = "";
+        hg_error_t err = {0};
+        selfcert_t *selfcert = NULL;
+        time_t next_sync = 0;
+        if (strcmp(cfg.tls_mode, CONFIG_TLS_SELF_MANAGED) == 0) {
+                if (selfcert_new(&cfg, &selfcert, &err) < 0) {
+                        certstore_shutdown();
+                        config_free(&cfg);
+                        return fail("serve", err.message);
+                }
+                next_sync = monotonic_now() + sync_certificates(selfcert, &cfg, last_sync_error,
+                                                                sizeof(last_sync_error));
+        }
         reload_certificates(last_error, sizeof(last_error));
 
         server_t *server = NULL;
-        hg_error_t err = {0};
         if (server_start(&cfg, &server, &err) < 0) {
+                selfcert_free(selfcert);
                 certstore_shutdown();
                 config_free(&cfg);
                 return fail("serve", err.message);
@@ -154,8 +194,13 @@ static int cmd_serve(int argc, char **argv)
                             "driverSidecar", cfg.driver_sidecar, "selector", cfg.selector_key,
                             "version", HANGAR_VERSION));
 
-        struct timespec poll = {.tv_sec = cfg.cert_poll_seconds};
         for (;;) {
+                struct timespec poll = {.tv_sec = cfg.cert_poll_seconds};
+                if (selfcert) {
+                        time_t until = next_sync - monotonic_now();
+                        if (until < poll.tv_sec)
+                                poll.tv_sec = until > 0 ? until : 0;
+                }
                 int sig = sigtimedwait(&mask, NULL, &poll);
                 if (sig == SIGTERM || sig == SIGINT) {
                         log_event(LOG_LEVEL_INFO, "shutting down",
@@ -163,9 +208,14 @@ static int cmd_serve(int argc, char **argv)
                         break;
                 }
                 /* A timeout, SIGHUP (reload now) or EINTR: look at the files. */
+                if (selfcert && monotonic_now() >= next_sync)
+                        next_sync =
+                            monotonic_now() + sync_certificates(selfcert, &cfg, last_sync_error,
+                                                                sizeof(last_sync_error));
                 reload_certificates(last_error, sizeof(last_error));
         }
         server_stop(server);
+        selfcert_free(selfcert);
         certstore_shutdown();
         config_free(&cfg);
         return EXIT_SUCCESS;

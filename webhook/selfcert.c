@@ -1,0 +1,343 @@
+#include "selfcert.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base64.h"
+#include "certgen.h"
+#include "cleanup.h"
+#include "fileio.h"
+#include "jsondump.h"
+#include "jsonx.h"
+#include "k8sclient.h"
+#include "log.h"
+#include "strbuf.h"
+
+#define SECRET_KEYS_CA_CRT  "ca.crt"
+#define SECRET_KEYS_CA_KEY  "ca.key"
+#define SECRET_KEYS_TLS_CRT "tls.crt"
+#define SECRET_KEYS_TLS_KEY "tls.key"
+#define MAX_CONFLICT_ROUNDS 4
+#define MAX_NAMES           40
+
+struct selfcert {
+        const hg_config_t *cfg;
+        k8s_client_t *k8s;
+        char namespace[64];
+        char secret_path[256];
+        char webhook_path[320];
+        /* The certificate's names: Service names, then tls.dnsNames. */
+        char service_names[4][320];
+        const char *dns[MAX_NAMES];
+        const char *ips[MAX_NAMES];
+        certgen_request_t req;
+};
+
+typedef struct secret_pems {
+        certgen_pem_t ca;
+        certgen_pem_t leaf;
+        char *resource_version;
+} secret_pems_t;
+
+static void secret_pems_free(secret_pems_t *s)
+{
+        certgen_pem_free(&s->ca);
+        certgen_pem_free(&s->leaf);
+        free(s->resource_version);
+        memset(s, 0, sizeof(*s));
+}
+
+void selfcert_free(selfcert_t *sc)
+{
+        if (!sc)
+                return;
+        k8s_client_free(sc->k8s);
+        free(sc);
+}
+
+int selfcert_new(const hg_config_t *cfg, selfcert_t **ret, hg_error_t *err)
+{
+        selfcert_t *sc = calloc(1, sizeof(*sc));
+        if (!sc)
+                return -ENOMEM;
+        sc->cfg = cfg;
+        int r = k8s_client_new(cfg->kubeconfig, &sc->k8s, err);
+        if (r < 0) {
+                free(sc);
+                return r;
+        }
+        /* The Secret lives in tls.secretNamespace, else the pod's namespace
+         * (POD_NAMESPACE from the downward API, or the client's). */
+        const char *ns =
+            cfg->tls_secret_namespace[0] ? cfg->tls_secret_namespace : getenv("POD_NAMESPACE");
+        if (!ns || !ns[0])
+                ns = k8s_client_namespace(sc->k8s);
+        (void)snprintf(sc->namespace, sizeof(sc->namespace), "%s", ns);
+        (void)snprintf(sc->secret_path, sizeof(sc->secret_path), "/api/v1/namespaces/%s/secrets/%s",
+                       sc->namespace, cfg->tls_secret_name);
+        if (cfg->tls_webhook_config[0])
+                (void)snprintf(sc->webhook_path, sizeof(sc->webhook_path),
+                               "/apis/admissionregistration.k8s.io/v1/"
+                               "mutatingwebhookconfigurations/%s",
+                               cfg->tls_webhook_config);
+        size_t nd = 0;
+        if (cfg->tls_service_name[0]) {
+                static const char *const suffixes[] = {"", ".svc", ".svc.cluster.local"};
+                (void)snprintf(sc->service_names[0], sizeof(sc->service_names[0]), "%s",
+                               cfg->tls_service_name);
+                for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++)
+                        (void)snprintf(sc->service_names[i + 1], sizeof(sc->service_names[i + 1]),
+                                       "%s.%s%s", cfg->tls_service_name, sc->namespace,
+                                       suffixes[i]);
+                for (size_t i = 0; i < ARRAY_SIZE(sc->service_names); i++)
+                        sc->dns[nd++] = sc->service_names[i];
+        }
+        for (size_t i = 0; i < cfg->tls_dns_names.n && nd + 1 < MAX_NAMES; i++)
+                sc->dns[nd++] = cfg->tls_dns_names.items[i];
+        for (size_t i = 0; i < cfg->tls_ip_addresses.n && i + 1 < MAX_NAMES; i++)
+                sc->ips[i] = cfg->tls_ip_addresses.items[i];
+        sc->req = (certgen_request_t){
+            .common_name = nd ? sc->dns[0] : sc->ips[0],
+            .dns_names = sc->dns,
+            .ip_addresses = sc->ips,
+            .days = cfg->tls_leaf_days,
+        };
+        *ret = sc;
+        return 0;
+}
+
+static int secret_field(json_t *data, const char *key, char **ret, hg_error_t *err)
+{
+        const char *b64;
+        if (jsonx_string(data, key, &b64) < 0)
+                return error_set(err, -EINVAL, "the Secret has no %s: it is not hangar's", key);
+        int r = base64_decode(b64, ret, NULL, err);
+        return r < 0 ? error_prefix(err, "Secret key %s: ", key) : 0;
+}
+
+/* The Secret's PEMs and resourceVersion from a GET answer. */
+static int decode_secret(json_t *secret, secret_pems_t *ret, hg_error_t *err)
+{
+        json_t *data = json_object_get(secret, "data");
+        const char *rv;
+        if (jsonx_string(json_object_get(secret, "metadata"), "resourceVersion", &rv) < 0)
+                return error_set(err, -EINVAL, "the Secret has no resourceVersion");
+        int r = secret_field(data, SECRET_KEYS_CA_CRT, &ret->ca.cert, err);
+        if (r == 0)
+                r = secret_field(data, SECRET_KEYS_CA_KEY, &ret->ca.key, err);
+        if (r == 0)
+                r = secret_field(data, SECRET_KEYS_TLS_CRT, &ret->leaf.cert, err);
+        if (r == 0)
+                r = secret_field(data, SECRET_KEYS_TLS_KEY, &ret->leaf.key, err);
+        if (r == 0 && !(ret->resource_version = strdup(rv)))
+                r = -ENOMEM;
+        return r;
+}
+
+static json_t *secret_json(const selfcert_t *sc, const secret_pems_t *p)
+{
+        _cleanup_free_ char *ca_crt = base64_encode(p->ca.cert, strlen(p->ca.cert));
+        _cleanup_free_ char *ca_key = base64_encode(p->ca.key, strlen(p->ca.key));
+        _cleanup_free_ char *tls_crt = base64_encode(p->leaf.cert, strlen(p->leaf.cert));
+        _cleanup_free_ char *tls_key = base64_encode(p->leaf.key, strlen(p->leaf.key));
+        if (!ca_crt || !ca_key || !tls_crt || !tls_key)
+                return NULL;
+        json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:{s:s, s:s, s:s, s:s}}",
+                              "apiVersion", "v1", "kind", "Secret", "metadata", "name",
+                              sc->cfg->tls_secret_name, "namespace", sc->namespace, "labels",
+                              "app.kubernetes.io/managed-by", "hangar-webhook", "type", "Opaque",
+                              "data", SECRET_KEYS_CA_CRT, ca_crt, SECRET_KEYS_CA_KEY, ca_key,
+                              SECRET_KEYS_TLS_CRT, tls_crt, SECRET_KEYS_TLS_KEY, tls_key);
+        if (s && p->resource_version &&
+            json_object_set_new(json_object_get(s, "metadata"), "resourceVersion",
+                                json_string(p->resource_version)) < 0) {
+                json_decref(s);
+                return NULL;
+        }
+        return s;
+}
+
+/* Sends the Secret (POST to create, PUT to update): 0 when stored, -EAGAIN on
+ * a conflict (someone else got there first), <0 otherwise. */
+static int store_secret(selfcert_t *sc, const secret_pems_t *p, bool create, hg_error_t *err)
+{
+        _cleanup_json_ json_t *s = secret_json(sc, p);
+        _cleanup_free_ char *body = s ? jsondump(s) : NULL;
+        if (!body)
+                return -ENOMEM;
+        char collection[192];
+        (void)snprintf(collection, sizeof(collection), "/api/v1/namespaces/%s/secrets",
+                       sc->namespace);
+        long status;
+        _cleanup_json_ json_t *answer = NULL;
+        int r = k8s_request(sc->k8s, create ? "POST" : "PUT", create ? collection : sc->secret_path,
+                            NULL, body, &status, &answer, err);
+        explicit_bzero(body, strlen(body));
+        if (r < 0)
+                return r;
+        if (status == 200 || status == 201)
+                return 0;
+        if (status == 409)
+                return -EAGAIN;
+        char buf[32];
+        return error_set(err, -EIO, "%s Secret %s/%s: %s", create ? "creating" : "updating",
+                         sc->namespace, sc->cfg->tls_secret_name,
+                         k8s_status_message(answer, status, buf, sizeof(buf)));
+}
+
+/* Makes sure the Secret holds a CA and a current serving pair; returns them. */
+static int ensure_secret(selfcert_t *sc, secret_pems_t *ret, hg_error_t *err)
+{
+        int64_t renew_at = (int64_t)time(NULL) + (int64_t)sc->cfg->tls_renew_before_days * 86400;
+        for (int round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
+                secret_pems_t p = {0};
+                long status;
+                _cleanup_json_ json_t *answer = NULL;
+                int r =
+                    k8s_request(sc->k8s, "GET", sc->secret_path, NULL, NULL, &status, &answer, err);
+                if (r < 0)
+                        return r;
+                bool create = status == 404;
+                if (create) {
+                        r = certgen_ca("hangar-webhook CA", sc->cfg->tls_ca_days, &p.ca, err);
+                        if (r == 0)
+                                r = certgen_serving(&p.ca, &sc->req, &p.leaf, err);
+                        if (r == 0)
+                                log_event(LOG_LEVEL_INFO, "creating the certificate Secret",
+                                          json_pack("{s:s, s:s}", "namespace", sc->namespace,
+                                                    "secret", sc->cfg->tls_secret_name));
+                } else if (status == 200) {
+                        r = decode_secret(answer, &p, err);
+                        if (r == 0)
+                                r = certgen_check_ca(&p.ca, err);
+                        if (r < 0) {
+                                secret_pems_free(&p);
+                                return error_prefix(err, "Secret %s/%s: ", sc->namespace,
+                                                    sc->cfg->tls_secret_name);
+                        }
+                        hg_error_t why = {0};
+                        r = certgen_leaf_current(&p.ca, p.leaf.cert, &sc->req, renew_at, &why);
+                        if (r == 0) {
+                                *ret = p;
+                                return 0;
+                        }
+                        if (r == 1) {
+                                log_event(LOG_LEVEL_INFO, "renewing the serving certificate",
+                                          json_pack("{s:s}", "reason", why.message));
+                                certgen_pem_free(&p.leaf);
+                                r = certgen_serving(&p.ca, &sc->req, &p.leaf, err);
+                        } else if (err) {
+                                *err = why;
+                        }
+                } else {
+                        char buf[32];
+                        return error_set(err, -EIO, "reading Secret %s/%s: %s", sc->namespace,
+                                         sc->cfg->tls_secret_name,
+                                         k8s_status_message(answer, status, buf, sizeof(buf)));
+                }
+                if (r == 0)
+                        r = store_secret(sc, &p, create, err);
+                if (r == 0) {
+                        *ret = p;
+                        return 0;
+                }
+                secret_pems_free(&p);
+                if (r != -EAGAIN)
+                        return r;
+                /* Another replica created or renewed it first: use theirs. */
+        }
+        return error_set(err, -EAGAIN, "Secret %s/%s kept changing; trying again later",
+                         sc->namespace, sc->cfg->tls_secret_name);
+}
+
+/* Writes path unless it already holds exactly data. 1 if written. */
+static int write_if_changed(const char *path, const char *data, mode_t mode, hg_error_t *err)
+{
+        _cleanup_free_ char *have = NULL;
+        size_t len;
+        if (file_read_bounded(path, 1 << 20, &have, &len) == 0 && len == strlen(data) &&
+            memcmp(have, data, len) == 0)
+                return 0;
+        int r = file_write_atomic(path, data, strlen(data), mode, 0);
+        if (r < 0)
+                return error_set(err, r, "cannot write %s: %s", path, strerror(-r));
+        return 1;
+}
+
+/* Points every webhook of the configuration at our CA, guarded by the
+ * configuration's resourceVersion. */
+static int patch_ca_bundle(selfcert_t *sc, const char *ca_pem, hg_error_t *err)
+{
+        long status;
+        _cleanup_json_ json_t *mwc = NULL;
+        int r = k8s_request(sc->k8s, "GET", sc->webhook_path, NULL, NULL, &status, &mwc, err);
+        if (r < 0)
+                return r;
+        char buf[32];
+        if (status != 200)
+                return error_set(err, -EIO, "reading MutatingWebhookConfiguration %s: %s",
+                                 sc->cfg->tls_webhook_config,
+                                 k8s_status_message(mwc, status, buf, sizeof(buf)));
+        _cleanup_free_ char *bundle = base64_encode(ca_pem, strlen(ca_pem));
+        const char *rv;
+        if (!bundle)
+                return -ENOMEM;
+        if (jsonx_string(json_object_get(mwc, "metadata"), "resourceVersion", &rv) < 0)
+                return error_set(err, -EINVAL, "the webhook configuration has no resourceVersion");
+        _cleanup_json_ json_t *ops = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path",
+                                               "/metadata/resourceVersion", "value", rv);
+        size_t i;
+        json_t *w;
+        json_array_foreach (json_object_get(mwc, "webhooks"), i, w) {
+                const char *have = "";
+                (void)jsonx_string(json_object_get(w, "clientConfig"), "caBundle", &have);
+                if (strcmp(have, bundle) == 0)
+                        continue;
+                char path[64];
+                (void)snprintf(path, sizeof(path), "/webhooks/%zu/clientConfig/caBundle", i);
+                if (json_array_append_new(ops, json_pack("{s:s, s:s, s:s}", "op", "add", "path",
+                                                         path, "value", bundle)) < 0)
+                        return -ENOMEM;
+        }
+        if (json_array_size(ops) == 1)
+                return 0; /* every webhook already trusts our CA */
+        _cleanup_free_ char *body = jsondump(ops);
+        _cleanup_json_ json_t *answer = NULL;
+        r = k8s_request(sc->k8s, "PATCH", sc->webhook_path, "application/json-patch+json", body,
+                        &status, &answer, err);
+        if (r < 0)
+                return r;
+        if (status != 200)
+                return error_set(err, -EIO, "patching the caBundle of %s: %s",
+                                 sc->cfg->tls_webhook_config,
+                                 k8s_status_message(answer, status, buf, sizeof(buf)));
+        log_event(LOG_LEVEL_INFO, "caBundle updated",
+                  json_pack("{s:s, s:I}", "webhookConfiguration", sc->cfg->tls_webhook_config,
+                            "webhooks", (json_int_t)(json_array_size(ops) - 1)));
+        return 0;
+}
+
+int selfcert_sync(selfcert_t *sc, hg_error_t *err)
+{
+        secret_pems_t p = {0};
+        int r = ensure_secret(sc, &p, err);
+        if (r < 0)
+                return r;
+        /* Key first: the store refuses a certificate whose key has not arrived. */
+        int changed = write_if_changed(sc->cfg->key_file, p.leaf.key, 0600, err);
+        int changed_cert =
+            changed < 0 ? changed : write_if_changed(sc->cfg->cert_file, p.leaf.cert, 0644, err);
+        r = changed < 0 ? changed : changed_cert;
+        if (r >= 0 && sc->webhook_path[0]) {
+                int pr = patch_ca_bundle(sc, p.ca.cert, err);
+                if (pr < 0)
+                        r = pr;
+        }
+        secret_pems_free(&p);
+        if (r < 0)
+                return r;
+        return changed || changed_cert ? 1 : 0;
+}
