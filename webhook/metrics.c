@@ -96,8 +96,8 @@ char *metrics_render(void)
         for (unsigned i = 0; i < METRICS_ERROR_COUNT; i++)
                 r |= strbuf_printf(&sb, "hangar_webhook_errors_total{kind=\"%s\"} %llu\n",
                                    error_names[i], (unsigned long long)atomic_load(&m.errors[i]));
-        r |= strbuf_puts(&sb, "# HELP hangar_webhook_review_duration_seconds Time from a complete "
-                              "request body to its answer.\n"
+        r |= strbuf_puts(&sb, "# HELP hangar_webhook_review_duration_seconds Time from a request's "
+                              "headers to its answer.\n"
                               "# TYPE hangar_webhook_review_duration_seconds histogram\n");
         for (size_t i = 0; i < NBUCKETS; i++)
                 r |= strbuf_printf(
