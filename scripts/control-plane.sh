@@ -31,12 +31,15 @@ usage() {
 
 # True if PID is a live (non-zombie) process whose command line mentions DIR,
 # so a recycled pid is never mistaken for ours.
+proc_state() {
+  sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1 || true
+}
 is_ours() {
   local pid=$1 dir=$2 state
-  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
-  state=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [ "$state" != Z ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$dir/"
+  [ -n "$pid" ] || return 1
+  state=$(proc_state "$pid")
+  [ -n "$state" ] && [ "$state" != Z ] || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir/"
 }
 
 # stop_pid NAME PID DIR: TERM, wait up to $stop_timeout s, then KILL.
@@ -54,9 +57,14 @@ stop_pid() {
     kill -KILL "$pid" 2>/dev/null || true
     for ((i = 0; i < 50; i++)); do is_ours "$pid" "$dir" || break; sleep 0.1; done
   fi
-  # Reap it if it is our child (only when stopping from the starting shell).
+  # Reap it if it is our child (only when stopping from the starting shell);
+  # otherwise give its reaper (init) a moment, so pgrep sees no zombie after stop.
   wait "$pid" 2>/dev/null || true
   ! is_ours "$pid" "$dir" || die "$name (pid $pid) did not exit"
+  for ((i = 0; i < 50; i++)); do
+    [ "$(proc_state "$pid")" = Z ] || break
+    sleep 0.1
+  done
 }
 
 log_tail() {
@@ -202,16 +210,17 @@ port_conflict() { grep -qiE 'address already in use|bind: address' "$1" 2>/dev/n
 cmd_start() {
   local bin etcd_port api_port attempt logf
   mkdir -p "$dir"
-  if [ -f "$dir/env" ]; then
-    local old_e old_a
-    old_e=$(sed -n 's/^export HANGAR_ETCD_PID=//p' "$dir/env")
-    old_a=$(sed -n 's/^export HANGAR_APISERVER_PID=//p' "$dir/env")
-    if is_ours "$old_e" "$dir" || is_ours "$old_a" "$dir"; then
-      die "a control plane is already running in $dir (stop it first)"
-    fi
+  read_pids
+  if is_ours "$etcd_pid" "$dir" || is_ours "$apiserver_pid" "$dir"; then
+    die "a control plane is already running in $dir (stop it first)"
+  fi
+  etcd_pid="" apiserver_pid=""
+  if [ -e "$dir/env" ] || [ -e "$dir/etcd-data" ]; then
     log "removing stale state of a previous run in $dir"
   fi
   rm -rf "$dir/etcd-data" "$dir/pki" "$dir/env" "$dir/kubeconfig" "$dir"/*.pid
+  : >"$dir/etcd.log"
+  : >"$dir/kube-apiserver.log"
 
   if [ -n "${HANGAR_K8S_BIN:-}" ]; then
     bin=$HANGAR_K8S_BIN
@@ -274,6 +283,7 @@ cmd_start() {
       --secure-port "$api_port" \
       --bind-address 127.0.0.1 \
       --advertise-address 127.0.0.1 \
+      --endpoint-reconciler-type none \
       --authorization-mode RBAC \
       --service-cluster-ip-range 10.0.0.0/24 \
       --allow-privileged=true \

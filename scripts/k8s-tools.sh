@@ -5,6 +5,7 @@
 #   scripts/k8s-tools.sh                 build if needed; last stdout line is the bin dir
 #   scripts/k8s-tools.sh --print-bin-dir print the bin dir (fails if not built yet)
 #   scripts/k8s-tools.sh --print-key     print the cache key
+#   scripts/k8s-tools.sh --prune         remove cached binaries of other keys
 #   scripts/k8s-tools.sh --regen-gomod   maintainer: rewrite scripts/k8s-tools/go.mod
 #                                        and go.sum for K8S_VERSION (after a bump)
 #
@@ -21,7 +22,7 @@ K8S_VERSION=v1.37.2     # k8s.io/kubernetes; staging modules replaced by v0.37.2
 HELM_VERSION=v3.22.0    # helm.sh/helm/v3
 # etcd is not pinned here: it is the go.etcd.io/etcd/server/v3 version that
 # K8S_VERSION's go.mod requires, recorded in scripts/k8s-tools/go.mod.
-RECIPE_REV=1            # bump when the build flags below change
+RECIPE_REV=2            # bump when the build flags below change
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mod_dir="$script_dir/k8s-tools"
@@ -30,6 +31,14 @@ binaries=(kube-apiserver etcd kubectl helm)
 
 log() { echo "k8s-tools: $*" >&2; }
 die() { echo "k8s-tools: error: $*" >&2; exit 1; }
+
+# step MSG: log MSG, and how long the previous step took.
+step_name="" step_start=0
+step() {
+  [ -z "$step_name" ] || log "  ...$step_name took $((SECONDS - step_start))s"
+  step_name=$1 step_start=$SECONDS
+  [ -z "$1" ] || log "$1"
+}
 
 # Go environment: everything under the cache root, no toolchain switching,
 # module cache writable so `rm -rf` on the cache root works.
@@ -120,9 +129,12 @@ build_into() {
   local out="$1" k8s_minor k8s_ldflags build_date tags helm_gomod helm_k8s_minor
   local -a goflags=(-p 2 -trimpath)
   k8s_minor=${K8S_VERSION#v1.}; k8s_minor=${k8s_minor%%.*}
-  # Reproducible build date: the release's publication time from the proxy.
-  build_date=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' \
-           "$GOMODCACHE/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.info" 2>/dev/null || true)
+
+  cd "$mod_dir"
+  step "downloading modules for the wrapper module"
+  go mod download
+  # Reproducible build date: the release's publication time on the proxy.
+  build_date=$(go list -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
   build_date=${build_date:-1970-01-01T00:00:00Z}
   k8s_ldflags="-s -w"
   local pkg
@@ -133,19 +145,16 @@ build_into() {
   # Tags as upstream's hack/lib/golang.sh uses for release (non-debug) builds.
   tags="selinux,notest,grpcnotrace"
 
-  cd "$mod_dir"
-  log "downloading modules for the wrapper module"
-  go mod download
-  log "building kube-apiserver"
+  step "building kube-apiserver"
   go build "${goflags[@]}" -tags "$tags" -ldflags "$k8s_ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-  log "building kubectl"
+  step "building kubectl"
   go build "${goflags[@]}" -tags "$tags" -ldflags "$k8s_ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl
-  log "building etcd"
+  step "building etcd"
   go build "${goflags[@]}" -tags "$tags" -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
 
   # helm: plain `go install pkg@version` (no replace directives upstream),
   # with the ldflags of helm's Makefile.
-  log "building helm $HELM_VERSION"
+  step "building helm $HELM_VERSION"
   cd /
   helm_gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" \
                  | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
@@ -157,10 +166,11 @@ build_into() {
     helm_ldflags+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$helm_k8s_minor"
   fi
   GOBIN="$out" go install "${goflags[@]}" -ldflags "$helm_ldflags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  step ""
 }
 
 build() {
-  local key dir lock tmp start
+  local key dir lock start
   key=$(cache_key)
   dir="$cache_root/$key"
   if have_all "$dir/bin"; then
@@ -179,13 +189,14 @@ build() {
     echo "$dir/bin"
     return 0
   fi
-  log "cold build of $key (takes minutes, several GB of RAM)"
+  log "building $key (cold: ~15 min and ~2.5 GB RAM on 2 cores)"
   start=$(date +%s)
-  tmp="$cache_root/.build-$key.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp/bin"
-  trap 'rm -rf "$tmp"' EXIT
-  build_into "$tmp/bin"
+  # Global, not local: the EXIT trap may run after this function's frame is gone.
+  build_tmp="$cache_root/.build-$key.$$"
+  rm -rf "$build_tmp"
+  mkdir -p "$build_tmp/bin"
+  trap 'rm -rf "$build_tmp"' EXIT
+  build_into "$build_tmp/bin"
   {
     echo "key=$key"
     echo "kubernetes=$K8S_VERSION"
@@ -193,9 +204,9 @@ build() {
     echo "helm=$HELM_VERSION"
     echo "go=$(go env GOVERSION)"
     echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(( $(date +%s) - start ))"
-  } >"$tmp/BUILD-INFO"
+  } >"$build_tmp/BUILD-INFO"
   rm -rf "$dir"
-  mv "$tmp" "$dir"
+  mv "$build_tmp" "$dir"
   trap - EXIT
   log "built in $(( $(date +%s) - start ))s: ${binaries[*]} in $dir/bin"
   echo "$dir/bin"
@@ -212,8 +223,15 @@ case "${1:-}" in
     cache_key ;;
   --regen-gomod)
     regen_gomod ;;
+  --prune)
+    key=$(cache_key)
+    for d in "$cache_root"/k8s-*; do
+      if [ ! -d "$d" ] || [ "$(basename "$d")" = "$key" ]; then continue; fi
+      log "removing $d"
+      rm -rf "$d"
+    done ;;
   -h | --help)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
   *)
     die "unknown argument '$1' (see --help)" ;;
 esac

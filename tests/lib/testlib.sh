@@ -82,3 +82,21 @@ t_webhook_port() {
         t_wait_for "grep -q '\"msg\":\"listening\"' '$1'" 10 || return 1
         grep '"msg":"listening"' "$1" | head -n 1 | jq -r "${2:-.port}"
 }
+
+# A Kubernetes Secret volume in directory $1: files are symlinks through
+# ..data, which the kubelet swaps atomically to a new timestamped directory
+# on update. Publishes tls.crt and tls.key from directory $2.
+t_secret_publish() {
+        local dir=$1 src=$2 gen="..$(date +%s%N)"
+        mkdir -p "$dir/$gen"
+        cp "$src/tls.crt" "$src/tls.key" "$dir/$gen/"
+        ln -sfn "$gen" "$dir/..data_tmp"
+        mv -T "$dir/..data_tmp" "$dir/..data"
+        ln -sfn ..data/tls.crt "$dir/tls.crt"
+        ln -sfn ..data/tls.key "$dir/tls.key"
+}
+
+# A free TCP port on loopback.
+t_free_port() {
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}

@@ -10,17 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 t_begin "webhook server over TLS"
 cd "$T_TMP" || exit 1
 
-# A Kubernetes Secret volume: files are symlinks through ..data, which the
-# kubelet swaps atomically to a new timestamped directory on update.
-secret_publish() { # DIR_WITH_PEMS
-        local gen="..$(date +%s%N)"
-        mkdir -p "secret/$gen"
-        cp "$1/tls.crt" "$1/tls.key" "secret/$gen/"
-        ln -sfn "$gen" secret/..data_tmp
-        mv -T secret/..data_tmp secret/..data
-        ln -sfn ..data/tls.crt secret/tls.crt
-        ln -sfn ..data/tls.key secret/tls.key
-}
+secret_publish() { t_secret_publish secret "$1"; }
 
 "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --dns localhost >/dev/null || exit 1
 mkdir -p secret
@@ -37,7 +27,7 @@ server:
   requestTimeoutSeconds: 2
   certPollSeconds: 1
 CFG
-HEALTH_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HEALTH_PORT=$(t_free_port)
 HANGAR_HEALTH_PORT=$HEALTH_PORT "$WEBHOOK" serve --config config.yaml 2>webhook.log &
 WEBHOOK_PID=$!
 t_cleanup_pid $WEBHOOK_PID

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# End to end against a real kube-apiserver + etcd: the chart installed in URL
+# mode pointing at hangar-webhook running locally on TLS, pods created with
+# kubectl, and what the API server stored checked against design page 000's
+# table. Also: a privileged pod and an unlabelled pod untouched, a dry-run
+# create injected, a denied pod's message, 200 pods in parallel, the webhook
+# stopped (failurePolicy Fail, then Ignore), the certificate rotated while
+# pods are created, and self-managed certificates (the webhook patches the
+# caBundle itself and the API server then trusts it).
+# usage: test_admission.sh HANGAR_WEBHOOK TOOLS_BIN
+WEBHOOK=$(realpath "$1")
+TOOLS_BIN=$(realpath "$2")
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "admission end to end (kube-apiserver $("$TOOLS_BIN/kube-apiserver" --version | awk '{print $2}'))"
+cd "$T_TMP" || exit 1
+export PATH=$TOOLS_BIN:$PATH
+CHART=$ROOT/charts/hangar-webhook
+
+"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
+stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
+trap 'stop_cp; t_cleanup' EXIT
+export KUBECONFIG=$T_TMP/cp/kubeconfig
+kubectl create namespace e2e >/dev/null
+kubectl create namespace hangar-system >/dev/null
+
+# The webhook, locally, on TLS, its pair published Secret-style.
+"$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
+mkdir -p secret && t_secret_publish secret pki
+PORT=$(t_free_port)
+cat >webhook.yaml <<CFG
+driverSidecar: true
+server: {address: 127.0.0.1, port: $PORT, certFile: $T_TMP/secret/tls.crt, keyFile: $T_TMP/secret/tls.key, certPollSeconds: 1}
+CFG
+start_webhook() {
+        "$WEBHOOK" serve --config webhook.yaml 2>>webhook.log &
+        WEBHOOK_PID=$!
+        t_cleanup_pid $WEBHOOK_PID
+        t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$PORT/readyz >/dev/null" 10
+}
+start_webhook || { cat webhook.log; exit 1; }
+
+helm install hangar "$CHART" -n hangar-system --set webhook.url="https://127.0.0.1:$PORT/mutate" \
+        --set webhook.caBundle="$(base64 -w0 pki/ca.crt)" --set driverSidecar.enabled=true >helm.log 2>&1 ||
+        { cat helm.log; exit 1; }
+MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o name)
+t_check "the chart installed a MutatingWebhookConfiguration ($MWC)" test -n "$MWC"
+
+pod_manifest() { # NAME [LABEL_VALUE] [EXTRA_SPEC_JSON]
+        jq -n --arg name "$1" --arg lv "${2:-true}" --argjson extra "${3:-{\}}" '{
+                apiVersion: "v1", kind: "Pod",
+                metadata: {name: $name, namespace: "e2e", labels: {"hangar.dev/sandbox": $lv}},
+                spec: ({containers: [{name: "sandbox", image: "registry.example/agent-env:1.2",
+                        securityContext: {runAsUser: 1000, runAsGroup: 1000}}]} + $extra)}'
+}
+# The API server picks up a new webhook configuration after a moment.
+t_check "webhook active (a dry-run sandbox pod comes back injected)" t_wait_for \
+        "pod_manifest probe | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
+
+# A sandbox pod: stored exactly per the design page's table.
+pod_manifest sandbox-1 | kubectl create -f - >/dev/null
+kubectl get pod -n e2e sandbox-1 -o json >stored.json
+q() { jq -r "$@" stored.json; }
+t_eq "containers: agent then hangar-driver" '["sandbox","hangar-driver"]' "$(q -c '[.spec.containers[].name]' | tr -d ' ')"
+D='.spec.containers[1]'
+t_eq "driver runs the agent's image" registry.example/agent-env:1.2 "$(q "$D.image")"
+t_eq "driver uid 1001" 1001 "$(q "$D.securityContext.runAsUser")"
+t_eq "driver gid 1001" 1001 "$(q "$D.securityContext.runAsGroup")"
+t_eq "driver runAsNonRoot" true "$(q "$D.securityContext.runAsNonRoot")"
+t_eq "driver allowPrivilegeEscalation false" false "$(q "$D.securityContext.allowPrivilegeEscalation")"
+t_eq "driver read-only root" true "$(q "$D.securityContext.readOnlyRootFilesystem")"
+t_eq "driver drops ALL capabilities" '["ALL"]' "$(q -c "$D.securityContext.capabilities.drop")"
+t_eq "driver requests 50m / 64Mi" 50m/64Mi "$(q "$D.resources.requests.cpu + \"/\" + $D.resources.requests.memory")"
+t_eq "driver mounts home and ctl read-write" \
+        '[["hangar-home","/var/lib/hangar",false],["hangar-ctl","/var/lib/hangar-ctl",false]]' \
+        "$(q -c "[$D.volumeMounts[] | [.name, .mountPath, (.readOnly // false)]]")"
+t_eq "agent mounts hangar-home read-only, never hangar-ctl" '[["hangar-home","/var/lib/hangar",true]]' \
+        "$(q -c '[.spec.containers[0].volumeMounts[] | select(.name | startswith("hangar")) | [.name, .mountPath, .readOnly]]')"
+t_eq "hangar-home is an emptyDir" '{}' "$(q -c '.spec.volumes[] | select(.name=="hangar-home") | .emptyDir')"
+t_eq "hangar-ctl is in memory, 64Mi" '{"medium":"Memory","sizeLimit":"64Mi"}' \
+        "$(q -c '.spec.volumes[] | select(.name=="hangar-ctl") | .emptyDir')"
+t_eq "shareProcessNamespace false" false "$(q .spec.shareProcessNamespace)"
+t_eq "annotation says injected" injected "$(q '.metadata.annotations["hangar.dev/driver-sidecar"]')"
+
+# A privileged (heavy) pod: no sidecar, a warning for whoever created it.
+pod_manifest heavy true '{"containers":[{"name":"sandbox","image":"docker:dind","securityContext":{"privileged":true}}]}' |
+        kubectl create -f - >/dev/null 2>heavy.err
+t_eq "privileged pod keeps its one container" '["sandbox"]' "$(kubectl get pod -n e2e heavy -o json | jq -c '[.spec.containers[].name]')"
+t_eq "privileged pod annotated with why" privileged-container \
+        "$(kubectl get pod -n e2e heavy -o json | jq -r '.metadata.annotations["hangar.dev/driver-sidecar-reason"]')"
+t_check "kubectl shows the warning" grep -q "driver sidecar not injected" heavy.err
+
+# An unlabelled pod never reaches the webhook (objectSelector) and is untouched.
+pod_manifest web false | kubectl create -f - >/dev/null
+t_eq "unlabelled pod untouched" '["sandbox"] null' \
+        "$(kubectl get pod -n e2e web -o json | jq -c '[.spec.containers[].name], .metadata.annotations' | tr '\n' ' ' | sed 's/ $//')"
+
+# A dry-run create is injected too (sideEffects None).
+t_eq "dry-run create injected" hangar-driver \
+        "$(pod_manifest dry | kubectl create --dry-run=server -o json -f - | jq -r '.spec.containers[1].name')"
+t_check "dry-run stored nothing" bash -c "! kubectl get pod -n e2e dry >/dev/null 2>&1"
+
+# A pod the webhook denies gets its message.
+if pod_manifest clash true '{"volumes":[{"name":"hangar-home","emptyDir":{}}]}' | kubectl create -f - 2>deny.err >/dev/null; then
+        t_fail "a pod with its own hangar-home volume was created"
+else
+        t_check "denied with the webhook's message ($(head -c 160 deny.err))" \
+                grep -q 'denied the request: the pod already has a volume named "hangar-home"' deny.err
+fi
+
+# 200 sandbox pods created in parallel: all injected, none failed.
+mkdir -p many
+for i in $(seq 1 200); do pod_manifest "many-$i" >"many/$i.json"; done
+ls many/*.json | xargs -P 16 -I{} sh -c 'kubectl create -f {} >/dev/null 2>>many.err || echo fail >>many.fail'
+t_eq "200 parallel creates, none failed" 0 "$( [ -f many.fail ] && wc -l <many.fail || echo 0)"
+t_eq "200 parallel pods all injected" 200 \
+        "$(kubectl get pods -n e2e -o json | jq '[.items[] | select(.metadata.name | startswith("many-")) | select(.spec.containers[1].name == "hangar-driver")] | length')"
+
+# Certificate rotated (same CA, Secret-style swap) while pods are created.
+: >rot.fail
+creator() { # PREFIX
+        local i=0 end=$(($(date +%s) + 8))
+        while [ "$(date +%s)" -lt "$end" ]; do
+                i=$((i + 1))
+                pod_manifest "$1-$i" | kubectl create -f - >/dev/null 2>>rot.err || echo "$1-$i" >>rot.fail
+        done
+}
+for c in a b c; do creator "rot-$c" & t_cleanup_pid $!; done
+for round in 1 2 3; do
+        sleep 2
+        "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --reuse-ca >/dev/null
+        t_secret_publish secret pki
+done
+sleep 4
+rotated=$(kubectl get pods -n e2e -o json | jq '[.items[] | select(.metadata.name | startswith("rot-"))] | length')
+t_eq "zero failed creates during rotation" 0 "$(wc -l <rot.fail)"
+t_check "pods were created during rotation ($rotated)" test "$rotated" -gt 10
+t_eq "all of them injected" "$rotated" \
+        "$(kubectl get pods -n e2e -o json | jq '[.items[] | select(.metadata.name | startswith("rot-")) | select(.spec.containers[1].name == "hangar-driver")] | length')"
+t_check "the rotated certificates were loaded" test "$(grep -c "serving certificate loaded" webhook.log)" -ge 4
+
+# Webhook stopped: failurePolicy Fail refuses sandbox pods, others are fine.
+kill -TERM "$WEBHOOK_PID"; wait "$WEBHOOK_PID" 2>/dev/null
+if pod_manifest down-1 | kubectl create -f - >/dev/null 2>down.err; then
+        t_fail "a sandbox pod was created while the webhook was down under failurePolicy Fail"
+else
+        t_check "Fail: sandbox pod refused while the webhook is down ($(head -c 120 down.err))" \
+                grep -q 'failed calling webhook' down.err
+fi
+pod_manifest down-web false | kubectl create -f - >/dev/null
+t_check "Fail: unlabelled pods still start" kubectl get pod -n e2e down-web -o name
+helm upgrade hangar "$CHART" -n hangar-system --reuse-values --set webhook.failurePolicy=Ignore >>helm.log 2>&1
+t_check "Ignore: sandbox pod starts while the webhook is down" t_wait_for \
+        "pod_manifest down-2 | kubectl create -f - >/dev/null 2>&1" 20
+t_eq "Ignore: ... without the sidecar (the probe's job to refuse it)" '["sandbox"]' \
+        "$(kubectl get pod -n e2e down-2 -o json | jq -c '[.spec.containers[].name]')"
+helm upgrade hangar "$CHART" -n hangar-system --reuse-values --set webhook.failurePolicy=Fail >>helm.log 2>&1
+start_webhook
+t_check "webhook back: sandbox pods injected again" t_wait_for \
+        "pod_manifest back | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 20
+
+# Self-managed certificates: a second release (own selector) whose caBundle
+# starts wrong; the webhook, given the admin kubeconfig, keeps its CA in a
+# Secret and patches the caBundle, and the API server then trusts it.
+SM_PORT=$(t_free_port)
+helm install selfmanaged "$CHART" -n hangar-system --set webhook.url="https://127.0.0.1:$SM_PORT/mutate" \
+        --set webhook.caBundle="$(base64 -w0 pki/ca.crt)" --set selector.key=hangar.dev/selfmanaged \
+        --set driverSidecar.enabled=true >>helm.log 2>&1 || { tail helm.log; }
+SM_MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=selfmanaged -o jsonpath='{.items[0].metadata.name}')
+cat >selfmanaged.yaml <<CFG
+driverSidecar: true
+selector: {key: hangar.dev/selfmanaged, value: "true"}
+server: {address: 127.0.0.1, port: $SM_PORT, certFile: $T_TMP/sm-tls.crt, keyFile: $T_TMP/sm-tls.key, certPollSeconds: 1}
+tls: {mode: selfManaged, secretNamespace: hangar-system, secretName: sm-tls, webhookConfigName: $SM_MWC, ipAddresses: [127.0.0.1], syncSeconds: 2}
+kubeconfig: $KUBECONFIG
+CFG
+"$WEBHOOK" serve --config selfmanaged.yaml 2>selfmanaged.log &
+SM_PID=$!
+t_cleanup_pid $SM_PID
+t_check "self-managed: Secret created with CA and pair" t_wait_for \
+        "kubectl get secret -n hangar-system sm-tls -o json 2>/dev/null | jq -e '.data | has(\"ca.crt\") and has(\"ca.key\") and has(\"tls.crt\") and has(\"tls.key\")' >/dev/null" 15
+sm_ca=$(kubectl get secret -n hangar-system sm-tls -o jsonpath='{.data.ca\.crt}')
+t_check "self-managed: caBundle patched to the Secret's CA" t_wait_for \
+        "[ \"\$(kubectl get mutatingwebhookconfiguration $SM_MWC -o jsonpath='{.webhooks[0].clientConfig.caBundle}')\" = '$sm_ca' ]" 15
+sm_pod() { jq -n --arg n "$1" '{apiVersion:"v1",kind:"Pod",metadata:{name:$n,namespace:"e2e",labels:{"hangar.dev/selfmanaged":"true"}},spec:{containers:[{name:"sandbox",image:"img:1"}]}}'; }
+t_check "self-managed: the API server trusts it (pod injected)" t_wait_for \
+        "sm_pod sm-1 | kubectl create -f - >/dev/null 2>&1" 20
+t_eq "self-managed: stored pod has the sidecar" hangar-driver \
+        "$(kubectl get pod -n e2e sm-1 -o jsonpath='{.spec.containers[1].name}')"
+# A second replica agrees: same Secret, no caBundle change, same CA.
+SM2_PORT=$(t_free_port)
+sed "s/port: $SM_PORT/port: $SM2_PORT/; s#$T_TMP/sm-tls#$T_TMP/sm2-tls#g" selfmanaged.yaml >selfmanaged2.yaml
+rv_before=$(kubectl get mutatingwebhookconfiguration "$SM_MWC" -o jsonpath='{.metadata.resourceVersion}')
+"$WEBHOOK" serve --config selfmanaged2.yaml 2>selfmanaged2.log &
+t_cleanup_pid $!
+t_check "second replica serves the same pair" t_wait_for "cmp -s $T_TMP/sm-tls.crt $T_TMP/sm2-tls.crt" 15
+sleep 3
+t_eq "second replica left the caBundle alone" "$rv_before" \
+        "$(kubectl get mutatingwebhookconfiguration "$SM_MWC" -o jsonpath='{.metadata.resourceVersion}')"
+t_check "second replica did not create a CA" bash -c "! grep -q 'creating the certificate Secret' selfmanaged2.log"
+
+t_end
