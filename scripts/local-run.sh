@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The main job, end to end on this machine: installs what is needed, builds,
+# starts a real kube-apiserver + etcd on loopback, runs hangar-webhook on TLS
+# with self-managed certificates (CA in a Secret, caBundle patched by the
+# webhook), installs the Helm chart pointing the API server at it, creates an
+# example sandbox pod and prints the pod as the API server stored it, with
+# the injected sidecar highlighted.
+#
+#   scripts/local-run.sh          start everything (state in $HANGAR_LOCAL_DIR, default /tmp/hangar-local)
+#   scripts/local-run.sh stop     stop everything it started and remove the state
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+STATE=${HANGAR_LOCAL_DIR:-/tmp/hangar-local}
+
+stop_all() {
+        if [ -f "$STATE/webhook.pid" ]; then
+                kill "$(cat "$STATE/webhook.pid")" 2>/dev/null || true
+        fi
+        if [ -d "$STATE/cp" ]; then
+                "$ROOT/scripts/control-plane.sh" stop "$STATE/cp" >/dev/null 2>&1 || true
+        fi
+        rm -rf "$STATE"
+}
+
+if [ "${1:-}" = stop ]; then
+        stop_all
+        echo "local-run: stopped, $STATE removed"
+        exit 0
+fi
+if [ -e "$STATE" ]; then
+        echo "local-run: $STATE exists (already running?); run 'scripts/local-run.sh stop' first" >&2
+        exit 1
+fi
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "installing dependencies"
+"$ROOT/scripts/install-deps.sh"
+say "building kube-apiserver, etcd, kubectl and helm (cached after the first run; the first takes ~15 min)"
+BIN=$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)
+export PATH=$BIN:$PATH
+say "building hangar-sidecar"
+cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DHANGAR_TOOLS_BIN="$BIN" >/dev/null
+ninja -C "$ROOT/build" hangar-webhook
+WEBHOOK=$ROOT/build/webhook/hangar-webhook
+
+mkdir -p "$STATE"
+trap 'echo "local-run: failed; cleaning up" >&2; stop_all' ERR
+say "starting a local control plane (etcd + kube-apiserver on loopback)"
+HANGAR_K8S_BIN=$BIN "$ROOT/scripts/control-plane.sh" start "$STATE/cp"
+export KUBECONFIG=$STATE/cp/kubeconfig
+kubectl create namespace hangar-system >/dev/null
+kubectl create namespace sandboxes >/dev/null
+# GKE Sandbox's RuntimeClass, so the example pod looks like one on GKE.
+kubectl apply -f - >/dev/null <<'RC'
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+RC
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+say "installing the chart (URL mode: the API server calls the webhook on 127.0.0.1:$PORT)"
+# The webhook patches the real caBundle in; the chart needs a placeholder.
+"$WEBHOOK" certs --out-dir "$STATE/placeholder" --ip 127.0.0.1 >/dev/null
+helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system \
+        --set driverSidecar.enabled=true \
+        --set webhook.url="https://127.0.0.1:$PORT/mutate" \
+        --set webhook.caBundle="$(base64 -w0 "$STATE/placeholder/ca.crt")"
+MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=hangar \
+        -o jsonpath='{.items[0].metadata.name}')
+
+say "starting hangar-webhook (self-managed certificates; log in $STATE/webhook.log)"
+cat >"$STATE/webhook.yaml" <<CFG
+driverSidecar: true
+server:
+  address: 127.0.0.1
+  port: $PORT
+  certFile: $STATE/tls.crt
+  keyFile: $STATE/tls.key
+tls:
+  mode: selfManaged
+  secretNamespace: hangar-system
+  webhookConfigName: $MWC
+  ipAddresses: [127.0.0.1]
+  syncSeconds: 10
+kubeconfig: $KUBECONFIG
+CFG
+nohup "$WEBHOOK" serve --config "$STATE/webhook.yaml" >>"$STATE/webhook.log" 2>&1 &
+echo $! >"$STATE/webhook.pid"
+for _ in $(seq 100); do
+        curl -sf --cacert <(kubectl get secret -n hangar-system hangar-webhook-tls \
+                -o jsonpath='{.data.ca\.crt}' 2>/dev/null | base64 -d) \
+                "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+        sleep 0.2
+done
+grep -E '"(creating the certificate Secret|caBundle updated|listening)"' "$STATE/webhook.log" | cut -c1-200
+
+say "creating an example sandbox pod"
+cat >"$STATE/sandbox-pod.yaml" <<'POD'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-sandbox
+  namespace: sandboxes
+  labels:
+    hangar.dev/sandbox: "true"
+spec:
+  runtimeClassName: gvisor
+  securityContext:
+    fsGroup: 1000
+  containers:
+  - name: sandbox
+    image: us-docker.pkg.dev/hangar/envs/python:3.12
+    securityContext:
+      runAsUser: 1000
+      runAsGroup: 1000
+POD
+cat "$STATE/sandbox-pod.yaml"
+# The API server picks up the webhook configuration after a moment.
+created=false
+for _ in $(seq 50); do
+        if kubectl create -f "$STATE/sandbox-pod.yaml" 2>"$STATE/create.err"; then
+                created=true
+                break
+        fi
+        sleep 0.3
+done
+$created || { cat "$STATE/create.err" >&2; false; }
+
+say "the pod as the API server stored it; lines hangar-webhook added are green (+)"
+# The same pod without the sandbox label, dry-run: what the API server
+# would have stored without the webhook. The difference is the injection.
+sed -e 's#hangar.dev/sandbox: "true"#hangar.dev/sandbox: "no"#' -e 's#name: agent-sandbox#name: agent-sandbox-plain#' "$STATE/sandbox-pod.yaml" |
+        kubectl create --dry-run=server -o json -f - >"$STATE/without.json"
+kubectl get pod -n sandboxes agent-sandbox -o json >"$STATE/stored.json"
+view() { jq -S '{metadata: {annotations: .metadata.annotations}, spec: .spec}' "$1"; }
+esc=$(printf '\033')
+diff -U 1000 <(view "$STATE/without.json") <(view "$STATE/stored.json") | tail -n +4 |
+        sed -E "s/^\+(.*)\$/${esc}[32m+\1${esc}[0m/; s/^-(.*)\$/${esc}[31m-\1${esc}[0m/" || true
+trap - ERR
+
+say "done"
+cat <<MSG
+Everything is running:
+  kube-apiserver   $(grep HANGAR_APISERVER_URL "$STATE/cp/env" | cut -d= -f2)   (export KUBECONFIG=$KUBECONFIG)
+  hangar-webhook   https://127.0.0.1:$PORT   (log: $STATE/webhook.log, metrics: curl -sk https://127.0.0.1:$PORT/metrics)
+Try: kubectl --kubeconfig $KUBECONFIG get pod -n sandboxes agent-sandbox -o yaml
+The probe's gVisor verdict is not part of this run yet (issue 4).
+Stop everything with:  scripts/local-run.sh stop
+MSG
