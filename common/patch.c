@@ -55,8 +55,11 @@ static int lookup_container(patch_t *p, const char *parent_path, const char *key
         return r;
 }
 
-int patch_append(patch_t *p, const char *parent_path, const char *key, json_t *value,
-                 hg_error_t *err)
+/* Adds value into the container (array or map) at parent_path/key: at
+ * segment ("-" or a member name) when the container exists, or by creating
+ * the container around it (holding value) when it does not. */
+static int add_into(patch_t *p, const char *parent_path, const char *key, json_type type,
+                    const char *segment, json_t *value, hg_error_t *err)
 {
         _cleanup_json_ json_t *owned = value;
         if (!owned)
@@ -67,38 +70,29 @@ int patch_append(patch_t *p, const char *parent_path, const char *key, json_t *v
                 r = jsonptr_append(&path, key);
         if (r < 0)
                 return r;
-        json_t *array;
-        r = lookup_container(p, parent_path, key, JSON_ARRAY, &array, err);
-        if (r == -ENOENT)
-                return patch_add(p, path.data, json_pack("[O]", owned), err);
+        json_t *container;
+        r = lookup_container(p, parent_path, key, type, &container, err);
+        if (r == -ENOENT) {
+                json_t *created = type == JSON_ARRAY ? json_pack("[O]", owned)
+                                                     : json_pack("{s:O}", segment, owned);
+                return patch_add(p, path.data, created, err);
+        }
         if (r < 0)
                 return r;
-        r = jsonptr_append(&path, "-");
+        r = jsonptr_append(&path, segment);
         if (r < 0)
                 return r;
         return patch_add(p, path.data, TAKE_PTR(owned), err);
 }
 
+int patch_append(patch_t *p, const char *parent_path, const char *key, json_t *value,
+                 hg_error_t *err)
+{
+        return add_into(p, parent_path, key, JSON_ARRAY, "-", value, err);
+}
+
 int patch_set_member(patch_t *p, const char *parent_path, const char *key, const char *name,
                      json_t *value, hg_error_t *err)
 {
-        _cleanup_json_ json_t *owned = value;
-        if (!owned)
-                return -ENOMEM;
-        _cleanup_strbuf_ strbuf_t path = {0};
-        int r = strbuf_puts(&path, parent_path);
-        if (r == 0)
-                r = jsonptr_append(&path, key);
-        if (r < 0)
-                return r;
-        json_t *map;
-        r = lookup_container(p, parent_path, key, JSON_OBJECT, &map, err);
-        if (r == -ENOENT)
-                return patch_add(p, path.data, json_pack("{s:O}", name, owned), err);
-        if (r < 0)
-                return r;
-        r = jsonptr_append(&path, name);
-        if (r < 0)
-                return r;
-        return patch_add(p, path.data, TAKE_PTR(owned), err);
+        return add_into(p, parent_path, key, JSON_OBJECT, name, value, err);
 }
