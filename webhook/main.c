@@ -21,6 +21,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fileio.h"
+#include "jsonarena.h"
 #include "jsondump.h"
 #include "jsonx.h"
 #include "log.h"
@@ -148,6 +149,8 @@ static int cmd_serve(int argc, char **argv)
         hg_config_t cfg;
         if (load_config("serve", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
+        /* Before the server's threads exist (see jsonarena.h). */
+        jsonarena_install();
 
         /* Signals arrive through sigtimedwait below, never as handlers; the
          * server's threads inherit the mask. */

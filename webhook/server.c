@@ -16,6 +16,7 @@
 #include "admission.h"
 #include "certstore.h"
 #include "cleanup.h"
+#include "jsonarena.h"
 #include "jsondump.h"
 #include "log.h"
 #include "metrics.h"
@@ -214,6 +215,9 @@ static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *c
         admission_outcome_t o;
         hg_error_t err = {0};
         char *response = NULL;
+        /* Every jansson value of this review lives in the thread's arena and
+         * is gone at jsonarena_end(); only the malloc'd answer leaves. */
+        jsonarena_begin();
         int r = admission_handle(s->cfg, req->body ? req->body : "", req->len, &response, &o, &err);
         double secs = seconds_since(&req->started);
         enum MHD_Result ret;
@@ -231,6 +235,7 @@ static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *c
                 ret = send_buffer(conn, MHD_HTTP_OK, "application/json", response, false);
         }
         admission_outcome_free(&o);
+        jsonarena_end();
         return ret;
 }
 

@@ -1,0 +1,207 @@
+{{/*
+Names, labels and the rendered config.yaml of the hangar-webhook chart.
+*/}}
+
+{{- define "hangar-webhook.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name: RELEASE-hangar-webhook, or RELEASE when it already contains the
+chart name. Truncated to leave room for the "-tls"/"-serving" suffixes.
+*/}}
+{{- define "hangar-webhook.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 52 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "hangar-webhook.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "hangar-webhook.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hangar-webhook.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: admission-webhook
+{{- end }}
+
+{{- define "hangar-webhook.labels" -}}
+helm.sh/chart: {{ include "hangar-webhook.chart" . }}
+{{ include "hangar-webhook.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: hangar
+{{- end }}
+
+{{/* URL mode: the webhook runs outside the cluster; nothing runs in it. */}}
+{{- define "hangar-webhook.urlMode" -}}
+{{- if .Values.webhook.url }}true{{ end }}
+{{- end }}
+
+{{- define "hangar-webhook.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "hangar-webhook.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The MutatingWebhookConfiguration's name (the self-managed webhook patches it). */}}
+{{- define "hangar-webhook.webhookConfigName" -}}
+{{- include "hangar-webhook.fullname" . }}
+{{- end }}
+
+{{/* The Secret the serving certificate lives in, per certificate mode. */}}
+{{- define "hangar-webhook.tlsSecretName" -}}
+{{- $c := .Values.certificates }}
+{{- if eq $c.mode "selfManaged" }}
+{{- default (printf "%s-tls" (include "hangar-webhook.fullname" .)) $c.selfManaged.secretName }}
+{{- else if eq $c.mode "certManager" }}
+{{- printf "%s-tls" (include "hangar-webhook.fullname" .) }}
+{{- else }}
+{{- $c.provided.secretName }}
+{{- end }}
+{{- end }}
+
+{{/* cert-manager: the serving Certificate (the CA is injected from it). */}}
+{{- define "hangar-webhook.servingCertName" -}}
+{{- printf "%s-serving" (include "hangar-webhook.fullname" .) }}
+{{- end }}
+
+{{- define "hangar-webhook.image" -}}
+{{- $i := .Values.image }}
+{{- if $i.digest }}
+{{- printf "%s@%s" $i.repository $i.digest }}
+{{- else }}
+{{- printf "%s:%s" $i.repository (default .Chart.AppVersion $i.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Service's DNS names, as the API server resolves them. */}}
+{{- define "hangar-webhook.serviceDNSNames" -}}
+{{- $svc := include "hangar-webhook.fullname" . }}
+{{- $ns := .Release.Namespace }}
+- {{ $svc }}
+- {{ printf "%s.%s" $svc $ns }}
+- {{ printf "%s.%s.svc" $svc $ns }}
+- {{ printf "%s.%s.svc.cluster.local" $svc $ns }}
+{{- end }}
+
+{{/*
+Checks across values that the schema cannot express. Every message says
+which value to change.
+*/}}
+{{- define "hangar-webhook.validate" -}}
+{{- $v := .Values }}
+{{- $c := $v.certificates }}
+{{- if $v.webhook.url }}
+{{- if not $v.webhook.caBundle }}
+{{- fail "webhook.url is set (URL mode) but webhook.caBundle is empty: give the base64 PEM of the CA that signed the external webhook's certificate" }}
+{{- end }}
+{{- if not (contains "-----BEGIN CERTIFICATE-----" (b64dec $v.webhook.caBundle)) }}
+{{- fail "webhook.caBundle is not a base64-encoded PEM certificate (expected base64 of '-----BEGIN CERTIFICATE-----...')" }}
+{{- end }}
+{{- else }}
+{{- if $v.webhook.caBundle }}
+{{- fail "webhook.caBundle is only used with webhook.url (URL mode); in service mode use certificates.provided.caBundle with certificates.mode=provided" }}
+{{- end }}
+{{- if eq $c.mode "provided" }}
+{{- if or (not $c.provided.secretName) (not $c.provided.caBundle) }}
+{{- fail "certificates.mode=provided needs both certificates.provided.secretName (a kubernetes.io/tls Secret in the release namespace) and certificates.provided.caBundle (base64 PEM of its CA)" }}
+{{- end }}
+{{- if not (contains "-----BEGIN CERTIFICATE-----" (b64dec $c.provided.caBundle)) }}
+{{- fail "certificates.provided.caBundle is not a base64-encoded PEM certificate (expected base64 of '-----BEGIN CERTIFICATE-----...')" }}
+{{- end }}
+{{- else if $c.provided.secretName }}
+{{- fail (printf "certificates.provided.secretName is set but certificates.mode is %s: set certificates.mode=provided or remove it" $c.mode) }}
+{{- end }}
+{{- if eq $c.mode "selfManaged" }}
+{{- if ge (int $c.selfManaged.renewBeforeDays) (int $c.selfManaged.leafDays) }}
+{{- fail "certificates.selfManaged.renewBeforeDays must be less than certificates.selfManaged.leafDays" }}
+{{- end }}
+{{- if and (not $v.serviceAccount.create) (not $v.serviceAccount.name) }}
+{{- fail "certificates.mode=selfManaged binds RBAC to the webhook's ServiceAccount: with serviceAccount.create=false set serviceAccount.name" }}
+{{- end }}
+{{- end }}
+{{- if and (eq $c.mode "certManager") $c.certManager.issuerRef }}
+{{- if not $c.certManager.issuerRef.name }}
+{{- fail "certificates.certManager.issuerRef needs a name (or leave issuerRef {} for the chart's self-signed CA)" }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and $v.podDisruptionBudget.enabled (gt (int $v.replicaCount) 1) (ge (int $v.podDisruptionBudget.minAvailable) (int $v.replicaCount)) }}
+{{- fail "podDisruptionBudget.minAvailable must be less than replicaCount, or no node could ever be drained" }}
+{{- end }}
+{{- if eq (int $v.server.port) (int $v.server.healthPort) }}
+{{- fail "server.healthPort must differ from server.port" }}
+{{- end }}
+{{- $home := trimSuffix "/" $v.volumes.home.mountPath }}
+{{- $ctl := trimSuffix "/" $v.volumes.ctl.mountPath }}
+{{- if or (eq $home $ctl) (hasPrefix (printf "%s/" $home) $ctl) (hasPrefix (printf "%s/" $ctl) $home) }}
+{{- fail "volumes.home.mountPath and volumes.ctl.mountPath must not be equal or nested" }}
+{{- end }}
+{{- end }}
+
+{{/*
+config.yaml for `hangar-webhook serve`. Only keys the binary knows: it
+rejects unknown ones. Strings go through toJson (a JSON string is a YAML
+double-quoted scalar), so no value can break the document.
+*/}}
+{{- define "hangar-webhook.config" -}}
+{{- $v := .Values -}}
+driverSidecar: {{ $v.driverSidecar.enabled }}
+selector:
+  key: {{ $v.selector.key | toJson }}
+  value: {{ $v.selector.value | toJson }}
+agentContainer: {{ $v.agentContainer | toJson }}
+driver:
+  uid: {{ int64 $v.driver.uid }}
+  gid: {{ int64 $v.driver.gid }}
+  command: {{ $v.driver.command | toJson }}
+  resources:
+    requests:
+      cpu: {{ $v.driver.resources.requests.cpu | toJson }}
+      memory: {{ $v.driver.resources.requests.memory | toJson }}
+    limits:
+      cpu: {{ $v.driver.resources.limits.cpu | toJson }}
+      memory: {{ $v.driver.resources.limits.memory | toJson }}
+volumes:
+  home:
+    mountPath: {{ $v.volumes.home.mountPath | toJson }}
+  ctl:
+    mountPath: {{ $v.volumes.ctl.mountPath | toJson }}
+    sizeLimit: {{ $v.volumes.ctl.sizeLimit | toJson }}
+server:
+  address: "0.0.0.0"
+  port: {{ int64 $v.server.port }}
+  healthPort: {{ int64 $v.server.healthPort }}
+  certFile: /etc/hangar-webhook/tls/tls.crt
+  keyFile: /etc/hangar-webhook/tls/tls.key
+  maxBodyBytes: {{ int64 $v.server.maxBodyBytes }}
+  requestTimeoutSeconds: {{ int64 $v.server.requestTimeoutSeconds }}
+  threads: {{ int64 $v.server.threads }}
+  certPollSeconds: {{ int64 $v.server.certPollSeconds }}
+logLevel: {{ $v.logLevel | toJson }}
+{{- if and (not (include "hangar-webhook.urlMode" .)) (eq $v.certificates.mode "selfManaged") }}
+{{- $s := $v.certificates.selfManaged }}
+tls:
+  mode: selfManaged
+  secretName: {{ include "hangar-webhook.tlsSecretName" . | toJson }}
+  webhookConfigName: {{ include "hangar-webhook.webhookConfigName" . | toJson }}
+  serviceName: {{ include "hangar-webhook.fullname" . | toJson }}
+  dnsNames: {{ $s.dnsNames | toJson }}
+  ipAddresses: {{ $s.ipAddresses | toJson }}
+  leafDays: {{ int64 $s.leafDays }}
+  renewBeforeDays: {{ int64 $s.renewBeforeDays }}
+  caDays: {{ int64 $s.caDays }}
+  syncSeconds: {{ int64 $s.syncSeconds }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,584 @@
+#!/usr/bin/env bash
+# The Helm chart (charts/hangar-webhook), checked with the real tools:
+#   1. helm lint --strict with the defaults and each mode's values;
+#   2. helm template of each mode, read back as JSON by kubectl, and the facts
+#      that matter checked with jq (webhook configuration, Pod Security,
+#      RBAC, certificates, labels);
+#   3. each rendered config.yaml accepted by the real `hangar-webhook config`,
+#      which prints the effective settings compared with the values;
+#   4. bad values refused by the schema or the chart with a clear message;
+#   5. a real etcd + kube-apiserver (scripts/control-plane.sh): every mode
+#      accepted by `kubectl apply --dry-run=server`, the pod template admitted
+#      under Pod Security "restricted", RBAC checked with `kubectl auth can-i`,
+#      a real install/upgrade/uninstall in self-managed mode (the real webhook,
+#      with the stored configuration and a token of the chart's
+#      ServiceAccount, creates its Secret and patches its caBundle, which
+#      survives the upgrade) and in URL mode with the webhook running locally
+#      on TLS (sandbox pods injected, excluded namespaces and unlabelled pods
+#      not; nothing sent after uninstall).
+# usage: test_chart.sh PATH/TO/hangar-webhook TOOLS_BIN
+#   TOOLS_BIN: directory with helm, kubectl, kube-apiserver, etcd
+#   (scripts/k8s-tools.sh --print-bin-dir).
+# Environment: HANGAR_CHART (another chart directory, default charts/hangar-webhook:
+# to check that this test catches a broken chart),
+# T_KEEP_TMP=1 (keep the work directory).
+WEBHOOK=$(realpath "$1")
+TOOLS=${2:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "helm chart: lint, render, schema, real kube-apiserver"
+
+CHART=${HANGAR_CHART:-$ROOT/charts/hangar-webhook}
+VALUES=$HERE/values
+HELM=$TOOLS/helm
+KUBECTL=$TOOLS/kubectl
+for tool in helm kubectl kube-apiserver etcd; do
+        if [ -z "$TOOLS" ] || [ ! -x "$TOOLS/$tool" ]; then
+                t_fail "$tool not found in '$TOOLS': configure with -DHANGAR_TOOLS_BIN=\"\$(scripts/k8s-tools.sh --print-bin-dir)\""
+                t_end
+        fi
+done
+[ -x "$WEBHOOK" ] || { t_fail "hangar-webhook not found at '$1'"; t_end; }
+cd "$T_TMP" || exit 1
+
+# Helm keeps its state here, not in the user's home; no cluster is reachable
+# until the control plane starts.
+export HELM_CONFIG_HOME=$T_TMP/helm/config HELM_CACHE_HOME=$T_TMP/helm/cache HELM_DATA_HOME=$T_TMP/helm/data
+export KUBECONFIG=/dev/null
+NS=hangar-system # the release namespace used for every render
+REL=hw
+FULL=hw-hangar-webhook
+MODES=(default self-managed cert-manager provided url driver-on)
+
+mode_args() { # MODE: the helm arguments selecting that mode's values
+        [ "$1" = default ] || printf '%s\n' -f "$VALUES/$1.yaml"
+}
+
+# jq_check DESCRIPTION FILE EXPR: passes when jq -e EXPR holds on FILE.
+jq_check() {
+        local what=$1 file=$2 expr=$3
+        T_CHECKS=$((T_CHECKS + 1))
+        if jq -e "$expr" "$file" >/dev/null 2>"$T_TMP/jq.err"; then
+                echo "  ok   $what"
+        else
+                echo "  FAIL $what"
+                echo "       jq: $expr"
+                sed 's/^/       /' "$T_TMP/jq.err"
+                T_FAILURES=$((T_FAILURES + 1))
+        fi
+}
+
+# to_json: Kubernetes YAML on stdin -> a JSON array of the objects, read by
+# kubectl's own decoder (patch --local needs no cluster).
+to_json() {
+        "$KUBECTL" patch --local -f - --type=merge -p '{}' -o json | jq -s .
+}
+
+# ---- 1. helm lint --strict ---------------------------------------------------
+echo "-- helm lint --strict"
+for m in "${MODES[@]}"; do
+        mapfile -t args < <(mode_args "$m")
+        out=$("$HELM" lint --strict "$CHART" "${args[@]}" 2>&1)
+        rc=$?
+        t_eq "helm lint --strict ($m) exits 0" 0 "$rc"
+        t_check "helm lint --strict ($m): no warning or error" \
+                bash -c "! grep -Eq '\\[(WARNING|ERROR)\\]' <<<\"\$1\" && grep -q '0 chart(s) failed' <<<\"\$1\"" _ "$out"
+        [ "$rc" = 0 ] || echo "$out" | sed 's/^/       /'
+done
+
+# ---- 2. render every mode -----------------------------------------------------
+echo "-- helm template, each mode"
+for m in "${MODES[@]}"; do
+        mapfile -t args < <(mode_args "$m")
+        if "$HELM" template "$REL" "$CHART" -n "$NS" "${args[@]}" >"$m.yaml" 2>"$m.err" &&
+                to_json <"$m.yaml" >"$m.json" 2>>"$m.err"; then
+                t_check "$m renders ($(jq -r 'map(.kind) | join(",")' "$m.json"))" true
+        else
+                t_fail "$m does not render: $(cat "$m.err")"
+                echo '[]' >"$m.json"
+        fi
+done
+
+# Objects by kind: obj KIND [NAME] as a jq filter over the array.
+MWC='(map(select(.kind=="MutatingWebhookConfiguration")) | .[0])'
+WH="($MWC.webhooks[0])"
+DEP='(map(select(.kind=="Deployment")) | .[0])'
+POD="($DEP.spec.template.spec)"
+CTR="($POD.containers[0])"
+RBAC_KINDS='["Role","RoleBinding","ClusterRole","ClusterRoleBinding"]'
+
+for m in "${MODES[@]}"; do
+        f=$m.json
+        echo "-- $m: webhook configuration"
+        jq_check "$m: one MutatingWebhookConfiguration with one webhook" "$f" \
+                "(map(select(.kind==\"MutatingWebhookConfiguration\")) | length == 1) and ($MWC.webhooks | length == 1)"
+        jq_check "$m: apiVersion admissionregistration.k8s.io/v1" "$f" "$MWC.apiVersion == \"admissionregistration.k8s.io/v1\""
+        jq_check "$m: sideEffects None" "$f" "$WH.sideEffects == \"None\""
+        jq_check "$m: admissionReviewVersions [v1]" "$f" "$WH.admissionReviewVersions == [\"v1\"]"
+        jq_check "$m: reinvocationPolicy IfNeeded, matchPolicy Equivalent" "$f" \
+                "$WH.reinvocationPolicy == \"IfNeeded\" and $WH.matchPolicy == \"Equivalent\""
+        jq_check "$m: rules are pods CREATE only (core v1, Namespaced)" "$f" \
+                "$WH.rules == [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\"], operations:[\"CREATE\"], scope:\"Namespaced\"}]"
+        jq_check "$m: namespaceSelector excludes kube-system and the release namespace" "$f" \
+                "$WH.namespaceSelector.matchExpressions | any(.key==\"kubernetes.io/metadata.name\" and .operator==\"NotIn\" and (.values | index(\"kube-system\") and index(\"$NS\")))"
+        jq_check "$m: every object has the standard labels" "$f" \
+                'all(.[]; .metadata.labels as $l | ["app.kubernetes.io/name","app.kubernetes.io/instance","app.kubernetes.io/version","app.kubernetes.io/managed-by","app.kubernetes.io/component","app.kubernetes.io/part-of","helm.sh/chart"] | all(. as $k | $l[$k] | type == "string" and length > 0))'
+        jq_check "$m: namespaced objects are in the release namespace" "$f" \
+                "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
+        if [ "$m" = driver-on ]; then
+                jq_check "$m: objectSelector is example.com/agent-sandbox=yes" "$f" \
+                        "$WH.objectSelector == {matchLabels: {\"example.com/agent-sandbox\": \"yes\"}}"
+                jq_check "$m: failurePolicy Ignore, timeoutSeconds 3" "$f" \
+                        "$WH.failurePolicy == \"Ignore\" and $WH.timeoutSeconds == 3"
+                jq_check "$m: extra excluded namespaces and the extra namespace selector" "$f" \
+                        "($WH.namespaceSelector.matchExpressions[0].values | sort) == ([\"kube-system\",\"$NS\",\"kube-public\",\"kube-node-lease\"] | sort) and $WH.namespaceSelector.matchLabels == {\"hangar.dev/sandboxes\": \"enabled\"}"
+        else
+                jq_check "$m: objectSelector is hangar.dev/sandbox=true" "$f" \
+                        "$WH.objectSelector == {matchLabels: {\"hangar.dev/sandbox\": \"true\"}}"
+                jq_check "$m: failurePolicy Fail, timeoutSeconds 5 (defaults)" "$f" \
+                        "$WH.failurePolicy == \"Fail\" and $WH.timeoutSeconds == 5"
+        fi
+        case $m in
+        url)
+                jq_check "$m: clientConfig is the URL with the caBundle value" "$f" \
+                        "$WH.clientConfig == {url: \"https://127.0.0.1:9443/mutate\", caBundle: \"$(sed -n 's/^  caBundle: //p' "$VALUES/url.yaml")\"}"
+                jq_check "$m: only the ConfigMap and the webhook configuration" "$f" \
+                        '(map(.kind) | sort) == ["ConfigMap","MutatingWebhookConfiguration"]'
+                ;;
+        provided)
+                jq_check "$m: service clientConfig with the provided caBundle" "$f" \
+                        "$WH.clientConfig == {service: {name: \"$FULL\", namespace: \"$NS\", path: \"/mutate\", port: 443}, caBundle: \"$(sed -n 's/^    caBundle: //p' "$VALUES/provided.yaml")\"}"
+                ;;
+        *)
+                jq_check "$m: service clientConfig without a caBundle (patched at run time)" "$f" \
+                        "$WH.clientConfig == {service: {name: \"$FULL\", namespace: \"$NS\", path: \"/mutate\", port: 443}}"
+                ;;
+        esac
+        if [ "$m" = cert-manager ]; then
+                jq_check "$m: cert-manager.io/inject-ca-from names the serving Certificate" "$f" \
+                        "$MWC.metadata.annotations[\"cert-manager.io/inject-ca-from\"] == \"$NS/$FULL-serving\""
+        else
+                jq_check "$m: no cert-manager annotation" "$f" "$MWC.metadata.annotations == null"
+        fi
+
+        [ "$m" = url ] && continue
+        echo "-- $m: Deployment, Service, PodDisruptionBudget"
+        jq_check "$m: pod securityContext is restricted (non-root 65532, RuntimeDefault)" "$f" \
+                "$POD.securityContext | .runAsNonRoot == true and .runAsUser == 65532 and .seccompProfile.type == \"RuntimeDefault\""
+        jq_check "$m: container securityContext is restricted" "$f" \
+                "$CTR.securityContext | .allowPrivilegeEscalation == false and .readOnlyRootFilesystem == true and .capabilities.drop == [\"ALL\"] and (.capabilities.add == null) and .runAsNonRoot == true and .runAsUser == 65532 and .seccompProfile.type == \"RuntimeDefault\" and .privileged != true"
+        jq_check "$m: one container, args serve --config /etc/hangar-webhook/config.yaml" "$f" \
+                "($POD.containers | length == 1) and $CTR.args == [\"serve\",\"--config\",\"/etc/hangar-webhook/config.yaml\"]"
+        jq_check "$m: POD_NAMESPACE from the downward API" "$f" \
+                "$CTR.env | any(.name == \"POD_NAMESPACE\" and .valueFrom.fieldRef.fieldPath == \"metadata.namespace\")"
+        jq_check "$m: probes GET /readyz and /healthz on the plain health port" "$f" \
+                "$CTR | .readinessProbe.httpGet == {path: \"/readyz\", port: \"health\", scheme: \"HTTP\"} and .livenessProbe.httpGet == {path: \"/healthz\", port: \"health\", scheme: \"HTTP\"}"
+        jq_check "$m: checksum/config annotation on the pod template" "$f" \
+                "$DEP.spec.template.metadata.annotations[\"checksum/config\"] | test(\"^[0-9a-f]{64}$\")"
+        jq_check "$m: requests and limits set" "$f" \
+                "$CTR.resources | (.requests.cpu and .requests.memory and .limits.cpu and .limits.memory) != null"
+        jq_check "$m: spread across kubernetes.io/hostname plus soft anti-affinity" "$f" \
+                "($POD.topologySpreadConstraints | any(.topologyKey == \"kubernetes.io/hostname\")) and ($POD.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution | any(.podAffinityTerm.topologyKey == \"kubernetes.io/hostname\"))"
+        jq_check "$m: Service 443 -> https (named port)" "$f" \
+                "map(select(.kind==\"Service\")) | .[0].spec.ports == [{name: \"https\", port: 443, targetPort: \"https\", protocol: \"TCP\"}]"
+        jq_check "$m: TLS files at /etc/hangar-webhook/tls" "$f" \
+                "$CTR.volumeMounts | any(.name == \"tls\" and .mountPath == \"/etc/hangar-webhook/tls\")"
+        if [ "$m" = driver-on ]; then
+                jq_check "$m: 3 replicas, ports 9443 (https) and 9090 (health), priorityClassName" "$f" \
+                        "$DEP.spec.replicas == 3 and ($CTR.ports | map({name, containerPort})) == [{name: \"https\", containerPort: 9443}, {name: \"health\", containerPort: 9090}] and $POD.priorityClassName == \"hangar-critical\""
+        else
+                jq_check "$m: 2 replicas, ports 8443 (https) and 8081 (health)" "$f" \
+                        "$DEP.spec.replicas == 2 and ($CTR.ports | map({name, containerPort})) == [{name: \"https\", containerPort: 8443}, {name: \"health\", containerPort: 8081}]"
+        fi
+        jq_check "$m: PodDisruptionBudget minAvailable 1 selecting the pods" "$f" \
+                "(map(select(.kind==\"PodDisruptionBudget\")) | .[0]) as \$p | \$p.spec.minAvailable == 1 and \$p.spec.selector.matchLabels == $DEP.spec.selector.matchLabels"
+
+        echo "-- $m: certificates and RBAC"
+        case $m in
+        default | self-managed | driver-on)
+                secret=$FULL-tls
+                [ "$m" = self-managed ] && secret=hangar-webhook-certs
+                jq_check "$m: token mounted (the webhook patches its caBundle)" "$f" "$POD.automountServiceAccountToken == true"
+                jq_check "$m: TLS directory is an emptyDir the webhook writes" "$f" \
+                        "$POD.volumes | any(.name == \"tls\" and .emptyDir != null)"
+                jq_check "$m: Role: get/update on the one TLS Secret by name, create without a name" "$f" \
+                        "(map(select(.kind==\"Role\")) | .[0].rules | sort_by(.verbs)) == [{apiGroups:[\"\"], resources:[\"secrets\"], verbs:[\"create\"]}, {apiGroups:[\"\"], resources:[\"secrets\"], resourceNames:[\"$secret\"], verbs:[\"get\",\"update\"]}]"
+                jq_check "$m: ClusterRole: get/patch on this webhook configuration by name only" "$f" \
+                        "(map(select(.kind==\"ClusterRole\")) | .[0].rules) == [{apiGroups:[\"admissionregistration.k8s.io\"], resources:[\"mutatingwebhookconfigurations\"], resourceNames:[$MWC.metadata.name], verbs:[\"get\",\"patch\"]}]"
+                jq_check "$m: no wildcard in any RBAC rule" "$f" \
+                        "[.[] | select(.kind | IN(\"Role\",\"ClusterRole\")) | .rules[] | (.verbs + .resources + .apiGroups)[]] | all(. != \"*\")"
+                jq_check "$m: bindings name the webhook's ServiceAccount" "$f" \
+                        "$POD.serviceAccountName as \$sa | [.[] | select(.kind | IN(\"RoleBinding\",\"ClusterRoleBinding\")) | .subjects] | all(. == [{kind: \"ServiceAccount\", name: \$sa, namespace: \"$NS\"}]) and length == 2"
+                ;;
+        cert-manager | provided)
+                jq_check "$m: no RBAC objects at all" "$f" "map(select(.kind | IN(${RBAC_KINDS}[]))) | length == 0"
+                jq_check "$m: no service-account token in the pod" "$f" "$POD.automountServiceAccountToken == false"
+                secret=$FULL-tls
+                [ "$m" = provided ] && secret=hangar-webhook-serving
+                jq_check "$m: TLS directory is Secret $secret (no subPath: rotation reaches the pod)" "$f" \
+                        "($POD.volumes | any(.name == \"tls\" and .secret.secretName == \"$secret\")) and ($CTR.volumeMounts | all(.name != \"tls\" or .subPath == null))"
+                ;;
+        esac
+        jq_check "$m: the ServiceAccount itself does not automount a token" "$f" \
+                'map(select(.kind=="ServiceAccount")) | .[0].automountServiceAccountToken == false'
+done
+
+echo "-- cert-manager: the CA chain (client-side checks only: no cert-manager CRDs here)"
+f=cert-manager.json
+CM='map(select(.apiVersion == "cert-manager.io/v1"))'
+jq_check "selfSigned Issuer -> CA Certificate (isCA) -> CA Issuer -> serving Certificate" "$f" "
+        ($CM | map(select(.kind==\"Issuer\" and .spec.selfSigned == {})) | .[0].metadata.name) as \$ss |
+        ($CM | map(select(.kind==\"Certificate\" and .spec.isCA == true)) | .[0]) as \$ca |
+        ($CM | map(select(.kind==\"Issuer\" and .spec.ca != null)) | .[0]) as \$caIssuer |
+        ($CM | map(select(.kind==\"Certificate\" and .metadata.name == \"$FULL-serving\")) | .[0]) as \$srv |
+        \$ss != null and \$ca.spec.issuerRef.name == \$ss and \$caIssuer.spec.ca.secretName == \$ca.spec.secretName
+        and \$srv.spec.issuerRef == {name: \$caIssuer.metadata.name, kind: \"Issuer\", group: \"cert-manager.io\"}
+        and (\$srv.spec.isCA != true)"
+jq_check "serving Certificate: Secret $FULL-tls, the Service's DNS names, server auth" "$f" "
+        ($CM | map(select(.metadata.name == \"$FULL-serving\")) | .[0].spec) as \$s |
+        \$s.secretName == \"$FULL-tls\" and (\$s.dnsNames | index(\"$FULL.$NS.svc\") and index(\"$FULL.$NS.svc.cluster.local\"))
+        and (\$s.usages | index(\"server auth\")) and \$s.privateKey.rotationPolicy == \"Always\"
+        and \$s.duration == \"720h\" and \$s.renewBefore == \"240h\""
+"$HELM" template "$REL" "$CHART" -n "$NS" -f "$VALUES/cert-manager.yaml" \
+        --set certificates.certManager.issuerRef.name=corp-ca --set certificates.certManager.issuerRef.kind=ClusterIssuer |
+        to_json >cm-issuer.json
+jq_check "an existing issuerRef replaces the self-signed chain" cm-issuer.json \
+        "($CM | map(.kind)) == [\"Certificate\"] and ($CM | .[0].spec.issuerRef) == {name: \"corp-ca\", kind: \"ClusterIssuer\", group: \"cert-manager.io\"}"
+
+# ---- 3. config.yaml through the real binary ---------------------------------
+echo "-- config.yaml accepted by hangar-webhook config"
+for m in "${MODES[@]}"; do
+        jq -r '.[] | select(.kind=="ConfigMap") | .data["config.yaml"]' "$m.json" >"config-$m.yaml"
+        t_check "$m: config.yaml rendered (non-empty)" test -s "config-$m.yaml"
+        cfg=config-$m.yaml
+        if grep -q '^tls:' "$cfg"; then
+                jq_check "$m: tls: selfManaged names this webhook configuration, Service and Secret" "$m.json" "
+                        $MWC.metadata.name as \$mwc |
+                        (map(select(.kind==\"Role\")) | .[0].rules | map(.resourceNames // []) | add | .[0]) as \$secret |
+                        (.[] | select(.kind==\"ConfigMap\") | .data[\"config.yaml\"]) as \$c |
+                        (\$c | test(\"\\ntls:\\n  mode: selfManaged\\n\")) and
+                        (\$c | test(\"\\n  webhookConfigName: \\\"\" + \$mwc + \"\\\"\\n\")) and
+                        (\$c | test(\"\\n  serviceName: \\\"$FULL\\\"\\n\")) and
+                        (\$c | test(\"\\n  secretName: \\\"\" + \$secret + \"\\\"\\n\"))"
+        else
+                t_check "$m: no tls: section outside self-managed mode" true
+        fi
+        if "$WEBHOOK" config --config "$cfg" >"effective-$m.json" 2>"effective-$m.err"; then
+                t_check "$m: hangar-webhook config accepts it" true
+        else
+                t_fail "$m: hangar-webhook config refuses it: $(cat "effective-$m.err")"
+                echo '{}' >"effective-$m.json"
+        fi
+        case $m in
+        self-managed)
+                jq_check "$m: effective tls settings are the chart's certificates.selfManaged" "effective-$m.json" '
+                        ."tls.mode" == "selfManaged" and ."tls.secretName" == "hangar-webhook-certs"
+                        and ."tls.secretNamespace" == "" and ."tls.webhookConfigName" == "'"$FULL"'"
+                        and ."tls.serviceName" == "'"$FULL"'" and ."tls.dnsNames" == ["hangar-webhook.example.internal"]
+                        and ."tls.ipAddresses" == ["10.0.0.10"] and ."tls.leafDays" == 60
+                        and ."tls.renewBeforeDays" == 20 and ."tls.caDays" == 1825 and ."tls.syncSeconds" == 30
+                        and .kubeconfig == ""'
+                ;;
+        default | driver-on)
+                jq_check "$m: effective tls mode selfManaged with the chart's names" "effective-$m.json" '
+                        ."tls.mode" == "selfManaged" and ."tls.secretName" == "'"$FULL"'-tls"
+                        and ."tls.webhookConfigName" == "'"$FULL"'" and ."tls.serviceName" == "'"$FULL"'"
+                        and ."tls.leafDays" == 90 and ."tls.renewBeforeDays" == 30 and ."tls.caDays" == 3650'
+                ;;
+        *)
+                jq_check "$m: effective tls mode files (the mounted certificate)" "effective-$m.json" '."tls.mode" == "files"'
+                ;;
+        esac
+        if [ "$m" = driver-on ]; then
+                jq_check "$m: every changed value reaches the effective configuration" "effective-$m.json" '
+                        .driverSidecar == true and ."selector.key" == "example.com/agent-sandbox" and ."selector.value" == "yes"
+                        and .agentContainer == "agent" and ."driver.uid" == 2001 and ."driver.gid" == 2002
+                        and ."driver.command" == ["/usr/local/bin/hangar-driver", "--relay"]
+                        and ."driver.resources.requests.cpu" == "100m" and ."driver.resources.requests.memory" == "96Mi"
+                        and ."driver.resources.limits.cpu" == "1" and ."driver.resources.limits.memory" == "256Mi"
+                        and ."volumes.home.mountPath" == "/opt/hangar/home" and ."volumes.ctl.mountPath" == "/opt/hangar/ctl"
+                        and ."volumes.ctl.sizeLimit" == "32Mi" and ."server.port" == 9443 and ."server.healthPort" == 9090
+                        and ."server.maxBodyBytes" == 1048576 and ."server.requestTimeoutSeconds" == 5
+                        and ."server.threads" == 4 and ."server.certPollSeconds" == 5 and .logLevel == "debug"'
+        else
+                jq_check "$m: effective configuration has the chart defaults (injection off, health port 8081)" "effective-$m.json" '
+                        .driverSidecar == false and ."selector.key" == "hangar.dev/sandbox" and ."selector.value" == "true"
+                        and ."server.port" == 8443 and ."server.healthPort" == 8081
+                        and ."server.certFile" == "/etc/hangar-webhook/tls/tls.crt" and ."server.keyFile" == "/etc/hangar-webhook/tls/tls.key"
+                        and ."driver.command" == ["sleep", "infinity"] and ."driver.resources.limits.memory" == ""'
+        fi
+done
+"$HELM" template "$REL" "$CHART" -n "$NS" --set driverSidecar.enabled=true --show-only templates/configmap.yaml | to_json >on.json
+jq_check "driverSidecar.enabled=true renders driverSidecar: true" on.json \
+        '.[0].data["config.yaml"] | test("(^|\n)driverSidecar: true\n")'
+jq_check "driverSidecar.enabled defaults to driverSidecar: false" default.json \
+        '.[] | select(.kind=="ConfigMap") | .data["config.yaml"] | test("(^|\n)driverSidecar: false\n")'
+checksum() { jq -r "$DEP.spec.template.metadata.annotations[\"checksum/config\"]" "$1"; }
+"$HELM" template "$REL" "$CHART" -n "$NS" --set replicaCount=4 | to_json >replicas4.json
+t_check "a config change changes checksum/config (rolls the pods)" test "$(checksum default.json)" != "$(checksum driver-on.json)"
+t_eq "a non-config change keeps checksum/config" "$(checksum default.json)" "$(checksum replicas4.json)"
+"$HELM" template "$REL" "$CHART" -n "$NS" --set replicaCount=1 | to_json >replicas1.json
+jq_check "replicaCount 1: no PodDisruptionBudget (it would block every drain)" replicas1.json \
+        'map(select(.kind=="PodDisruptionBudget")) | length == 0'
+
+# ---- 4. bad values -------------------------------------------------------------
+echo "-- bad values are refused with a clear message"
+CA_B64=$(sed -n 's/^    caBundle: //p' "$VALUES/provided.yaml")
+cat >bad-types.yaml <<'EOF'
+driverSidecar:
+  enabled: "yes"
+EOF
+cat >bad-unknown.yaml <<'EOF'
+sidecarEnabled: true
+EOF
+cat >bad-nested-unknown.yaml <<'EOF'
+webhook:
+  timeout: 5
+EOF
+# expect_refused DESCRIPTION 'MESSAGE REGEX' HELM-ARGS...
+expect_refused() {
+        local what=$1 re=$2 out rc
+        shift 2
+        out=$("$HELM" template "$REL" "$CHART" -n "$NS" "$@" 2>&1 >/dev/null)
+        rc=$?
+        if [ "$rc" != 0 ] && grep -Eq -- "$re" <<<"$out"; then
+                T_CHECKS=$((T_CHECKS + 1))
+                echo "  ok   refused: $what ($(grep -E -- "$re" <<<"$out" | head -n 1 | sed 's/^[- ]*//' | cut -c1-110))"
+        else
+                t_fail "$what: expected a refusal matching /$re/, got exit $rc: $out"
+        fi
+}
+expect_refused "webhook.timeoutSeconds=99" "/webhook/timeoutSeconds.*maximum" --set webhook.timeoutSeconds=99
+expect_refused "webhook.timeoutSeconds=0" "/webhook/timeoutSeconds.*minimum" --set webhook.timeoutSeconds=0
+expect_refused "webhook.failurePolicy=Maybe" "/webhook/failurePolicy.*must be one of 'Fail', 'Ignore'" --set webhook.failurePolicy=Maybe
+expect_refused 'driverSidecar.enabled: "yes"' "/driverSidecar/enabled.*want boolean" -f bad-types.yaml
+expect_refused "an unknown top-level key" "additional properties 'sidecarEnabled' not allowed" -f bad-unknown.yaml
+expect_refused "an unknown nested key" "/webhook.*additional properties 'timeout' not allowed" -f bad-nested-unknown.yaml
+expect_refused "certificates.mode=acme" "/certificates/mode.*must be one of" --set certificates.mode=acme
+expect_refused "driver.uid=0 (root)" "/driver/uid.*minimum" --set driver.uid=0
+expect_refused "webhook.url over http" "/webhook/url.*does not match" --set webhook.url=http://127.0.0.1:9443/mutate
+expect_refused "webhook.url with a query" "/webhook/url.*does not match" --set "webhook.url=https://127.0.0.1:9443/mutate?x=1" --set webhook.caBundle="$CA_B64"
+expect_refused "a label value with a slash" "/selector/value.*does not match" --set selector.value=a/b
+expect_refused "a driver limit that is not a quantity" "/driver/resources/limits/cpu.*does not match" --set driver.resources.limits.cpu=lots
+expect_refused "replicaCount 0" "/replicaCount.*minimum" --set replicaCount=0
+expect_refused "URL mode without a caBundle" "webhook.url is set \\(URL mode\\) but webhook.caBundle is empty" --set webhook.url=https://127.0.0.1:9443/mutate
+expect_refused "URL mode with a caBundle that is not PEM" "webhook.caBundle is not a base64-encoded PEM" --set webhook.url=https://127.0.0.1:9443/mutate --set webhook.caBundle=aGVsbG8=
+expect_refused "provided mode without a Secret and caBundle" "certificates.mode=provided needs both" --set certificates.mode=provided
+expect_refused "provided mode without a caBundle" "certificates.mode=provided needs both" --set certificates.mode=provided --set certificates.provided.secretName=s
+expect_refused "a provided Secret in another mode" "certificates.provided.secretName is set but certificates.mode is selfManaged" --set certificates.provided.secretName=s
+expect_refused "webhook.caBundle in service mode" "webhook.caBundle is only used with webhook.url" --set webhook.caBundle="$CA_B64"
+expect_refused "an issuerRef without a name" "certificates.certManager.issuerRef needs a name" --set certificates.mode=certManager --set certificates.certManager.issuerRef.kind=ClusterIssuer
+expect_refused "certificates.selfManaged.caDays=0" "/certificates/selfManaged/caDays.*minimum" --set certificates.selfManaged.caDays=0
+expect_refused "a wildcard DNS SAN" "/certificates/selfManaged/dnsNames/0.*does not match" --set "certificates.selfManaged.dnsNames={*.example.com}"
+expect_refused "renewBeforeDays >= leafDays" "renewBeforeDays must be less than" --set certificates.selfManaged.leafDays=30
+expect_refused "healthPort equal to port" "server.healthPort must differ from server.port" --set server.healthPort=8443
+expect_refused "nested volume paths" "must not be equal or nested" --set volumes.ctl.mountPath=/var/lib/hangar/ctl
+expect_refused "PDB minAvailable >= replicas" "minAvailable must be less than replicaCount" --set podDisruptionBudget.minAvailable=2
+
+# ---- 5. the real API server ------------------------------------------------------
+echo "-- real control plane (scripts/control-plane.sh)"
+CP=$T_TMP/cp
+cp_stop() { "$ROOT/scripts/control-plane.sh" stop "$CP" >"$T_TMP/cp-stop.log" 2>&1 || cat "$T_TMP/cp-stop.log"; }
+trap 'cp_stop; t_cleanup' EXIT
+if ! HANGAR_K8S_BIN=$TOOLS "$ROOT/scripts/control-plane.sh" start "$CP" >cp-start.log 2>&1; then
+        t_fail "control plane did not start: $(tail -n 20 cp-start.log)"
+        t_end
+fi
+. "$CP/env"
+K=("$KUBECTL" --request-timeout 20s)
+t_check "kube-apiserver answers /readyz" bash -c "[ \"\$('$KUBECTL' get --raw /readyz)\" = ok ]"
+
+# The release namespace enforces Pod Security "restricted" and warns about it.
+"${K[@]}" create namespace "$NS" >/dev/null
+"${K[@]}" label namespace "$NS" pod-security.kubernetes.io/enforce=restricted \
+        pod-security.kubernetes.io/warn=restricted >/dev/null
+
+echo "-- every mode through kubectl apply --dry-run=server"
+for m in "${MODES[@]}"; do
+        if [ "$m" = cert-manager ]; then
+                jq '{apiVersion: "v1", kind: "List", items: map(select(.apiVersion | startswith("cert-manager.io/") | not))}' "$m.json" >"$m-server.json"
+                echo "  NOTE cert-manager: $(jq '[.[] | select(.apiVersion | startswith("cert-manager.io/"))] | length' "$m.json") cert-manager.io objects checked client-side only (this control plane has no cert-manager CRDs); the rest server-side"
+        else
+                jq '{apiVersion: "v1", kind: "List", items: .}' "$m.json" >"$m-server.json"
+        fi
+        out=$("${K[@]}" apply --dry-run=server -f "$m-server.json" 2>&1)
+        rc=$?
+        n=$(jq '.items | length' "$m-server.json")
+        t_eq "$m: all $n objects accepted by the API server (dry-run=server)" 0 "$rc"
+        t_eq "$m: every object reported created" "$n" "$(grep -c 'created (server dry run)' <<<"$out")"
+        t_check "$m: no warning (Pod Security or otherwise)" bash -c "! grep -qi warning <<<\"\$1\"" _ "$out"
+        [ "$rc" = 0 ] || echo "$out" | sed 's/^/       /'
+done
+
+echo "-- the webhook's pod under Pod Security restricted (enforced)"
+pod_from_template() { # JSON FILE -> a Pod with the Deployment's pod template
+        jq "$DEP.spec.template as \$t | {apiVersion: \"v1\", kind: \"Pod\", metadata: {name: \"pss-check\", namespace: \"$NS\", labels: \$t.metadata.labels}, spec: \$t.spec}" "$1"
+}
+for m in default cert-manager provided; do
+        pod_from_template "$m.json" >"pod-$m.json"
+        out=$("${K[@]}" create --dry-run=server -f "pod-$m.json" 2>&1)
+        t_check "$m: the webhook pod is admitted in a restricted namespace ($out)" grep -q 'created (server dry run)' <<<"$out"
+done
+# The same check must be able to fail: loosen one field and it is refused.
+jq '.spec.containers[0].securityContext.allowPrivilegeEscalation = true' pod-default.json >pod-loose.json
+out=$("${K[@]}" create --dry-run=server -f pod-loose.json 2>&1)
+t_check "control: a pod allowing privilege escalation is refused by Pod Security" grep -q 'violates PodSecurity "restricted' <<<"$out"
+
+echo "-- bad values refused by helm install too (nothing installed)"
+out=$("$HELM" install bad "$CHART" -n "$NS" --set webhook.timeoutSeconds=99 2>&1)
+rc=$?
+t_check "helm install with timeoutSeconds=99 fails with the schema message" \
+        bash -c "[ $rc != 0 ] && grep -q '/webhook/timeoutSeconds.*maximum' <<<\"\$1\"" _ "$out"
+t_eq "no release 'bad' exists" "" "$("$HELM" list -n "$NS" -q --filter '^bad$')"
+
+echo "-- self-managed: real install, RBAC, caBundle kept across an upgrade"
+if "$HELM" install "$REL" "$CHART" -n "$NS" >install-sm.log 2>&1; then
+        t_check "helm install (self-managed, the default)" true
+else
+        t_fail "helm install (self-managed): $(cat install-sm.log)"
+fi
+t_check "NOTES.txt printed" grep -q "Certificates: selfManaged" install-sm.log
+SA=system:serviceaccount:$NS:$FULL
+can() { "${K[@]}" auth can-i "$@" --as="$SA" 2>/dev/null; }
+t_eq "SA may get its TLS Secret" yes "$(can get "secrets/$FULL-tls" -n "$NS")"
+t_eq "SA may update its TLS Secret" yes "$(can update "secrets/$FULL-tls" -n "$NS")"
+t_eq "SA may create Secrets (create cannot be limited by name)" yes "$(can create secrets -n "$NS")"
+t_eq "SA may not get another Secret" no "$(can get secrets/other -n "$NS")"
+t_eq "SA may not list Secrets" no "$(can list secrets -n "$NS")"
+t_eq "SA may not delete its Secret" no "$(can delete "secrets/$FULL-tls" -n "$NS")"
+t_eq "SA may not read Secrets in another namespace" no "$(can get "secrets/$FULL-tls" -n default)"
+t_eq "SA may patch its webhook configuration" yes "$(can patch "mutatingwebhookconfigurations/$FULL")"
+t_eq "SA may not patch another webhook configuration" no "$(can patch mutatingwebhookconfigurations/other)"
+t_eq "SA may not list webhook configurations" no "$(can list mutatingwebhookconfigurations)"
+t_eq "SA may not touch pods" no "$(can create pods -n "$NS")"
+# The real webhook, run here with the configuration the release stored and a
+# token of the chart's ServiceAccount (what the pod would have): with only the
+# chart's RBAC it must create its Secret and patch its caBundle.
+echo "-- self-managed: the webhook, as the chart's ServiceAccount, creates its Secret and patches the caBundle"
+"${K[@]}" get configmap -n "$NS" "$FULL" -o json | jq -r '.data["config.yaml"]' >sm-config.yaml
+TOKEN=$("${K[@]}" create token "$FULL" -n "$NS" --duration 10m 2>token.err) ||
+        t_fail "no token for the ServiceAccount: $(cat token.err)"
+cat >sa-kubeconfig <<KUBECONFIG_END
+apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "$HANGAR_APISERVER_URL", certificate-authority: "$HANGAR_APISERVER_CA"}}]
+users: [{name: sa, user: {token: "$TOKEN"}}]
+contexts: [{name: sa, context: {cluster: test, user: sa, namespace: "$NS"}}]
+current-context: sa
+KUBECONFIG_END
+mkdir -p sm-tls
+SM_HEALTH=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+POD_NAMESPACE=$NS HANGAR_KUBECONFIG=$T_TMP/sa-kubeconfig HANGAR_LISTEN_ADDRESS=127.0.0.1 HANGAR_PORT=0 \
+        HANGAR_HEALTH_PORT=$SM_HEALTH HANGAR_TLS_CERT_FILE=$T_TMP/sm-tls/tls.crt \
+        HANGAR_TLS_KEY_FILE=$T_TMP/sm-tls/tls.key "$WEBHOOK" serve --config sm-config.yaml 2>sm-webhook.log &
+SM_PID=$!
+t_cleanup_pid $SM_PID
+SM_PORT=$(t_webhook_port sm-webhook.log) || t_fail "self-managed webhook did not start: $(cat sm-webhook.log)"
+t_check "ready once its certificate is in place" t_wait_for "curl -sf http://127.0.0.1:$SM_HEALTH/readyz >/dev/null" 30
+t_check "it logged the caBundle update" t_wait_for "grep -q '\"msg\":\"caBundle updated\"' sm-webhook.log" 10
+t_check "no error in its log (the chart's RBAC was enough)" bash -c "! grep -q '\"level\":\"error\"' sm-webhook.log"
+"${K[@]}" get secret -n "$NS" "$FULL-tls" -o json >sm-secret.json 2>/dev/null || echo '{}' >sm-secret.json
+jq_check "Secret $FULL-tls holds ca.crt, ca.key, tls.crt, tls.key" sm-secret.json \
+        '.data | keys == ["ca.crt","ca.key","tls.crt","tls.key"]'
+CA_SM=$(jq -r '.data["ca.crt"] // "none"' sm-secret.json)
+"${K[@]}" get mutatingwebhookconfiguration "$FULL" -o json >mwc-patched.json
+jq_check "the caBundle is the Secret's CA" mwc-patched.json ".webhooks[0].clientConfig.caBundle == \"$CA_SM\""
+base64 -d <<<"$CA_SM" >sm-ca.crt 2>/dev/null
+t_check "it serves a certificate for $FULL.$NS.svc that the caBundle verifies" \
+        curl -sf --max-time 5 --cacert sm-ca.crt --resolve "$FULL.$NS.svc:$SM_PORT:127.0.0.1" \
+        -o /dev/null "https://$FULL.$NS.svc:$SM_PORT/healthz"
+kill -TERM "$SM_PID"
+wait "$SM_PID"
+t_eq "it exits 0 on SIGTERM" 0 "$?"
+CA_NEW=$CA_SM
+if "$HELM" upgrade "$REL" "$CHART" -n "$NS" --set webhook.timeoutSeconds=7 >upgrade-sm.log 2>&1; then
+        t_check "helm upgrade (a changed value)" true
+else
+        t_fail "helm upgrade: $(cat upgrade-sm.log)"
+fi
+"${K[@]}" get mutatingwebhookconfiguration "$FULL" -o json >mwc-upgraded.json
+jq_check "after the upgrade: new timeoutSeconds and the runtime caBundle kept" mwc-upgraded.json \
+        ".webhooks[0].timeoutSeconds == 7 and .webhooks[0].clientConfig.caBundle == \"$CA_NEW\""
+t_check "helm uninstall (self-managed)" bash -c "'$HELM' uninstall '$REL' -n '$NS' --wait --timeout 60s >/dev/null"
+t_check "webhook configuration, ClusterRole and binding gone" bash -c \
+        "! '$KUBECTL' get mutatingwebhookconfiguration/$FULL clusterrole/$FULL clusterrolebinding/$FULL 2>/dev/null | grep -q $FULL"
+t_check "the webhook's Secret outlives the release (a reinstall keeps the CA)" \
+        bash -c "'$KUBECTL' get secret -n '$NS' '$FULL-tls' -o name >/dev/null"
+
+echo "-- URL mode: real install with hangar-webhook running locally on TLS"
+"$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --dns localhost >/dev/null
+CA_LOCAL=$(base64 -w0 <pki/ca.crt)
+# The webhook runs with the configuration the chart renders (injection on);
+# only where it listens and its certificate come from the environment.
+"$HELM" template "$REL" "$CHART" -n "$NS" -f "$VALUES/url.yaml" --set driverSidecar.enabled=true \
+        --show-only templates/configmap.yaml | to_json | jq -r '.[0].data["config.yaml"]' >url-config.yaml
+HEALTH_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+HANGAR_LISTEN_ADDRESS=127.0.0.1 HANGAR_PORT=0 HANGAR_HEALTH_PORT=$HEALTH_PORT \
+        HANGAR_TLS_CERT_FILE=$T_TMP/pki/tls.crt HANGAR_TLS_KEY_FILE=$T_TMP/pki/tls.key \
+        "$WEBHOOK" serve --config url-config.yaml 2>webhook.log &
+t_cleanup_pid $!
+PORT=$(t_webhook_port webhook.log) || { t_fail "webhook did not start: $(cat webhook.log)"; t_end; }
+t_check "local webhook ready" t_wait_for "curl -sf http://127.0.0.1:$HEALTH_PORT/readyz >/dev/null" 10
+URL=https://127.0.0.1:$PORT/mutate
+UREL=hwurl
+UNS=hangar-url
+if "$HELM" install "$UREL" "$CHART" -n "$UNS" --create-namespace -f "$VALUES/url.yaml" \
+        --set driverSidecar.enabled=true --set webhook.url="$URL" --set webhook.caBundle="$CA_LOCAL" >install-url.log 2>&1; then
+        t_check "helm install (URL mode)" true
+else
+        t_fail "helm install (URL mode): $(cat install-url.log)"
+fi
+"${K[@]}" get mutatingwebhookconfiguration "$UREL-hangar-webhook" -o json >mwc-url.json 2>/dev/null || echo '{}' >mwc-url.json
+jq_check "the webhook configuration exists with the URL and caBundle" mwc-url.json \
+        ".webhooks[0].clientConfig == {url: \"$URL\", caBundle: \"$CA_LOCAL\"}"
+t_eq "nothing runs in the cluster in URL mode" "" \
+        "$("${K[@]}" get deployments,services,serviceaccounts,roles,rolebindings -n "$UNS" -l app.kubernetes.io/instance=$UREL -o name 2>/dev/null)"
+"${K[@]}" get configmap -n "$UNS" "$UREL-hangar-webhook" -o json 2>/dev/null | jq -r '.data["config.yaml"]' >url-config-stored.yaml
+t_check "the stored ConfigMap is the configuration the local webhook runs" cmp -s url-config-stored.yaml url-config.yaml
+
+for ns in sandboxes kube-system "$UNS"; do
+        "${K[@]}" get namespace "$ns" >/dev/null 2>&1 || "${K[@]}" create namespace "$ns" >/dev/null
+done
+pod_json() { # NAME NAMESPACE LABELLED
+        local labels='{}'
+        [ "$3" = 1 ] && labels='{"hangar.dev/sandbox": "true"}'
+        jq -n --arg n "$1" --arg ns "$2" --argjson l "$labels" \
+                '{apiVersion: "v1", kind: "Pod", metadata: {name: $n, namespace: $ns, labels: $l},
+                  spec: {containers: [{name: "sandbox", image: "registry.example/agent:1"}]}}'
+}
+# The API server picks a new webhook configuration up after a moment.
+injected() { # a dry-run create of a labelled pod comes back injected
+        pod_json probe sandboxes 1 | "$KUBECTL" create --dry-run=server -f - -o json 2>/dev/null |
+                jq -e '.metadata.annotations["hangar.dev/driver-sidecar"] == "injected"' >/dev/null
+}
+t_check "the API server calls the webhook (a dry-run create is injected)" t_wait_for injected 30
+create_pod() { # NAME NAMESPACE LABELLED -> stored pod JSON in pod-NAME.json
+        pod_json "$@" | "${K[@]}" create -f - -o json >"pod-$1.json" 2>"pod-$1.err" || echo '{}' >"pod-$1.json"
+}
+create_pod agent sandboxes 1
+jq_check "sandbox pod stored with hangar-driver and the injected annotation" pod-agent.json '
+        (.spec.containers | map(.name)) == ["sandbox", "hangar-driver"]
+        and .metadata.annotations["hangar.dev/driver-sidecar"] == "injected"
+        and .metadata.annotations["hangar.dev/driver-sidecar-reason"] == "injected"
+        and .spec.shareProcessNamespace == false'
+create_pod plain sandboxes 0
+jq_check "an unlabelled pod is not sent (objectSelector)" pod-plain.json \
+        '(.spec.containers | length) == 1 and .metadata.annotations == null'
+create_pod sys kube-system 1
+jq_check "a labelled pod in kube-system is not sent (namespaceSelector)" pod-sys.json \
+        '(.spec.containers | length) == 1 and .metadata.annotations == null'
+create_pod own "$UNS" 1
+jq_check "a labelled pod in the release namespace is not sent (namespaceSelector)" pod-own.json \
+        '(.spec.containers | length) == 1 and .metadata.annotations == null'
+t_eq "the webhook reviewed only sandbox pods in selected namespaces (log)" "agent probe" \
+        "$(grep '"msg":"review"' webhook.log | jq -r '.pod' | sort -u | xargs)"
+
+t_check "helm uninstall (URL mode)" bash -c "'$HELM' uninstall '$UREL' -n '$UNS' --wait --timeout 60s >/dev/null"
+t_check "the webhook configuration is gone" bash -c \
+        "! '$KUBECTL' get mutatingwebhookconfiguration '$UREL-hangar-webhook' >/dev/null 2>&1"
+t_check "the API server stops calling the webhook" t_wait_for '! injected' 30
+create_pod after sandboxes 1
+jq_check "a sandbox pod created after uninstall is untouched" pod-after.json \
+        '.metadata.name == "after" and (.spec.containers | length) == 1 and .metadata.annotations == null'
+t_end
