@@ -388,6 +388,7 @@ START_TEST(outcome_free_resets)
         _unit_json_ json_t *doc = review("admission.k8s.io/v1");
         admission_outcome_t o = {0};
         _unit_json_ json_t *resp = handle(doc, &o);
+        ck_assert_ptr_nonnull(resp);
         ck_assert_ptr_nonnull(o.review);
         admission_outcome_free(&o);
         ck_assert_ptr_null(o.review);

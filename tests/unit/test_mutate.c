@@ -343,8 +343,8 @@ START_TEST(privileged_skips_with_annotations_only)
         static const char *const value[] = {
             "{\"privileged\": true}",
             "[{\"name\": \"init\", \"image\": \"i\", \"securityContext\": {\"privileged\": true}}]",
-            "[{\"name\": \"debug\", \"image\": \"d\", \"securityContext\": {\"privileged\": "
-            "true}}]",
+            ("[{\"name\": \"debug\", \"image\": \"d\", \"securityContext\": "
+             "{\"privileged\": true}}]"), /* one string, split for width */
         };
         static const char *const who[] = {"\"sandbox\"", "\"init\"", "\"debug\""};
         for (size_t k = 0; k < ARRAY_SIZE(where); k++) {
