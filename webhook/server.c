@@ -58,7 +58,8 @@ typedef struct request {
         char *body;
         size_t len;
         size_t cap;
-        size_t drained; /* bytes thrown away after a 413 */
+        size_t drained;  /* body bytes thrown away after a refusal */
+        bool answer_now; /* refused with a body too large to drain */
         struct timespec started;
 } request_t;
 
@@ -152,23 +153,31 @@ static void refuse(request_t *req, unsigned status, metrics_error_t kind, const 
 }
 
 /* First callback of a /mutate request: headers only. */
+/* How much of a refused request's body is read and thrown away. */
+static uint64_t drain_limit(const server_t *s)
+{
+        return 2 * s->cfg->max_body_bytes;
+}
+
 static void check_mutate_headers(const server_t *s, struct MHD_Connection *conn, request_t *req)
 {
         const char *ct =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (!is_json_content_type(ct)) {
+        if (!is_json_content_type(ct))
                 refuse(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, METRICS_ERROR_MEDIA_TYPE,
                        "Content-Type must be application/json");
-                return;
-        }
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl) {
-                uint64_t declared;
-                /* MHD already rejects a malformed Content-Length. */
-                if (parse_u64(cl, &declared) == 0 && declared > s->cfg->max_body_bytes)
+        uint64_t declared;
+        /* MHD already rejects a malformed Content-Length. */
+        if (cl && parse_u64(cl, &declared) == 0) {
+                if (declared > s->cfg->max_body_bytes)
                         refuse(req, MHD_HTTP_CONTENT_TOO_LARGE, METRICS_ERROR_TOO_LARGE,
                                "request body exceeds the configured maximum");
+                /* A refused body is drained, so the client can read the answer
+                 * (closing on unread data resets the connection under it),
+                 * unless it is too large to be worth reading. */
+                req->answer_now = declared > drain_limit(s);
         }
 }
 
@@ -284,13 +293,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (req->route == ROUTE_MUTATE)
                         check_mutate_headers(s, conn, req);
                 *con_cls = req;
-                /* A refusal is answered now: MHD then closes the connection
+                /* Unknown paths, and a refusal whose body is too large to
+                 * drain, are answered now: MHD then closes the connection
                  * instead of reading a body nobody wants. Anything else is
                  * answered once the request is complete, which keeps the
                  * connection alive (an answer on this first call would not). */
                 if (req->route == ROUTE_NOT_FOUND || req->route == ROUTE_BAD_METHOD)
                         return answer_simple(s, conn, req->route);
-                if (req->refuse_status)
+                if (req->refuse_status && req->answer_now)
                         return send_error(conn, req->refuse_status, req->refuse_message);
                 return MHD_YES;
         }
@@ -307,11 +317,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return send_error(conn, req->refuse_status, req->refuse_message);
                 }
                 if (req->refuse_status) {
-                        /* An oversized body (no Content-Length) is drained, up
-                         * to a bound, so the client can read the 413: closing
-                         * on unread data would reset the connection under it. */
+                        /* Refused on its headers, or grown past the maximum
+                         * without a Content-Length: drain it, bounded. */
                         req->drained += *upload_data_size;
-                        if (req->drained > s->cfg->max_body_bytes)
+                        if (req->drained > drain_limit(s))
                                 return send_error(conn, req->refuse_status, req->refuse_message);
                 } else if (append_body(s, req, upload_data, *upload_data_size) < 0) {
                         return MHD_NO;

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Hostile slow clients for the webhook's server (test tooling only).
 
-usage: slow_client.py PORT stall|trickle
+usage: slow_client.py PORT stall|trickle|huge
   stall:   send headers promising 100 bytes, send one, then go silent.
   trickle: send headers promising 100 bytes, then one byte every 0.5 s.
+  huge:    send headers promising 1 GB, then wait for the answer.
 Prints "closed AFTER_SECONDS" if the server hung up without an answer,
 "status CODE AFTER_SECONDS" if it answered, or "open" if it did neither
 within 12 s.
@@ -18,8 +19,9 @@ ctx = ssl.create_default_context()
 ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE
 sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)))
+length = b"1000000000" if mode == "huge" else b"100"
 sock.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-             b"Content-Length: 100\r\n\r\n{")
+             b"Content-Length: " + length + b"\r\n\r\n{")
 start = time.time()
 sock.settimeout(0.5)
 while time.time() - start < 12:

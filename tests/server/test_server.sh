@@ -91,6 +91,8 @@ out=$($SLOW "$PORT" trickle)
 # The 408 may be lost to a reset if the client keeps sending as the server
 # closes; what matters is that the connection ends at the deadline.
 t_check "trickled request cut off at the deadline ($out)" grep -Eq '^(status 408|closed) [2-5]\.' <<<"$out"
+out=$($SLOW "$PORT" huge)
+t_check "a declared 1 GB body is refused at once, unread ($out)" grep -Eq '^status 413 [01]\.' <<<"$out"
 t_check "deadline counted as a timeout" bash -c "curl -s '$HURL/metrics' | grep -q 'errors_total{kind=\"timeout\"} [1-9]'"
 
 # Rotation while requests flow: several clients, each request a new TLS
