@@ -6,50 +6,62 @@
 #include <stdio.h>
 #include <string.h>
 
-static int append_string(strbuf_t *sb, const char *s, size_t n)
+/* Which bytes a JSON string must escape: '"', '\\' and the C0 controls. */
+static const bool must_escape[256] = {
+    [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
+    [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1,
+    [0x0e] = 1, [0x0f] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
+    [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1,
+    [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1, ['"'] = 1,  ['\\'] = 1,
+};
+
+static int append_escape(strbuf_t *sb, unsigned char c)
 {
         static const char hex[] = "0123456789ABCDEF";
+        char esc[7] = {'\\', 0};
+        size_t elen = 2;
+        switch (c) {
+        case '"':
+        case '\\':
+                esc[1] = (char)c;
+                break;
+        case '\b':
+                esc[1] = 'b';
+                break;
+        case '\f':
+                esc[1] = 'f';
+                break;
+        case '\n':
+                esc[1] = 'n';
+                break;
+        case '\r':
+                esc[1] = 'r';
+                break;
+        case '\t':
+                esc[1] = 't';
+                break;
+        default:
+                memcpy(esc + 1, "u00", 3);
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 0xF];
+                elen = 6;
+                break;
+        }
+        return strbuf_append(sb, esc, elen);
+}
+
+static int append_string(strbuf_t *sb, const char *s, size_t n)
+{
         int r = strbuf_append(sb, "\"", 1);
         size_t run = 0; /* start of the pending run of plain bytes */
         for (size_t i = 0; r == 0 && i < n; i++) {
                 unsigned char c = (unsigned char)s[i];
-                if (c >= 0x20 && c != '"' && c != '\\')
+                if (!must_escape[c])
                         continue;
                 r = strbuf_append(sb, s + run, i - run);
-                run = i + 1;
-                char esc[7] = {'\\', 0};
-                size_t elen = 2;
-                switch (c) {
-                case '"':
-                        esc[1] = '"';
-                        break;
-                case '\\':
-                        esc[1] = '\\';
-                        break;
-                case '\b':
-                        esc[1] = 'b';
-                        break;
-                case '\f':
-                        esc[1] = 'f';
-                        break;
-                case '\n':
-                        esc[1] = 'n';
-                        break;
-                case '\r':
-                        esc[1] = 'r';
-                        break;
-                case '\t':
-                        esc[1] = 't';
-                        break;
-                default:
-                        memcpy(esc + 1, "u00", 3);
-                        esc[4] = hex[c >> 4];
-                        esc[5] = hex[c & 0xF];
-                        elen = 6;
-                        break;
-                }
                 if (r == 0)
-                        r = strbuf_append(sb, esc, elen);
+                        r = append_escape(sb, c);
+                run = i + 1;
         }
         if (r == 0)
                 r = strbuf_append(sb, s + run, n - run);

@@ -126,12 +126,38 @@ static size_t put_utf8(char *o, uint32_t cp)
 /* Reads a string (r->p at the opening quote). Its bytes are in *ret_str for
  * *ret_len bytes: pointing into the input when it had no escapes, else into
  * r->scratch. Valid UTF-8 without NUL either way. */
+/* Bytes a string holds as they are: printable ASCII but '"' (0x22) and
+ * '\\' (0x5c); controls, quotes, escapes and UTF-8 take the careful path. */
+static const bool plain_ascii[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x30 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 0x50 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x70 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x80 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x90 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xa0 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xb0 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xc0 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xd0 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xe0 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xf0 */
+};
+
 static int read_string(reader_t *r, const char **ret_str, size_t *ret_len)
 {
         r->p++; /* opening quote */
         const unsigned char *s = r->p;
         /* Fast path: a run of plain characters up to the closing quote. */
         while (r->p < r->end) {
+                /* Plain ASCII needs no look beyond the table. */
+                while (r->p < r->end && plain_ascii[*r->p])
+                        r->p++;
+                if (r->p >= r->end)
+                        break;
                 unsigned char c = *r->p;
                 if (c == '"') {
                         *ret_str = (const char *)s;

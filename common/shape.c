@@ -77,19 +77,49 @@ const char *shape_access_name(shape_access_t access)
         }
 }
 
+/* Builders below set members with put() rather than json_pack: this runs on
+ * every review, and json_pack re-parses its format string and re-checks
+ * every key's UTF-8 each time. put() takes v (even on failure); any failure
+ * makes it return non-zero, so callers OR the results and check once. */
+static int put(json_t *obj, const char *key, json_t *v)
+{
+        return json_object_set_new_nocheck(obj, key, v) != 0;
+}
+
+static int push(json_t *arr, json_t *v)
+{
+        return json_array_append_new(arr, v) != 0;
+}
+
+/* Returns obj, or NULL (freeing obj) when any put failed. */
+static json_t *built(json_t *obj, int failed)
+{
+        if (failed || !obj) {
+                json_decref(obj);
+                return NULL;
+        }
+        return obj;
+}
+
 json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)
 {
+        json_t *v = json_object(), *empty_dir = json_object();
+        int bad = put(v, "name", json_string_nocheck(shape_volume_name(volume)));
         switch (volume) {
         case SHAPE_VOLUME_HOME:
-                return json_pack("{s:s, s:{}}", "name", SHAPE_HOME_VOLUME, "emptyDir");
+                break;
         case SHAPE_VOLUME_CTL:
                 /* In memory: secrets never touch the node's disk, and GKE Sandbox
                  * keeps a Memory emptyDir inside the sandbox. */
-                return json_pack("{s:s, s:{s:s, s:s}}", "name", SHAPE_CTL_VOLUME, "emptyDir",
-                                 "medium", "Memory", "sizeLimit", cfg->ctl_size_limit);
+                bad |= put(empty_dir, "medium", json_string_nocheck("Memory"));
+                bad |= put(empty_dir, "sizeLimit", json_string(cfg->ctl_size_limit));
+                break;
         default:
-                return NULL;
+                bad = 1;
+                break;
         }
+        bad |= put(v, "emptyDir", empty_dir);
+        return built(v, bad);
 }
 
 json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume_t volume)
@@ -97,65 +127,75 @@ json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume
         shape_access_t access = shape_mount_access(role, volume);
         if (access != SHAPE_ACCESS_READ_ONLY && access != SHAPE_ACCESS_READ_WRITE)
                 return NULL;
-        json_t *m = json_pack("{s:s, s:s}", "name", shape_volume_name(volume), "mountPath",
-                              shape_volume_path(cfg, volume));
+        json_t *m = json_object();
+        int bad = put(m, "name", json_string_nocheck(shape_volume_name(volume)));
+        bad |= put(m, "mountPath", json_string(shape_volume_path(cfg, volume)));
         /* readOnly: false is the API's default and is omitted, as the API server
          * stores it. */
-        if (m && access == SHAPE_ACCESS_READ_ONLY &&
-            json_object_set_new(m, "readOnly", json_true()) < 0) {
-                json_decref(m);
-                return NULL;
-        }
-        return m;
+        if (access == SHAPE_ACCESS_READ_ONLY)
+                bad |= put(m, "readOnly", json_true());
+        return built(m, bad);
+}
+
+static json_t *quantities(const char *cpu, const char *memory)
+{
+        json_t *q = json_object();
+        int bad = 0;
+        if (cpu[0])
+                bad |= put(q, "cpu", json_string(cpu));
+        if (memory[0])
+                bad |= put(q, "memory", json_string(memory));
+        return built(q, bad);
 }
 
 static json_t *resources_json(const hg_config_t *cfg)
 {
-        _cleanup_json_ json_t *res =
-            json_pack("{s:{s:s, s:s}}", "requests", "cpu", cfg->driver_cpu_request, "memory",
-                      cfg->driver_memory_request);
-        if (!res)
-                return NULL;
-        if (cfg->driver_cpu_limit[0] || cfg->driver_memory_limit[0]) {
-                json_t *limits = json_object();
-                if (!limits || json_object_set_new(res, "limits", limits) < 0)
-                        return NULL;
-                if (cfg->driver_cpu_limit[0] &&
-                    json_object_set_new(limits, "cpu", json_string(cfg->driver_cpu_limit)) < 0)
-                        return NULL;
-                if (cfg->driver_memory_limit[0] &&
-                    json_object_set_new(limits, "memory", json_string(cfg->driver_memory_limit)) <
-                        0)
-                        return NULL;
-        }
-        return TAKE_PTR(res);
+        json_t *res = json_object();
+        int bad =
+            put(res, "requests", quantities(cfg->driver_cpu_request, cfg->driver_memory_request));
+        if (cfg->driver_cpu_limit[0] || cfg->driver_memory_limit[0])
+                bad |=
+                    put(res, "limits", quantities(cfg->driver_cpu_limit, cfg->driver_memory_limit));
+        return built(res, bad);
+}
+
+static json_t *security_context_json(const hg_config_t *cfg)
+{
+        json_t *sc = json_object(), *caps = json_object(), *drop = json_array(),
+               *seccomp = json_object();
+        int bad = put(sc, "runAsUser", json_integer(cfg->driver_uid));
+        bad |= put(sc, "runAsGroup", json_integer(cfg->driver_gid));
+        bad |= put(sc, "runAsNonRoot", json_true());
+        bad |= put(sc, "allowPrivilegeEscalation", json_false());
+        bad |= put(sc, "readOnlyRootFilesystem", json_true());
+        bad |= put(sc, "privileged", json_false());
+        bad |= push(drop, json_string_nocheck("ALL"));
+        bad |= put(caps, "drop", drop);
+        bad |= put(sc, "capabilities", caps);
+        bad |= put(seccomp, "type", json_string_nocheck("RuntimeDefault"));
+        bad |= put(sc, "seccompProfile", seccomp);
+        return built(sc, bad);
 }
 
 json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
 {
-        _cleanup_json_ json_t *command = json_array();
-        for (size_t i = 0; command && i < cfg->driver_command.n; i++)
-                if (json_array_append_new(command, json_string(cfg->driver_command.items[i])) < 0)
-                        return NULL;
-        _cleanup_json_ json_t *mounts = json_array();
-        for (shape_volume_t v = 0; mounts && v < SHAPE_VOLUME_COUNT; v++) {
+        json_t *c = json_object(), *command = json_array(), *mounts = json_array();
+        int bad = 0;
+        for (size_t i = 0; i < cfg->driver_command.n; i++)
+                bad |= push(command, json_string(cfg->driver_command.items[i]));
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                 json_t *m = shape_mount_json(cfg, SHAPE_ROLE_DRIVER, v);
-                if (m && json_array_append_new(mounts, m) < 0)
-                        return NULL;
+                if (m)
+                        bad |= push(mounts, m);
         }
-        json_t *resources = resources_json(cfg);
-        if (!command || !mounts || !resources) {
-                json_decref(resources);
-                return NULL;
-        }
+        bad |= put(c, "name", json_string_nocheck(SHAPE_DRIVER_CONTAINER));
+        bad |= put(c, "image", json_string(image));
         /* IfNotPresent: the agent's container has just pulled this image, so the
          * driver runs the same bytes and nothing new is pulled. */
-        return json_pack("{s:s, s:s, s:s, s:O, s:o, s:{s:I, s:I, s:b, s:b, s:b, s:b, "
-                         "s:{s:[s]}, s:{s:s}}, s:O}",
-                         "name", SHAPE_DRIVER_CONTAINER, "image", image, "imagePullPolicy",
-                         "IfNotPresent", "command", command, "resources", resources,
-                         "securityContext", "runAsUser", (json_int_t)cfg->driver_uid, "runAsGroup",
-                         (json_int_t)cfg->driver_gid, "runAsNonRoot", 1, "allowPrivilegeEscalation",
-                         0, "readOnlyRootFilesystem", 1, "privileged", 0, "capabilities", "drop",
-                         "ALL", "seccompProfile", "type", "RuntimeDefault", "volumeMounts", mounts);
+        bad |= put(c, "imagePullPolicy", json_string_nocheck("IfNotPresent"));
+        bad |= put(c, "command", command);
+        bad |= put(c, "resources", resources_json(cfg));
+        bad |= put(c, "securityContext", security_context_json(cfg));
+        bad |= put(c, "volumeMounts", mounts);
+        return built(c, bad);
 }

@@ -24,7 +24,7 @@ static int strbuf_reserve(strbuf_t *sb, size_t extra)
         return 0;
 }
 
-int strbuf_append(strbuf_t *sb, const char *bytes, size_t n)
+int strbuf_append_slow(strbuf_t *sb, const char *bytes, size_t n)
 {
         int r = strbuf_reserve(sb, n);
         if (r < 0)

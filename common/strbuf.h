@@ -12,7 +12,19 @@ typedef struct strbuf {
         size_t cap;
 } strbuf_t;
 
-int strbuf_append(strbuf_t *sb, const char *bytes, size_t n);
+int strbuf_append_slow(strbuf_t *sb, const char *bytes, size_t n);
+
+/* Appends n bytes. Inline: serializers call this for every token. */
+static inline int strbuf_append(strbuf_t *sb, const char *bytes, size_t n)
+{
+        if (sb->data && n < sb->cap - sb->len) {
+                __builtin_memcpy(sb->data + sb->len, bytes, n);
+                sb->len += n;
+                sb->data[sb->len] = '\0';
+                return 0;
+        }
+        return strbuf_append_slow(sb, bytes, n);
+}
 int strbuf_puts(strbuf_t *sb, const char *s);
 int strbuf_printf(strbuf_t *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_truncate(strbuf_t *sb, size_t len);
