@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# hangar-probe's in-container checks without a container runtime: each case
+# builds the shape (or a broken one) natively with Linux namespaces
+# (unshare: a private mount and PID namespace, tmpfs and bind mounts, a
+# read-only root) and runs `hangar-probe check` as the role's uid with
+# setpriv (no capabilities, no_new_privs), then checks the verdict and which
+# check caught the fault. The same checks under gVisor (runsc) are the pod
+# harness's job (tests/pods). Needs root.
+# usage: test_probe_native.sh PATH/TO/hangar-probe
+PROBE=$(realpath "$1")
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "hangar-probe check, shapes built natively with namespaces"
+[ "$(id -u)" = 0 ] || { t_fail "needs root (unshare, mount)"; t_end; }
+
+# The volumes live under the test's directory (configuration overrides), so
+# nothing on the host is touched.
+HOME_DIR=$T_TMP/hangar
+CTL_DIR=$T_TMP/hangar-ctl
+mkdir -p "$HOME_DIR" "$CTL_DIR" "$T_TMP/home-src"
+chmod 755 "$T_TMP"
+export HANGAR_HOME_PATH=$HOME_DIR HANGAR_CTL_PATH=$CTL_DIR
+
+# run_case NAME ROLE UID SETUP [SETPRIV_EXTRA...]: SETUP is shell run as root
+# (CAPS replaces the default "no capabilities at all" setpriv options)
+# inside the new namespaces before the probe replaces the shell (so the probe
+# is PID 1 and sees no other process unless SETUP leaves one).
+run_case() {
+        local name=$1 role=$2 uid=$3 setup=$4
+        shift 4
+        unshare --mount --pid --fork --mount-proc sh -c "
+                set -e
+                mount --make-rprivate /
+                $setup
+                exec setpriv --reuid $uid --regid $uid --clear-groups \
+                        ${CAPS:---inh-caps=-all --bounding-set=-all} --no-new-privs $* \
+                        '$PROBE' check --role $role
+        " >"$T_TMP/$name.json" 2>"$T_TMP/$name.err"
+        echo $? >"$T_TMP/$name.rc"
+}
+result() { jq -r .result "$T_TMP/$1.json" 2>/dev/null; }
+failed() { jq -r '[.checks[] | select(.required and .status == "fail") | .name] | join(",")' "$T_TMP/$1.json" 2>/dev/null; }
+
+MOUNT_CTL="mount -t tmpfs -o size=64m tmpfs $CTL_DIR"
+MOUNT_HOME_RW="mount --bind $T_TMP/home-src $HOME_DIR"
+MOUNT_HOME_RO="mount --bind $T_TMP/home-src $HOME_DIR && mount -o remount,bind,ro $HOME_DIR"
+ROOT_RO="mount -o remount,bind,ro /"
+
+run_case driver-ok driver 1001 "$MOUNT_CTL; $MOUNT_HOME_RW; $ROOT_RO"
+t_eq "driver in shape: pass" pass "$(result driver-ok)"
+t_eq "driver in shape: exit 0" 0 "$(cat "$T_TMP/driver-ok.rc")"
+t_eq "driver in shape: no required check fails" "" "$(failed driver-ok)"
+t_check "driver report says where each fact was read" \
+        bash -c "jq -e 'all(.checks[]; (.source | length) > 0 and has(\"observed\"))' '$T_TMP/driver-ok.json' >/dev/null"
+
+run_case agent-ok agent 1000 "$MOUNT_HOME_RO"
+t_eq "agent in shape: pass" pass "$(result agent-ok)"
+
+# Each fault is caught by the check that should catch it.
+expect_fail() { # CASE CHECK DESCRIPTION
+        t_eq "$3: fail" fail "$(result "$1")"
+        t_eq "$3: exit 1" 1 "$(cat "$T_TMP/$1.rc")"
+        t_check "$3: caught by $2 (failed: $(failed "$1"))" grep -qw -- "$2" <<<"$(failed "$1" | tr ',' ' ')"
+}
+run_case driver-agent-uid driver 1000 "$MOUNT_CTL; $MOUNT_HOME_RW; $ROOT_RO"
+expect_fail driver-agent-uid identity.driver_uid "driver with the agent's uid"
+run_case driver-root driver 0 "$MOUNT_CTL; $MOUNT_HOME_RW; $ROOT_RO"
+expect_fail driver-root identity.uid_not_root "driver as root"
+run_case driver-writable-root driver 1001 "$MOUNT_CTL; $MOUNT_HOME_RW"
+expect_fail driver-writable-root root_filesystem.read_only "driver with a writable root"
+run_case driver-ctl-on-disk driver 1001 "mount --bind $T_TMP/home-src $CTL_DIR; $MOUNT_HOME_RW; $ROOT_RO"
+expect_fail driver-ctl-on-disk mounts.hangar-ctl.memory "driver's hangar-ctl not in memory"
+run_case driver-home-ro driver 1001 "$MOUNT_CTL; $MOUNT_HOME_RO; $ROOT_RO"
+expect_fail driver-home-ro mounts.hangar-home "driver with hangar-home read-only"
+run_case agent-with-ctl agent 1000 "$MOUNT_HOME_RO; $MOUNT_CTL"
+expect_fail agent-with-ctl mounts.hangar-ctl "agent with hangar-ctl mounted"
+run_case agent-home-rw agent 1000 "$MOUNT_HOME_RW"
+expect_fail agent-home-rw mounts.hangar-home "agent with hangar-home read-write"
+CAPS="--inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace --bounding-set=-all,+sys_ptrace" \
+        run_case agent-ptrace agent 1000 "$MOUNT_HOME_RO"
+expect_fail agent-ptrace capabilities.effective "agent with CAP_SYS_PTRACE"
+run_case agent-driver-uid agent 1001 "$MOUNT_HOME_RO"
+expect_fail agent-driver-uid identity.agent_uid_differs "agent with the driver's uid"
+# A shared PID namespace: another uid's process is visible (and reported
+# with whether it could be signalled or its memory opened).
+run_case agent-shared-pid agent 1000 "$MOUNT_HOME_RO; setpriv --reuid 1001 --regid 1001 --clear-groups sleep 30 &"
+expect_fail agent-shared-pid processes.isolated "agent seeing the driver's process"
+t_eq "the visible process could not be signalled" "Operation not permitted" \
+        "$(jq -r '.checks[] | select(.name == "processes.isolated") | .observed[0].signal' "$T_TMP/agent-shared-pid.json")"
+# no_new_privs off in the driver (allowPrivilegeEscalation true).
+unshare --mount --pid --fork --mount-proc sh -c "
+        set -e; mount --make-rprivate /; $MOUNT_CTL; $MOUNT_HOME_RW; $ROOT_RO
+        exec setpriv --reuid 1001 --regid 1001 --clear-groups --inh-caps=-all --bounding-set=-all '$PROBE' check --role driver
+" >"$T_TMP/driver-nnp.json" 2>/dev/null
+echo $? >"$T_TMP/driver-nnp.rc"
+expect_fail driver-nnp no_new_privs "driver with privilege escalation allowed"
+
+t_eq "usage error exits 2" 2 "$("$PROBE" check --role nobody >/dev/null 2>&1; echo $?)"
+t_end
