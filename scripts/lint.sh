@@ -16,11 +16,18 @@ if hits=$(grep -nE "$banned" "${sources[@]}" | grep -v 'lint:allow'); then
         status=1
 fi
 
-# Descriptors are always close-on-exec.
-if hits=$(grep -nE '\b(socket|accept|pipe|open|openat|epoll_create1?)\(' "${sources[@]}" |
-        grep -vE 'CLOEXEC|accept4|lint:allow|^\S+:[0-9]+:\s*(\*|/\*|//)'); then
+# Descriptors are always close-on-exec. String literals and comments are
+# blanked first so a mention like "open(2)" is not a call.
+code_only() { sed -E 's/"([^"\\]|\\.)*"/""/g; s#/\*.*\*/##g; s#//.*$##; s#^\s*\*.*$##' "$1"; }
+hits=""
+for f in "${sources[@]}"; do
+        found=$(code_only "$f" | grep -nE '(^|[^A-Za-z_])(socket|accept|pipe|open|openat|epoll_create1?)\(' |
+                grep -vE 'CLOEXEC|accept4|lint:allow' | sed "s|^|$f:|" || true)
+        [ -n "$found" ] && hits+="$found"$'\n'
+done
+if [ -n "$hits" ]; then
         echo "lint: descriptor opened without CLOEXEC:"
-        echo "$hits"
+        printf '%s' "$hits"
         status=1
 fi
 
