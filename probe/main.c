@@ -1,7 +1,9 @@
-/* hangar-probe: checks from inside a container that the driver sidecar's
- * shape holds. Subcommands:
- *   check --role agent|driver   one JSON report of this container
- * (the pod-spec check and the HANGAR_UID_SPLIT verdict come next: issue 4). */
+/* hangar-probe: checks that the driver sidecar's shape holds, and decides
+ * the HANGAR_UID_SPLIT verdict. Subcommands:
+ *   check --role agent|driver   one JSON report of this container, from inside
+ *   spec                        the pod's spec (from the API or a file) against the shape
+ *   verdict                     the spec report and both containers' reports under a mode */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,20 +12,72 @@
 #include "checks.h"
 #include "cleanup.h"
 #include "config.h"
+#include "fileio.h"
+#include "jsonx.h"
+#include "k8sclient.h"
 #include "observe.h"
+#include "shapecheck.h"
+#include "verdict.h"
+#include "yamldoc.h"
 
 /* Exit statuses scripts can act on. */
 #define EXIT_PASS         0
 #define EXIT_FAIL         1
 #define EXIT_USAGE        2
 #define EXIT_INCONCLUSIVE 3
+#define EXIT_REFUSED      4 /* verdict: refused under HANGAR_UID_SPLIT=required */
+#define MAX_INPUT_BYTES   (4 * 1024 * 1024)
 
 static const char usage_text[] =
     "usage: hangar-probe check --role agent|driver [--config FILE]\n"
+    "       hangar-probe spec (--pod-file FILE | --name POD [--namespace NS]) [--kubeconfig F]\n"
+    "                         [--config FILE]\n"
+    "       hangar-probe verdict --mode off|auto|required --spec FILE --agent FILE\n"
+    "                            --driver FILE [--write PATH]\n"
     "       hangar-probe version\n"
-    "Prints one JSON report; exits 0 (pass), 1 (a required check failed),\n"
-    "3 (inconclusive: a required check could not be read) or 2 (usage).\n"
-    "The configuration is the webhook's (--config or HANGAR_CONFIG).\n";
+    "check and spec print one JSON report and exit 0 (pass), 1 (a required check\n"
+    "failed), 3 (inconclusive) or 2 (usage). verdict prints the verdict and exits\n"
+    "0 (split active), 1 (single-user) or 4 (refused). The configuration is the\n"
+    "webhook's (--config or HANGAR_CONFIG); the mode may come from HANGAR_UID_SPLIT.\n";
+
+static int print_json(json_t *j)
+{
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+        if (!text) {
+                fputs("hangar-probe: out of memory\n", stderr);
+                return -1;
+        }
+        puts(text);
+        return 0;
+}
+
+/* A JSON or YAML document from path ("-" for stdin). */
+static json_t *load_document(const char *path, hg_error_t *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r = strcmp(path, "-") == 0 ? fd_read_bounded(0, MAX_INPUT_BYTES, &buf, &len)
+                                       : file_read_bounded(path, MAX_INPUT_BYTES, &buf, &len);
+        if (r < 0) {
+                error_set(err, r, "%s: %s", path, strerror(-r));
+                return NULL;
+        }
+        json_t *j = NULL;
+        size_t i = strspn(buf, " \t\r\n");
+        if (buf[i] == '{') {
+                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, &j, err);
+        } else {
+                _cleanup_ynode_ ynode_t *doc = NULL;
+                r = yamldoc_parse(buf, len, &doc, err);
+                if (r == 0)
+                        r = ynode_to_json(doc, &j, err);
+        }
+        if (r < 0) {
+                error_prefix(err, "%s: ", path);
+                return NULL;
+        }
+        return j;
+}
 
 static int cmd_check(int argc, char **argv)
 {
@@ -87,6 +141,155 @@ static int cmd_check(int argc, char **argv)
         }
 }
 
+static int cmd_spec(int argc, char **argv)
+{
+        static const struct option opts[] = {{"pod-file", required_argument, NULL, 'f'},
+                                             {"name", required_argument, NULL, 'n'},
+                                             {"namespace", required_argument, NULL, 's'},
+                                             {"kubeconfig", required_argument, NULL, 'k'},
+                                             {"config", required_argument, NULL, 'c'},
+                                             {NULL, 0, NULL, 0}};
+        const char *file = NULL, *name = NULL, *ns = NULL, *kubeconfig = NULL;
+        const char *config_path = getenv("HANGAR_CONFIG");
+        int c;
+        while ((c = getopt_long(argc, argv, "f:n:s:k:c:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'f':
+                        file = optarg;
+                        break;
+                case 'n':
+                        name = optarg;
+                        break;
+                case 's':
+                        ns = optarg;
+                        break;
+                case 'k':
+                        kubeconfig = optarg;
+                        break;
+                case 'c':
+                        config_path = optarg;
+                        break;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind != argc || (!file == !name)) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        hg_config_t cfg;
+        hg_error_t err = {0};
+        if (config_load(&cfg, config_path, &err) < 0) {
+                fprintf(stderr, "hangar-probe spec: %s\n", err.message);
+                return EXIT_USAGE;
+        }
+        _cleanup_json_ json_t *pod = NULL;
+        if (file) {
+                pod = load_document(file, &err);
+        } else {
+                /* Through the API: the pod's own service account in a cluster,
+                 * or a kubeconfig. */
+                k8s_client_t *k = NULL;
+                if (k8s_client_new(kubeconfig, &k, &err) == 0) {
+                        char path[512];
+                        (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s",
+                                       ns ? ns : k8s_client_namespace(k), name);
+                        long status = 0;
+                        if (k8s_request(k, "GET", path, NULL, NULL, &status, &pod, &err) == 0 &&
+                            status != 200) {
+                                char buf[32];
+                                error_set(&err, -EIO, "GET %s: %s", path,
+                                          k8s_status_message(pod, status, buf, sizeof(buf)));
+                                json_decref(pod);
+                                pod = NULL;
+                        }
+                        k8s_client_free(k);
+                }
+        }
+        if (!pod) {
+                config_free(&cfg);
+                fprintf(stderr, "hangar-probe spec: %s\n", err.message);
+                return EXIT_INCONCLUSIVE;
+        }
+        bool pass = false;
+        _cleanup_json_ json_t *report = shapecheck_pod(&cfg, pod, &pass);
+        config_free(&cfg);
+        if (print_json(report) < 0)
+                return EXIT_FAIL;
+        return pass ? EXIT_PASS : EXIT_FAIL;
+}
+
+static int cmd_verdict(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"mode", required_argument, NULL, 'm'},  {"spec", required_argument, NULL, 's'},
+            {"agent", required_argument, NULL, 'a'}, {"driver", required_argument, NULL, 'd'},
+            {"write", required_argument, NULL, 'w'}, {NULL, 0, NULL, 0}};
+        const char *mode_name = getenv("HANGAR_UID_SPLIT"), *write_path = NULL;
+        const char *paths[3] = {NULL, NULL, NULL}; /* spec, agent, driver */
+        int c;
+        while ((c = getopt_long(argc, argv, "m:s:a:d:w:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'm':
+                        mode_name = optarg;
+                        break;
+                case 's':
+                        paths[0] = optarg;
+                        break;
+                case 'a':
+                        paths[1] = optarg;
+                        break;
+                case 'd':
+                        paths[2] = optarg;
+                        break;
+                case 'w':
+                        write_path = optarg;
+                        break;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        split_mode_t mode;
+        if (optind != argc || verdict_parse_mode(mode_name, &mode) < 0) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        /* A report that is missing or unreadable is a reason, not a crash:
+         * the verdict then says so (fail closed). */
+        json_t *reports[3] = {NULL, NULL, NULL};
+        for (size_t i = 0; i < 3; i++) {
+                hg_error_t err = {0};
+                if (paths[i] && !(reports[i] = load_document(paths[i], &err)))
+                        fprintf(stderr, "hangar-probe verdict: %s\n", err.message);
+        }
+        verdict_t v = VERDICT_REFUSED;
+        _cleanup_json_ json_t *out = verdict_decide(mode, reports[0], reports[1], reports[2], &v);
+        for (size_t i = 0; i < 3; i++)
+                json_decref(reports[i]);
+        if (!out || print_json(out) < 0)
+                return EXIT_FAIL;
+        if (write_path) {
+                _cleanup_free_ char *text = json_dumps(out, JSON_COMPACT);
+                int r = text ? file_write_atomic(write_path, text, strlen(text), 0644, 0) : -ENOMEM;
+                if (r < 0) {
+                        fprintf(stderr, "hangar-probe verdict: cannot write %s: %s\n", write_path,
+                                strerror(-r));
+                        return EXIT_FAIL;
+                }
+        }
+        switch (v) {
+        case VERDICT_SPLIT_ACTIVE:
+                return EXIT_PASS;
+        case VERDICT_SINGLE_USER:
+                return EXIT_FAIL;
+        case VERDICT_REFUSED:
+        default:
+                return EXIT_REFUSED;
+        }
+}
+
 int main(int argc, char **argv)
 {
         if (argc >= 2 && strcmp(argv[1], "version") == 0) {
@@ -95,6 +298,10 @@ int main(int argc, char **argv)
         }
         if (argc >= 2 && strcmp(argv[1], "check") == 0)
                 return cmd_check(argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "spec") == 0)
+                return cmd_spec(argc - 1, argv + 1);
+        if (argc >= 2 && strcmp(argv[1], "verdict") == 0)
+                return cmd_verdict(argc - 1, argv + 1);
         fputs(usage_text, stderr);
         return EXIT_USAGE;
 }

@@ -96,4 +96,43 @@ echo $? >"$T_TMP/driver-nnp.rc"
 expect_fail driver-nnp no_new_privs "driver with privilege escalation allowed"
 
 t_eq "usage error exits 2" 2 "$("$PROBE" check --role nobody >/dev/null 2>&1; echo $?)"
+
+# The verdict, from these reports and the spec of an injected pod (a golden
+# output of the webhook) or of the same pod before injection.
+# The golden pod has the default paths, not this test's temporary ones.
+GOLDEN=$HERE/../golden/cases/basic
+SPEC="env -u HANGAR_HOME_PATH -u HANGAR_CTL_PATH $PROBE spec"
+$SPEC --pod-file "$GOLDEN/expected.json" >"$T_TMP/spec-ok.json"
+$SPEC --pod-file "$GOLDEN/pod.yaml" >"$T_TMP/spec-bad.json"
+jq '.result = "inconclusive"' "$T_TMP/driver-ok.json" >"$T_TMP/driver-unknown.json"
+verdict() { # MODE SPEC AGENT DRIVER -> prints "verdict exit reason-codes"
+        local out rc
+        out=$("$PROBE" verdict --mode "$1" --spec "$T_TMP/$2.json" --agent "$T_TMP/$3.json" \
+                --driver "$T_TMP/$4.json" 2>/dev/null)
+        rc=$?
+        echo "$(jq -r .verdict <<<"$out") $rc $(jq -r '[.reasons[].code] | join(",")' <<<"$out")"
+}
+t_eq "auto, pod in shape: split active" "split-active 0 " "$(verdict auto spec-ok agent-ok driver-ok)"
+t_eq "required, pod in shape: split active" "split-active 0 " "$(verdict required spec-ok agent-ok driver-ok)"
+t_eq "off: never split" "single-user 1 mode-off" "$(verdict off spec-ok agent-ok driver-ok)"
+t_eq "auto, driver as root: single-user, says why" "single-user 1 driver-failed" \
+        "$(verdict auto spec-ok agent-ok driver-root)"
+t_eq "required, driver as root: refused" "refused 4 driver-failed" \
+        "$(verdict required spec-ok agent-ok driver-root)"
+t_eq "required, spec out of shape: refused" "refused 4 spec-failed" \
+        "$(verdict required spec-bad agent-ok driver-ok)"
+t_eq "auto, agent seeing the driver: single-user" "single-user 1 agent-failed" \
+        "$(verdict auto spec-ok agent-shared-pid driver-ok)"
+t_eq "required, inconclusive driver report: refused, never split" "refused 4 driver-inconclusive" \
+        "$(verdict required spec-ok agent-ok driver-unknown)"
+t_eq "auto, missing agent report: single-user" "single-user 1 agent-report-missing" \
+        "$(verdict auto spec-ok nonexistent driver-ok)"
+t_check "a failing reason names the checks that failed" bash -c "'$PROBE' verdict --mode auto \
+        --spec '$T_TMP/spec-ok.json' --agent '$T_TMP/agent-ok.json' --driver '$T_TMP/driver-root.json' |
+        jq -e '.reasons[0].detail | contains(\"identity.uid_not_root\")' >/dev/null"
+HANGAR_UID_SPLIT=required "$PROBE" verdict --spec "$T_TMP/spec-ok.json" --agent "$T_TMP/agent-ok.json" \
+        --driver "$T_TMP/driver-ok.json" --write "$T_TMP/verdict.json" >"$T_TMP/verdict.out"
+t_eq "mode from HANGAR_UID_SPLIT, verdict written" required/split-active \
+        "$(jq -r '.mode + "/" + .verdict' "$T_TMP/verdict.json")"
+t_eq "bad mode is a usage error" 2 "$("$PROBE" verdict --mode sometimes >/dev/null 2>&1; echo $?)"
 t_end

@@ -1,0 +1,115 @@
+#include "verdict.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonx.h"
+
+static const char *const mode_names[] = {
+    [SPLIT_OFF] = "off", [SPLIT_AUTO] = "auto", [SPLIT_REQUIRED] = "required"};
+
+int verdict_parse_mode(const char *s, split_mode_t *ret)
+{
+        for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
+                if (s && strcmp(s, mode_names[i]) == 0) {
+                        *ret = (split_mode_t)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *verdict_mode_name(split_mode_t m)
+{
+        return (unsigned)m < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[m] : "?";
+}
+
+const char *verdict_name(verdict_t v)
+{
+        switch (v) {
+        case VERDICT_SPLIT_ACTIVE:
+                return "split-active";
+        case VERDICT_SINGLE_USER:
+                return "single-user";
+        case VERDICT_REFUSED:
+        default:
+                return "refused";
+        }
+}
+
+static void reason(json_t *reasons, const char *code, const char *detail)
+{
+        (void)json_array_append_new(reasons,
+                                    json_pack("{s:s, s:s}", "code", code, "detail", detail));
+}
+
+/* The names (or codes) of the report's failed required checks, comma-joined. */
+static void failed_names(json_t *report, const char *key, char *buf, size_t size)
+{
+        size_t used = 0, i;
+        json_t *c;
+        buf[0] = '\0';
+        json_array_foreach (json_object_get(report, "checks"), i, c) {
+                const char *status = "", *name = "";
+                (void)jsonx_string(c, "status", &status);
+                (void)jsonx_string(c, key, &name);
+                json_t *required = json_object_get(c, "required");
+                if (strcmp(status, "fail") != 0 || json_is_false(required))
+                        continue;
+                int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", name);
+                if (n < 0 || (size_t)n >= size - used)
+                        break;
+                used += (size_t)n;
+        }
+}
+
+/* Adds the reasons one report gives; the report's "result" decides. */
+static void judge(json_t *reasons, json_t *report, const char *what, const char *name_key)
+{
+        char code[64], detail[512], names[400];
+        const char *result = NULL;
+        if (!report || jsonx_string(report, "result", &result) < 0) {
+                (void)snprintf(code, sizeof(code), "%s-report-missing", what);
+                (void)snprintf(detail, sizeof(detail), "no readable %s report", what);
+                reason(reasons, code, detail);
+                return;
+        }
+        if (strcmp(result, "pass") == 0)
+                return;
+        if (strcmp(result, "inconclusive") == 0) {
+                (void)snprintf(code, sizeof(code), "%s-inconclusive", what);
+                (void)snprintf(detail, sizeof(detail), "a required %s check could not be read",
+                               what);
+                reason(reasons, code, detail);
+                return;
+        }
+        failed_names(report, name_key, names, sizeof(names));
+        (void)snprintf(code, sizeof(code), "%s-failed", what);
+        (void)snprintf(detail, sizeof(detail), "%s out of shape: %s", what,
+                       names[0] ? names : result);
+        reason(reasons, code, detail);
+}
+
+json_t *verdict_decide(split_mode_t mode, json_t *spec, json_t *agent, json_t *driver,
+                       verdict_t *ret)
+{
+        json_t *reasons = json_array();
+        if (!reasons)
+                return NULL;
+        verdict_t v;
+        if (mode == SPLIT_OFF) {
+                reason(reasons, "mode-off", "HANGAR_UID_SPLIT=off: turns run single-user");
+                v = VERDICT_SINGLE_USER;
+        } else {
+                judge(reasons, spec, "spec", "code");
+                judge(reasons, agent, "agent", "name");
+                judge(reasons, driver, "driver", "name");
+                if (json_array_size(reasons) == 0)
+                        v = VERDICT_SPLIT_ACTIVE;
+                else
+                        v = mode == SPLIT_REQUIRED ? VERDICT_REFUSED : VERDICT_SINGLE_USER;
+        }
+        *ret = v;
+        return json_pack("{s:s, s:s, s:o}", "mode", verdict_mode_name(mode), "verdict",
+                         verdict_name(v), "reasons", reasons);
+}

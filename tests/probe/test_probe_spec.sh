@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# hangar-probe spec: a pod's spec against the shape the webhook injects.
+# The webhook's own output passes; each fault the design page cares about,
+# written into that output, fails with the right code; and the same check
+# reads pods through a real kube-apiserver (libcurl, kubeconfig).
+# usage: test_probe_spec.sh HANGAR_WEBHOOK HANGAR_PROBE TOOLS_BIN
+WEBHOOK=$(realpath "$1")
+PROBE=$(realpath "$2")
+TOOLS_BIN=${3:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "hangar-probe spec (files and the real API)"
+cd "$T_TMP" || exit 1
+
+"$WEBHOOK" inject -f "$ROOT/tests/golden/cases/existing-volumes/pod.yaml" >injected.json 2>/dev/null
+"$PROBE" spec --pod-file injected.json >ok.json
+t_eq "the webhook's output passes (exit 0)" 0 "$?"
+t_eq "the webhook's output passes" pass "$(jq -r .result ok.json)"
+for c in "$ROOT"/tests/golden/cases/*/expected.json; do
+        name=$(basename "$(dirname "$c")")
+        status=$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar"] // "none"' "$c")
+        [ "$status" = injected ] || continue
+        cfg=$(dirname "$c")/config.yaml
+        [ -f "$cfg" ] || cfg=$ROOT/tests/golden/default-config.yaml
+        t_eq "golden $name (injected) passes" pass "$("$PROBE" spec --pod-file "$c" --config "$cfg" | jq -r .result)"
+done
+
+# fault NAME JQ_EDIT EXPECTED_CODE
+fault() {
+        jq "$2" injected.json >"$1.pod.json"
+        "$PROBE" spec --pod-file "$1.pod.json" >"$1.json"
+        local rc=$?
+        t_eq "$1: exit 1" 1 "$rc"
+        t_check "$1: caught as $3" \
+                bash -c "jq -e '[.checks[] | select(.status == \"fail\") | .code] | index(\"$3\")' '$1.json' >/dev/null"
+}
+D='(.spec.containers[] | select(.name == "hangar-driver"))'
+A='(.spec.containers[] | select(.name == "sandbox"))'
+fault driver-agent-uid "$D.securityContext.runAsUser = 1000" spec.driver
+fault driver-root "$D.securityContext.runAsUser = 0" spec.driver
+fault driver-escalation "$D.securityContext.allowPrivilegeEscalation = true" spec.driver
+fault driver-writable-root "$D.securityContext.readOnlyRootFilesystem = false" spec.driver
+fault driver-caps "$D.securityContext.capabilities = {add: [\"SYS_ADMIN\"]}" spec.driver
+fault driver-caps-added "$D.securityContext.capabilities.add = [\"SYS_PTRACE\"]" spec.driver
+fault driver-proc-unmasked "$D.securityContext.procMount = \"Unmasked\"" spec.driver
+fault agent-with-ctl "$A.volumeMounts += [{name: \"hangar-ctl\", mountPath: \"/ctl\"}]" spec.mount
+fault agent-home-rw "($A.volumeMounts[] | select(.name == \"hangar-home\")).readOnly = false" spec.mount
+fault shared-pid ".spec.shareProcessNamespace = true" spec.share-process-namespace
+fault host-pid ".spec.hostPID = true" spec.host-pid
+fault agent-ptrace "$A.securityContext.capabilities = {add: [\"SYS_PTRACE\"]}" spec.agent-capabilities
+fault privileged "$A.securityContext.privileged = true" spec.privileged
+fault agent-as-driver "$A.securityContext.runAsUser = 1001" spec.agent-uid
+fault ctl-on-disk "(.spec.volumes[] | select(.name == \"hangar-ctl\")).emptyDir = {}" spec.volume
+fault no-driver "del($D)" spec.no-driver
+fault init-mounts-ctl ".spec.initContainers = [{name: \"i\", image: \"x\", volumeMounts: [{name: \"hangar-ctl\", mountPath: \"/c\"}]}]" spec.mount
+
+t_eq "unreadable pod file: inconclusive (3)" 3 "$("$PROBE" spec --pod-file /nonexistent >/dev/null 2>&1; echo $?)"
+
+# Through a real API server: the stored pod, read with the admin kubeconfig.
+if [ -z "$TOOLS_BIN" ] || [ ! -x "$TOOLS_BIN/kube-apiserver" ]; then
+        t_fail "kube-apiserver not found in '$TOOLS_BIN'"
+        t_end
+fi
+HANGAR_K8S_BIN=$TOOLS_BIN "$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
+trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >/dev/null 2>&1; t_cleanup' EXIT
+KC=$T_TMP/cp/kubeconfig
+printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n' |
+        "$TOOLS_BIN/kubectl" --kubeconfig "$KC" create -f - >/dev/null
+jq '.metadata.name = "in-shape" | .metadata.namespace = "default"' injected.json |
+        "$TOOLS_BIN/kubectl" --kubeconfig "$KC" create -f - >/dev/null
+jq '.metadata.name = "out-of-shape" | .metadata.namespace = "default"' shared-pid.pod.json |
+        "$TOOLS_BIN/kubectl" --kubeconfig "$KC" create -f - >/dev/null
+t_eq "API: stored injected pod passes" pass \
+        "$("$PROBE" spec --name in-shape --namespace default --kubeconfig "$KC" | jq -r .result)"
+t_eq "API: stored pod out of shape fails" fail \
+        "$("$PROBE" spec --name out-of-shape --namespace default --kubeconfig "$KC" | jq -r .result)"
+t_eq "API: missing pod is inconclusive (3)" 3 \
+        "$("$PROBE" spec --name nope --namespace default --kubeconfig "$KC" >/dev/null 2>api.err; echo $?)"
+t_check "API: missing pod says why ($(cat api.err))" grep -q "not found" api.err
+t_end
