@@ -4,10 +4,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
 #include "cleanup.h"
+#include "fileio.h"
+#include "jsonx.h"
 #include "strparse.h"
 
 static void cleanup_parserp(yaml_parser_t **p)
@@ -342,4 +345,25 @@ int ynode_to_json(const ynode_t *n, json_t **ret, hg_error_t *err)
                 return -ENOMEM;
         *ret = TAKE_PTR(out);
         return 0;
+}
+
+int yamldoc_load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r = strcmp(path, "-") == 0 ? fd_read_bounded(STDIN_FILENO, max, &buf, &len)
+                                       : file_read_bounded(path, max, &buf, &len);
+        if (r < 0)
+                return error_set(err, r, "%s: %s", path,
+                                 r == -EFBIG ? "file too large" : strerror(-r));
+        size_t i = strspn(buf, " \t\r\n");
+        if (buf[i] == '{') {
+                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, ret, err);
+        } else {
+                _cleanup_ynode_ ynode_t *doc = NULL;
+                r = yamldoc_parse(buf, len, &doc, err);
+                if (r == 0)
+                        r = ynode_to_json(doc, ret, err);
+        }
+        return r < 0 ? error_prefix(err, "%s: ", path) : 0;
 }

@@ -42,6 +42,10 @@ const ynode_t *ynode_get(const ynode_t *map, const char *key);
  * be scalars. */
 int ynode_to_json(const ynode_t *n, json_t **ret, hg_error_t *err);
 
+/* A manifest file ("-": stdin) of up to max bytes, as JSON: parsed as JSON
+ * when it starts with '{', else as one YAML document. Errors name the file. */
+int yamldoc_load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err);
+
 static inline void cleanup_ynodep(ynode_t **n)
 {
         ynode_free(*n);

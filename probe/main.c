@@ -51,34 +51,6 @@ static int print_json(json_t *j)
         return 0;
 }
 
-/* A JSON or YAML document from path ("-" for stdin). */
-static json_t *load_document(const char *path, hg_error_t *err)
-{
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        int r = strcmp(path, "-") == 0 ? fd_read_bounded(0, MAX_INPUT_BYTES, &buf, &len)
-                                       : file_read_bounded(path, MAX_INPUT_BYTES, &buf, &len);
-        if (r < 0) {
-                error_set(err, r, "%s: %s", path, strerror(-r));
-                return NULL;
-        }
-        json_t *j = NULL;
-        size_t i = strspn(buf, " \t\r\n");
-        if (buf[i] == '{') {
-                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, &j, err);
-        } else {
-                _cleanup_ynode_ ynode_t *doc = NULL;
-                r = yamldoc_parse(buf, len, &doc, err);
-                if (r == 0)
-                        r = ynode_to_json(doc, &j, err);
-        }
-        if (r < 0) {
-                error_prefix(err, "%s: ", path);
-                return NULL;
-        }
-        return j;
-}
-
 static int cmd_check(int argc, char **argv)
 {
         static const struct option opts[] = {{"role", required_argument, NULL, 'r'},
@@ -186,7 +158,7 @@ static int cmd_spec(int argc, char **argv)
         }
         _cleanup_json_ json_t *pod = NULL;
         if (file) {
-                pod = load_document(file, &err);
+                (void)yamldoc_load_manifest(file, MAX_INPUT_BYTES, &pod, &err);
         } else {
                 /* Through the API: the pod's own service account in a cluster,
                  * or a kubeconfig. */
@@ -261,7 +233,8 @@ static int cmd_verdict(int argc, char **argv)
         json_t *reports[3] = {NULL, NULL, NULL};
         for (size_t i = 0; i < 3; i++) {
                 hg_error_t err = {0};
-                if (paths[i] && !(reports[i] = load_document(paths[i], &err)))
+                if (paths[i] &&
+                    yamldoc_load_manifest(paths[i], MAX_INPUT_BYTES, &reports[i], &err) < 0)
                         fprintf(stderr, "hangar-probe verdict: %s\n", err.message);
         }
         verdict_t v = VERDICT_REFUSED;

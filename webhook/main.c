@@ -252,26 +252,12 @@ static int cmd_review(int argc, char **argv)
 }
 
 /* A Pod manifest from JSON or YAML (by its first non-blank character). */
+/* A v1 Pod manifest from JSON or YAML. */
 static int load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err)
 {
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        int r = strcmp(path, "-") == 0 ? fd_read_bounded(STDIN_FILENO, max, &buf, &len)
-                                       : file_read_bounded(path, max, &buf, &len);
+        int r = yamldoc_load_manifest(path, max, ret, err);
         if (r < 0)
-                return error_set(err, r, "%s: %s", path,
-                                 r == -EFBIG ? "larger than server.maxBodyBytes" : strerror(-r));
-        size_t i = strspn(buf, " \t\r\n");
-        if (buf[i] == '{')
-                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, ret, err);
-        else {
-                _cleanup_ynode_ ynode_t *doc = NULL;
-                r = yamldoc_parse(buf, len, &doc, err);
-                if (r == 0)
-                        r = ynode_to_json(doc, ret, err);
-        }
-        if (r < 0)
-                return error_prefix(err, "%s: ", path);
+                return r;
         const char *kind = "", *api = "";
         (void)jsonx_string(*ret, "kind", &kind);
         (void)jsonx_string(*ret, "apiVersion", &api);
