@@ -26,6 +26,11 @@ void log_set_level(log_level_t level)
         atomic_store(&min_level, (int)level);
 }
 
+bool log_enabled(log_level_t level)
+{
+        return (int)level >= atomic_load(&min_level);
+}
+
 int log_parse_level(const char *s, log_level_t *ret)
 {
         for (size_t i = 0; i < ARRAY_SIZE(level_names); i++) {

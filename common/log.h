@@ -3,6 +3,8 @@
  * go in as JSON values, so jansson escapes quotes and control characters. */
 #pragma once
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 typedef enum log_level {
@@ -13,6 +15,8 @@ typedef enum log_level {
 } log_level_t;
 
 void log_set_level(log_level_t level);
+/* Whether a line at level would be written: skip building one that would not. */
+bool log_enabled(log_level_t level);
 /* Parses "debug", "info", "warn" or "error"; -EINVAL otherwise. */
 int log_parse_level(const char *s, log_level_t *ret);
 

@@ -208,6 +208,8 @@ static int append_body(const server_t *s, request_t *req, const char *data, size
 
 static void log_review(const admission_outcome_t *o, double seconds, const char *error)
 {
+        if (!log_enabled(LOG_LEVEL_INFO))
+                return;
         json_t *f =
             json_pack("{s:s*, s:s*, s:s*, s:s*, s:b, s:s, s:s, s:I}", "uid", o->uid, "namespace",
                       o->namespace, "pod", o->name, "operation", o->operation, "dryRun", o->dry_run,
