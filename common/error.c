@@ -1,5 +1,7 @@
 #include "error.h"
 
+#include "strbuf.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@ int error_set(hg_error_t *err, int code, const char *fmt, ...)
         va_start(ap, fmt);
         (void)vsnprintf(err->message, sizeof(err->message), fmt, ap);
         va_end(ap);
+        utf8_trim_incomplete(err->message);
         err->code = code;
         return code;
 }
@@ -31,6 +34,7 @@ int error_prefix(hg_error_t *err, const char *fmt, ...)
         char joined[ERROR_MESSAGE_MAX];
         (void)snprintf(joined, sizeof(joined), "%s%s", prefix, err->message);
         memcpy(err->message, joined, sizeof(err->message));
+        utf8_trim_incomplete(err->message);
         if (err->code >= 0)
                 err->code = -EINVAL;
         return err->code;

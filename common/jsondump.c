@@ -106,15 +106,17 @@ int jsondump_append(strbuf_t *sb, const json_t *j)
         switch (json_typeof(j)) {
         case JSON_OBJECT: {
                 const char *key;
+                size_t key_len;
                 json_t *value;
                 bool first = true;
                 r = strbuf_append(sb, "{", 1);
-                json_object_foreach ((json_t *)j, key, value) {
+                /* By length: a key may hold a NUL byte (jansson allows it). */
+                json_object_keylen_foreach ((json_t *)j, key, key_len, value) {
                         if (r == 0 && !first)
                                 r = strbuf_append(sb, ",", 1);
                         first = false;
                         if (r == 0)
-                                r = append_string(sb, key, strlen(key));
+                                r = append_string(sb, key, key_len);
                         if (r == 0)
                                 r = strbuf_append(sb, ":", 1);
                         if (r == 0)

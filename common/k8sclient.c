@@ -160,8 +160,16 @@ static int from_kubeconfig(const char *path, k8s_client_t *c, hg_error_t *err)
         const char *token;
         if (jsonx_string(user, "token", &token) == 0 && !(c->token = strdup(token)))
                 return -ENOMEM;
-        if (jsonx_string(user, "tokenFile", &token) == 0 && !(c->token_file = strdup(token)))
-                return -ENOMEM;
+        if (jsonx_string(user, "tokenFile", &token) == 0) {
+                /* Relative to the kubeconfig, as kubectl reads it. */
+                strbuf_t sb = {0};
+                if (strbuf_printf(&sb, "%s%s%s", token[0] == '/' ? "" : dir,
+                                  token[0] == '/' ? "" : "/", token) < 0)
+                        return -ENOMEM;
+                c->token_file = strbuf_take(&sb);
+                if (!c->token_file)
+                        return -ENOMEM;
+        }
         if (!c->ca_pem)
                 return error_set(err, -EINVAL,
                                  "kubeconfig %s: the cluster has no certificate authority", path);

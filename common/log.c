@@ -62,6 +62,16 @@ void log_event(log_level_t level, const char *msg, json_t *fields)
         /* Fixed keys first so lines read well; then the caller's fields. */
         _cleanup_json_ json_t *line = json_pack("{s:s, s:s, s:s}", "ts", ts, "level",
                                                 level_names[level], "msg", msg ? msg : "");
+        if (!line && msg) {
+                /* Not valid UTF-8: log it with every non-ASCII byte as '?'
+                 * rather than drop the line. */
+                _cleanup_free_ char *clean = strdup(msg);
+                for (char *p = clean; p && *p; p++)
+                        if ((unsigned char)*p >= 0x80)
+                                *p = '?';
+                line = json_pack("{s:s, s:s, s:s?}", "ts", ts, "level", level_names[level], "msg",
+                                 clean);
+        }
         if (!line)
                 return;
         if (owned)
@@ -88,5 +98,6 @@ void log_msgf(log_level_t level, const char *fmt, ...)
         va_start(ap, fmt);
         (void)vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        utf8_trim_incomplete(msg);
         log_event(level, msg, NULL);
 }

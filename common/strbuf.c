@@ -81,3 +81,20 @@ void strbuf_free(strbuf_t *sb)
         sb->data = NULL;
         sb->len = sb->cap = 0;
 }
+
+void utf8_trim_incomplete(char *s)
+{
+        size_t n = strlen(s);
+        /* Walk back over continuation bytes (10xxxxxx) to the lead byte. */
+        size_t i = n, cont = 0;
+        while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+                i--;
+                cont++;
+        }
+        if (i == 0)
+                return;
+        unsigned char lead = (unsigned char)s[i - 1];
+        size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (want > 1 && cont + 1 < want)
+                s[i - 1] = '\0';
+}

@@ -33,6 +33,10 @@ void strbuf_truncate(strbuf_t *sb, size_t len);
 char *strbuf_take(strbuf_t *sb);
 void strbuf_free(strbuf_t *sb);
 
+/* Cuts a multi-byte UTF-8 character that a bounded copy (snprintf) left
+ * incomplete at the end of s, so the text stays valid for JSON. */
+void utf8_trim_incomplete(char *s);
+
 static inline void cleanup_strbufp(strbuf_t *sb)
 {
         strbuf_free(sb);

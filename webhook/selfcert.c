@@ -27,8 +27,9 @@ struct selfcert {
         const hg_config_t *cfg;
         k8s_client_t *k8s;
         char namespace[64];
-        char secret_path[256];
-        char webhook_path[320];
+        /* Sized for the longest names Kubernetes allows (63 + 253 + the rest). */
+        char secret_path[384];
+        char webhook_path[384];
         /* The certificate's names: Service names, then tls.dnsNames. */
         char service_names[4][320];
         const char *dns[MAX_NAMES];
@@ -75,14 +76,25 @@ int selfcert_new(const hg_config_t *cfg, selfcert_t **ret, hg_error_t *err)
             cfg->tls_secret_namespace[0] ? cfg->tls_secret_namespace : getenv("POD_NAMESPACE");
         if (!ns || !ns[0])
                 ns = k8s_client_namespace(sc->k8s);
+        if (strlen(ns) >= sizeof(sc->namespace)) {
+                selfcert_free(sc);
+                return error_set(err, -ENAMETOOLONG, "namespace '%.64s...' is too long", ns);
+        }
         (void)snprintf(sc->namespace, sizeof(sc->namespace), "%s", ns);
-        (void)snprintf(sc->secret_path, sizeof(sc->secret_path), "/api/v1/namespaces/%s/secrets/%s",
-                       sc->namespace, cfg->tls_secret_name);
-        if (cfg->tls_webhook_config[0])
-                (void)snprintf(sc->webhook_path, sizeof(sc->webhook_path),
-                               "/apis/admissionregistration.k8s.io/v1/"
-                               "mutatingwebhookconfigurations/%s",
-                               cfg->tls_webhook_config);
+        int w = snprintf(sc->secret_path, sizeof(sc->secret_path),
+                         "/api/v1/namespaces/%s/secrets/%s", sc->namespace, cfg->tls_secret_name);
+        int w2 = snprintf(sc->webhook_path, sizeof(sc->webhook_path),
+                          "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/%s",
+                          cfg->tls_webhook_config);
+        if (w < 0 || (size_t)w >= sizeof(sc->secret_path) || w2 < 0 ||
+            (size_t)w2 >= sizeof(sc->webhook_path)) {
+                selfcert_free(sc);
+                return error_set(err, -ENAMETOOLONG,
+                                 "tls.secretName or tls.webhookConfigName "
+                                 "is too long");
+        }
+        if (!cfg->tls_webhook_config[0])
+                sc->webhook_path[0] = '\0'; /* nothing to patch */
         size_t nd = 0;
         if (cfg->tls_service_name[0]) {
                 static const char *const suffixes[] = {"", ".svc", ".svc.cluster.local"};

@@ -5,6 +5,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fileio.h"
+#include "strbuf.h"
 #include "unit.h"
 
 extern char **environ;
@@ -81,11 +82,21 @@ static void assert_all_freed(const hg_config_t *c)
             c->cert_file,
             c->key_file,
             c->log_level,
+            c->tls_mode,
+            c->tls_secret_name,
+            c->tls_secret_namespace,
+            c->tls_webhook_config,
+            c->tls_service_name,
+            c->kubeconfig,
         };
         for (size_t i = 0; i < ARRAY_SIZE(strings); i++)
                 ck_assert_msg(strings[i] == NULL, "string field %zu still allocated", i);
         ck_assert_ptr_null(c->driver_command.items);
         ck_assert_uint_eq(c->driver_command.n, 0);
+        ck_assert_ptr_null(c->tls_dns_names.items);
+        ck_assert_uint_eq(c->tls_dns_names.n, 0);
+        ck_assert_ptr_null(c->tls_ip_addresses.items);
+        ck_assert_uint_eq(c->tls_ip_addresses.n, 0);
 }
 
 START_TEST(defaults_exactly)
@@ -193,7 +204,7 @@ START_TEST(explicit_empty_document_is_defaults)
 }
 END_TEST
 
-/* BUG (reported): config.c says an empty file means all defaults, but
+/* Regression test (this was a bug, now fixed): config.c says an empty file means all defaults, but
  * yamldoc_parse refuses a stream with no document ("empty YAML document"), so
  * an empty or comment-only config file stops the webhook from starting. */
 START_TEST(empty_file_is_defaults)
@@ -470,6 +481,253 @@ START_TEST(dump_reflects_settings)
 }
 END_TEST
 
+/* Loads text as a config file (defaults, file, environment, validation). */
+static int load_text(hg_config_t *c, const char *text, hg_error_t *err)
+{
+        return config_load(c, write_file("tls.yaml", text), err);
+}
+
+/* Loading text must fail with -EINVAL, a message holding want, and nothing
+ * left allocated. */
+static void assert_load_refused(const char *text, const char *want)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        int r = load_text(&c, text, &err);
+        ck_assert_msg(r == -EINVAL, "accepted (%d): %s", r, text);
+        ck_assert_msg(strstr(err.message, want), "%s -> message lacks \"%s\": %s", text, want,
+                      err.message);
+        assert_all_freed(&c);
+}
+
+static void assert_load_ok(const char *text, hg_config_t *c)
+{
+        hg_error_t err = {0};
+        int r = load_text(c, text, &err);
+        ck_assert_msg(r == 0, "refused: %s -> %s", text, err.message);
+}
+
+START_TEST(tls_defaults)
+{
+        _config_ hg_config_t c = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        ck_assert_str_eq(c.tls_mode, "files");
+        ck_assert_str_eq(c.tls_secret_name, "hangar-webhook-tls");
+        ck_assert_str_eq(c.tls_secret_namespace, "");
+        ck_assert_str_eq(c.tls_webhook_config, "");
+        ck_assert_str_eq(c.tls_service_name, "");
+        ck_assert_uint_eq(c.tls_dns_names.n, 0);
+        ck_assert_uint_eq(c.tls_ip_addresses.n, 0);
+        ck_assert_uint_eq(c.tls_leaf_days, 90);
+        ck_assert_uint_eq(c.tls_renew_before_days, 30);
+        ck_assert_uint_eq(c.tls_ca_days, 3650);
+        ck_assert_uint_eq(c.tls_sync_seconds, 60);
+        ck_assert_str_eq(c.kubeconfig, "");
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_validate(&c, &err), 0);
+}
+END_TEST
+
+START_TEST(tls_mode_values)
+{
+        {
+                _config_ hg_config_t c = {0};
+                assert_load_ok("tls:\n  mode: files\n", &c);
+                ck_assert_str_eq(c.tls_mode, CONFIG_TLS_FILES);
+        }
+        {
+                _config_ hg_config_t c = {0};
+                assert_load_ok("tls:\n  mode: selfManaged\n  serviceName: hangar-webhook\n"
+                               "  secretName: certs\n  secretNamespace: hangar-system\n"
+                               "  webhookConfigName: hangar-webhook\n  syncSeconds: 5\n"
+                               "kubeconfig: /etc/kube/config\n",
+                               &c);
+                ck_assert_str_eq(c.tls_mode, CONFIG_TLS_SELF_MANAGED);
+                ck_assert_str_eq(c.tls_service_name, "hangar-webhook");
+                ck_assert_str_eq(c.tls_secret_name, "certs");
+                ck_assert_str_eq(c.tls_secret_namespace, "hangar-system");
+                ck_assert_str_eq(c.tls_webhook_config, "hangar-webhook");
+                ck_assert_uint_eq(c.tls_sync_seconds, 5);
+                ck_assert_str_eq(c.kubeconfig, "/etc/kube/config");
+        }
+        static const char *const bad[] = {"self-managed", "SelfManaged", "selfmanaged", "Files",
+                                          "FILES",        "auto",        "\"\"",        "[files]"};
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                char yaml[128];
+                (void)snprintf(yaml, sizeof(yaml), "tls:\n  serviceName: s\n  mode: %s\n", bad[i]);
+                assert_load_refused(yaml, "tls.mode");
+                assert_load_refused(yaml, ":3");
+        }
+        /* The environment's form is checked the same way. */
+        ck_assert_int_eq(setenv("HANGAR_TLS_MODE", "selfmanaged", 1), 0);
+        assert_load_refused("tls:\n  serviceName: s\n", "HANGAR_TLS_MODE");
+        unsetenv("HANGAR_TLS_MODE");
+}
+END_TEST
+
+START_TEST(tls_renew_before_less_than_leaf)
+{
+        static const struct {
+                unsigned leaf, renew;
+                bool ok;
+        } t[] = {
+            {90, 30, true},  {30, 29, true},  {1, 0, true},  {3650, 3649, true},
+            {30, 30, false}, {30, 31, false}, {1, 1, false}, {10, 3649, false},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                char yaml[128];
+                (void)snprintf(yaml, sizeof(yaml), "tls:\n  leafDays: %u\n  renewBeforeDays: %u\n",
+                               t[i].leaf, t[i].renew);
+                if (t[i].ok) {
+                        _config_ hg_config_t c = {0};
+                        assert_load_ok(yaml, &c);
+                        ck_assert_uint_eq(c.tls_leaf_days, t[i].leaf);
+                        ck_assert_uint_eq(c.tls_renew_before_days, t[i].renew);
+                } else {
+                        assert_load_refused(yaml, "must be less than tls.leafDays");
+                }
+        }
+        /* Renewing before the default 90 days from the environment. */
+        ck_assert_int_eq(setenv("HANGAR_TLS_RENEW_BEFORE_DAYS", "90", 1), 0);
+        assert_load_refused("tls:\n  mode: files\n", "tls.renewBeforeDays (90)");
+        unsetenv("HANGAR_TLS_RENEW_BEFORE_DAYS");
+        /* Out of each setting's own range. */
+        assert_load_refused("tls:\n  leafDays: 0\n", "tls.leafDays");
+        assert_load_refused("tls:\n  leafDays: 3651\n", "tls.leafDays");
+        assert_load_refused("tls:\n  renewBeforeDays: 3650\n  leafDays: 3650\n",
+                            "tls.renewBeforeDays");
+        assert_load_refused("tls:\n  renewBeforeDays: -1\n", "tls.renewBeforeDays");
+        assert_load_refused("tls:\n  caDays: 0\n", "tls.caDays");
+        assert_load_refused("tls:\n  syncSeconds: 0\n", "tls.syncSeconds");
+}
+END_TEST
+
+START_TEST(tls_self_managed_needs_names)
+{
+        assert_load_refused("tls:\n  mode: selfManaged\n", "needs tls.serviceName");
+        assert_load_refused("tls:\n  mode: selfManaged\n  dnsNames: []\n  ipAddresses: []\n",
+                            "needs tls.serviceName");
+        assert_load_refused("tls:\n  mode: selfManaged\n  serviceName: \"\"\n",
+                            "needs tls.serviceName");
+        static const char *const ok[] = {
+            "tls:\n  mode: selfManaged\n  serviceName: webhook\n",
+            "tls:\n  mode: selfManaged\n  dnsNames: [webhook.example.com]\n",
+            "tls:\n  mode: selfManaged\n  ipAddresses: [\"10.1.2.3\"]\n",
+            /* files mode needs no names */
+            "tls:\n  mode: files\n",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(ok); i++) {
+                _config_ hg_config_t c = {0};
+                assert_load_ok(ok[i], &c);
+        }
+}
+END_TEST
+
+START_TEST(tls_names_checked)
+{
+        static const char *const bad_dns[] = {
+            "Bad_Name", "UPPER.example.com", "-lead.example.com", "trail-.example.com", "a..b",
+            "",         "has space",         "*.example.com",     "x.example.com.",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad_dns); i++) {
+                char yaml[256];
+                (void)snprintf(yaml, sizeof(yaml),
+                               "tls:\n  dnsNames:\n  - ok.example.com\n  - \"%s\"\n", bad_dns[i]);
+                assert_load_refused(yaml, "tls.dnsNames");
+        }
+        static const char *const bad_ip[] = {"1.2.3",       "256.0.0.1", "10.0.0.1/24", "::g",
+                                             "1.2.3.4.5",   "",          "localhost",   "[::1]",
+                                             "10.0.0.1:80", "0x7f.0.0.1"};
+        for (size_t i = 0; i < ARRAY_SIZE(bad_ip); i++) {
+                char yaml[256];
+                (void)snprintf(yaml, sizeof(yaml),
+                               "tls:\n  ipAddresses:\n  - \"10.0.0.1\"\n  - \"%s\"\n", bad_ip[i]);
+                assert_load_refused(yaml, "tls.ipAddresses");
+        }
+        /* The message quotes the bad entry. */
+        assert_load_refused("tls:\n  dnsNames: [Bad_Name]\n", "'Bad_Name' is not a DNS name");
+        assert_load_refused("tls:\n  ipAddresses: [\"1.2.3\"]\n", "'1.2.3' is not an IP address");
+        /* Not a list, or a list of something else. */
+        assert_load_refused("tls:\n  dnsNames: webhook.example.com\n", "tls.dnsNames");
+        assert_load_refused("tls:\n  dnsNames: [[a]]\n", "tls.dnsNames");
+        assert_load_refused("tls:\n  ipAddresses: {a: 1}\n", "tls.ipAddresses");
+        /* From the environment, as JSON arrays. */
+        ck_assert_int_eq(setenv("HANGAR_TLS_DNS_NAMES", "[\"Bad_Name\"]", 1), 0);
+        assert_load_refused("tls:\n  mode: files\n", "tls.dnsNames");
+        unsetenv("HANGAR_TLS_DNS_NAMES");
+        ck_assert_int_eq(setenv("HANGAR_TLS_IP_ADDRESSES", "10.0.0.1", 1), 0);
+        assert_load_refused("tls:\n  mode: files\n", "HANGAR_TLS_IP_ADDRESSES");
+        unsetenv("HANGAR_TLS_IP_ADDRESSES");
+
+        /* Good ones, IPv4 and IPv6, read back in order. */
+        _config_ hg_config_t c = {0};
+        assert_load_ok("tls:\n  dnsNames: [webhook.example.com, localhost, a-b.c]\n"
+                       "  ipAddresses: [\"10.0.0.1\", \"::1\", \"fe80::1\", \"2001:db8::7\"]\n",
+                       &c);
+        ck_assert_uint_eq(c.tls_dns_names.n, 3);
+        ck_assert_str_eq(c.tls_dns_names.items[0], "webhook.example.com");
+        ck_assert_str_eq(c.tls_dns_names.items[2], "a-b.c");
+        ck_assert_uint_eq(c.tls_ip_addresses.n, 4);
+        ck_assert_str_eq(c.tls_ip_addresses.items[1], "::1");
+        ck_assert_str_eq(c.tls_ip_addresses.items[3], "2001:db8::7");
+}
+END_TEST
+
+START_TEST(tls_name_list_lengths)
+{
+        /* Up to 32 entries each; 33 is refused. */
+        for (int n = 32; n <= 33; n++) {
+                strbuf_t dns = {0}, ips = {0};
+                ck_assert_int_eq(strbuf_puts(&dns, "tls:\n  dnsNames:\n"), 0);
+                ck_assert_int_eq(strbuf_puts(&ips, "tls:\n  ipAddresses:\n"), 0);
+                for (int i = 0; i < n; i++) {
+                        ck_assert_int_eq(strbuf_printf(&dns, "  - n%d.example.com\n", i), 0);
+                        ck_assert_int_eq(strbuf_printf(&ips, "  - \"10.0.1.%d\"\n", i), 0);
+                }
+                if (n == 32) {
+                        _config_ hg_config_t c = {0};
+                        assert_load_ok(dns.data, &c);
+                        ck_assert_uint_eq(c.tls_dns_names.n, 32);
+                        _config_ hg_config_t d = {0};
+                        assert_load_ok(ips.data, &d);
+                        ck_assert_uint_eq(d.tls_ip_addresses.n, 32);
+                } else {
+                        assert_load_refused(dns.data, "tls.dnsNames");
+                        assert_load_refused(ips.data, "tls.ipAddresses");
+                }
+                strbuf_free(&dns);
+                strbuf_free(&ips);
+        }
+}
+END_TEST
+
+START_TEST(dotted_keys_refused)
+{
+        static const struct {
+                const char *text, *want;
+        } t[] = {
+            {"tls.mode: files\n", "cfg.yaml:1: unknown key 'tls.mode'"},
+            {"logLevel: info\ntls.leafDays: 5\n", "cfg.yaml:2: unknown key 'tls.leafDays'"},
+            {"tls:\n  leaf.days: 5\n", "cfg.yaml:2: unknown key 'tls.leaf.days'"},
+            {"driver.uid: 5\n", "cfg.yaml:1: unknown key 'driver.uid'"},
+            {"driver:\n  resources.requests:\n    cpu: 1\n",
+             "unknown key 'driver.resources.requests'"},
+            {".: 1\n", "unknown key '.'"},
+            {"\"\": 1\n", "unknown key ''"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                _config_ hg_config_t c = {0};
+                hg_error_t err = {0};
+                ck_assert_int_eq(config_init_defaults(&c), 0);
+                ck_assert_msg(apply(&c, t[i].text, &err) == -EINVAL, "accepted: %s", t[i].text);
+                ck_assert_msg(strstr(err.message, t[i].want), "%s -> %s", t[i].text, err.message);
+                ck_assert_str_eq(c.tls_mode, "files");
+                ck_assert_uint_eq(c.tls_leaf_days, 90);
+                ck_assert_uint_eq(c.driver_uid, 1001);
+        }
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
         Suite *s = suite_create("config");
@@ -495,6 +753,16 @@ static Suite *config_suite(void)
         tcase_add_test(tc, ports_must_differ);
         tcase_add_test(tc, error_leaves_nothing_allocated);
         tcase_add_test(tc, oversized_file_refused);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("tls");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, tls_defaults);
+        tcase_add_test(tc, tls_mode_values);
+        tcase_add_test(tc, tls_renew_before_less_than_leaf);
+        tcase_add_test(tc, tls_self_managed_needs_names);
+        tcase_add_test(tc, tls_names_checked);
+        tcase_add_test(tc, tls_name_list_lengths);
+        tcase_add_test(tc, dotted_keys_refused);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -86,8 +86,8 @@ START_TEST(read_far_under_max)
 }
 END_TEST
 
-/* BUG (reported): SIZE_MAX as the bound ("no limit") overflows max + 1 in
- * fileio.c and refuses anything that fills the first 4 KiB buffer. */
+/* Regression test (this was a bug, now fixed): SIZE_MAX as the bound ("no limit") overflows max + 1
+ * in fileio.c and refuses anything that fills the first 4 KiB buffer. */
 START_TEST(read_with_size_max_bound)
 {
         _cleanup_close_ int fd = pattern_fd("f", 5000);

@@ -58,9 +58,9 @@ START_TEST(integers_too_big_do_not_wrap)
 }
 END_TEST
 
-/* BUG (reported): YAML 1.1 integers, as Kubernetes' decoder (go-yaml v2)
- * reads them, may be binary and may contain '_' separators; yamldoc.c
- * leaves both as strings. */
+/* Regression test (this was a bug, now fixed): YAML 1.1 integers, as Kubernetes' decoder (go-yaml
+ * v2) reads them, may be binary and may contain '_' separators; yamldoc.c leaves both as strings.
+ */
 START_TEST(yaml11_binary_and_underscores)
 {
         _unit_json_ json_t *j = to_json("bin: 0b1010\nneg: -0b11\nsep: 1_000\nhexsep: 0x_FF\n");

@@ -1,0 +1,438 @@
+/* Unit tests for common/k8sclient without an API server: loading kubeconfig
+ * files (inline data, paths relative to the file, tokens, namespaces), the
+ * configurations it refuses, in-cluster detection, a transport failure and
+ * Status messages. Loading does not parse PEM, so any PEM-shaped text does. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "cleanup.h"
+#include "fileio.h"
+#include "k8sclient.h"
+#include "strbuf.h"
+#include "unit.h"
+
+#define CLOSED_SERVER "https://127.0.0.1:1"
+#define CA_PEM        "-----BEGIN CERTIFICATE-----\nMIIBcA==\n-----END CERTIFICATE-----\n"
+#define CERT_PEM      "-----BEGIN CERTIFICATE-----\nMIIBdA==\n-----END CERTIFICATE-----\n"
+#define KEY_PEM       "-----BEGIN PRIVATE KEY-----\nMIGHAg==\n-----END PRIVATE KEY-----\n"
+#define SA_CA         "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+static char dir[4096];
+
+static void setup(void)
+{
+        unit_mkdtemp(dir, sizeof(dir));
+        /* Relative paths must resolve against the kubeconfig, never the
+         * working directory: run from somewhere unrelated. */
+        ck_assert_int_eq(chdir("/"), 0);
+        ck_assert_int_eq(unsetenv("KUBERNETES_SERVICE_HOST"), 0);
+        ck_assert_int_eq(unsetenv("KUBERNETES_SERVICE_PORT"), 0);
+}
+
+static void teardown(void)
+{
+        unit_rmtree(dir);
+}
+
+static void client_freep(k8s_client_t **c)
+{
+        k8s_client_free(*c);
+}
+#define _client_ __attribute__((cleanup(client_freep)))
+
+#define ck_assert_msg_has(err, needle)                                                       \
+        ck_assert_msg(strstr((err).message, (needle)), "message lacks \"%s\": %s", (needle), \
+                      (err).message)
+
+/* Writes text to dir/name (subdirectories made as needed); the path goes
+ * to out (size 4200). */
+static const char *put(const char *name, const char *text, char *out)
+{
+        (void)snprintf(out, 4200, "%s/%s", dir, name);
+        for (char *slash = strchr(out + strlen(dir) + 1, '/'); slash;
+             slash = strchr(slash + 1, '/')) {
+                *slash = '\0';
+                ck_assert(mkdir(out, 0700) == 0 || errno == EEXIST);
+                *slash = '/';
+        }
+        ck_assert_int_eq(file_write_atomic(out, text, strlen(text), 0600, 0), 0);
+        return out;
+}
+
+static char *b64(const char *text)
+{
+        char *s = base64_encode(text, strlen(text));
+        ck_assert_ptr_nonnull(s);
+        return s;
+}
+
+/* A kubeconfig with one context "ctx" -> cluster "c1" / user "u1". Each
+ * argument is YAML lines to add (indented already) or NULL. */
+static char *kubeconfig(const char *current, const char *context_extra, const char *cluster,
+                        const char *user)
+{
+        strbuf_t sb = {0};
+        ck_assert_int_eq(strbuf_puts(&sb, "apiVersion: v1\nkind: Config\n"), 0);
+        if (current)
+                ck_assert_int_eq(strbuf_printf(&sb, "current-context: %s\n", current), 0);
+        ck_assert_int_eq(strbuf_printf(&sb,
+                                       "contexts:\n- name: ctx\n  context:\n    cluster: c1\n"
+                                       "    user: u1\n%s"
+                                       "- name: other\n  context:\n    cluster: c1\n"
+                                       "    user: u1\n    namespace: elsewhere\n"
+                                       "clusters:\n- name: c1\n  cluster:\n%s"
+                                       "users:\n- name: u1\n  user:\n%s",
+                                       context_extra ? context_extra : "", cluster,
+                                       user ? user : "    {}\n"),
+                         0);
+        return strbuf_take(&sb);
+}
+
+/* The cluster lines with the closed server and an inline CA. */
+static char *cluster_inline_ca(void)
+{
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        strbuf_t sb = {0};
+        ck_assert_int_eq(strbuf_printf(&sb,
+                                       "    server: " CLOSED_SERVER "\n"
+                                       "    certificate-authority-data: %s\n",
+                                       ca),
+                         0);
+        return strbuf_take(&sb);
+}
+
+/* Writes a kubeconfig to dir/name and loads it; returns the code. */
+static int load(const char *name, const char *text, k8s_client_t **ret, hg_error_t *err)
+{
+        char path[4200];
+        return k8s_client_new(put(name, text, path), ret, err);
+}
+
+/* Loading must fail with code and a message holding want (and the file's
+ * path); *ret stays untouched. */
+static void assert_load_fails(const char *text, int code, const char *want)
+{
+        k8s_client_t *c = (k8s_client_t *)&c;
+        hg_error_t err = {0};
+        int r = load("bad/kubeconfig", text, &c, &err);
+        ck_assert_msg(r == code, "load gave %d, want %d (%s) for:\n%s", r, code, err.message, text);
+        ck_assert_ptr_eq(c, (k8s_client_t *)&c);
+        ck_assert_int_eq(err.code, code);
+        ck_assert_msg_has(err, want);
+        ck_assert_msg_has(err, "/bad/kubeconfig");
+}
+
+START_TEST(inline_data)
+{
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        _cleanup_free_ char *cert = b64(CERT_PEM);
+        _cleanup_free_ char *key = b64(KEY_PEM);
+        char user[1024];
+        (void)snprintf(user, sizeof(user),
+                       "    client-certificate-data: %s\n    client-key-data: %s\n", cert, key);
+        _cleanup_free_ char *text = kubeconfig("ctx", "    namespace: team-a\n", cluster, user);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("kc.yaml", text, &c, &err) == 0, "%s", err.message);
+        ck_assert_ptr_nonnull(c);
+        ck_assert_str_eq(k8s_client_namespace(c), "team-a");
+}
+END_TEST
+
+START_TEST(namespace_of_the_current_context)
+{
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        /* No namespace in the context: "default". */
+        _cleanup_free_ char *plain = kubeconfig("ctx", NULL, cluster, NULL);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("a.yaml", plain, &c, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(k8s_client_namespace(c), "default");
+        /* The current context's, not another context's. */
+        _cleanup_free_ char *other = kubeconfig("other", NULL, cluster, NULL);
+        _client_ k8s_client_t *d = NULL;
+        ck_assert_msg(load("b.yaml", other, &d, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(k8s_client_namespace(d), "elsewhere");
+}
+END_TEST
+
+START_TEST(file_paths_relative_to_kubeconfig)
+{
+        char ca[4200], crt[4200], key[4200];
+        (void)put("cfg/ca.crt", CA_PEM, ca);
+        (void)put("cfg/certs/client.crt", CERT_PEM, crt);
+        (void)put("keys/client.key", KEY_PEM, key);
+        char cluster[512], user[4600];
+        (void)snprintf(cluster, sizeof(cluster),
+                       "    server: " CLOSED_SERVER "/\n    certificate-authority: ca.crt\n");
+        (void)snprintf(user, sizeof(user),
+                       "    client-certificate: certs/client.crt\n    client-key: %s\n", key);
+        _cleanup_free_ char *text = kubeconfig("ctx", NULL, cluster, user);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("cfg/kubeconfig", text, &c, &err) == 0, "%s", err.message);
+
+        /* Without the CA file next to it, the error names the resolved path. */
+        ck_assert_int_eq(unlink(ca), 0);
+        k8s_client_t *d = NULL;
+        ck_assert_int_eq(load("cfg/kubeconfig", text, &d, &err), -ENOENT);
+        ck_assert_ptr_null(d);
+        ck_assert_msg_has(err, ca);
+        ck_assert_msg_has(err, "cannot read");
+        /* Same for the client certificate. */
+        (void)put("cfg/ca.crt", CA_PEM, ca);
+        ck_assert_int_eq(unlink(crt), 0);
+        ck_assert_int_eq(load("cfg/kubeconfig", text, &d, &err), -ENOENT);
+        ck_assert_msg_has(err, crt);
+}
+END_TEST
+
+/* A GET to the closed server with c; the code, and the message in err. */
+static int get(k8s_client_t *c, hg_error_t *err)
+{
+        long status = -7;
+        json_t *body = (json_t *)&status;
+        int r = k8s_request(c, "GET", "/api/v1/namespaces/default/secrets/x", NULL, NULL, &status,
+                            &body, err);
+        if (r < 0) {
+                ck_assert_int_eq(status, -7);
+                ck_assert_ptr_eq(body, (json_t *)&status);
+        }
+        return r;
+}
+
+START_TEST(token_and_token_file)
+{
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        _cleanup_free_ char *with_token =
+            kubeconfig("ctx", NULL, cluster, "    token: abc.def.ghi\n");
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("t.yaml", with_token, &c, &err) == 0, "%s", err.message);
+        ck_assert_int_lt(get(c, &err), 0);
+        ck_assert_ptr_null(strstr(err.message, "cannot read"));
+
+        /* tokenFile is read for each request: present, then gone. */
+        char token_path[4200], user[4400];
+        (void)put("tokens/sa-token", "projected-token\n", token_path);
+        (void)snprintf(user, sizeof(user), "    tokenFile: %s\n", token_path);
+        _cleanup_free_ char *with_file = kubeconfig("ctx", NULL, cluster, user);
+        _client_ k8s_client_t *d = NULL;
+        ck_assert_msg(load("tf.yaml", with_file, &d, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(get(d, &err), -EIO);
+        ck_assert_ptr_null(strstr(err.message, "cannot read"));
+        ck_assert_int_eq(unlink(token_path), 0);
+        ck_assert_int_eq(get(d, &err), -ENOENT);
+        ck_assert_msg_has(err, "cannot read");
+        ck_assert_msg_has(err, token_path);
+}
+END_TEST
+
+/* Regression test (this was a bug, now fixed): kubectl (client-go's ResolveLocalPaths) resolves a
+ * relative tokenFile against the kubeconfig's directory, like the other
+ * file references; k8sclient.c keeps it as given, so it is read relative to
+ * the working directory and every request fails. */
+START_TEST(relative_token_file)
+{
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        char token_path[4200];
+        (void)put("cfg/token", "projected-token\n", token_path);
+        _cleanup_free_ char *text = kubeconfig("ctx", NULL, cluster, "    tokenFile: token\n");
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("cfg/kubeconfig", text, &c, &err) == 0, "%s", err.message);
+        int r = get(c, &err);
+        ck_assert_int_lt(r, 0);
+        ck_assert_msg(r == -EIO && !strstr(err.message, "cannot read"),
+                      "relative tokenFile not found next to the kubeconfig: %s", err.message);
+}
+END_TEST
+
+START_TEST(refused_configurations)
+{
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        char buf[1024];
+
+        _cleanup_free_ char *no_current = kubeconfig(NULL, NULL, cluster, NULL);
+        assert_load_fails(no_current, -EINVAL, "no current context");
+        _cleanup_free_ char *unknown = kubeconfig("nope", NULL, cluster, NULL);
+        assert_load_fails(unknown, -EINVAL, "no current context");
+
+        (void)snprintf(buf, sizeof(buf),
+                       "    server: http://127.0.0.1:1\n    certificate-authority-data: %s\n", ca);
+        _cleanup_free_ char *http = kubeconfig("ctx", NULL, buf, NULL);
+        assert_load_fails(http, -EINVAL, "server must be https");
+
+        (void)snprintf(buf, sizeof(buf), "    certificate-authority-data: %s\n", ca);
+        _cleanup_free_ char *no_server = kubeconfig("ctx", NULL, buf, NULL);
+        assert_load_fails(no_server, -EINVAL, "has no server");
+
+        (void)snprintf(buf, sizeof(buf),
+                       "    server: " CLOSED_SERVER "\n    certificate-authority-data: %s\n"
+                       "    insecure-skip-tls-verify: true\n",
+                       ca);
+        _cleanup_free_ char *insecure = kubeconfig("ctx", NULL, buf, NULL);
+        assert_load_fails(insecure, -EINVAL, "insecure-skip-tls-verify is refused");
+
+        _cleanup_free_ char *no_ca =
+            kubeconfig("ctx", NULL, "    server: " CLOSED_SERVER "\n", "    token: t\n");
+        assert_load_fails(no_ca, -EINVAL, "no certificate authority");
+
+        _cleanup_free_ char *bad_b64 = kubeconfig(
+            "ctx", NULL,
+            "    server: " CLOSED_SERVER "\n    certificate-authority-data: \"not*base64\"\n",
+            NULL);
+        assert_load_fails(bad_b64, -EINVAL, "base64");
+
+        _cleanup_free_ char *missing_ca = kubeconfig(
+            "ctx", NULL, "    server: " CLOSED_SERVER "\n    certificate-authority: nowhere.crt\n",
+            NULL);
+        assert_load_fails(missing_ca, -ENOENT, "cannot read");
+        assert_load_fails(missing_ca, -ENOENT, "/bad/nowhere.crt");
+
+        assert_load_fails("current-context: [\n", -EINVAL, "kubeconfig");
+}
+END_TEST
+
+START_TEST(explicit_false_insecure_is_fine)
+{
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        char buf[1024];
+        (void)snprintf(buf, sizeof(buf),
+                       "    server: " CLOSED_SERVER "\n    certificate-authority-data: %s\n"
+                       "    insecure-skip-tls-verify: false\n",
+                       ca);
+        _cleanup_free_ char *text = kubeconfig("ctx", NULL, buf, NULL);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("kc", text, &c, &err) == 0, "%s", err.message);
+}
+END_TEST
+
+START_TEST(unreadable_kubeconfig)
+{
+        char path[4200];
+        (void)snprintf(path, sizeof(path), "%s/does-not-exist", dir);
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(k8s_client_new(path, &c, &err), -ENOENT);
+        ck_assert_ptr_null(c);
+        ck_assert_msg_has(err, path);
+        /* A directory is not a kubeconfig either. */
+        ck_assert_int_lt(k8s_client_new(dir, &c, &err), 0);
+        ck_assert_ptr_null(c);
+        ck_assert_msg_has(err, dir);
+}
+END_TEST
+
+START_TEST(in_cluster_needs_service_host)
+{
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(k8s_client_new(NULL, &c, &err), -ENOENT);
+        ck_assert_ptr_null(c);
+        ck_assert_msg_has(err, "KUBERNETES_SERVICE_HOST");
+        error_clear(&err);
+        ck_assert_int_eq(k8s_client_new("", &c, &err), -ENOENT);
+        ck_assert_msg_has(err, "KUBERNETES_SERVICE_HOST");
+        /* With the variables but without the service account files. */
+        if (access(SA_CA, F_OK) == 0)
+                return; /* running inside a pod: nothing to check here */
+        ck_assert_int_eq(setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1), 0);
+        ck_assert_int_eq(setenv("KUBERNETES_SERVICE_PORT", "443", 1), 0);
+        ck_assert_int_eq(k8s_client_new(NULL, &c, &err), -ENOENT);
+        ck_assert_ptr_null(c);
+        ck_assert_msg_has(err, SA_CA);
+}
+END_TEST
+
+START_TEST(request_to_closed_port)
+{
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        _cleanup_free_ char *text = kubeconfig("ctx", NULL, cluster, NULL);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("kc.yaml", text, &c, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(get(c, &err), -EIO);
+        ck_assert_int_eq(err.code, -EIO);
+        ck_assert_msg_has(err, "GET /api/v1/namespaces/default/secrets/x: ");
+        ck_assert_uint_gt(strlen(err.message),
+                          strlen("GET /api/v1/namespaces/default/secrets/x: "));
+        /* With a body, too. */
+        long status = -7;
+        json_t *body = NULL;
+        error_clear(&err);
+        ck_assert_int_eq(k8s_request(c, "POST", "/api/v1/namespaces/default/secrets",
+                                     "application/json", "{\"kind\":\"Secret\"}", &status, &body,
+                                     &err),
+                         -EIO);
+        ck_assert_ptr_null(body);
+        ck_assert_int_eq(status, -7);
+        ck_assert_msg_has(err, "POST /api/v1/namespaces/default/secrets: ");
+        /* And without an error struct. */
+        ck_assert_int_eq(k8s_request(c, "GET", "/version", NULL, NULL, &status, &body, NULL), -EIO);
+}
+END_TEST
+
+START_TEST(status_message)
+{
+        char buf[32];
+        json_t *with = unit_json("{\"kind\":\"Status\",\"message\":\"secrets \\\"x\\\" not found\","
+                                 "\"code\":404}");
+        ck_assert_str_eq(k8s_status_message(with, 404, buf, sizeof(buf)),
+                         "secrets \"x\" not found");
+        json_decref(with);
+        json_t *without = unit_json("{\"kind\":\"Status\",\"code\":403}");
+        ck_assert_str_eq(k8s_status_message(without, 403, buf, sizeof(buf)), "HTTP 403");
+        json_decref(without);
+        json_t *wrong_type = unit_json("{\"message\":42}");
+        ck_assert_str_eq(k8s_status_message(wrong_type, 500, buf, sizeof(buf)), "HTTP 500");
+        json_decref(wrong_type);
+        json_t *array = unit_json("[\"message\"]");
+        ck_assert_str_eq(k8s_status_message(array, 502, buf, sizeof(buf)), "HTTP 502");
+        json_decref(array);
+        ck_assert_str_eq(k8s_status_message(NULL, 0, buf, sizeof(buf)), "HTTP 0");
+        /* A small buffer is cut, still terminated. */
+        char tiny[6];
+        ck_assert_str_eq(k8s_status_message(NULL, 404, tiny, sizeof(tiny)), "HTTP ");
+}
+END_TEST
+
+START_TEST(free_null)
+{
+        k8s_client_free(NULL);
+}
+END_TEST
+
+static Suite *k8sclient_suite(void)
+{
+        Suite *s = suite_create("k8sclient");
+        TCase *tc = tcase_create("kubeconfig");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, inline_data);
+        tcase_add_test(tc, namespace_of_the_current_context);
+        tcase_add_test(tc, file_paths_relative_to_kubeconfig);
+        tcase_add_test(tc, token_and_token_file);
+        tcase_add_test(tc, relative_token_file);
+        tcase_add_test(tc, refused_configurations);
+        tcase_add_test(tc, explicit_false_insecure_is_fine);
+        tcase_add_test(tc, unreadable_kubeconfig);
+        tcase_add_test(tc, in_cluster_needs_service_host);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("requests");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, request_to_closed_port);
+        tcase_add_test(tc, status_message);
+        tcase_add_test(tc, free_null);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(k8sclient_suite());
+}
