@@ -149,7 +149,7 @@ else
                 grep -q 'failed calling webhook' down.err
 fi
 pod_manifest down-web false | kubectl create -f - >/dev/null
-t_check "Fail: unlabelled pods still start" kubectl get pod -n e2e down-web -o name
+t_check "Fail: unlabelled pods still start" bash -c "kubectl get pod -n e2e down-web -o name >/dev/null"
 helm upgrade hangar "$CHART" -n hangar-system --reuse-values --set webhook.failurePolicy=Ignore >>helm.log 2>&1
 t_check "Ignore: sandbox pod starts while the webhook is down" t_wait_for \
         "pod_manifest down-2 | kubectl create -f - >/dev/null 2>&1" 20
@@ -199,5 +199,28 @@ sleep 3
 t_eq "second replica left the caBundle alone" "$rv_before" \
         "$(kubectl get mutatingwebhookconfiguration "$SM_MWC" -o jsonpath='{.metadata.resourceVersion}')"
 t_check "second replica did not create a CA" bash -c "! grep -q 'creating the certificate Secret' selfmanaged2.log"
+
+# Renewal: a serving certificate inside the renewal window (1 day left,
+# renewBeforeDays 30) is replaced in the Secret by one replica; the CA and
+# so the caBundle stay; both replicas end up serving the renewed pair.
+mkdir -p short
+kubectl get secret -n hangar-system sm-tls -o jsonpath='{.data.ca\.crt}' | base64 -d >short/ca.crt
+kubectl get secret -n hangar-system sm-tls -o jsonpath='{.data.ca\.key}' | base64 -d >short/ca.key
+"$WEBHOOK" certs --out-dir short --reuse-ca --days 1 --ip 127.0.0.1 >/dev/null
+short_serial=$(openssl x509 -in short/tls.crt -noout -serial)
+kubectl patch secret -n hangar-system sm-tls --type=merge -p "{\"data\":{\"tls.crt\":\"$(base64 -w0 short/tls.crt)\",\"tls.key\":\"$(base64 -w0 short/tls.key)\"}}" >/dev/null
+renewed() {
+        kubectl get secret -n hangar-system sm-tls -o jsonpath='{.data.tls\.crt}' | base64 -d >renewed.crt
+        [ "$(openssl x509 -in renewed.crt -noout -serial)" != "$short_serial" ] &&
+                openssl x509 -in renewed.crt -noout -checkend $((60 * 86400)) >/dev/null
+}
+t_check "a pair inside the renewal window is renewed in the Secret" t_wait_for renewed 20
+t_check "the renewed pair is signed by the same CA" bash -c "openssl verify -CAfile short/ca.crt renewed.crt >/dev/null"
+t_eq "the caBundle did not change" "$sm_ca" \
+        "$(kubectl get mutatingwebhookconfiguration "$SM_MWC" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+t_check "both replicas serve the renewed pair" \
+        t_wait_for "cmp -s renewed.crt $T_TMP/sm-tls.crt && cmp -s renewed.crt $T_TMP/sm2-tls.crt" 20
+t_check "a renewal was logged" bash -c "grep -hq 'renewing the serving certificate' selfmanaged.log selfmanaged2.log"
+t_check "sandbox pods still admitted after the renewal" t_wait_for "sm_pod sm-2 | kubectl create -f - >/dev/null 2>&1" 20
 
 t_end
