@@ -118,9 +118,10 @@ static void check_caps(report_t *r, shape_role_t role, const observation_t *o)
         };
         for (cap_set_t s = 0; s < CAP_SET_COUNT; s++) {
                 const fact_u64_t *f = &o->cap[s];
-                const char *source = s == CAP_SET_BOUNDING  ? "prctl(PR_CAPBSET_READ)"
-                                     : s == CAP_SET_AMBIENT ? "prctl(PR_CAP_AMBIENT)"
-                                                            : "capget(2)";
+                const char *source = f->derived              ? f->derived
+                                     : s == CAP_SET_BOUNDING ? "prctl(PR_CAPBSET_READ)"
+                                     : s == CAP_SET_AMBIENT  ? "prctl(PR_CAP_AMBIENT)"
+                                                             : "capget(2)";
                 if (!f->known) {
                         add(r, names[s], role == SHAPE_ROLE_DRIVER, CHECK_UNKNOWN,
                             json_string(f->error), NULL, source);
@@ -194,10 +195,21 @@ static void check_root(report_t *r, shape_role_t role, const observation_t *o)
                         : o->root_write_errno.value ? strerror((int)o->root_write_errno.value)
                                                     : "succeeded"),
             "mountinfo", root ? json_string(root->mount_options) : json_null());
-        /* The write attempt decides: it must fail with EROFS. */
-        check_status_t s = !o->root_write_errno.known           ? CHECK_UNKNOWN
-                           : o->root_write_errno.value == EROFS ? CHECK_PASS
-                                                                : CHECK_FAIL;
+        /* The write attempt decides when it can: EROFS passes, success fails.
+         * A non-root uid in a root-owned / gets EACCES first (gVisor checks
+         * permissions before read-only-ness), so then the per-mount "ro" of
+         * / in mountinfo decides; statvfs is not trusted alone (gVisor's
+         * does not set ST_RDONLY). */
+        check_status_t s = CHECK_UNKNOWN;
+        if (o->root_write_errno.known) {
+                uint64_t e = o->root_write_errno.value;
+                if (e == EROFS)
+                        s = CHECK_PASS;
+                else if (e == 0)
+                        s = CHECK_FAIL;
+                else if ((e == EACCES || e == EPERM) && root)
+                        s = root->read_only ? CHECK_PASS : CHECK_FAIL;
+        }
         if (!driver)
                 s = CHECK_PASS; /* the agent's root is its own business */
         add(r, "root_filesystem.read_only", driver, s, observed,

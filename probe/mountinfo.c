@@ -55,24 +55,24 @@ static int decode_field(const char *s, size_t n, char **ret)
         return 0;
 }
 
-/* Splits line into space-separated fields (no empty fields allowed). */
+/* Splits line into space-separated fields. Empty fields are kept: gVisor
+ * writes an empty optional-fields part ("ro  - 9p"); the caller decides
+ * where one is allowed. */
 #define MAX_FIELDS 64
 static int split(const char *line, size_t len, const char **starts, size_t *lens, size_t *count)
 {
         size_t n = 0, i = 0;
-        while (i < len) {
-                if (line[i] == ' ')
-                        return -EINVAL; /* empty field or leading/double space */
+        for (;;) {
                 if (n == MAX_FIELDS)
                         return -E2BIG;
-                starts[n] = line + i;
                 size_t j = i;
                 while (j < len && line[j] != ' ')
                         j++;
+                starts[n] = line + i;
                 lens[n++] = j - i;
+                if (j >= len)
+                        break;
                 i = j + 1;
-                if (j + 1 == len)
-                        return -EINVAL; /* trailing space */
         }
         *count = n;
         return 0;
@@ -107,10 +107,7 @@ static int parse_line(const char *line, size_t len, mount_entry_t *e)
 {
         const char *f[MAX_FIELDS];
         size_t fl[MAX_FIELDS], n;
-        /* An empty last field (SUPER_OPTIONS, as gVisor may write it) leaves
-         * a trailing space. */
-        bool empty_last = len > 0 && line[len - 1] == ' ';
-        int r = split(line, empty_last ? len - 1 : len, f, fl, &n);
+        int r = split(line, len, f, fl, &n);
         if (r < 0)
                 return r;
         /* Find the "-" separator after the six fixed fields and any optional ones. */
@@ -120,8 +117,15 @@ static int parse_line(const char *line, size_t len, mount_entry_t *e)
                         sep = i;
                         break;
                 }
-        /* Three fields after "-", the last possibly empty (see above). */
-        if (sep == 0 || n != sep + (empty_last ? 3 : 4))
+        /* Three fields after "-" (SUPER_OPTIONS may be empty). The six fixed
+         * fields and FSTYPE and SOURCE must not be; only the optional fields
+         * between them and "-" may be. */
+        if (sep == 0 || n != sep + 4)
+                return -EINVAL;
+        for (size_t i = 0; i < 6; i++)
+                if (fl[i] == 0)
+                        return -EINVAL;
+        if (fl[sep + 1] == 0 || fl[sep + 2] == 0)
                 return -EINVAL;
         if (parse_uint_field(f[0], fl[0], &e->id) < 0 ||
             parse_uint_field(f[1], fl[1], &e->parent_id) < 0 || !is_dev_field(f[2], fl[2]))
@@ -132,10 +136,7 @@ static int parse_line(const char *line, size_t len, mount_entry_t *e)
             (r = decode_field(f[sep + 1], fl[sep + 1], &e->fstype)) < 0 ||
             (r = decode_field(f[sep + 2], fl[sep + 2], &e->source)) < 0)
                 return r;
-        if (n == sep + 4)
-                r = decode_field(f[sep + 3], fl[sep + 3], &e->super_options);
-        else
-                r = (e->super_options = strdup("")) ? 0 : -ENOMEM;
+        r = decode_field(f[sep + 3], fl[sep + 3], &e->super_options);
         if (r < 0)
                 return r;
         if (e->root[0] != '/' || e->mount_point[0] != '/')

@@ -70,12 +70,20 @@ static void read_caps(observation_t *o)
         hg_error_t err;
         int r = file_read_bounded("/proc/sys/kernel/cap_last_cap", 64, &text, &len);
         uint64_t full = 0;
-        if (r < 0)
-                set_unknown(&o->cap_full, "/proc/sys/kernel/cap_last_cap", -r);
-        else if (capmask_full(text, &full, &err) < 0)
-                set_unknown(&o->cap_full, "/proc/sys/kernel/cap_last_cap", EINVAL);
-        else
+        if (r == 0 && capmask_full(text, &full, &err) == 0) {
                 set_known(&o->cap_full, full);
+        } else {
+                /* gVisor has no cap_last_cap: the kernel answers EINVAL to
+                 * PR_CAPBSET_READ past its last capability (what libcap does). */
+                unsigned last = 0;
+                while (last < 63 && prctl(PR_CAPBSET_READ, last + 1, 0, 0, 0) >= 0)
+                        last++;
+                if (prctl(PR_CAPBSET_READ, 0, 0, 0, 0) < 0)
+                        set_unknown(&o->cap_full, "cap_last_cap and PR_CAPBSET_READ", errno);
+                else
+                        set_known(&o->cap_full,
+                                  last == 63 ? UINT64_MAX : (UINT64_C(1) << (last + 1)) - 1);
+        }
 
         /* Bounding and ambient, one capability at a time (prctl), up to the
          * last the kernel knows. */
@@ -98,14 +106,35 @@ static void read_caps(observation_t *o)
                 else if (a)
                         amb |= UINT64_C(1) << c;
         }
+        int prctl_errno = errno;
+        /* Where prctl cannot say (gVisor 2022 has no PR_CAP_AMBIENT), the
+         * kernel's own /proc/self/status line can. */
+        proc_status_t st = {0};
+        _cleanup_free_ char *status = NULL;
+        if ((!bnd_ok || !amb_ok) &&
+            file_read_bounded("/proc/self/status", PROCSTATUS_MAX_BYTES, &status, &len) == 0)
+                (void)procstatus_parse(status, len, &st, &err);
         if (bnd_ok)
                 set_known(&o->cap[CAP_SET_BOUNDING], bnd);
+        else if (st.have_cap[CAP_SET_BOUNDING])
+                set_known(&o->cap[CAP_SET_BOUNDING], st.cap[CAP_SET_BOUNDING]);
         else
-                set_unknown(&o->cap[CAP_SET_BOUNDING], "prctl(PR_CAPBSET_READ)", errno);
+                set_unknown(&o->cap[CAP_SET_BOUNDING], "prctl(PR_CAPBSET_READ)", prctl_errno);
         if (amb_ok)
                 set_known(&o->cap[CAP_SET_AMBIENT], amb);
-        else
-                set_unknown(&o->cap[CAP_SET_AMBIENT], "prctl(PR_CAP_AMBIENT)", errno);
+        else if (st.have_cap[CAP_SET_AMBIENT])
+                set_known(&o->cap[CAP_SET_AMBIENT], st.cap[CAP_SET_AMBIENT]);
+        else if (o->cap[CAP_SET_PERMITTED].known && o->cap[CAP_SET_INHERITABLE].known &&
+                 (o->cap[CAP_SET_PERMITTED].value & o->cap[CAP_SET_INHERITABLE].value) == 0) {
+                /* gVisor 2022 can show neither; but the kernel keeps ambient
+                 * within permitted and inheritable, so with those disjoint
+                 * it is empty. */
+                set_known(&o->cap[CAP_SET_AMBIENT], 0);
+                o->cap[CAP_SET_AMBIENT].derived =
+                    "derived: ambient is within permitted and inheritable, which share nothing";
+        } else {
+                set_unknown(&o->cap[CAP_SET_AMBIENT], "prctl(PR_CAP_AMBIENT)", prctl_errno);
+        }
 }
 
 static void read_prctl(fact_u64_t *f, int option, const char *name)

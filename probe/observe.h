@@ -16,7 +16,8 @@
 typedef struct fact_u64 {
         bool known;
         uint64_t value;
-        char error[128]; /* why it is unknown */
+        char error[128];     /* why it is unknown */
+        const char *derived; /* when known by reasoning, not read: how */
 } fact_u64_t;
 
 typedef struct other_process {
