@@ -3,8 +3,9 @@
 # starts a real kube-apiserver + etcd on loopback, runs hangar-webhook on TLS
 # with self-managed certificates (CA in a Secret, caBundle patched by the
 # webhook), installs the Helm chart pointing the API server at it, creates an
-# example sandbox pod and prints the pod as the API server stored it, with
-# the injected sidecar highlighted.
+# example sandbox pod, prints the pod as the API server stored it with the
+# injected sidecar highlighted, then runs that pod in a real gVisor sandbox
+# (runsc) and prints the probe's HANGAR_UID_SPLIT verdict.
 #
 #   scripts/local-run.sh          start everything (state in $HANGAR_LOCAL_DIR, default /tmp/hangar-local)
 #   scripts/local-run.sh stop     stop everything it started and remove the state
@@ -13,6 +14,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STATE=${HANGAR_LOCAL_DIR:-/tmp/hangar-local}
 
 stop_all() {
+        if [ -d "$STATE/pod" ]; then
+                "$ROOT/tests/pods/podrun" down --dir "$STATE/pod" >/dev/null 2>&1 || true
+        fi
         if [ -f "$STATE/webhook.pid" ]; then
                 kill "$(cat "$STATE/webhook.pid")" 2>/dev/null || true
         fi
@@ -41,8 +45,10 @@ BIN=$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)
 export PATH=$BIN:$PATH
 say "building hangar-sidecar"
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DHANGAR_TOOLS_BIN="$BIN" >/dev/null
-ninja -C "$ROOT/build" hangar-webhook
+ninja -C "$ROOT/build" hangar-webhook hangar-probe
 WEBHOOK=$ROOT/build/webhook/hangar-webhook
+PROBE=$ROOT/build/probe/hangar-probe
+PODRUN=$ROOT/tests/pods/podrun
 
 mkdir -p "$STATE"
 trap 'echo "local-run: failed; cleaning up" >&2; stop_all' ERR
@@ -115,6 +121,8 @@ spec:
     securityContext:
       runAsUser: 1000
       runAsGroup: 1000
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
 POD
 cat "$STATE/sandbox-pod.yaml"
 # The API server picks up the webhook configuration after a moment.
@@ -138,6 +146,20 @@ view() { jq -S '{metadata: {annotations: .metadata.annotations}, spec: .spec}' "
 esc=$(printf '\033')
 diff -U 1000 <(view "$STATE/without.json") <(view "$STATE/stored.json") | tail -n +4 |
         sed -E "s/^\+(.*)\$/${esc}[32m+\1${esc}[0m/; s/^-(.*)\$/${esc}[31m-\1${esc}[0m/" || true
+
+say "running the stored pod in a real gVisor sandbox (runsc) and deciding HANGAR_UID_SPLIT"
+# No kubelet here: tests/pods/podrun builds one OCI bundle per container from
+# the stored pod (images replaced by busybox plus this build's binaries).
+"$PODRUN" up --pod "$STATE/stored.json" --dir "$STATE/pod" --runtime runsc >"$STATE/pod.log" 2>&1 ||
+        { tail -n 5 "$STATE/pod.log" >&2; false; }
+"$PODRUN" exec --dir "$STATE/pod" sandbox -- hangar-probe check --role agent >"$STATE/agent.json" || true
+"$PODRUN" exec --dir "$STATE/pod" hangar-driver -- hangar-probe check --role driver >"$STATE/driver.json" || true
+"$PROBE" spec --name agent-sandbox --namespace sandboxes --kubeconfig "$KUBECONFIG" >"$STATE/spec.json" || true
+for r in spec agent driver; do
+        printf '  %-7s %s\n' "$r" "$(jq -r .result "$STATE/$r.json")"
+done
+"$PROBE" verdict --mode required --spec "$STATE/spec.json" --agent "$STATE/agent.json" \
+        --driver "$STATE/driver.json" || true
 trap - ERR
 
 say "done"
@@ -146,6 +168,7 @@ Everything is running:
   kube-apiserver   $(grep HANGAR_APISERVER_URL "$STATE/cp/env" | cut -d= -f2)   (export KUBECONFIG=$KUBECONFIG)
   hangar-webhook   https://127.0.0.1:$PORT   (log: $STATE/webhook.log, metrics: curl -sk https://127.0.0.1:$PORT/metrics)
 Try: kubectl --kubeconfig $KUBECONFIG get pod -n sandboxes agent-sandbox -o yaml
-The probe's gVisor verdict is not part of this run yet (issue 4).
+The pod runs under runsc: scripts/local-run.sh stop takes it down too.
+  tests/pods/podrun exec --dir $STATE/pod hangar-driver -- id
 Stop everything with:  scripts/local-run.sh stop
 MSG
