@@ -224,7 +224,7 @@ static int cmd_verdict(int argc, char **argv)
                 }
         }
         split_mode_t mode;
-        if (optind != argc || verdict_parse_mode(mode_name, &mode) < 0) {
+        if (optind != argc || split_mode_parse(mode_name, &mode) < 0) {
                 fputs(usage_text, stderr);
                 return EXIT_USAGE;
         }

@@ -6,37 +6,6 @@
 
 #include "jsonx.h"
 
-static const char *const mode_names[] = {
-    [SPLIT_OFF] = "off", [SPLIT_AUTO] = "auto", [SPLIT_REQUIRED] = "required"};
-
-int verdict_parse_mode(const char *s, split_mode_t *ret)
-{
-        for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
-                if (s && strcmp(s, mode_names[i]) == 0) {
-                        *ret = (split_mode_t)i;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-const char *verdict_mode_name(split_mode_t m)
-{
-        return (unsigned)m < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[m] : "?";
-}
-
-const char *verdict_name(verdict_t v)
-{
-        switch (v) {
-        case VERDICT_SPLIT_ACTIVE:
-                return "split-active";
-        case VERDICT_SINGLE_USER:
-                return "single-user";
-        case VERDICT_REFUSED:
-        default:
-                return "refused";
-        }
-}
-
 static void reason(json_t *reasons, const char *code, const char *detail)
 {
         (void)json_array_append_new(reasons,
@@ -110,6 +79,6 @@ json_t *verdict_decide(split_mode_t mode, json_t *spec, json_t *agent, json_t *d
                         v = mode == SPLIT_REQUIRED ? VERDICT_REFUSED : VERDICT_SINGLE_USER;
         }
         *ret = v;
-        return json_pack("{s:s, s:s, s:o}", "mode", verdict_mode_name(mode), "verdict",
-                         verdict_name(v), "reasons", reasons);
+        return json_pack("{s:s, s:s, s:o}", "mode", split_mode_name(mode), "verdict",
+                         split_verdict_name(v), "reasons", reasons);
 }

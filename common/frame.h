@@ -1,0 +1,152 @@
+/* The relay wire protocol's frames (docs/protocol.md is the reference).
+ *
+ * Every frame is an 8-byte header followed by its payload:
+ *
+ *   byte 0     version   FRAME_VERSION (1); any other value is an error
+ *   byte 1     type      one of frame_type_t; anything else is an error
+ *   bytes 2-3  reserved  zero; anything else is an error
+ *   bytes 4-7  length    payload length, unsigned 32-bit big-endian,
+ *                        at most FRAME_MAX_PAYLOAD (checked before reading)
+ *
+ * Payloads are fixed binary layouts, big-endian, never raw structs. This
+ * module only encodes and decodes bytes: which frame may arrive on which
+ * connection, and when, is the driver's and the relay's state machine. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define FRAME_VERSION      1
+#define FRAME_HEADER_SIZE  8
+#define FRAME_MAX_PAYLOAD  65536u
+#define FRAME_TOKEN_SIZE   32u  /* raw bytes of the relay token */
+#define FRAME_RUN_MAX_ARGS 256u /* argv entries in one run request */
+
+typedef enum frame_type {
+        FRAME_HELLO = 0x01,      /* relay -> driver, first frame on each connection */
+        FRAME_WELCOME = 0x02,    /* driver -> relay, the connection is accepted */
+        FRAME_STDIN = 0x10,      /* driver -> relay (io): harness stdin; empty = EOF */
+        FRAME_STDOUT = 0x11,     /* relay -> driver (io): harness stdout; empty = EOF */
+        FRAME_STDERR = 0x12,     /* relay -> driver (ctl): harness stderr; empty = EOF */
+        FRAME_EXIT = 0x13,       /* relay -> driver (ctl): how the harness ended */
+        FRAME_SIGNAL = 0x14,     /* either way (ctl): a signal for / seen by the harness */
+        FRAME_RUN = 0x20,        /* driver -> relay (ctl): run a command as the agent */
+        FRAME_RUN_RESULT = 0x21, /* relay -> driver (ctl): how that command ended */
+} frame_type_t;
+
+/* Which connection a HELLO opens. */
+typedef enum frame_channel {
+        FRAME_CHANNEL_IO = 1,
+        FRAME_CHANNEL_CTL = 2,
+} frame_channel_t;
+
+/* How a process ended, in EXIT and RUN_RESULT. */
+typedef enum frame_end {
+        FRAME_END_EXITED = 0,      /* value: exit status 0-255 */
+        FRAME_END_SIGNALED = 1,    /* value: signal number */
+        FRAME_END_TIMEOUT = 2,     /* killed past its timeout; value 124 */
+        FRAME_END_NOT_STARTED = 3, /* could not be started; value 127 */
+} frame_end_t;
+
+/* A decoded header plus a view of its payload inside the caller's buffer. */
+typedef struct frame {
+        frame_type_t type;
+        const uint8_t *payload; /* not NUL-terminated; valid while the buffer is */
+        uint32_t length;
+} frame_t;
+
+/* Returns the name of a frame type ("HELLO", ...) or NULL for a value outside
+ * the closed set. */
+const char *frame_type_name(int type);
+
+/* Looks for one complete frame at the start of buf[0..len).
+ * Returns 1 and fills *ret_frame and *ret_used (header + payload bytes) when
+ * a whole frame is there; 0 when more bytes are needed (nothing written);
+ * -EPROTO for a bad version, type or reserved field, and -EMSGSIZE for a
+ * length over max_payload (<= FRAME_MAX_PAYLOAD) -- both as soon as the
+ * header is complete, before any payload is awaited. err says why. */
+int frame_parse(const uint8_t *buf, size_t len, uint32_t max_payload, frame_t *ret_frame,
+                size_t *ret_used, hg_error_t *err);
+
+/* Writes a header for type and length into out (FRAME_HEADER_SIZE bytes).
+ * -EMSGSIZE when length exceeds FRAME_MAX_PAYLOAD, -EINVAL for a type outside
+ * the set. */
+int frame_header_encode(frame_type_t type, uint32_t length, uint8_t out[FRAME_HEADER_SIZE]);
+
+/* HELLO payload: channel (1 byte) followed by the FRAME_TOKEN_SIZE token
+ * bytes; exactly 1 + FRAME_TOKEN_SIZE bytes. */
+typedef struct frame_hello {
+        frame_channel_t channel;
+        uint8_t token[FRAME_TOKEN_SIZE];
+} frame_hello_t;
+#define FRAME_HELLO_SIZE (1u + FRAME_TOKEN_SIZE)
+int frame_hello_decode(const frame_t *f, frame_hello_t *ret, hg_error_t *err);
+void frame_hello_encode(const frame_hello_t *h, uint8_t out[FRAME_HELLO_SIZE]);
+
+/* EXIT payload: end kind (1 byte) and value (1 byte); exactly 2 bytes.
+ * EXITED: any value; SIGNALED: 1-64; TIMEOUT: 124; NOT_STARTED: 127. */
+typedef struct frame_exit {
+        frame_end_t end;
+        uint8_t value;
+} frame_exit_t;
+#define FRAME_EXIT_SIZE 2u
+int frame_exit_decode(const frame_t *f, frame_exit_t *ret, hg_error_t *err);
+void frame_exit_encode(const frame_exit_t *e, uint8_t out[FRAME_EXIT_SIZE]);
+
+/* SIGNAL payload: one byte, a signal from the closed set frame_signal_allowed
+ * accepts (HUP, INT, QUIT, KILL, USR1, USR2, TERM, CONT, STOP, TSTP,
+ * WINCH); anything else is an error. */
+#define FRAME_SIGNAL_SIZE 1u
+bool frame_signal_allowed(int signo);
+int frame_signal_decode(const frame_t *f, int *ret_signo, hg_error_t *err);
+
+/* RUN payload:
+ *   id          u32  chosen by the driver, echoed in the result
+ *   timeout_ms  u32  1 .. 86400000
+ *   tail_max    u32  bytes of output to return, <= FRAME_RUN_TAIL_MAX
+ *   argc        u32  1 .. FRAME_RUN_MAX_ARGS
+ *   argv        argc NUL-terminated strings, the first non-empty, filling
+ *               the rest of the payload exactly
+ * ret->argv points into a buffer the decoder allocates (ret->storage); free
+ * it with frame_run_free. */
+#define FRAME_RUN_TAIL_MAX       (FRAME_MAX_PAYLOAD - 16u)
+#define FRAME_RUN_TIMEOUT_MAX_MS 86400000u
+typedef struct frame_run {
+        uint32_t id;
+        uint32_t timeout_ms;
+        uint32_t tail_max;
+        uint32_t argc;
+        char **argv; /* argc entries then NULL */
+        void *storage;
+} frame_run_t;
+int frame_run_decode(const frame_t *f, frame_run_t *ret, hg_error_t *err);
+void frame_run_free(frame_run_t *r);
+/* Encodes into a newly allocated payload; -E2BIG when it would not fit in
+ * FRAME_MAX_PAYLOAD, -EINVAL for a field out of range. */
+int frame_run_encode(uint32_t id, uint32_t timeout_ms, uint32_t tail_max, char *const argv[],
+                     uint8_t **ret_payload, uint32_t *ret_length);
+
+/* RUN_RESULT payload:
+ *   id         u32
+ *   end        u8   frame_end_t
+ *   value      u8   as for EXIT
+ *   truncated  u8   0 or 1: output before the tail was dropped
+ *   reserved   u8   0
+ *   tail       the rest: the last bytes of the command's stdout and stderr,
+ *              interleaved as they arrived
+ * ret->tail points into the frame. */
+#define FRAME_RUN_RESULT_FIXED 8u
+typedef struct frame_run_result {
+        uint32_t id;
+        frame_exit_t exit;
+        bool truncated;
+        const uint8_t *tail;
+        uint32_t tail_len;
+} frame_run_result_t;
+int frame_run_result_decode(const frame_t *f, frame_run_result_t *ret, hg_error_t *err);
+/* Writes the fixed part into out; the caller sends tail after it. */
+void frame_run_result_encode_fixed(const frame_run_result_t *r,
+                                   uint8_t out[FRAME_RUN_RESULT_FIXED]);

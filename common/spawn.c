@@ -1,0 +1,112 @@
+#include "spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+/* In the child: every descriptor above stderr goes. close_range where the
+ * kernel (or gVisor) has it, else one by one up to the limit. Our own fds
+ * are CLOEXEC already; this catches whatever a library leaked. */
+static void close_from_3(void)
+{
+        if (close_range(3, ~0u, 0) == 0)
+                return;
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+                (void)close((int)fd);
+}
+
+/* Async-signal-safe only from here on: no malloc, no stdio. */
+static _Noreturn void child_exec(const spawn_opts_t *o, pid_t parent, int in_r, int out_w,
+                                 int err_w)
+{
+        (void)setpgid(0, 0);
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) /* the parent died before PDEATHSIG was armed */
+                _exit(127);
+        for (int sig = 1; sig < NSIG; sig++)
+                (void)signal(sig, SIG_DFL);
+        /* A clean slate, not the parent's mask: the parent blocks what it
+         * reads from a signalfd, and the command must not inherit that. */
+        sigset_t none;
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        if (in_r < 0)
+                in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+                _exit(127);
+        close_from_3();
+        if (o->cwd && chdir(o->cwd) < 0) {
+                static const char msg[] = "hangar: cannot enter the turn's directory\n";
+                (void)!write(2, msg, sizeof(msg) - 1);
+                _exit(127);
+        }
+        execvp(o->argv[0], o->argv);
+        static const char msg[] = "hangar: cannot execute the command\n";
+        (void)!write(2, msg, sizeof(msg) - 1);
+        _exit(127);
+}
+
+static int set_nonblock(int fd)
+{
+        int flags = fcntl(fd, F_GETFL);
+        return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+int spawn_start(const spawn_opts_t *o, spawn_child_t *ret, hg_error_t *err)
+{
+        if (!o->argv || !o->argv[0] || !o->argv[0][0])
+                return error_set(err, -EINVAL, "no command to run");
+        int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
+        _cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
+        if (!o->stdin_null) {
+                if (pipe2(in_p, O_CLOEXEC) < 0)
+                        return error_set(err, -errno, "pipe: %s", strerror(errno));
+                in_r = in_p[0], in_w = in_p[1];
+        }
+        if (pipe2(out_p, O_CLOEXEC) < 0)
+                return error_set(err, -errno, "pipe: %s", strerror(errno));
+        out_r = out_p[0], out_w = out_p[1];
+        if (!o->merge_stderr) {
+                if (pipe2(err_p, O_CLOEXEC) < 0)
+                        return error_set(err, -errno, "pipe: %s", strerror(errno));
+                err_r = err_p[0], err_w = err_p[1];
+        }
+        sigset_t all, old;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, &old);
+        pid_t parent = getpid();
+        pid_t pid = fork();
+        if (pid == 0)
+                child_exec(o, parent, in_r, out_w, o->merge_stderr ? out_w : err_w);
+        int saved = errno;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0)
+                return error_set(err, -saved, "fork: %s", strerror(saved));
+        /* Also from the parent, so a signal sent before the child ran setpgid
+         * still reaches the group. EACCES: it has exec'd already, fine. */
+        (void)setpgid(pid, pid);
+        if ((in_w >= 0 && set_nonblock(in_w) < 0) || set_nonblock(out_r) < 0 ||
+            (err_r >= 0 && set_nonblock(err_r) < 0)) {
+                /* Cannot happen on a fresh pipe; the child still must not run on. */
+                (void)kill(-pid, SIGKILL);
+                return error_set(err, -EIO, "cannot make the child's pipes non-blocking");
+        }
+        *ret = (spawn_child_t){
+            .pid = pid, .in_fd = TAKE_FD(in_w), .out_fd = TAKE_FD(out_r), .err_fd = TAKE_FD(err_r)};
+        return 0;
+}
+
+int spawn_signal_group(pid_t pid, int sig)
+{
+        if (pid <= 0)
+                return -EINVAL;
+        if (kill(-pid, sig) == 0 || errno == ESRCH)
+                return 0;
+        return -errno;
+}

@@ -1,0 +1,130 @@
+#include "approvals.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "jsonx.h"
+
+int approvals_init(approvals_t *a)
+{
+        approvals_t n = {0};
+        n.items = calloc(APPROVALS_MAX, sizeof(approval_t));
+        n.line = malloc(APPROVALS_LINE_MAX);
+        if (!n.items || !n.line) {
+                free(n.items);
+                free(n.line);
+                return -ENOMEM;
+        }
+        *a = n;
+        return 0;
+}
+
+void approvals_free(approvals_t *a)
+{
+        for (size_t i = 0; a->items && i < a->n; i++)
+                json_decref(a->items[i].request);
+        free(a->items);
+        free(a->line);
+        *a = (approvals_t){0};
+}
+
+static approval_t *find(const approvals_t *a, const char *id)
+{
+        for (size_t i = 0; i < a->n; i++)
+                if (strcmp(a->items[i].id, id) == 0)
+                        return &a->items[i];
+        return NULL;
+}
+
+static void consider_line(approvals_t *a, approvals_request_fn fn, void *userdata)
+{
+        if (a->line_len == 0 || a->line[0] != '{')
+                return;
+        _cleanup_json_ json_t *j = NULL;
+        if (jsonx_load((const char *)a->line, a->line_len, 16, &j, NULL) < 0 || !json_is_object(j))
+                return;
+        const char *type = json_string_value(json_object_get(j, "type"));
+        const char *id = json_string_value(json_object_get(j, "id"));
+        if (!type || strcmp(type, "approval_request") != 0 || !id || !id[0] ||
+            strlen(id) > APPROVALS_ID_MAX || find(a, id) || a->n == APPROVALS_MAX)
+                return;
+        approval_t *ap = &a->items[a->n++];
+        memcpy(ap->id, id, strlen(id) + 1);
+        ap->request = json_incref(j);
+        ap->state = APPROVAL_PENDING;
+        if (fn)
+                fn(userdata, ap->id, j);
+}
+
+void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
+                    void *userdata)
+{
+        for (size_t i = 0; i < n; i++) {
+                uint8_t b = data[i];
+                if (b == '\n') {
+                        if (!a->line_overflow)
+                                consider_line(a, fn, userdata);
+                        a->line_len = 0;
+                        a->line_overflow = false;
+                        continue;
+                }
+                if (a->line_len == APPROVALS_LINE_MAX)
+                        a->line_overflow = true;
+                else
+                        a->line[a->line_len++] = b;
+        }
+}
+
+char *approvals_decide(approvals_t *a, const char *id, bool approve, const char *by)
+{
+        approval_t *ap = find(a, id);
+        if (!ap || ap->state != APPROVAL_PENDING)
+                return NULL;
+        ap->state = approve ? APPROVAL_APPROVED : APPROVAL_DENIED;
+        snprintf(ap->by, sizeof(ap->by), "%s", by);
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:s}", "type", "approval_response", "id",
+                                             id, "decision", approve ? "approve" : "deny");
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!text)
+                return NULL;
+        size_t len = strlen(text);
+        char *line = realloc(text, len + 2);
+        if (!line) {
+                free(text);
+                return NULL;
+        }
+        line[len] = '\n';
+        line[len + 1] = '\0';
+        return line;
+}
+
+bool approvals_is_pending(const approvals_t *a, const char *id)
+{
+        approval_t *ap = find(a, id);
+        return ap && ap->state == APPROVAL_PENDING;
+}
+
+size_t approvals_pending(const approvals_t *a)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < a->n; i++)
+                n += a->items[i].state == APPROVAL_PENDING;
+        return n;
+}
+
+json_t *approvals_json(const approvals_t *a)
+{
+        static const char *const names[] = {[APPROVAL_PENDING] = "pending",
+                                            [APPROVAL_APPROVED] = "approved",
+                                            [APPROVAL_DENIED] = "denied"};
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < a->n; i++)
+                json_array_append_new(arr,
+                                      json_pack("{s:s, s:s, s:s, s:O}", "id", a->items[i].id,
+                                                "state", names[a->items[i].state], "by",
+                                                a->items[i].by, "request", a->items[i].request));
+        return arr;
+}

@@ -1,0 +1,221 @@
+#include "listener.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+const char *listener_reject_name(listener_reject_t why)
+{
+        switch (why) {
+        case LISTENER_REJECT_BAD_TOKEN:
+                return "bad-token";
+        case LISTENER_REJECT_MALFORMED:
+                return "malformed";
+        case LISTENER_REJECT_REPLAYED:
+                return "replayed";
+        case LISTENER_REJECT_SLOW:
+                return "slow-handshake";
+        case LISTENER_REJECT_CLOSED:
+                return "closed";
+        case LISTENER_REJECT_FLOOD:
+                return "flood";
+        case LISTENER_REJECT_LATE:
+                return "late";
+        case LISTENER_REJECT_COUNT:
+        default:
+                return "?";
+        }
+}
+
+int listener_open(listener_t *l, const token_t *token, uint32_t handshake_ms, hg_error_t *err)
+{
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return error_set(err, -errno, "socket: %s", strerror(errno));
+        /* Port 0: the kernel picks, so an agent that binds likely ports first
+         * gains nothing; the port reaches the relay through hangar-home. */
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof(sa);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+            getsockname(fd, (struct sockaddr *)&sa, &sl) < 0)
+                return error_set(err, -errno, "listen on 127.0.0.1: %s", strerror(errno));
+        listener_t n = {.fd = TAKE_FD(fd),
+                        .port = ntohs(sa.sin_port),
+                        .token = *token,
+                        .handshake_ms = handshake_ms,
+                        .io = {.fd = -1},
+                        .ctl = {.fd = -1}};
+        *l = n;
+        token_wipe(&n.token, sizeof(n.token));
+        return 0;
+}
+
+static void drop(listener_t *l, listener_pending_t *p, listener_reject_t why, const char *detail,
+                 listener_reject_fn on_reject, void *userdata)
+{
+        conn_close(&p->c);
+        p->used = false;
+        l->rejected[why]++;
+        if (on_reject)
+                on_reject(userdata, why, detail);
+}
+
+static void stop_listening(listener_t *l, listener_reject_fn on_reject, void *userdata)
+{
+        if (l->fd >= 0)
+                (void)close(l->fd);
+        l->fd = -1;
+        for (size_t i = 0; i < LISTENER_PENDING_MAX; i++)
+                if (l->pending[i].used)
+                        drop(l, &l->pending[i], LISTENER_REJECT_LATE, "both channels taken",
+                             on_reject, userdata);
+        token_wipe(&l->token, sizeof(l->token));
+}
+
+void listener_close(listener_t *l)
+{
+        stop_listening(l, NULL, NULL);
+        if (l->have_io)
+                conn_close(&l->io);
+        if (l->have_ctl)
+                conn_close(&l->ctl);
+        l->have_io = l->have_ctl = false;
+}
+
+size_t listener_pollfds(const listener_t *l, struct pollfd *p)
+{
+        size_t n = 0;
+        if (l->fd < 0)
+                return 0;
+        p[n++] = (struct pollfd){.fd = l->fd, .events = POLLIN};
+        for (size_t i = 0; i < LISTENER_PENDING_MAX; i++)
+                if (l->pending[i].used)
+                        p[n++] = (struct pollfd){.fd = l->pending[i].c.fd, .events = POLLIN};
+        return n;
+}
+
+int64_t listener_next_deadline(const listener_t *l)
+{
+        int64_t d = INT64_MAX;
+        for (size_t i = 0; l->fd >= 0 && i < LISTENER_PENDING_MAX; i++)
+                if (l->pending[i].used && l->pending[i].deadline_ms < d)
+                        d = l->pending[i].deadline_ms;
+        return d;
+}
+
+static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userdata)
+{
+        for (;;) {
+                int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0)
+                        return; /* EAGAIN, or a connection that died in the queue */
+                listener_pending_t *slot = NULL, *oldest = NULL;
+                for (size_t i = 0; i < LISTENER_PENDING_MAX; i++) {
+                        listener_pending_t *p = &l->pending[i];
+                        if (!p->used) {
+                                slot = p;
+                                break;
+                        }
+                        if (!oldest || p->deadline_ms < oldest->deadline_ms)
+                                oldest = p;
+                }
+                if (!slot) {
+                        drop(l, oldest, LISTENER_REJECT_FLOOD, "too many pending connections",
+                             on_reject, userdata);
+                        slot = oldest;
+                }
+                /* A HELLO is all a pending connection may send: its buffer is
+                 * sized for that, so an oversize frame fails at its header. */
+                if (conn_init(&slot->c, fd, FRAME_HELLO_SIZE) < 0) {
+                        (void)close(fd);
+                        continue;
+                }
+                slot->used = true;
+                slot->deadline_ms = conn_now_ms() + l->handshake_ms;
+        }
+}
+
+static void handshake(listener_t *l, listener_pending_t *p, listener_accept_fn on_accept,
+                      listener_reject_fn on_reject, void *userdata)
+{
+        hg_error_t err = {0};
+        if (conn_fill(&p->c) < 0)
+                return drop(l, p, LISTENER_REJECT_CLOSED, "read error", on_reject, userdata);
+        frame_t f;
+        int r = conn_next(&p->c, &f, &err);
+        if (r < 0)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
+        if (r == 0) {
+                if (p->c.eof)
+                        drop(l, p, LISTENER_REJECT_CLOSED, "closed before HELLO", on_reject,
+                             userdata);
+                return;
+        }
+        frame_hello_t hello;
+        if (f.type != FRAME_HELLO)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, "first frame is not HELLO", on_reject,
+                            userdata);
+        if (frame_hello_decode(&f, &hello, &err) < 0)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
+        bool ok = token_matches(&l->token, hello.token);
+        token_wipe(&hello.token, sizeof(hello.token));
+        token_wipe(p->c.in, p->c.in_len);
+        if (!ok)
+                return drop(l, p, LISTENER_REJECT_BAD_TOKEN, "wrong token", on_reject, userdata);
+        /* io first, then ctl; the same token again is a replay. */
+        frame_channel_t want = l->have_io ? FRAME_CHANNEL_CTL : FRAME_CHANNEL_IO;
+        if (hello.channel != want)
+                return drop(l, p, LISTENER_REJECT_REPLAYED,
+                            hello.channel == FRAME_CHANNEL_IO ? "io already taken"
+                                                              : "ctl before io",
+                            on_reject, userdata);
+        /* Hand over: the accepted connection gets full-size frames. */
+        int fd = TAKE_FD(p->c.fd);
+        conn_close(&p->c);
+        p->used = false;
+        conn_t *c = want == FRAME_CHANNEL_IO ? &l->io : &l->ctl;
+        if (conn_init(c, fd, FRAME_MAX_PAYLOAD) < 0 ||
+            conn_queue(c, FRAME_WELCOME, NULL, 0, NULL, 0) < 0) {
+                (void)close(fd);
+                l->rejected[LISTENER_REJECT_CLOSED]++;
+                if (on_reject)
+                        on_reject(userdata, LISTENER_REJECT_CLOSED, "out of memory");
+                return;
+        }
+        (void)conn_flush(c);
+        if (want == FRAME_CHANNEL_IO)
+                l->have_io = true;
+        else
+                l->have_ctl = true;
+        if (on_accept)
+                on_accept(userdata, want);
+        if (l->have_ctl)
+                stop_listening(l, on_reject, userdata);
+}
+
+void listener_process(listener_t *l, const struct pollfd *p, size_t n, listener_accept_fn on_accept,
+                      listener_reject_fn on_reject, void *userdata)
+{
+        if (l->fd < 0)
+                return;
+        for (size_t k = 1; k < n && l->fd >= 0; k++) {
+                if (!p[k].revents)
+                        continue;
+                for (size_t i = 0; i < LISTENER_PENDING_MAX; i++)
+                        if (l->pending[i].used && l->pending[i].c.fd == p[k].fd) {
+                                handshake(l, &l->pending[i], on_accept, on_reject, userdata);
+                                break;
+                        }
+        }
+        int64_t now = conn_now_ms();
+        for (size_t i = 0; l->fd >= 0 && i < LISTENER_PENDING_MAX; i++)
+                if (l->pending[i].used && now >= l->pending[i].deadline_ms)
+                        drop(l, &l->pending[i], LISTENER_REJECT_SLOW, "no HELLO in time", on_reject,
+                             userdata);
+        if (l->fd >= 0 && n > 0 && p[0].revents)
+                accept_new(l, on_reject, userdata);
+}

@@ -1,0 +1,66 @@
+/* The relay listener: on the pod's loopback, a port the kernel picks. It
+ * accepts exactly two connections that present the turn's token, io first,
+ * then ctl, and then stops listening. Everything else is dropped without
+ * touching the turn: a wrong or missing token, a malformed or oversize
+ * HELLO, a handshake slower than the deadline, a replayed token (a channel
+ * already taken), a flood (the oldest pending connection makes room). */
+#pragma once
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "token.h"
+
+#define LISTENER_PENDING_MAX 16
+
+typedef enum listener_reject {
+        LISTENER_REJECT_BAD_TOKEN,
+        LISTENER_REJECT_MALFORMED, /* not a well-formed HELLO */
+        LISTENER_REJECT_REPLAYED,  /* right token, channel already taken or out of order */
+        LISTENER_REJECT_SLOW,      /* no whole HELLO before the deadline */
+        LISTENER_REJECT_CLOSED,    /* the peer left before its HELLO */
+        LISTENER_REJECT_FLOOD,     /* evicted to make room for a newer connection */
+        LISTENER_REJECT_LATE,      /* still pending when both channels were taken */
+        LISTENER_REJECT_COUNT,
+} listener_reject_t;
+
+typedef struct listener_pending {
+        conn_t c;
+        int64_t deadline_ms;
+        bool used;
+} listener_pending_t;
+
+typedef struct listener {
+        int fd; /* -1 once both channels are taken */
+        uint16_t port;
+        token_t token;
+        uint32_t handshake_ms;
+        listener_pending_t pending[LISTENER_PENDING_MAX];
+        conn_t io, ctl; /* valid once have_io / have_ctl */
+        bool have_io, have_ctl;
+        uint64_t rejected[LISTENER_REJECT_COUNT];
+} listener_t;
+
+/* Called for every dropped connection, with the reason (for events). */
+typedef void (*listener_reject_fn)(void *userdata, listener_reject_t why, const char *detail);
+/* Called when a channel is accepted. */
+typedef void (*listener_accept_fn)(void *userdata, frame_channel_t channel);
+
+/* Binds 127.0.0.1:0 and listens. Takes a copy of the token. */
+int listener_open(listener_t *l, const token_t *token, uint32_t handshake_ms, hg_error_t *err);
+/* Closes everything it still owns (not io/ctl once handed over by
+ * listener_take). Wipes the token. */
+void listener_close(listener_t *l);
+
+/* Adds the descriptors it waits on to p (at most LISTENER_PENDING_MAX + 1);
+ * returns how many it added. */
+size_t listener_pollfds(const listener_t *l, struct pollfd *p);
+/* Handles what poll reported for those entries, and deadlines. */
+void listener_process(listener_t *l, const struct pollfd *p, size_t n, listener_accept_fn on_accept,
+                      listener_reject_fn on_reject, void *userdata);
+/* The earliest handshake deadline, or INT64_MAX. */
+int64_t listener_next_deadline(const listener_t *l);
+
+const char *listener_reject_name(listener_reject_t why);

@@ -1,0 +1,271 @@
+/* hangar-driver: runs in the hangar-driver sidecar as uid 1001.
+ *   relay --spec FILE|-   run one turn under the sidecar (docs/turn.md)
+ *   ctl OP [ARGS]         hangar's control of the running turn
+ *   version */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base64.h"
+#include "cleanup.h"
+#include "config.h"
+#include "ctlsock.h"
+#include "fileio.h"
+#include "jsonx.h"
+#include "layout.h"
+#include "spec.h"
+#include "strparse.h"
+#include "token.h"
+#include "turn.h"
+
+static const char usage[] =
+    "usage: hangar-driver relay [--config FILE] --spec FILE|-\n"
+    "       hangar-driver ctl [--config FILE] OP [ARGS]\n"
+    "       hangar-driver version\n"
+    "\n"
+    "relay: runs one ask, deny-risky or governed turn: checks HANGAR_UID_SPLIT\n"
+    "against the probe's verdict in hangar-ctl, writes the run's files, listens\n"
+    "on the pod's loopback for hangar-relay, relays the harness, and prints one\n"
+    "JSON line. Exit: 0 the turn ran, 1 failed, 2 usage, 3 run it single-user,\n"
+    "4 refused.\n"
+    "\n"
+    "ctl OPs: status | token | events | approvals | approve ID | deny ID |\n"
+    "  steer TEXT | close-stdin | signal NAME | watch | finish |\n"
+    "  run [--timeout S] [--tail BYTES] -- CMD [ARG]...\n"
+    "ctl prints the driver's JSON reply (run: the command's output tail, and\n"
+    "exits with its status; watch: the harness's output, live).\n";
+
+static int load_config(const char *path, hg_config_t *cfg)
+{
+        hg_error_t err = {0};
+        if (config_load(cfg, path, &err) < 0) {
+                fprintf(stderr, "hangar-driver: %s\n", err.message);
+                return -1;
+        }
+        return 0;
+}
+
+static int cmd_relay(int argc, char **argv)
+{
+        static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"spec", required_argument, NULL, 's'},
+                                             {NULL, 0, NULL, 0}};
+        const char *config_path = getenv("HANGAR_CONFIG"), *spec_path = NULL;
+        int c;
+        while ((c = getopt_long(argc, argv, "c:s:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 's':
+                        spec_path = optarg;
+                        break;
+                default:
+                        fputs(usage, stderr);
+                        return TURN_EXIT_USAGE;
+                }
+        }
+        if (!spec_path || optind != argc) {
+                fputs(usage, stderr);
+                return TURN_EXIT_USAGE;
+        }
+        hg_config_t cfg;
+        if (load_config(config_path, &cfg) < 0)
+                return TURN_EXIT_USAGE;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = strcmp(spec_path, "-") == 0
+                    ? fd_read_bounded(STDIN_FILENO, SPEC_MAX_BYTES, &text, &len)
+                    : file_read_bounded(spec_path, SPEC_MAX_BYTES, &text, &len);
+        turn_spec_t spec;
+        hg_error_t err = {0};
+        if (r < 0) {
+                fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, strerror(-r));
+                config_free(&cfg);
+                return TURN_EXIT_USAGE;
+        }
+        if (spec_parse(text, len, &spec, &err) < 0) {
+                fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, err.message);
+                config_free(&cfg);
+                return TURN_EXIT_USAGE;
+        }
+        token_wipe(text, len); /* it held the run key */
+        int status = turn_run(&cfg, &spec);
+        spec_free(&spec);
+        config_free(&cfg);
+        return status;
+}
+
+/* Sends one request and copies the reply to stdout. For run, prints the
+ * tail and returns the command's status; otherwise 0 if the reply is ok. */
+static int ctl_request(const char *sock, json_t *req, bool is_run)
+{
+        hg_error_t err = {0};
+        _cleanup_close_ int fd = -1;
+        if (ctlsock_connect(sock, &fd, &err) < 0) {
+                fprintf(stderr, "hangar-driver ctl: %s\n", err.message);
+                return 1;
+        }
+        _cleanup_free_ char *text = json_dumps(req, JSON_COMPACT);
+        if (!text || fd_write_all(fd, text, strlen(text)) < 0 || shutdown(fd, SHUT_WR) < 0) {
+                fprintf(stderr, "hangar-driver ctl: cannot send the request\n");
+                return 1;
+        }
+        /* The first line is the JSON reply; a watch streams raw output after it. */
+        char line[256 * 1024];
+        size_t len = 0;
+        bool have_line = false;
+        for (;;) {
+                ssize_t n = read(fd, line + len, sizeof(line) - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+                char *nl = memchr(line, '\n', len);
+                if (nl || len == sizeof(line)) {
+                        have_line = nl != NULL;
+                        break;
+                }
+        }
+        char *nl = have_line ? memchr(line, '\n', len) : NULL;
+        if (!nl) {
+                fprintf(stderr, "hangar-driver ctl: no reply from the driver\n");
+                return 1;
+        }
+        size_t line_len = (size_t)(nl - line);
+        _cleanup_json_ json_t *reply = NULL;
+        if (jsonx_load(line, line_len, 16, &reply, &err) < 0) {
+                fprintf(stderr, "hangar-driver ctl: bad reply: %s\n", err.message);
+                return 1;
+        }
+        bool ok = json_is_true(json_object_get(reply, "ok"));
+        if (!ok) {
+                fprintf(stderr, "hangar-driver ctl: %s\n",
+                        json_string_value(json_object_get(reply, "error")) ?: "failed");
+                return 1;
+        }
+        if (is_run) {
+                const char *tail = json_string_value(json_object_get(reply, "tail_base64"));
+                _cleanup_free_ char *bytes = NULL;
+                size_t n = 0;
+                if (tail && base64_decode(tail, &bytes, &n, NULL) == 0)
+                        (void)fd_write_all(STDOUT_FILENO, bytes, n);
+                const char *end = json_string_value(json_object_get(reply, "end"));
+                int value = (int)json_integer_value(json_object_get(reply, "value"));
+                if (end && strcmp(end, "signaled") == 0)
+                        return 128 + value;
+                return value;
+        }
+        const char *op = json_string_value(json_object_get(req, "op"));
+        if (op && strcmp(op, "watch") == 0) {
+                (void)fd_write_all(STDOUT_FILENO, nl + 1, len - line_len - 1);
+                char buf[16384];
+                for (;;) {
+                        ssize_t n = read(fd, buf, sizeof(buf));
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0 || fd_write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
+                                break;
+                }
+                return 0;
+        }
+        if (op && strcmp(op, "events") == 0) {
+                const char *lines = json_string_value(json_object_get(reply, "lines"));
+                fputs(lines ? lines : "", stdout);
+                return 0;
+        }
+        (void)fd_write_all(STDOUT_FILENO, line, line_len + 1);
+        return 0;
+}
+
+static int cmd_ctl(int argc, char **argv)
+{
+        const char *config_path = getenv("HANGAR_CONFIG");
+        int i = 1;
+        if (i + 1 < argc && strcmp(argv[i], "--config") == 0) {
+                config_path = argv[i + 1];
+                i += 2;
+        }
+        if (i >= argc) {
+                fputs(usage, stderr);
+                return 2;
+        }
+        const char *op = argv[i++];
+        _cleanup_json_ json_t *req = json_pack("{s:s}", "op", op);
+        bool is_run = strcmp(op, "run") == 0;
+        if (!req)
+                return 1;
+        if (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0 || strcmp(op, "steer") == 0 ||
+            strcmp(op, "signal") == 0) {
+                if (i + 1 != argc) {
+                        fprintf(stderr, "hangar-driver ctl %s: takes one argument\n", op);
+                        return 2;
+                }
+                const char *key = op[0] == 's' ? (op[1] == 't' ? "text" : "signal") : "id";
+                json_object_set_new(req, key, json_string(argv[i]));
+        } else if (is_run) {
+                uint32_t timeout = 0, tail = 0;
+                for (; i < argc && strcmp(argv[i], "--") != 0; i += 2) {
+                        uint32_t *dst = strcmp(argv[i], "--timeout") == 0 ? &timeout
+                                        : strcmp(argv[i], "--tail") == 0  ? &tail
+                                                                          : NULL;
+                        if (!dst || i + 1 >= argc || parse_u32(argv[i + 1], dst) < 0) {
+                                fputs("hangar-driver ctl run: [--timeout S] [--tail BYTES] -- "
+                                      "CMD...\n",
+                                      stderr);
+                                return 2;
+                        }
+                        json_object_set_new(req, dst == &timeout ? "timeout_s" : "tail_max",
+                                            json_integer(*dst));
+                }
+                if (i >= argc || ++i >= argc) {
+                        fputs("hangar-driver ctl run: no command after --\n", stderr);
+                        return 2;
+                }
+                json_t *av = json_array();
+                for (; i < argc; i++)
+                        json_array_append_new(av, json_string(argv[i]));
+                json_object_set_new(req, "argv", av);
+        } else if (i != argc) {
+                fprintf(stderr, "hangar-driver ctl %s: takes no argument\n", op);
+                return 2;
+        }
+        hg_config_t cfg;
+        if (load_config(config_path, &cfg) < 0)
+                return 2;
+        _cleanup_free_ char *sock = NULL;
+        if (asprintf(&sock, "%s/%s", cfg.ctl_path, LAYOUT_CTL_SOCKET) < 0)
+                sock = NULL;
+        config_free(&cfg);
+        return sock ? ctl_request(sock, req, is_run) : 1;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fputs(usage, stderr);
+                return 2;
+        }
+        const char *cmd = argv[1];
+        if (strcmp(cmd, "relay") == 0)
+                return cmd_relay(argc - 1, argv + 1);
+        if (strcmp(cmd, "ctl") == 0)
+                return cmd_ctl(argc - 1, argv + 1);
+        if (strcmp(cmd, "version") == 0) {
+                puts("hangar-driver " HANGAR_VERSION);
+                return 0;
+        }
+        if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+                fputs(usage, stdout);
+                return 0;
+        }
+        fputs(usage, stderr);
+        return 2;
+}

@@ -1,0 +1,87 @@
+#include "record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fileio.h"
+#include "layout.h"
+
+char *record_path(const char *dir, const char *name)
+{
+        char *p = NULL;
+        return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+int record_open(record_t *r, const char *home, const char *ctl)
+{
+        record_t n = {.events_fd = -1, .log_fd = -1};
+        _cleanup_free_ char *events = record_path(ctl, LAYOUT_CTL_EVENTS);
+        _cleanup_free_ char *log = record_path(home, LAYOUT_HOME_LOG);
+        n.home = strdup(home);
+        n.ctl = strdup(ctl);
+        if (!events || !log || !n.home || !n.ctl) {
+                record_close(&n);
+                return -ENOMEM;
+        }
+        n.events_fd =
+            open(events, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        n.log_fd =
+            open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (n.events_fd < 0 || n.log_fd < 0) {
+                int e = -errno;
+                record_close(&n);
+                return e;
+        }
+        *r = n;
+        return 0;
+}
+
+void record_close(record_t *r)
+{
+        if (r->events_fd >= 0)
+                (void)close(r->events_fd);
+        if (r->log_fd >= 0)
+                (void)close(r->log_fd);
+        free(r->home);
+        free(r->ctl);
+        *r = (record_t){.events_fd = -1, .log_fd = -1};
+}
+
+void record_event(record_t *r, const char *event, json_t *fields)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        _cleanup_json_ json_t *j = json_pack("{s:I, s:f, s:s}", "seq", (json_int_t)++r->seq, "ts",
+                                             (double)ts.tv_sec + ts.tv_nsec / 1e9, "event", event);
+        if (j && fields)
+                json_object_update(j, fields);
+        json_decref(fields);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!text || r->events_fd < 0)
+                return;
+        size_t len = strlen(text);
+        text[len] = '\n'; /* replaces the NUL: one write per line */
+        (void)fd_write_all(r->events_fd, text, len + 1);
+        text[len] = '\0';
+}
+
+void record_log(record_t *r, const void *data, size_t n)
+{
+        if (r->log_fd >= 0 && n)
+                (void)fd_write_all(r->log_fd, data, n);
+}
+
+int record_write_json(const char *dir, const char *name, json_t *j, unsigned mode)
+{
+        _cleanup_free_ char *path = record_path(dir, name);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!path || !text)
+                return -ENOMEM;
+        return file_write_atomic(path, text, strlen(text), (mode_t)mode, 0);
+}

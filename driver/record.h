@@ -1,0 +1,29 @@
+/* The turn's record: events (hangar-ctl, one JSON object per line), status
+ * (hangar-ctl, rewritten atomically), and the log and exit status the agent
+ * may read (hangar-home). Writers only; the turn decides what to record. */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct record {
+        char *home;    /* hangar-home mount path */
+        char *ctl;     /* hangar-ctl mount path */
+        int events_fd; /* O_APPEND */
+        int log_fd;    /* O_APPEND */
+        uint64_t seq;  /* events written */
+} record_t;
+
+/* Opens the events file (0600) and a fresh log (0644). */
+int record_open(record_t *r, const char *home, const char *ctl);
+void record_close(record_t *r);
+
+/* Appends {"seq", "ts", "event", ...fields} to events.jsonl; takes fields. */
+void record_event(record_t *r, const char *event, json_t *fields);
+/* Appends harness output to the run's log. */
+void record_log(record_t *r, const void *data, size_t n);
+/* Writes a JSON file under home or ctl atomically (mode as given). */
+int record_write_json(const char *dir, const char *name, json_t *j, unsigned mode);
+/* path = dir + "/" + name, allocated; NULL on ENOMEM. */
+char *record_path(const char *dir, const char *name);

@@ -1,0 +1,975 @@
+#include "turn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "approvals.h"
+#include "base64.h"
+#include "cleanup.h"
+#include "conn.h"
+#include "ctlsock.h"
+#include "fileio.h"
+#include "jsonx.h"
+#include "layout.h"
+#include "listener.h"
+#include "record.h"
+#include "split.h"
+#include "token.h"
+
+#define CLIENTS_MAX           16
+#define STDIN_Q_MAX           (4u * 1024u * 1024u) /* input plus steer commands not yet sent */
+#define WATCH_CHUNK           16384u
+#define RUN_TIMEOUT_DEFAULT_S 600u
+
+typedef enum turn_state {
+        STATE_WAITING, /* for the relay's two connections */
+        STATE_RUNNING, /* the harness runs */
+        STATE_EXITED,  /* the harness ended; runs still served until finish */
+        STATE_ENDED,
+} turn_state_t;
+
+typedef enum client_state {
+        CLIENT_READING,  /* the request, until the client's EOF */
+        CLIENT_REPLYING, /* the reply, then close */
+        CLIENT_WAIT_RUN, /* for the relay's RUN_RESULT */
+        CLIENT_WATCHING, /* the log, live, until the turn ends */
+} client_state_t;
+
+typedef struct client {
+        bool used;
+        int fd;
+        client_state_t state;
+        uint8_t *in;
+        size_t in_len;
+        char *out;
+        size_t out_len, out_off;
+        uint32_t run_id;
+        off_t watch_off;
+} client_t;
+
+typedef struct turn {
+        const hg_config_t *cfg;
+        turn_spec_t *spec;
+        record_t rec;
+        token_t token;
+        listener_t lis;
+        conn_t io, ctl; /* valid from STATE_RUNNING */
+        bool io_open, ctl_open, io_eof_seen;
+        int ctl_lfd;
+        int sigfd;
+        int log_rfd; /* the log, read back for watchers */
+        turn_state_t state;
+        int64_t connect_deadline, linger_deadline;
+        bool finish_requested;
+
+        uint8_t *stdin_q;
+        size_t stdin_len;
+        bool stdin_close_pending, stdin_closed;
+
+        frame_exit_t exit;
+        bool have_exit;
+        char end[32];
+        char reason[256];
+
+        approvals_t approvals;
+        uint32_t next_run_id;
+        client_t clients[CLIENTS_MAX];
+} turn_t;
+
+static const char *state_name(turn_state_t s)
+{
+        switch (s) {
+        case STATE_WAITING:
+                return "waiting-for-relay";
+        case STATE_RUNNING:
+                return "running";
+        case STATE_EXITED:
+                return "harness-exited";
+        case STATE_ENDED:
+        default:
+                return "ended";
+        }
+}
+
+static const char *end_name(frame_end_t e)
+{
+        switch (e) {
+        case FRAME_END_EXITED:
+                return "exited";
+        case FRAME_END_SIGNALED:
+                return "signaled";
+        case FRAME_END_TIMEOUT:
+                return "timeout";
+        case FRAME_END_NOT_STARTED:
+        default:
+                return "not-started";
+        }
+}
+
+static json_t *status_json(const turn_t *t)
+{
+        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:b, s:b, s:I, s:i}", "turn", t->spec->turn,
+                              "mode", spec_mode_name(t->spec->mode), "state", state_name(t->state),
+                              "port", t->lis.port, "io", t->io_open, "ctl", t->ctl_open, "rejected",
+                              (json_int_t)(t->lis.rejected[LISTENER_REJECT_BAD_TOKEN] +
+                                           t->lis.rejected[LISTENER_REJECT_MALFORMED] +
+                                           t->lis.rejected[LISTENER_REJECT_REPLAYED] +
+                                           t->lis.rejected[LISTENER_REJECT_SLOW] +
+                                           t->lis.rejected[LISTENER_REJECT_CLOSED] +
+                                           t->lis.rejected[LISTENER_REJECT_FLOOD] +
+                                           t->lis.rejected[LISTENER_REJECT_LATE]),
+                              "pending_approvals", (int)approvals_pending(&t->approvals));
+        if (j && t->have_exit)
+                json_object_set_new(
+                    j, "harness",
+                    json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value", t->exit.value));
+        if (j && t->state == STATE_ENDED)
+                json_object_set_new(j, "end",
+                                    json_pack("{s:s, s:s}", "end", t->end, "reason", t->reason));
+        return j;
+}
+
+static void save_status(turn_t *t)
+{
+        _cleanup_json_ json_t *j = status_json(t);
+        (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_STATUS, j, 0600);
+}
+
+static void set_state(turn_t *t, turn_state_t s)
+{
+        t->state = s;
+        save_status(t);
+}
+
+static void end_turn(turn_t *t, const char *end, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void end_turn(turn_t *t, const char *end, const char *fmt, ...)
+{
+        if (t->state == STATE_ENDED)
+                return;
+        snprintf(t->end, sizeof(t->end), "%s", end);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t->reason, sizeof(t->reason), fmt, ap);
+        va_end(ap);
+        t->state = STATE_ENDED;
+}
+
+/* ---- stdin for the harness ---- */
+
+static int stdin_append(turn_t *t, const char *data, size_t n)
+{
+        if (t->stdin_closed || t->stdin_close_pending)
+                return -EPIPE;
+        if (n > STDIN_Q_MAX - t->stdin_len)
+                return -ENOBUFS;
+        memcpy(t->stdin_q + t->stdin_len, data, n);
+        t->stdin_len += n;
+        return 0;
+}
+
+/* Moves queued stdin into io frames as far as io has room. */
+static void stdin_pump(turn_t *t)
+{
+        if (t->state != STATE_RUNNING || !t->io_open)
+                return;
+        while (t->stdin_len > 0) {
+                size_t n = t->stdin_len < FRAME_MAX_PAYLOAD ? t->stdin_len : FRAME_MAX_PAYLOAD;
+                if (!conn_can_queue(&t->io, n))
+                        return;
+                (void)conn_queue(&t->io, FRAME_STDIN, t->stdin_q, n, NULL, 0);
+                memmove(t->stdin_q, t->stdin_q + n, t->stdin_len - n);
+                t->stdin_len -= n;
+        }
+        if (t->stdin_close_pending && !t->stdin_closed && conn_can_queue(&t->io, 0)) {
+                (void)conn_queue(&t->io, FRAME_STDIN, NULL, 0, NULL, 0);
+                t->stdin_closed = true;
+                record_event(&t->rec, "harness.stdin-closed", NULL);
+        }
+}
+
+/* ---- approvals: the harness asks on stdout, hangar (or the mode) decides ---- */
+
+static void decide(turn_t *t, const char *id, bool approve, const char *by)
+{
+        _cleanup_free_ char *line = approvals_decide(&t->approvals, id, approve, by);
+        if (!line)
+                return;
+        (void)stdin_append(t, line, strlen(line));
+        record_event(&t->rec, "approval.decided",
+                     json_pack("{s:s, s:s, s:s}", "id", id, "decision",
+                               approve ? "approve" : "deny", "by", by));
+        _cleanup_json_ json_t *j = approvals_json(&t->approvals);
+        (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+}
+
+static void on_approval_request(void *userdata, const char *id, json_t *request)
+{
+        turn_t *t = userdata;
+        record_event(&t->rec, "approval.requested",
+                     json_pack("{s:s, s:O}", "id", id, "request", request));
+        _cleanup_json_ json_t *j = approvals_json(&t->approvals);
+        (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+        /* deny-risky: the driver itself denies whatever the harness asks. */
+        if (t->spec->mode == TURN_MODE_DENY_RISKY)
+                decide(t, id, false, "driver");
+        save_status(t);
+}
+
+/* ---- frames from the relay ---- */
+
+static void relay_lost(turn_t *t, const char *what)
+{
+        if (t->state == STATE_RUNNING)
+                end_turn(t, "relay-lost", "%s before the harness's exit status", what);
+}
+
+static void on_run_result(turn_t *t, const frame_t *f)
+{
+        frame_run_result_t rr;
+        hg_error_t err = {0};
+        if (frame_run_result_decode(f, &rr, &err) < 0)
+                return end_turn(t, "protocol-error", "ctl: %s", err.message);
+        record_event(&t->rec, "run.finished",
+                     json_pack("{s:i, s:s, s:i, s:b}", "id", (int)rr.id, "end",
+                               end_name(rr.exit.end), "value", rr.exit.value, "truncated",
+                               rr.truncated));
+        for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                client_t *c = &t->clients[i];
+                if (!c->used || c->state != CLIENT_WAIT_RUN || c->run_id != rr.id)
+                        continue;
+                _cleanup_free_ char *tail = base64_encode(rr.tail, rr.tail_len);
+                _cleanup_json_ json_t *j =
+                    json_pack("{s:b, s:i, s:s, s:i, s:b, s:s}", "ok", 1, "id", (int)rr.id, "end",
+                              end_name(rr.exit.end), "value", rr.exit.value, "truncated",
+                              rr.truncated, "tail_base64", tail ? tail : "");
+                c->out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+                if (c->out) {
+                        c->out_len = strlen(c->out);
+                        c->out[c->out_len++] = '\n'; /* overwrites the NUL: the length counts */
+                }
+                c->state = CLIENT_REPLYING;
+        }
+}
+
+static void pump_relay_io(turn_t *t)
+{
+        while (t->io_open && t->state != STATE_ENDED) {
+                frame_t f;
+                hg_error_t err = {0};
+                int r = conn_next(&t->io, &f, &err);
+                if (r == 0)
+                        return;
+                if (r < 0)
+                        return end_turn(t, "protocol-error", "io: %s", err.message);
+                if (f.type != FRAME_STDOUT)
+                        return end_turn(t, "protocol-error", "io: %s is not allowed from the relay",
+                                        frame_type_name(f.type));
+                if (f.length == 0) {
+                        t->io_eof_seen = true;
+                        continue;
+                }
+                record_log(&t->rec, f.payload, f.length);
+                approvals_scan(&t->approvals, f.payload, f.length, on_approval_request, t);
+        }
+}
+
+static void pump_relay_ctl(turn_t *t)
+{
+        while (t->ctl_open && t->state != STATE_ENDED) {
+                frame_t f;
+                hg_error_t err = {0};
+                int r = conn_next(&t->ctl, &f, &err);
+                if (r == 0)
+                        return;
+                if (r < 0)
+                        return end_turn(t, "protocol-error", "ctl: %s", err.message);
+                switch (f.type) {
+                case FRAME_STDERR:
+                        record_log(&t->rec, f.payload, f.length);
+                        break;
+                case FRAME_EXIT:
+                        if (t->have_exit || frame_exit_decode(&f, &t->exit, &err) < 0)
+                                return end_turn(t, "protocol-error", "ctl: %s",
+                                                t->have_exit ? "a second EXIT" : err.message);
+                        t->have_exit = true;
+                        record_event(&t->rec, "harness.exited",
+                                     json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value",
+                                               t->exit.value));
+                        t->linger_deadline = conn_now_ms() + (int64_t)t->spec->linger_s * 1000;
+                        set_state(t, STATE_EXITED);
+                        break;
+                case FRAME_SIGNAL: {
+                        int signo = 0;
+                        if (frame_signal_decode(&f, &signo, &err) < 0)
+                                return end_turn(t, "protocol-error", "ctl: %s", err.message);
+                        record_event(&t->rec, "harness.signal",
+                                     json_pack("{s:i, s:s}", "signal", signo, "from", "relay"));
+                        break;
+                }
+                case FRAME_RUN_RESULT:
+                        on_run_result(t, &f);
+                        break;
+                default:
+                        return end_turn(t, "protocol-error",
+                                        "ctl: %s is not allowed from the relay",
+                                        frame_type_name(f.type));
+                }
+        }
+}
+
+/* ---- the listener's callbacks ---- */
+
+static void on_reject(void *userdata, listener_reject_t why, const char *detail)
+{
+        turn_t *t = userdata;
+        record_event(
+            &t->rec, "relay.rejected",
+            json_pack("{s:s, s:s}", "reason", listener_reject_name(why), "detail", detail));
+}
+
+static void on_accept(void *userdata, frame_channel_t channel)
+{
+        turn_t *t = userdata;
+        record_event(&t->rec, "relay.connected",
+                     json_pack("{s:s}", "channel", channel == FRAME_CHANNEL_IO ? "io" : "ctl"));
+}
+
+/* ---- control clients (hangar, through pods/exec into hangar-driver) ---- */
+
+static void client_close(client_t *c)
+{
+        if (c->fd >= 0)
+                (void)close(c->fd);
+        free(c->in);
+        free(c->out);
+        *c = (client_t){.fd = -1};
+}
+
+static void client_reply(client_t *c, json_t *j)
+{
+        _cleanup_json_ json_t *owned = j;
+        free(c->out);
+        c->out = owned ? json_dumps(owned, JSON_COMPACT) : NULL;
+        if (!c->out) {
+                c->out = strdup("{\"ok\":false,\"error\":\"out of memory\"}\n");
+                c->out_len = c->out ? strlen(c->out) : 0;
+        } else {
+                c->out_len = strlen(c->out);
+                c->out[c->out_len++] = '\n';
+        }
+        c->out_off = 0;
+        c->state = CLIENT_REPLYING;
+}
+
+static json_t *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *reply_error(const char *fmt, ...)
+{
+        char msg[ERROR_MESSAGE_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static json_t *op_run(turn_t *t, client_t *c, json_t *req)
+{
+        if (t->state != STATE_RUNNING && t->state != STATE_EXITED)
+                return reply_error("no relay: the turn is %s", state_name(t->state));
+        json_t *argv_j = json_object_get(req, "argv");
+        json_t *timeout_j = json_object_get(req, "timeout_s");
+        json_t *tail_j = json_object_get(req, "tail_max");
+        size_t argc = json_array_size(argv_j);
+        if (!json_is_array(argv_j) || argc == 0 || argc > FRAME_RUN_MAX_ARGS)
+                return reply_error("\"argv\" must be 1-%u strings", FRAME_RUN_MAX_ARGS);
+        _cleanup_free_ char **argv = calloc(argc + 1, sizeof(char *));
+        if (!argv)
+                return reply_error("out of memory");
+        for (size_t i = 0; i < argc; i++)
+                if (!(argv[i] = (char *)json_string_value(json_array_get(argv_j, i))))
+                        return reply_error("\"argv\" must be strings");
+        json_int_t timeout_s = timeout_j ? json_integer_value(timeout_j) : RUN_TIMEOUT_DEFAULT_S;
+        json_int_t tail_max = tail_j ? json_integer_value(tail_j) : 16384;
+        if ((timeout_j && !json_is_integer(timeout_j)) || timeout_s < 1 ||
+            timeout_s > FRAME_RUN_TIMEOUT_MAX_MS / 1000)
+                return reply_error("\"timeout_s\" must be 1-%u", FRAME_RUN_TIMEOUT_MAX_MS / 1000);
+        if ((tail_j && !json_is_integer(tail_j)) || tail_max < 0 || tail_max > FRAME_RUN_TAIL_MAX)
+                return reply_error("\"tail_max\" must be 0-%u", FRAME_RUN_TAIL_MAX);
+        _cleanup_free_ uint8_t *payload = NULL;
+        uint32_t len = 0, id = ++t->next_run_id;
+        if (frame_run_encode(id, (uint32_t)timeout_s * 1000, (uint32_t)tail_max, argv, &payload,
+                             &len) < 0)
+                return reply_error("the command does not fit in a run request");
+        if (!conn_can_queue(&t->ctl, len))
+                return reply_error("the relay is not reading; try again");
+        (void)conn_queue(&t->ctl, FRAME_RUN, payload, len, NULL, 0);
+        record_event(&t->rec, "run.requested",
+                     json_pack("{s:i, s:O, s:i}", "id", (int)id, "argv", argv_j, "timeout_s",
+                               (int)timeout_s));
+        c->run_id = id;
+        c->state = CLIENT_WAIT_RUN;
+        return NULL;
+}
+
+static json_t *op_signal(turn_t *t, json_t *req)
+{
+        static const struct {
+                const char *name;
+                int signo;
+        } names[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT},  {"KILL", SIGKILL},
+                     {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},  {"CONT", SIGCONT},
+                     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"WINCH", SIGWINCH}};
+        const char *name = json_string_value(json_object_get(req, "signal"));
+        int signo = 0;
+        for (size_t i = 0; name && i < ARRAY_SIZE(names); i++)
+                if (strcmp(name, names[i].name) == 0)
+                        signo = names[i].signo;
+        if (!signo)
+                return reply_error(
+                    "\"signal\" must be one of HUP INT QUIT KILL USR1 USR2 TERM CONT "
+                    "STOP TSTP WINCH");
+        if (t->state != STATE_RUNNING)
+                return reply_error("the harness is not running (%s)", state_name(t->state));
+        uint8_t b = (uint8_t)signo;
+        if (conn_queue(&t->ctl, FRAME_SIGNAL, &b, 1, NULL, 0) < 0)
+                return reply_error("the relay is not reading; try again");
+        record_event(&t->rec, "harness.signal",
+                     json_pack("{s:i, s:s}", "signal", signo, "from", "hangar"));
+        return json_pack("{s:b}", "ok", 1);
+}
+
+static json_t *read_file_json(const char *dir, const char *name, bool as_lines)
+{
+        _cleanup_free_ char *path = record_path(dir, name), *text = NULL;
+        size_t len = 0;
+        if (!path || file_read_bounded(path, 16u * 1024 * 1024, &text, &len) < 0)
+                return reply_error("cannot read %s", name);
+        json_t *j = json_pack("{s:b}", "ok", 1);
+        json_object_set_new(j, as_lines ? "lines" : "text", json_stringn(text, len));
+        return j;
+}
+
+/* One request: a JSON object {"op": ..., ...}. NULL: the reply comes later. */
+static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
+{
+        const char *op = json_string_value(json_object_get(req, "op"));
+        if (!op)
+                return reply_error("a request is {\"op\": ...}");
+        if (strcmp(op, "status") == 0) {
+                json_t *s = status_json(t);
+                json_object_set_new(s, "ok", json_true());
+                return s;
+        }
+        if (strcmp(op, "token") == 0) {
+                if (t->state != STATE_WAITING)
+                        return reply_error("the relay has connected; the token is spent");
+                char hex[TOKEN_HEX_LEN + 1];
+                token_to_hex(&t->token, hex);
+                json_t *j =
+                    json_pack("{s:b, s:s, s:i}", "ok", 1, "token", hex, "port", t->lis.port);
+                token_wipe(hex, sizeof(hex));
+                return j;
+        }
+        if (strcmp(op, "events") == 0)
+                return read_file_json(t->cfg->ctl_path, LAYOUT_CTL_EVENTS, true);
+        if (strcmp(op, "approvals") == 0) {
+                json_t *j = json_pack("{s:b}", "ok", 1);
+                json_object_set_new(j, "approvals", approvals_json(&t->approvals));
+                return j;
+        }
+        if (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0) {
+                const char *id = json_string_value(json_object_get(req, "id"));
+                if (!id || !approvals_is_pending(&t->approvals, id))
+                        return reply_error("no pending approval with that id");
+                decide(t, id, op[0] == 'a', "hangar");
+                return json_pack("{s:b}", "ok", 1);
+        }
+        if (strcmp(op, "steer") == 0) {
+                const char *text = json_string_value(json_object_get(req, "text"));
+                if (!text)
+                        return reply_error("\"text\" is required");
+                int r = stdin_append(t, text, strlen(text));
+                if (r == 0)
+                        r = stdin_append(t, "\n", 1);
+                if (r < 0)
+                        return reply_error("%s", r == -EPIPE ? "the harness's stdin is closed"
+                                                             : "too much input waiting");
+                record_event(&t->rec, "harness.steer",
+                             json_pack("{s:I}", "bytes", (json_int_t)strlen(text)));
+                return json_pack("{s:b}", "ok", 1);
+        }
+        if (strcmp(op, "close-stdin") == 0) {
+                if (!t->stdin_closed)
+                        t->stdin_close_pending = true;
+                return json_pack("{s:b}", "ok", 1);
+        }
+        if (strcmp(op, "signal") == 0)
+                return op_signal(t, req);
+        if (strcmp(op, "run") == 0)
+                return op_run(t, c, req);
+        if (strcmp(op, "watch") == 0) {
+                client_reply(c, json_pack("{s:b}", "ok", 1));
+                c->state = CLIENT_WATCHING; /* the header line first, then the log */
+                return NULL;
+        }
+        if (strcmp(op, "finish") == 0) {
+                if (t->state == STATE_RUNNING)
+                        return reply_error("the harness is still running; signal it first");
+                t->finish_requested = true;
+                return json_pack("{s:b}", "ok", 1);
+        }
+        return reply_error("unknown op \"%.40s\"", op);
+}
+
+static void client_read(turn_t *t, client_t *c)
+{
+        for (;;) {
+                if (c->in_len == CTLSOCK_REQUEST_MAX) {
+                        client_reply(c, reply_error("request over %u bytes", CTLSOCK_REQUEST_MAX));
+                        return;
+                }
+                ssize_t n = read(c->fd, c->in + c->in_len, CTLSOCK_REQUEST_MAX - c->in_len);
+                if (n > 0) {
+                        c->in_len += (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                break; /* EOF (or an error): the request is complete */
+        }
+        _cleanup_json_ json_t *req = NULL;
+        hg_error_t err = {0};
+        if (jsonx_load((const char *)c->in, c->in_len, 8, &req, &err) < 0 || !json_is_object(req)) {
+                client_reply(c, reply_error("bad request: %s",
+                                            err.message[0] ? err.message : "not an object"));
+                return;
+        }
+        json_t *reply = dispatch(t, c, req);
+        if (reply)
+                client_reply(c, reply);
+}
+
+/* Writes what it can; a watcher then gets the log from where it is. */
+static void client_write(turn_t *t, client_t *c)
+{
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+                if (n > 0) {
+                        c->out_off += (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                return client_close(c);
+        }
+        if (c->state == CLIENT_WATCHING) {
+                char buf[WATCH_CHUNK];
+                ssize_t n = pread(t->log_rfd, buf, sizeof(buf), c->watch_off);
+                if (n > 0) {
+                        free(c->out);
+                        c->out = malloc((size_t)n);
+                        if (!c->out)
+                                return client_close(c);
+                        memcpy(c->out, buf, (size_t)n);
+                        c->out_len = (size_t)n;
+                        c->out_off = 0;
+                        c->watch_off += n;
+                        return;
+                }
+                if (t->state == STATE_ENDED)
+                        client_close(c);
+                return;
+        }
+        if (c->state == CLIENT_REPLYING)
+                client_close(c);
+}
+
+static void accept_clients(turn_t *t)
+{
+        for (;;) {
+                int fd = -1;
+                uid_t peer = 0;
+                int r = ctlsock_accept(t->ctl_lfd, geteuid(), &fd, &peer);
+                if (r == -EAGAIN)
+                        return;
+                if (r == -EPERM) {
+                        record_event(&t->rec, "ctl.refused", json_pack("{s:i}", "uid", (int)peer));
+                        continue;
+                }
+                if (r < 0)
+                        return;
+                client_t *c = NULL;
+                for (size_t i = 0; i < CLIENTS_MAX && !c; i++)
+                        if (!t->clients[i].used)
+                                c = &t->clients[i];
+                if (!c || !(c->in = malloc(CTLSOCK_REQUEST_MAX))) {
+                        (void)close(fd);
+                        continue;
+                }
+                c->used = true;
+                c->fd = fd;
+                c->state = CLIENT_READING;
+        }
+}
+
+/* ---- the loop ---- */
+
+enum { P_SIG, P_CTLSOCK, P_IO, P_CTL, P_CLIENTS, P_LISTENER = P_CLIENTS + CLIENTS_MAX };
+#define P_COUNT (P_LISTENER + LISTENER_PENDING_MAX + 1)
+
+/* A socket error reads as the relay closing: the turn loop decides. */
+static void conn_events(conn_t *c, short revents)
+{
+        if ((revents & (POLLIN | POLLHUP | POLLERR)) && conn_fill(c) < 0)
+                c->eof = true;
+        if ((revents & POLLOUT) && conn_flush(c) < 0)
+                c->eof = true;
+}
+
+static void after_relay_connected(turn_t *t)
+{
+        t->io = t->lis.io;
+        t->ctl = t->lis.ctl;
+        t->lis.have_io = t->lis.have_ctl = false; /* handed over */
+        t->io_open = t->ctl_open = true;
+        record_event(&t->rec, "harness.started", NULL);
+        if (t->spec->input[0])
+                (void)stdin_append(t, t->spec->input, strlen(t->spec->input));
+        if (t->spec->close_stdin)
+                t->stdin_close_pending = true;
+        set_state(t, STATE_RUNNING);
+}
+
+static void loop(turn_t *t)
+{
+        while (t->state != STATE_ENDED) {
+                int64_t now = conn_now_ms();
+                if (t->state == STATE_WAITING && t->lis.have_ctl)
+                        after_relay_connected(t);
+                if (t->state == STATE_WAITING && now >= t->connect_deadline) {
+                        end_turn(t, "relay-never-connected", "no relay within %u s",
+                                 t->spec->connect_timeout_s);
+                        break;
+                }
+                if (t->io_open) {
+                        pump_relay_io(t);
+                        if (t->io.eof && t->io_open) {
+                                relay_lost(t, "io closed");
+                                t->io_open = false;
+                        }
+                }
+                if (t->ctl_open) {
+                        pump_relay_ctl(t);
+                        if (t->ctl.eof && t->ctl_open) {
+                                relay_lost(t, "ctl closed");
+                                t->ctl_open = false;
+                                if (t->state == STATE_EXITED)
+                                        end_turn(t, "done", "the relay closed ctl");
+                        }
+                }
+                stdin_pump(t);
+                if (t->state == STATE_EXITED &&
+                    (t->finish_requested ||
+                     (t->spec->linger_s == 0 || now >= t->linger_deadline))) {
+                        /* io's STDOUT EOF precedes nothing on ctl: wait for it
+                         * (bounded by the linger), so the log is whole. */
+                        if (t->io_eof_seen || !t->io_open || now >= t->linger_deadline)
+                                end_turn(t, "done", "%s",
+                                         t->finish_requested ? "finished by hangar"
+                                                             : "linger elapsed");
+                }
+                if (t->state == STATE_ENDED)
+                        break;
+
+                struct pollfd p[P_COUNT];
+                for (size_t i = 0; i < P_COUNT; i++)
+                        p[i] = (struct pollfd){.fd = -1};
+                p[P_SIG] = (struct pollfd){.fd = t->sigfd, .events = POLLIN};
+                p[P_CTLSOCK] = (struct pollfd){.fd = t->ctl_lfd, .events = POLLIN};
+                if (t->io_open) {
+                        short ev =
+                            (t->io.eof ? 0 : POLLIN) | (conn_out_pending(&t->io) ? POLLOUT : 0);
+                        p[P_IO] = (struct pollfd){.fd = ev ? t->io.fd : -1, .events = ev};
+                }
+                if (t->ctl_open) {
+                        short ev =
+                            (t->ctl.eof ? 0 : POLLIN) | (conn_out_pending(&t->ctl) ? POLLOUT : 0);
+                        p[P_CTL] = (struct pollfd){.fd = ev ? t->ctl.fd : -1, .events = ev};
+                }
+                for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                        client_t *c = &t->clients[i];
+                        if (!c->used)
+                                continue;
+                        short ev = c->state == CLIENT_READING ? POLLIN
+                                   : c->state == CLIENT_WAIT_RUN
+                                       ? 0
+                                       : (c->out_off < c->out_len ? POLLOUT : 0);
+                        p[P_CLIENTS + i] = (struct pollfd){.fd = ev ? c->fd : -1, .events = ev};
+                }
+                size_t nl = listener_pollfds(&t->lis, &p[P_LISTENER]);
+                int64_t deadline = t->state == STATE_WAITING ? t->connect_deadline : INT64_MAX;
+                int64_t ld = listener_next_deadline(&t->lis);
+                if (ld < deadline)
+                        deadline = ld;
+                if (t->state == STATE_EXITED && t->linger_deadline < deadline)
+                        deadline = t->linger_deadline;
+                int timeout = 1000; /* watchers poll the log at least once a second */
+                if (deadline != INT64_MAX && deadline - now < timeout)
+                        timeout = deadline - now < 0 ? 0 : (int)(deadline - now);
+                bool watching = false;
+                for (size_t i = 0; i < CLIENTS_MAX; i++)
+                        watching = watching ||
+                                   (t->clients[i].used && t->clients[i].state == CLIENT_WATCHING);
+                if (watching && timeout > 100)
+                        timeout = 100;
+                int n = poll(p, P_LISTENER + nl, timeout);
+                if (n < 0 && errno != EINTR) {
+                        end_turn(t, "driver-failed", "poll: %s", strerror(errno));
+                        break;
+                }
+                if (p[P_SIG].revents) {
+                        struct signalfd_siginfo si;
+                        if (read(t->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                                end_turn(t, "driver-stopped", "signal %u", si.ssi_signo);
+                                break;
+                        }
+                }
+                listener_process(&t->lis, &p[P_LISTENER], nl, on_accept, on_reject, t);
+                if (p[P_IO].revents)
+                        conn_events(&t->io, p[P_IO].revents);
+                if (p[P_CTL].revents)
+                        conn_events(&t->ctl, p[P_CTL].revents);
+                if (p[P_CTLSOCK].revents)
+                        accept_clients(t);
+                for (size_t i = 0; i < CLIENTS_MAX; i++) {
+                        client_t *c = &t->clients[i];
+                        if (!c->used)
+                                continue;
+                        if (c->state == CLIENT_READING && p[P_CLIENTS + i].revents)
+                                client_read(t, c);
+                        else if (c->used &&
+                                 (c->state == CLIENT_REPLYING || c->state == CLIENT_WATCHING))
+                                client_write(t, c);
+                }
+                if (t->io_open && conn_out_pending(&t->io) && conn_flush(&t->io) < 0)
+                        t->io.eof = true;
+                if (t->ctl_open && conn_out_pending(&t->ctl) && conn_flush(&t->ctl) < 0)
+                        t->ctl.eof = true;
+        }
+}
+
+/* ---- setup and the end ---- */
+
+static int write_text(const char *dir, const char *name, const char *text, mode_t mode)
+{
+        _cleanup_free_ char *path = record_path(dir, name);
+        return path ? file_write_atomic(path, text, strlen(text), mode, 0) : -ENOMEM;
+}
+
+/* The turn's files: secrets in hangar-ctl (0600), what the agent reads in
+ * hangar-home (0644, a volume mounted read-only in the agent). */
+static int prepare_files(turn_t *t, hg_error_t *err)
+{
+        const char *home = t->cfg->home_path, *ctl = t->cfg->ctl_path;
+        _cleanup_free_ char *run_dir = record_path(home, LAYOUT_HOME_RUN);
+        _cleanup_free_ char *exit_path = record_path(home, LAYOUT_HOME_EXIT);
+        _cleanup_free_ char *port_path = record_path(home, LAYOUT_HOME_PORT);
+        if (!run_dir || !exit_path || !port_path)
+                return -ENOMEM;
+        if (mkdir(run_dir, 0755) < 0 && errno != EEXIST)
+                return error_set(err, -errno, "%s: %s", run_dir, strerror(errno));
+        (void)unlink(exit_path);
+        (void)unlink(port_path);
+        char hex[TOKEN_HEX_LEN + 2];
+        token_to_hex(&t->token, hex);
+        hex[TOKEN_HEX_LEN] = '\n';
+        hex[TOKEN_HEX_LEN + 1] = '\0';
+        int r = write_text(ctl, LAYOUT_CTL_TOKEN, hex, 0600);
+        token_wipe(hex, sizeof(hex));
+        if (r < 0 || (r = write_text(ctl, LAYOUT_CTL_RUN_KEY, t->spec->run_key, 0600)) < 0)
+                return error_set(err, r, "%s: cannot write the turn's secrets: %s", ctl,
+                                 strerror(-r));
+        _cleanup_json_ json_t *turn = json_pack("{s:s, s:s, s:s}", "turn", t->spec->turn, "mode",
+                                                spec_mode_name(t->spec->mode), "cwd", t->spec->cwd);
+        if ((r = write_text(home, LAYOUT_HOME_SCRIPT, t->spec->script, 0644)) < 0 ||
+            (r = record_write_json(home, LAYOUT_HOME_TURN, turn, 0644)) < 0 ||
+            (t->spec->settings &&
+             (r = record_write_json(home, LAYOUT_HOME_SETTINGS, t->spec->settings, 0644)) < 0))
+                return error_set(err, r, "%s: cannot write the run's files: %s", home,
+                                 strerror(-r));
+        if ((r = record_open(&t->rec, home, ctl)) < 0)
+                return error_set(err, r, "cannot open the turn's log and events: %s", strerror(-r));
+        _cleanup_free_ char *log = record_path(home, LAYOUT_HOME_LOG);
+        if (!log || (t->log_rfd = open(log, O_RDONLY | O_CLOEXEC)) < 0)
+                return error_set(err, -EIO, "cannot read back the log");
+        return 0;
+}
+
+static int print_result(int status, const char *outcome, const char *reason, json_t *extra)
+{
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "driver", outcome, "reason", reason);
+        if (j && extra)
+                json_object_update(j, extra);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (text)
+                puts(text);
+        fflush(stdout);
+        return status;
+}
+
+static int gate(const hg_config_t *cfg, const turn_spec_t *spec)
+{
+        hg_error_t err = {0};
+        if (spec->mode == TURN_MODE_AUTO)
+                return print_result(TURN_EXIT_SINGLE_USER, "single-user",
+                                    "auto-turn: auto turns run in the agent's container", NULL);
+        split_mode_t mode;
+        if (split_mode_from_env(&mode, &err) < 0)
+                return print_result(TURN_EXIT_FAILED, "failed", err.message, NULL);
+        _cleanup_free_ char *path = record_path(cfg->ctl_path, LAYOUT_CTL_VERDICT);
+        if (!path)
+                return print_result(TURN_EXIT_FAILED, "failed", "out of memory", NULL);
+        split_decision_t d;
+        split_gate_decide(mode, path, &d);
+        switch (d.gate) {
+        case SPLIT_GATE_SPLIT:
+                return -1; /* go on */
+        case SPLIT_GATE_SINGLE_USER:
+                return print_result(TURN_EXIT_SINGLE_USER, "single-user", d.reason, NULL);
+        case SPLIT_GATE_REFUSE:
+        default:
+                return print_result(TURN_EXIT_REFUSED, "refused", d.reason, NULL);
+        }
+}
+
+int turn_run(const hg_config_t *cfg, turn_spec_t *spec)
+{
+        int status = gate(cfg, spec);
+        if (status >= 0)
+                return status;
+
+        _cleanup_json_ json_t *exit_j = NULL;
+        static turn_t t; /* large; one per process */
+        t = (turn_t){.cfg = cfg,
+                     .spec = spec,
+                     .ctl_lfd = -1,
+                     .sigfd = -1,
+                     .log_rfd = -1,
+                     .rec = {.events_fd = -1, .log_fd = -1},
+                     .io = {.fd = -1},
+                     .ctl = {.fd = -1},
+                     .lis = {.fd = -1}};
+        for (size_t i = 0; i < CLIENTS_MAX; i++)
+                t.clients[i].fd = -1;
+        hg_error_t err = {0};
+        umask(022);
+        (void)signal(SIGPIPE, SIG_IGN);
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        _cleanup_free_ char *sock = record_path(cfg->ctl_path, LAYOUT_CTL_SOCKET);
+        int r = 0;
+        if (!sock || !(t.stdin_q = malloc(STDIN_Q_MAX)) || approvals_init(&t.approvals) < 0)
+                r = error_set(&err, -ENOMEM, "out of memory");
+        else if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+                 (t.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+                r = error_set(&err, -errno, "signalfd: %s", strerror(errno));
+        else if ((r = token_generate(&t.token)) < 0)
+                error_set(&err, r, "no random bytes for the relay token");
+        if (r == 0)
+                r = ctlsock_listen(sock, &t.ctl_lfd, &err);
+        if (r == 0)
+                r = prepare_files(&t, &err);
+        if (r == 0)
+                r = listener_open(&t.lis, &t.token, spec->handshake_timeout_ms, &err);
+        if (r == 0) {
+                char port[16];
+                snprintf(port, sizeof(port), "%u\n", t.lis.port);
+                /* The port goes last: its presence says the listener is up. */
+                if ((r = write_text(cfg->home_path, LAYOUT_HOME_PORT, port, 0644)) < 0)
+                        error_set(&err, r, "cannot write the port file: %s", strerror(-r));
+        }
+        if (r < 0) {
+                if (t.rec.events_fd >= 0)
+                        record_event(&t.rec, "turn.failed",
+                                     json_pack("{s:s}", "reason", err.message));
+                status = print_result(TURN_EXIT_FAILED, "failed", err.message, NULL);
+                goto out;
+        }
+        record_event(&t.rec, "relay.listening",
+                     json_pack("{s:i, s:s, s:s}", "port", t.lis.port, "turn", spec->turn, "mode",
+                               spec_mode_name(spec->mode)));
+        t.connect_deadline = conn_now_ms() + (int64_t)spec->connect_timeout_s * 1000;
+        save_status(&t);
+        loop(&t);
+
+        /* The end: the relay sees ctl close and exits; the record stays. */
+        exit_j = json_pack("{s:s, s:s, s:s}", "turn", spec->turn, "end", t.end, "reason", t.reason);
+        if (exit_j && t.have_exit)
+                json_object_set_new(
+                    exit_j, "harness",
+                    json_pack("{s:s, s:i}", "end", end_name(t.exit.end), "value", t.exit.value));
+        (void)record_write_json(cfg->home_path, LAYOUT_HOME_EXIT, exit_j, 0644);
+        record_event(&t.rec, "turn.ended",
+                     json_pack("{s:s, s:s}", "end", t.end, "reason", t.reason));
+        save_status(&t);
+        /* Watchers get the rest of the log before the socket goes. */
+        int64_t deadline = conn_now_ms() + 2000;
+        for (bool busy = true; busy && conn_now_ms() < deadline;) {
+                busy = false;
+                for (size_t i = 0; i < CLIENTS_MAX; i++)
+                        if (t.clients[i].used && t.clients[i].state != CLIENT_READING &&
+                            t.clients[i].state != CLIENT_WAIT_RUN) {
+                                client_write(&t, &t.clients[i]);
+                                busy = busy || t.clients[i].used;
+                        }
+                if (busy)
+                        (void)poll(NULL, 0, 10);
+        }
+        status = print_result(strcmp(t.end, "done") == 0 ? TURN_EXIT_RAN : TURN_EXIT_FAILED, t.end,
+                              t.reason, exit_j);
+out:
+        for (size_t i = 0; i < CLIENTS_MAX; i++)
+                if (t.clients[i].used) {
+                        if (t.clients[i].state == CLIENT_WAIT_RUN ||
+                            t.clients[i].state == CLIENT_READING) {
+                                client_reply(&t.clients[i], reply_error("the turn ended"));
+                                client_write(&t, &t.clients[i]);
+                        }
+                        client_close(&t.clients[i]);
+                }
+        conn_close(&t.io);
+        conn_close(&t.ctl);
+        listener_close(&t.lis);
+        if (t.ctl_lfd >= 0) {
+                (void)close(t.ctl_lfd);
+                if (sock)
+                        (void)unlink(sock);
+        }
+        if (t.sigfd >= 0)
+                (void)close(t.sigfd);
+        if (t.log_rfd >= 0)
+                (void)close(t.log_rfd);
+        record_close(&t.rec);
+        token_wipe(&t.token, sizeof(t.token));
+        approvals_free(&t.approvals);
+        free(t.stdin_q);
+        return status;
+}

@@ -1,0 +1,280 @@
+/* hangar-relay: started by hangar in the agent's container, as the agent,
+ * through pods/exec. Makes itself non-dumpable, reads the run's token from
+ * stdin, connects twice to the driver (io, then ctl) on the port the driver
+ * wrote into hangar-home, and relays the harness (docs/turn.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "conn.h"
+#include "fileio.h"
+#include "jsonx.h"
+#include "layout.h"
+#include "session.h"
+#include "split.h"
+#include "strparse.h"
+#include "token.h"
+
+/* Exit statuses of the relay itself; otherwise it exits as the harness did. */
+#define EXIT_SINGLE_USER 3   /* the gate says: run this turn single-user */
+#define EXIT_REFUSED     4   /* the gate says: refuse this turn */
+#define EXIT_RELAY_FAIL  125 /* the relay could not do its job (JSON says why) */
+
+static const char usage[] =
+    "usage: hangar-relay [--config FILE] [--connect-timeout SECONDS]\n"
+    "\n"
+    "Run by hangar in the agent's container, as the agent. Reads the run's relay\n"
+    "token (64 hex digits) on stdin, connects to hangar-driver on the port in\n"
+    "hangar-home, starts the run's script with /bin/sh from the turn's directory,\n"
+    "and relays it. Prints one JSON line on stdout when done. Exit status: the\n"
+    "harness's (128+N for a signal), 3 single-user, 4 refused (HANGAR_UID_SPLIT),\n"
+    "125 the relay failed, 2 usage.\n";
+
+/* The one line hangar reads from the relay's stdout. */
+static int report(int status, const char *outcome, const char *detail, json_t *extra)
+{
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "relay", outcome, "detail", detail);
+        if (j && extra)
+                json_object_update(j, extra);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (text)
+                puts(text);
+        fflush(stdout);
+        return status;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+        char msg[ERROR_MESSAGE_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "hangar-relay: %s\n", msg);
+        return report(EXIT_RELAY_FAIL, "failed", msg, NULL);
+}
+
+/* Before any secret is in memory: no ptrace or /proc/PID/mem by the agent's
+ * other processes (same uid, no CAP_SYS_PTRACE), no core dumps. Checked. */
+static int harden(void)
+{
+        struct rlimit none = {0, 0};
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+                return -EPERM;
+        if (setrlimit(RLIMIT_CORE, &none) < 0)
+                return -errno;
+        /* Orphans of the harness come back to the relay, which reaps them. */
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        return 0;
+}
+
+/* One line from stdin, at most TOKEN_HEX_LEN + 1 bytes: no allocation, and
+ * the buffer is wiped once parsed. */
+static int read_token(token_t *ret, hg_error_t *err)
+{
+        char buf[TOKEN_HEX_LEN + 2];
+        size_t len = 0;
+        while (len < sizeof(buf)) {
+                ssize_t n = read(STDIN_FILENO, buf + len, 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                if (buf[len++] == '\n')
+                        break;
+        }
+        int r = token_from_hex(buf, len, ret, err);
+        token_wipe(buf, sizeof(buf));
+        return r;
+}
+
+static int read_port(const char *home, uint16_t *ret, hg_error_t *err)
+{
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len = 0;
+        uint32_t port = 0;
+        if (asprintf(&path, "%s/%s", home, LAYOUT_HOME_PORT) < 0)
+                return -ENOMEM;
+        int r = file_read_bounded(path, 16, &text, &len);
+        if (r < 0)
+                return error_set(err, r, "%s: %s", path, strerror(-r));
+        if (len && text[len - 1] == '\n')
+                text[--len] = '\0';
+        if (parse_u32(text, &port) < 0 || port == 0 || port > 65535)
+                return error_set(err, -EINVAL, "%s: not a port number", path);
+        *ret = (uint16_t)port;
+        return 0;
+}
+
+/* The turn's directory, from the driver's turn file. */
+static int read_turn_cwd(const char *home, char **ret, hg_error_t *err)
+{
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        size_t len = 0;
+        _cleanup_json_ json_t *turn = NULL;
+        if (asprintf(&path, "%s/%s", home, LAYOUT_HOME_TURN) < 0)
+                return -ENOMEM;
+        int r = file_read_bounded(path, 64 * 1024, &text, &len);
+        if (r < 0)
+                return error_set(err, r, "%s: %s", path, strerror(-r));
+        if ((r = jsonx_load(text, len, 8, &turn, err)) < 0)
+                return error_prefix(err, "%s: ", path);
+        const char *cwd = json_string_value(json_object_get(turn, "cwd"));
+        if (!cwd || cwd[0] != '/')
+                return error_set(err, -EINVAL, "%s: \"cwd\" must be an absolute path", path);
+        if (!(*ret = strdup(cwd)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* Connects, says HELLO for channel, waits for WELCOME. */
+static int open_channel(uint16_t port, const token_t *token, frame_channel_t channel,
+                        int64_t deadline, conn_t *ret, hg_error_t *err)
+{
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return error_set(err, -errno, "socket: %s", strerror(errno));
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return error_set(err, -errno, "connect to 127.0.0.1:%u: %s", port, strerror(errno));
+        conn_t c;
+        int r = conn_init(&c, TAKE_FD(fd), FRAME_MAX_PAYLOAD);
+        if (r < 0)
+                return error_set(err, r, "connection: %s", strerror(-r));
+        frame_hello_t hello = {.channel = channel};
+        memcpy(hello.token, token->bytes, FRAME_TOKEN_SIZE);
+        uint8_t payload[FRAME_HELLO_SIZE];
+        frame_hello_encode(&hello, payload);
+        r = conn_queue(&c, FRAME_HELLO, payload, sizeof(payload), NULL, 0);
+        token_wipe(&hello, sizeof(hello));
+        token_wipe(payload, sizeof(payload));
+        /* The queued copy of the token leaves memory when the queue drains. */
+        if (r == 0)
+                r = conn_flush_until(&c, deadline);
+        token_wipe(c.out, CONN_OUT_MAX);
+        frame_t f;
+        if (r == 0 && (r = conn_next_until(&c, &f, deadline, err)) == 1 && f.type != FRAME_WELCOME)
+                r = error_set(err, -EPROTO, "expected WELCOME, got %s", frame_type_name(f.type));
+        if (r < 0) {
+                conn_close(&c);
+                if (!err || !err->message[0])
+                        error_set(err, r, "%s", strerror(-r));
+                return error_prefix(err,
+                                    "%s channel: ", channel == FRAME_CHANNEL_IO ? "io" : "ctl");
+        }
+        *ret = c;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"connect-timeout", required_argument, NULL, 't'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+        const char *config_path = getenv("HANGAR_CONFIG");
+        uint32_t connect_timeout_s = 10;
+        int c;
+        while ((c = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 't':
+                        if (parse_u32(optarg, &connect_timeout_s) < 0 || connect_timeout_s == 0 ||
+                            connect_timeout_s > 3600) {
+                                fputs("hangar-relay: --connect-timeout takes 1-3600 seconds\n",
+                                      stderr);
+                                return 2;
+                        }
+                        break;
+                case 'h':
+                        fputs(usage, stdout);
+                        return 0;
+                default:
+                        fputs(usage, stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc) {
+                fputs(usage, stderr);
+                return 2;
+        }
+        if (harden() < 0)
+                return fail("cannot make the relay non-dumpable; refusing to read the token");
+
+        hg_error_t err = {0};
+        hg_config_t cfg;
+        if (config_load(&cfg, config_path, &err) < 0)
+                return fail("%s", err.message);
+        const char *home = cfg.home_path;
+
+        split_mode_t mode;
+        if (split_mode_from_env(&mode, &err) < 0)
+                return fail("%s", err.message);
+        _cleanup_free_ char *verdict_path = NULL;
+        if (asprintf(&verdict_path, "%s/%s", home, LAYOUT_HOME_VERDICT) < 0)
+                return fail("out of memory");
+        split_decision_t gate;
+        split_gate_decide(mode, verdict_path, &gate);
+        if (gate.gate != SPLIT_GATE_SPLIT) {
+                bool single = gate.gate == SPLIT_GATE_SINGLE_USER;
+                fprintf(stderr, "hangar-relay: %s: %s\n", split_gate_name(gate.gate), gate.reason);
+                return report(single ? EXIT_SINGLE_USER : EXIT_REFUSED, split_gate_name(gate.gate),
+                              gate.reason, NULL);
+        }
+
+        token_t token;
+        if (read_token(&token, &err) < 0)
+                return fail("stdin: %s", err.message);
+        uint16_t port = 0;
+        _cleanup_free_ char *cwd = NULL;
+        if (read_port(home, &port, &err) < 0 || read_turn_cwd(home, &cwd, &err) < 0) {
+                token_wipe(&token, sizeof(token));
+                return fail("%s", err.message);
+        }
+        int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
+        conn_t io = {.fd = -1}, ctl = {.fd = -1};
+        int r = open_channel(port, &token, FRAME_CHANNEL_IO, deadline, &io, &err);
+        if (r == 0)
+                r = open_channel(port, &token, FRAME_CHANNEL_CTL, deadline, &ctl, &err);
+        token_wipe(&token, sizeof(token));
+        if (r < 0) {
+                conn_close(&io);
+                return fail("%s", err.message);
+        }
+
+        _cleanup_free_ char *script = NULL;
+        if (asprintf(&script, "%s/%s", home, LAYOUT_HOME_SCRIPT) < 0)
+                return fail("out of memory");
+        char *harness_argv[] = {"/bin/sh", script, NULL};
+        session_result_t res;
+        session_run(&io, &ctl, harness_argv, cwd, &res);
+        conn_close(&io);
+        conn_close(&ctl);
+        config_free(&cfg);
+
+        _cleanup_json_ json_t *extra = json_pack("{s:s, s:i}", "end", session_end_name(res.end),
+                                                 "harness_value", res.harness.value);
+        if (res.end != SESSION_END_DONE) {
+                fprintf(stderr, "hangar-relay: %s: %s\n", session_end_name(res.end), res.detail);
+                return report(EXIT_RELAY_FAIL, session_end_name(res.end), res.detail, extra);
+        }
+        int status =
+            res.harness.end == FRAME_END_SIGNALED ? 128 + res.harness.value : res.harness.value;
+        return report(status, "done", res.detail, extra);
+}

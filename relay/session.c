@@ -1,0 +1,569 @@
+#include "session.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "spawn.h"
+#include "tail.h"
+
+#define CHUNK          16384u /* bytes read from a pipe per frame */
+#define RUN_QUEUE_MAX  16u    /* run requests waiting behind the current one */
+#define DRAIN_GRACE_MS 2000   /* after a process exits, for its pipes to reach EOF */
+#define STOP_GRACE_MS  2000   /* between SIGTERM and SIGKILL when stopping */
+
+/* One run request: the driver's command, run as the agent. */
+typedef struct run {
+        bool active;
+        frame_run_t req;
+        spawn_child_t child;
+        bool out_open;
+        bool reaped;
+        int status;
+        bool timed_out;
+        int64_t deadline_ms;
+        int64_t drain_ms; /* after reaping: give up on the pipe past this */
+        tail_t tail;
+} run_t;
+
+typedef struct session {
+        conn_t *io, *ctl;
+        int sigfd;
+
+        spawn_child_t h; /* the harness */
+        bool h_started, h_reaped, h_out_open, h_err_open;
+        int h_status;
+        int64_t h_drain_ms;
+        bool exit_sent;
+        frame_exit_t h_exit;
+
+        uint8_t stdin_buf[FRAME_MAX_PAYLOAD]; /* for the harness's stdin */
+        size_t stdin_len;
+        bool stdin_eof; /* the driver sent STDIN EOF */
+
+        frame_run_t queue[RUN_QUEUE_MAX];
+        size_t q_head, q_len;
+        run_t run;
+
+        bool finished;
+        session_end_t end;
+        char detail[256];
+} session_t;
+
+const char *session_end_name(session_end_t e)
+{
+        switch (e) {
+        case SESSION_END_DONE:
+                return "done";
+        case SESSION_END_DRIVER_GONE:
+                return "driver-gone";
+        case SESSION_END_PROTOCOL:
+                return "protocol-error";
+        case SESSION_END_INTERNAL:
+        default:
+                return "internal-error";
+        }
+}
+
+static void finish(session_t *s, session_end_t end, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void finish(session_t *s, session_end_t end, const char *fmt, ...)
+{
+        if (s->finished)
+                return;
+        s->finished = true;
+        s->end = end;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->detail, sizeof(s->detail), fmt, ap);
+        va_end(ap);
+}
+
+static frame_exit_t exit_from_status(int status, bool timed_out)
+{
+        if (timed_out)
+                return (frame_exit_t){.end = FRAME_END_TIMEOUT, .value = 124};
+        if (WIFSIGNALED(status))
+                return (frame_exit_t){.end = FRAME_END_SIGNALED,
+                                      .value = (uint8_t)WTERMSIG(status)};
+        return (frame_exit_t){.end = FRAME_END_EXITED, .value = (uint8_t)WEXITSTATUS(status)};
+}
+
+static void close_fd(int *fd)
+{
+        if (*fd >= 0)
+                (void)close(*fd);
+        *fd = -1;
+}
+
+/* ---- the driver's frames ---- */
+
+static void write_stdin(session_t *s)
+{
+        while (s->stdin_len > 0 && s->h.in_fd >= 0) {
+                ssize_t n = write(s->h.in_fd, s->stdin_buf, s->stdin_len);
+                if (n > 0) {
+                        memmove(s->stdin_buf, s->stdin_buf + n, s->stdin_len - (size_t)n);
+                        s->stdin_len -= (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                /* EPIPE: the harness closed its stdin; what is left has nowhere to go. */
+                close_fd(&s->h.in_fd);
+        }
+        if (s->h.in_fd < 0)
+                s->stdin_len = 0;
+        else if (s->stdin_len == 0 && s->stdin_eof)
+                close_fd(&s->h.in_fd);
+}
+
+/* io from the driver carries STDIN only. Stops while the stdin buffer holds
+ * bytes, so a harness that does not read its stdin holds the driver back
+ * instead of growing a buffer. */
+static void pump_io(session_t *s)
+{
+        while (!s->finished && s->stdin_len == 0) {
+                frame_t f;
+                hg_error_t err = {0};
+                int r = conn_next(s->io, &f, &err);
+                if (r == 0)
+                        return;
+                if (r < 0)
+                        return finish(s, SESSION_END_PROTOCOL, "io: %s", err.message);
+                if (f.type != FRAME_STDIN)
+                        return finish(s, SESSION_END_PROTOCOL,
+                                      "io: %s is not allowed from the driver",
+                                      frame_type_name(f.type));
+                if (s->stdin_eof)
+                        return finish(s, SESSION_END_PROTOCOL, "io: STDIN after its EOF");
+                if (f.length == 0)
+                        s->stdin_eof = true;
+                else if (s->h.in_fd >= 0) {
+                        memcpy(s->stdin_buf, f.payload, f.length);
+                        s->stdin_len = f.length;
+                }
+                write_stdin(s);
+        }
+}
+
+static void queue_busy_result(session_t *s, uint32_t id)
+{
+        static const char msg[] = "hangar-relay: too many run requests waiting\n";
+        frame_run_result_t rr = {.id = id, .exit = {.end = FRAME_END_NOT_STARTED, .value = 127}};
+        uint8_t fixed[FRAME_RUN_RESULT_FIXED];
+        frame_run_result_encode_fixed(&rr, fixed);
+        if (conn_queue(s->ctl, FRAME_RUN_RESULT, fixed, sizeof(fixed), msg, sizeof(msg) - 1) < 0)
+                finish(s, SESSION_END_PROTOCOL, "ctl: the driver does not read its replies");
+}
+
+/* ctl from the driver carries SIGNAL and RUN. */
+static void pump_ctl(session_t *s)
+{
+        while (!s->finished) {
+                frame_t f;
+                hg_error_t err = {0};
+                int r = conn_next(s->ctl, &f, &err);
+                if (r == 0)
+                        return;
+                if (r < 0)
+                        return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
+                switch (f.type) {
+                case FRAME_SIGNAL: {
+                        int signo = 0;
+                        if (frame_signal_decode(&f, &signo, &err) < 0)
+                                return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
+                        if (s->h_started && !s->h_reaped)
+                                (void)spawn_signal_group(s->h.pid, signo);
+                        break;
+                }
+                case FRAME_RUN: {
+                        frame_run_t req = {0};
+                        if (frame_run_decode(&f, &req, &err) < 0)
+                                return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
+                        if (s->q_len == RUN_QUEUE_MAX) {
+                                queue_busy_result(s, req.id);
+                                frame_run_free(&req);
+                                break;
+                        }
+                        s->queue[(s->q_head + s->q_len++) % RUN_QUEUE_MAX] = req;
+                        break;
+                }
+                default:
+                        return finish(s, SESSION_END_PROTOCOL,
+                                      "ctl: %s is not allowed from the driver",
+                                      frame_type_name(f.type));
+                }
+        }
+}
+
+/* ---- the harness's and the run's output ---- */
+
+/* Reads one chunk from a pipe into a frame on c. Returns false at EOF. */
+static bool pipe_to_conn(int fd, conn_t *c, frame_type_t type)
+{
+        uint8_t buf[CHUNK];
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n > 0) {
+                /* Fits: the loop polls this pipe only while c has room for CHUNK. */
+                (void)conn_queue(c, type, buf, (size_t)n, NULL, 0);
+                return true;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+                return true;
+        return false;
+}
+
+static void run_read(session_t *s)
+{
+        uint8_t buf[CHUNK];
+        for (;;) {
+                ssize_t n = read(s->run.child.out_fd, buf, sizeof(buf));
+                if (n > 0) {
+                        tail_append(&s->run.tail, buf, (size_t)n);
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                s->run.out_open = false;
+                close_fd(&s->run.child.out_fd);
+                return;
+        }
+}
+
+static void run_start_next(session_t *s, const char *cwd)
+{
+        if (s->run.active || s->q_len == 0)
+                return;
+        frame_run_t req = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % RUN_QUEUE_MAX;
+        s->q_len--;
+        run_t run = {
+            .active = true, .req = req, .child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}};
+        if (tail_init(&run.tail, req.tail_max) < 0) {
+                frame_run_free(&req);
+                return finish(s, SESSION_END_INTERNAL, "out of memory for a run's output");
+        }
+        spawn_opts_t o = {.argv = req.argv, .cwd = cwd, .merge_stderr = true, .stdin_null = true};
+        hg_error_t err = {0};
+        if (spawn_start(&o, &run.child, &err) < 0) {
+                /* Reported to the driver as not started, with the reason as output. */
+                run.reaped = true;
+                run.status = 127 << 8;
+                tail_append(&run.tail, (const uint8_t *)err.message, strlen(err.message));
+        } else {
+                run.out_open = true;
+                run.deadline_ms = conn_now_ms() + req.timeout_ms;
+        }
+        s->run = run;
+}
+
+static void run_finish_if_done(session_t *s)
+{
+        run_t *run = &s->run;
+        if (!run->active || !run->reaped)
+                return;
+        if (run->out_open && conn_now_ms() < run->drain_ms)
+                return;
+        if (!conn_can_queue(s->ctl, FRAME_RUN_RESULT_FIXED + run->tail.len))
+                return; /* the driver is slow; try again when ctl drains */
+        frame_run_result_t rr = {.id = run->req.id,
+                                 .exit = exit_from_status(run->status, run->timed_out),
+                                 .truncated = run->tail.truncated};
+        if (run->child.pid == 0)
+                rr.exit = (frame_exit_t){.end = FRAME_END_NOT_STARTED, .value = 127};
+        uint8_t fixed[FRAME_RUN_RESULT_FIXED];
+        frame_run_result_encode_fixed(&rr, fixed);
+        _cleanup_free_ uint8_t *tail = malloc(run->tail.len ? run->tail.len : 1);
+        if (!tail)
+                return finish(s, SESSION_END_INTERNAL, "out of memory for a run's result");
+        tail_copy(&run->tail, tail);
+        (void)conn_queue(s->ctl, FRAME_RUN_RESULT, fixed, sizeof(fixed), tail, run->tail.len);
+        close_fd(&run->child.out_fd);
+        tail_free(&run->tail);
+        frame_run_free(&run->req);
+        *run = (run_t){.child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}};
+}
+
+/* ---- signals ---- */
+
+static void reap(session_t *s)
+{
+        for (;;) {
+                int status = 0;
+                pid_t pid = waitpid(-1, &status, WNOHANG);
+                if (pid <= 0)
+                        return;
+                int64_t now = conn_now_ms();
+                if (s->h_started && pid == s->h.pid && !s->h_reaped) {
+                        s->h_reaped = true;
+                        s->h_status = status;
+                        s->h_drain_ms = now + DRAIN_GRACE_MS;
+                } else if (s->run.active && pid == s->run.child.pid && !s->run.reaped) {
+                        s->run.reaped = true;
+                        s->run.status = status;
+                        s->run.drain_ms = now + DRAIN_GRACE_MS;
+                        /* Whatever the command left behind goes with it. */
+                        (void)spawn_signal_group(pid, SIGKILL);
+                }
+                /* Anything else is an orphan we adopted as subreaper: reaped, done. */
+        }
+}
+
+static void read_signals(session_t *s)
+{
+        struct signalfd_siginfo si;
+        while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                int signo = (int)si.ssi_signo;
+                if (signo == SIGCHLD) {
+                        reap(s);
+                        continue;
+                }
+                /* Someone (the agent, the kubelet) signalled the relay: pass it to
+                 * the harness and tell the driver, which records it. */
+                if (s->h_started && !s->h_reaped) {
+                        (void)spawn_signal_group(s->h.pid, signo);
+                        uint8_t b = (uint8_t)signo;
+                        (void)conn_queue(s->ctl, FRAME_SIGNAL, &b, 1, NULL, 0);
+                } else if (s->exit_sent) {
+                        finish(s, SESSION_END_DONE, "stopped by signal %d after the harness ended",
+                               signo);
+                }
+        }
+}
+
+/* ---- the harness's end ---- */
+
+static void harness_end_if_done(session_t *s)
+{
+        if (!s->h_reaped || s->exit_sent)
+                return;
+        if ((s->h_out_open || s->h_err_open) && conn_now_ms() < s->h_drain_ms)
+                return;
+        /* Past the grace a background process still holds the pipes: it goes. */
+        (void)spawn_signal_group(s->h.pid, SIGKILL);
+        close_fd(&s->h.out_fd);
+        close_fd(&s->h.err_fd);
+        close_fd(&s->h.in_fd);
+        s->h_out_open = s->h_err_open = false;
+        if (!conn_can_queue(s->io, 0) ||
+            !conn_can_queue(s->ctl, FRAME_EXIT_SIZE + FRAME_HEADER_SIZE))
+                return;
+        s->h_exit = exit_from_status(s->h_status, false);
+        uint8_t e[FRAME_EXIT_SIZE];
+        frame_exit_encode(&s->h_exit, e);
+        (void)conn_queue(s->io, FRAME_STDOUT, NULL, 0, NULL, 0);
+        (void)conn_queue(s->ctl, FRAME_STDERR, NULL, 0, NULL, 0);
+        (void)conn_queue(s->ctl, FRAME_EXIT, e, sizeof(e), NULL, 0);
+        s->exit_sent = true;
+}
+
+/* ---- the loop ---- */
+
+enum { P_SIG, P_IO, P_CTL, P_HOUT, P_HERR, P_HIN, P_RUN, P_COUNT };
+
+static int64_t min_deadline(const session_t *s)
+{
+        int64_t d = INT64_MAX;
+        if (s->h_reaped && !s->exit_sent)
+                d = s->h_drain_ms;
+        if (s->run.active && !s->run.reaped && s->run.deadline_ms < d)
+                d = s->run.deadline_ms;
+        if (s->run.active && s->run.reaped && s->run.drain_ms < d)
+                d = s->run.drain_ms;
+        return d;
+}
+
+static void conn_event(session_t *s, conn_t *c, short revents, const char *name)
+{
+        if (revents & (POLLIN | POLLHUP | POLLERR)) {
+                int r = conn_fill(c);
+                if (r < 0)
+                        return finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                                      "%s: %s", name, strerror(-r));
+        }
+        if (revents & POLLOUT) {
+                int r = conn_flush(c);
+                if (r < 0)
+                        return finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                                      "%s: %s", name, strerror(-r));
+        }
+}
+
+static void loop(session_t *s, const char *cwd)
+{
+        while (!s->finished) {
+                pump_io(s);
+                pump_ctl(s);
+                run_start_next(s, cwd);
+                run_finish_if_done(s);
+                harness_end_if_done(s);
+                if (s->finished)
+                        break;
+                /* A closed ctl after the harness's end is the driver's "done". */
+                if (s->ctl->eof)
+                        finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                               "the driver closed ctl");
+                else if (s->io->eof && !s->exit_sent)
+                        finish(s, SESSION_END_DRIVER_GONE, "the driver closed io");
+                if (s->finished)
+                        break;
+
+                struct pollfd p[P_COUNT];
+                for (int i = 0; i < P_COUNT; i++)
+                        p[i] = (struct pollfd){.fd = -1};
+                p[P_SIG] = (struct pollfd){.fd = s->sigfd, .events = POLLIN};
+                /* A descriptor with no events is left out: poll reports POLLHUP
+                 * whatever the events, and a closed peer would spin the loop. */
+                p[P_IO].events = (s->io->eof || s->stdin_len ? 0 : POLLIN) |
+                                 (conn_out_pending(s->io) ? POLLOUT : 0);
+                p[P_IO].fd = p[P_IO].events ? s->io->fd : -1;
+                p[P_CTL].events =
+                    (s->ctl->eof ? 0 : POLLIN) | (conn_out_pending(s->ctl) ? POLLOUT : 0);
+                p[P_CTL].fd = p[P_CTL].events ? s->ctl->fd : -1;
+                if (s->h_out_open && conn_can_queue(s->io, CHUNK))
+                        p[P_HOUT] = (struct pollfd){.fd = s->h.out_fd, .events = POLLIN};
+                if (s->h_err_open && conn_can_queue(s->ctl, CHUNK))
+                        p[P_HERR] = (struct pollfd){.fd = s->h.err_fd, .events = POLLIN};
+                if (s->h.in_fd >= 0 && s->stdin_len)
+                        p[P_HIN] = (struct pollfd){.fd = s->h.in_fd, .events = POLLOUT};
+                if (s->run.active && s->run.out_open)
+                        p[P_RUN] = (struct pollfd){.fd = s->run.child.out_fd, .events = POLLIN};
+
+                int64_t deadline = min_deadline(s), timeout = -1;
+                if (deadline != INT64_MAX) {
+                        int64_t left = deadline - conn_now_ms();
+                        timeout = left < 0 ? 0 : (left > 60000 ? 60000 : left);
+                }
+                int n = poll(p, P_COUNT, (int)timeout);
+                if (n < 0 && errno != EINTR)
+                        return finish(s, SESSION_END_INTERNAL, "poll: %s", strerror(errno));
+
+                if (p[P_SIG].revents)
+                        read_signals(s);
+                if (p[P_IO].revents)
+                        conn_event(s, s->io, p[P_IO].revents, "io");
+                if (p[P_CTL].revents && !s->finished)
+                        conn_event(s, s->ctl, p[P_CTL].revents, "ctl");
+                if (p[P_HOUT].revents && !pipe_to_conn(s->h.out_fd, s->io, FRAME_STDOUT)) {
+                        s->h_out_open = false;
+                        close_fd(&s->h.out_fd);
+                }
+                if (p[P_HERR].revents && !pipe_to_conn(s->h.err_fd, s->ctl, FRAME_STDERR)) {
+                        s->h_err_open = false;
+                        close_fd(&s->h.err_fd);
+                }
+                if (p[P_HIN].revents)
+                        write_stdin(s);
+                if (p[P_RUN].revents)
+                        run_read(s);
+                if (s->run.active && !s->run.reaped && conn_now_ms() >= s->run.deadline_ms &&
+                    !s->run.timed_out) {
+                        s->run.timed_out = true;
+                        (void)spawn_signal_group(s->run.child.pid, SIGKILL);
+                }
+                /* Flush eagerly: most writes complete without a POLLOUT round. */
+                if (!s->finished && conn_out_pending(s->io) && conn_flush(s->io) < 0 &&
+                    !s->exit_sent)
+                        finish(s, SESSION_END_DRIVER_GONE, "io: the driver went away");
+                if (!s->finished && conn_out_pending(s->ctl) && conn_flush(s->ctl) < 0)
+                        finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                               "ctl: the driver went away");
+        }
+}
+
+/* Stops a process group: SIGTERM, a grace period, SIGKILL, reaped. */
+static void stop_group(session_t *s, pid_t pid, bool *reaped, int *status)
+{
+        if (pid <= 0 || *reaped)
+                return;
+        (void)spawn_signal_group(pid, SIGTERM);
+        int64_t deadline = conn_now_ms() + STOP_GRACE_MS;
+        while (!*reaped && conn_now_ms() < deadline) {
+                struct pollfd p = {.fd = s->sigfd, .events = POLLIN};
+                (void)poll(&p, 1, 50);
+                read_signals(s);
+        }
+        if (!*reaped) {
+                (void)spawn_signal_group(pid, SIGKILL);
+                if (waitpid(pid, status, 0) == pid)
+                        *reaped = true;
+        }
+}
+
+void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char *cwd,
+                 session_result_t *ret)
+{
+        static session_t s; /* large (the stdin buffer); one per process */
+        s = (session_t){.io = io,
+                        .ctl = ctl,
+                        .sigfd = -1,
+                        .h = {.in_fd = -1, .out_fd = -1, .err_fd = -1},
+                        .run = {.child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}}};
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGQUIT);
+        (void)signal(SIGPIPE, SIG_IGN);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+            (s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+                finish(&s, SESSION_END_INTERNAL, "signalfd: %s", strerror(errno));
+        } else {
+                spawn_opts_t o = {.argv = harness_argv, .cwd = cwd};
+                hg_error_t err = {0};
+                if (spawn_start(&o, &s.h, &err) < 0) {
+                        finish(&s, SESSION_END_INTERNAL, "cannot start the harness: %s",
+                               err.message);
+                } else {
+                        s.h_started = true;
+                        s.h_out_open = s.h_err_open = true;
+                        loop(&s, cwd);
+                }
+        }
+
+        /* Nothing of the agent's outlives the relay's turn. */
+        stop_group(&s, s.h_started ? s.h.pid : 0, &s.h_reaped, &s.h_status);
+        if (s.run.active) {
+                bool reaped = s.run.reaped;
+                stop_group(&s, s.run.child.pid, &reaped, &s.run.status);
+                close_fd(&s.run.child.out_fd);
+                tail_free(&s.run.tail);
+                frame_run_free(&s.run.req);
+        }
+        if (s.h_started)
+                (void)spawn_signal_group(s.h.pid, SIGKILL);
+        while (s.q_len) {
+                frame_run_free(&s.queue[s.q_head]);
+                s.q_head = (s.q_head + 1) % RUN_QUEUE_MAX;
+                s.q_len--;
+        }
+        if (s.end == SESSION_END_DONE) {
+                int64_t deadline = conn_now_ms() + STOP_GRACE_MS;
+                (void)conn_flush_until(io, deadline);
+                (void)conn_flush_until(ctl, deadline);
+        }
+        close_fd(&s.h.in_fd);
+        close_fd(&s.h.out_fd);
+        close_fd(&s.h.err_fd);
+        close_fd(&s.sigfd);
+        session_result_t r = {.end = s.end};
+        r.harness = s.h_reaped ? exit_from_status(s.h_status, false)
+                               : (frame_exit_t){.end = FRAME_END_NOT_STARTED, .value = 127};
+        snprintf(r.detail, sizeof(r.detail), "%s", s.detail);
+        *ret = r;
+}

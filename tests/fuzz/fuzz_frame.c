@@ -1,0 +1,212 @@
+/* libFuzzer target: the relay's frame stream. The first byte picks the
+ * caller's max_payload; the rest is consumed frame by frame with frame_parse
+ * until it needs more bytes or refuses, and every payload goes through each
+ * type-specific decoder (as its own type, and as the frame's real type).
+ * Properties checked, abort() on violation:
+ *   - frame_parse: used <= len, used == header + length, the payload is a
+ *     view right after the header, length within the limit, the header
+ *     re-encodes to the same 8 bytes, one byte less is "need more"; "need
+ *     more" and errors write no output; every error has a message.
+ *   - decoders: a decoded HELLO, EXIT, RUN or RUN_RESULT re-encodes to the
+ *     identical payload bytes; a failed decode leaves *ret untouched and a
+ *     non-empty message; a frame of another type is refused. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_err(int r, const hg_error_t *err)
+{
+        if (r < 0 && (err->message[0] == '\0' || err->code != r))
+                abort();
+}
+
+static void check_hello(const frame_t *f)
+{
+        frame_hello_t h, before;
+        memset(&h, 0x5a, sizeof(h));
+        before = h;
+        hg_error_t err = {0};
+        int r = frame_hello_decode(f, &h, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (memcmp(&h, &before, sizeof(h)) != 0)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_HELLO_SIZE];
+        frame_hello_encode(&h, out);
+        if (r != 0 || f->length != FRAME_HELLO_SIZE || memcmp(out, f->payload, sizeof(out)) != 0)
+                abort();
+}
+
+static void check_exit(const frame_t *f)
+{
+        frame_exit_t e = {.end = (frame_end_t)0x55, .value = 0x66};
+        hg_error_t err = {0};
+        int r = frame_exit_decode(f, &e, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (e.end != (frame_end_t)0x55 || e.value != 0x66)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_EXIT_SIZE];
+        frame_exit_encode(&e, out);
+        if (r != 0 || f->length != FRAME_EXIT_SIZE || memcmp(out, f->payload, sizeof(out)) != 0)
+                abort();
+}
+
+static void check_signal(const frame_t *f)
+{
+        int signo = -1;
+        hg_error_t err = {0};
+        int r = frame_signal_decode(f, &signo, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (signo != -1)
+                        abort();
+                return;
+        }
+        if (r != 0 || f->length != FRAME_SIGNAL_SIZE || signo != f->payload[0] ||
+            !frame_signal_allowed(signo))
+                abort();
+}
+
+static void check_run(const frame_t *f)
+{
+        frame_run_t run = {0};
+        hg_error_t err = {0};
+        int r = frame_run_decode(f, &run, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (run.storage || run.argv || run.argc || run.id)
+                        abort();
+                return;
+        }
+        if (r != 0 || run.argc < 1 || run.argc > FRAME_RUN_MAX_ARGS || !run.argv ||
+            run.argv[run.argc] != NULL || run.argv[0][0] == '\0')
+                abort();
+        uint8_t *again = NULL;
+        uint32_t again_len = 0;
+        if (frame_run_encode(run.id, run.timeout_ms, run.tail_max, run.argv, &again, &again_len) !=
+            0)
+                abort();
+        if (again_len != f->length || memcmp(again, f->payload, again_len) != 0)
+                abort();
+        free(again);
+        frame_run_free(&run);
+        frame_run_free(&run);
+        if (run.storage || run.argv)
+                abort();
+}
+
+static void check_run_result(const frame_t *f)
+{
+        frame_run_result_t rr = {.id = 0x12345678, .tail_len = 0x9abc};
+        hg_error_t err = {0};
+        int r = frame_run_result_decode(f, &rr, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (rr.id != 0x12345678 || rr.tail_len != 0x9abc || rr.tail)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_RUN_RESULT_FIXED];
+        frame_run_result_encode_fixed(&rr, out);
+        if (r != 0 || f->length < FRAME_RUN_RESULT_FIXED ||
+            memcmp(out, f->payload, sizeof(out)) != 0 ||
+            rr.tail != f->payload + FRAME_RUN_RESULT_FIXED ||
+            rr.tail_len != f->length - FRAME_RUN_RESULT_FIXED)
+                abort();
+}
+
+static const struct {
+        frame_type_t type;
+        void (*check)(const frame_t *f);
+} decoders[] = {
+    {FRAME_HELLO, check_hello},           {FRAME_EXIT, check_exit},
+    {FRAME_SIGNAL, check_signal},         {FRAME_RUN, check_run},
+    {FRAME_RUN_RESULT, check_run_result},
+};
+
+static void check_decoders(const frame_t *f)
+{
+        for (size_t i = 0; i < sizeof(decoders) / sizeof(decoders[0]); i++) {
+                /* As the frame's own type (only decodes when it matches)... */
+                decoders[i].check(f);
+                /* ...and the payload read as this decoder's type. */
+                frame_t as = *f;
+                as.type = decoders[i].type;
+                decoders[i].check(&as);
+        }
+        /* A frame handed to the wrong decoder is refused outright. */
+        if (f->type != FRAME_EXIT) {
+                frame_exit_t e;
+                if (frame_exit_decode(f, &e, NULL) != -EINVAL)
+                        abort();
+        }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        if (size == 0)
+                return 0;
+        /* 0x00-0x7f: small limits in steps of 16; 0x80-0xfe: the protocol's
+         * limit; 0xff: more than the protocol allows (must be clamped). */
+        uint32_t max = data[0] == 0xff   ? UINT32_MAX
+                       : data[0] >= 0x80 ? FRAME_MAX_PAYLOAD
+                                         : (uint32_t)data[0] * 16u;
+        uint32_t limit = max > FRAME_MAX_PAYLOAD ? FRAME_MAX_PAYLOAD : max;
+        const uint8_t *p = data + 1;
+        size_t len = size - 1;
+
+        for (;;) {
+                static const uint8_t sentinel_payload[1];
+                frame_t f = {.type = (frame_type_t)0x77, .payload = sentinel_payload, .length = 7};
+                size_t used = SIZE_MAX;
+                hg_error_t err = {0};
+                int r = frame_parse(p, len, max, &f, &used, &err);
+                bool untouched = f.type == (frame_type_t)0x77 && f.payload == sentinel_payload &&
+                                 f.length == 7 && used == SIZE_MAX;
+                if (r < 0) {
+                        check_err(r, &err);
+                        if ((r != -EPROTO && r != -EMSGSIZE) || !untouched ||
+                            len < FRAME_HEADER_SIZE)
+                                abort();
+                        break;
+                }
+                if (r == 0) {
+                        if (!untouched || err.message[0] != '\0')
+                                abort();
+                        if (len >= FRAME_HEADER_SIZE) {
+                                uint32_t want = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 |
+                                                (uint32_t)p[6] << 8 | p[7];
+                                if (len - FRAME_HEADER_SIZE >= want)
+                                        abort();
+                        }
+                        break;
+                }
+                if (r != 1 || used > len || used != FRAME_HEADER_SIZE + (size_t)f.length ||
+                    f.payload != p + FRAME_HEADER_SIZE || f.length > limit ||
+                    !frame_type_name((int)f.type))
+                        abort();
+                uint8_t hdr[FRAME_HEADER_SIZE];
+                if (frame_header_encode(f.type, f.length, hdr) != 0 ||
+                    memcmp(hdr, p, sizeof(hdr)) != 0)
+                        abort();
+                frame_t g;
+                size_t g_used;
+                if (frame_parse(p, used - 1, max, &g, &g_used, NULL) != 0)
+                        abort();
+
+                check_decoders(&f);
+                p += used;
+                len -= used;
+        }
+        return 0;
+}
