@@ -24,3 +24,4 @@
 #define LAYOUT_CTL_EVENTS    "events.jsonl"   /* one JSON object per line */
 #define LAYOUT_CTL_STATUS    "status.json"    /* the turn's state, rewritten atomically */
 #define LAYOUT_CTL_APPROVALS "approvals.json" /* approval requests and decisions */
+#define LAYOUT_CTL_TREES     "trees.jsonl"    /* tree hashes, by: agent, trusted: false */

@@ -83,8 +83,8 @@ char *approvals_decide(approvals_t *a, const char *id, bool approve, const char 
         approval_t *ap = find(a, id);
         if (!ap || ap->state != APPROVAL_PENDING)
                 return NULL;
-        ap->state = approve ? APPROVAL_APPROVED : APPROVAL_DENIED;
-        snprintf(ap->by, sizeof(ap->by), "%s", by);
+        /* The line first: out of memory leaves the request pending, never
+         * recorded as decided without a response for the harness. */
         _cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:s}", "type", "approval_response", "id",
                                              id, "decision", approve ? "approve" : "deny");
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -98,6 +98,8 @@ char *approvals_decide(approvals_t *a, const char *id, bool approve, const char 
         }
         line[len] = '\n';
         line[len + 1] = '\0';
+        ap->state = approve ? APPROVAL_APPROVED : APPROVAL_DENIED;
+        snprintf(ap->by, sizeof(ap->by), "%s", by);
         return line;
 }
 

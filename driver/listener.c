@@ -120,7 +120,10 @@ static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userda
                                 slot = p;
                                 break;
                         }
-                        if (!oldest || p->deadline_ms < oldest->deadline_ms)
+                        /* By accept order, not deadline: deadlines tie
+                         * within a millisecond, and a tie would evict the
+                         * newest connection instead. */
+                        if (!oldest || p->seq < oldest->seq)
                                 oldest = p;
                 }
                 if (!slot) {
@@ -135,6 +138,7 @@ static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userda
                         continue;
                 }
                 slot->used = true;
+                slot->seq = l->next_seq++;
                 slot->deadline_ms = conn_now_ms() + l->handshake_ms;
         }
 }

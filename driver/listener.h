@@ -29,6 +29,7 @@ typedef enum listener_reject {
 typedef struct listener_pending {
         conn_t c;
         int64_t deadline_ms;
+        uint64_t seq; /* accept order: the oldest has the smallest */
         bool used;
 } listener_pending_t;
 
@@ -38,6 +39,7 @@ typedef struct listener {
         token_t token;
         uint32_t handshake_ms;
         listener_pending_t pending[LISTENER_PENDING_MAX];
+        uint64_t next_seq;
         conn_t io, ctl; /* valid once have_io / have_ctl */
         bool have_io, have_ctl;
         uint64_t rejected[LISTENER_REJECT_COUNT];

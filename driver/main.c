@@ -19,14 +19,18 @@
 #include "fileio.h"
 #include "jsonx.h"
 #include "layout.h"
+#include "scratch.h"
 #include "spec.h"
 #include "strparse.h"
 #include "token.h"
+#include "treehash.h"
 #include "turn.h"
 
 static const char usage[] =
     "usage: hangar-driver relay [--config FILE] --spec FILE|-\n"
     "       hangar-driver ctl [--config FILE] OP [ARGS]\n"
+    "       hangar-driver tree --turn ID DIR\n"
+    "       hangar-driver gate --turn ID -- CMD [ARG]...\n"
     "       hangar-driver version\n"
     "\n"
     "relay: runs one ask, deny-risky or governed turn: checks HANGAR_UID_SPLIT\n"
@@ -38,6 +42,7 @@ static const char usage[] =
     "ctl OPs: status | token | events | approvals | approve ID | deny ID |\n"
     "  steer TEXT | close-stdin | signal NAME | watch | finish |\n"
     "  run [--timeout S] [--tail BYTES] -- CMD [ARG]...\n"
+    "  tree [--timeout S] | verify [--timeout S] -- CMD [ARG]...\n"
     "ctl prints the driver's JSON reply (run: the command's output tail, and\n"
     "exits with its status; watch: the harness's output, live).\n";
 
@@ -199,7 +204,7 @@ static int cmd_ctl(int argc, char **argv)
         }
         const char *op = argv[i++];
         _cleanup_json_ json_t *req = json_pack("{s:s}", "op", op);
-        bool is_run = strcmp(op, "run") == 0;
+        bool is_run = strcmp(op, "run") == 0 || strcmp(op, "verify") == 0;
         if (!req)
                 return 1;
         if (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0 || strcmp(op, "steer") == 0 ||
@@ -233,6 +238,15 @@ static int cmd_ctl(int argc, char **argv)
                 for (; i < argc; i++)
                         json_array_append_new(av, json_string(argv[i]));
                 json_object_set_new(req, "argv", av);
+        } else if (strcmp(op, "tree") == 0) {
+                uint32_t timeout = 0;
+                if (i + 2 == argc && strcmp(argv[i], "--timeout") == 0 &&
+                    parse_u32(argv[i + 1], &timeout) == 0)
+                        json_object_set_new(req, "timeout_s", json_integer(timeout));
+                else if (i != argc) {
+                        fputs("hangar-driver ctl tree: [--timeout S]\n", stderr);
+                        return 2;
+                }
         } else if (i != argc) {
                 fprintf(stderr, "hangar-driver ctl %s: takes no argument\n", op);
                 return 2;
@@ -247,6 +261,85 @@ static int cmd_ctl(int argc, char **argv)
         return sock ? ctl_request(sock, req, is_run) : 1;
 }
 
+/* hangar-driver tree: run in the agent's container, as the agent, through
+ * the relay. Prints {"tree", counts, "manifest"}; the manifest goes to the
+ * turn's scratch directory in the agent's home. */
+static int cmd_tree(int argc, char **argv)
+{
+        if (argc != 4 || strcmp(argv[1], "--turn") != 0) {
+                fputs("usage: hangar-driver tree --turn ID DIR\n", stderr);
+                return 2;
+        }
+        hg_error_t err = {0};
+        _cleanup_free_ char *scratch = NULL, *tmp = NULL, *final = NULL;
+        if (scratch_create(argv[2], &scratch, &err) < 0) {
+                fprintf(stderr, "hangar-driver tree: %s\n", err.message);
+                return 1;
+        }
+        if (asprintf(&tmp, "%s/.manifest.%d", scratch, (int)getpid()) < 0)
+                return 1;
+        _cleanup_fclose_ FILE *manifest = fopen(tmp, "wxe");
+        char hex[TREEHASH_HEX_LEN + 1];
+        treehash_stats_t st;
+        if (!manifest) {
+                fprintf(stderr, "hangar-driver tree: %s: %s\n", tmp, strerror(errno));
+                return 1;
+        }
+        int r = treehash_compute(argv[3], manifest, hex, &st, &err);
+        if (r == 0 && fflush(manifest) != 0)
+                r = error_set(&err, -EIO, "cannot write the manifest");
+        if (r < 0 || asprintf(&final, "%s/%s.manifest", scratch, hex) < 0 ||
+            rename(tmp, final) < 0) {
+                (void)unlink(tmp);
+                fprintf(stderr, "hangar-driver tree: %s\n",
+                        err.message[0] ? err.message : "failed");
+                return 1;
+        }
+        _cleanup_json_ json_t *j = json_pack(
+            "{s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "tree", hex, "files", (json_int_t)st.files,
+            "dirs", (json_int_t)st.dirs, "symlinks", (json_int_t)st.symlinks, "specials",
+            (json_int_t)st.specials, "bytes", (json_int_t)st.bytes, "manifest", final);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!text)
+                return 1;
+        puts(text);
+        return 0;
+}
+
+/* hangar-driver gate: the verify gate's check, in the agent's container.
+ * Counts the round in the agent's own rounds file, then becomes the check. */
+static int cmd_gate(int argc, char **argv)
+{
+        if (argc < 5 || strcmp(argv[1], "--turn") != 0 || strcmp(argv[3], "--") != 0) {
+                fputs("usage: hangar-driver gate --turn ID -- CMD [ARG]...\n", stderr);
+                return 2;
+        }
+        hg_error_t err = {0};
+        _cleanup_free_ char *scratch = NULL, *rounds = NULL, *text = NULL;
+        if (scratch_create(argv[2], &scratch, &err) < 0 ||
+            asprintf(&rounds, "%s/verify-rounds", scratch) < 0) {
+                fprintf(stderr, "hangar-driver gate: %s\n", err.message);
+                return 1;
+        }
+        uint32_t n = 0;
+        size_t len = 0;
+        if (file_read_bounded(rounds, 32, &text, &len) == 0) {
+                if (len && text[len - 1] == '\n')
+                        text[len - 1] = '\0';
+                if (parse_u32(text, &n) < 0)
+                        n = 0;
+        }
+        char next[16];
+        snprintf(next, sizeof(next), "%u\n", n + 1);
+        if (file_write_atomic(rounds, next, strlen(next), 0600, 0) < 0)
+                fprintf(stderr, "hangar-driver gate: cannot count the round in %s\n", rounds);
+        fprintf(stderr, "hangar-driver gate: round %u\n", n + 1);
+        fflush(stderr);
+        execvp(argv[4], argv + 4);
+        fprintf(stderr, "hangar-driver gate: %s: %s\n", argv[4], strerror(errno));
+        return 127;
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 2) {
@@ -258,6 +351,10 @@ int main(int argc, char **argv)
                 return cmd_relay(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)
                 return cmd_ctl(argc - 1, argv + 1);
+        if (strcmp(cmd, "tree") == 0)
+                return cmd_tree(argc - 1, argv + 1);
+        if (strcmp(cmd, "gate") == 0)
+                return cmd_gate(argc - 1, argv + 1);
         if (strcmp(cmd, "version") == 0) {
                 puts("hangar-driver " HANGAR_VERSION);
                 return 0;

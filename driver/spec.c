@@ -6,6 +6,7 @@
 
 #include "cleanup.h"
 #include "jsonx.h"
+#include "scratch.h"
 #include "token.h"
 
 static const char *const mode_names[] = {[TURN_MODE_AUTO] = "auto",
@@ -16,20 +17,6 @@ static const char *const mode_names[] = {[TURN_MODE_AUTO] = "auto",
 const char *spec_mode_name(turn_mode_t m)
 {
         return (unsigned)m < ARRAY_SIZE(mode_names) ? mode_names[m] : "?";
-}
-
-static bool turn_id_ok(const char *s)
-{
-        size_t n = strlen(s);
-        if (n == 0 || n > 64)
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-'))
-                        return false;
-        }
-        return true;
 }
 
 /* A string member: required or with a default; NUL bytes rejected. */
@@ -107,7 +94,7 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
             (r = get_u32(o, "linger_s", 300, 0, 86400, &s.linger_s, err)) < 0)
                 goto fail;
         r = -EINVAL;
-        if (!turn_id_ok(s.turn)) {
+        if (!scratch_turn_id_valid(s.turn)) {
                 error_set(err, r, "\"turn\" must be 1-64 of [A-Za-z0-9._-]");
                 goto fail;
         }

@@ -45,6 +45,13 @@ typedef enum client_state {
         CLIENT_WATCHING, /* the log, live, until the turn ends */
 } client_state_t;
 
+/* What a run request is for: how its result is recorded. */
+typedef enum run_kind {
+        RUN_PLAIN,  /* hangar's own command */
+        RUN_TREE,   /* hangar-driver tree: a tree hash by the agent */
+        RUN_VERIFY, /* the verify gate's check */
+} run_kind_t;
+
 typedef struct client {
         bool used;
         int fd;
@@ -54,6 +61,7 @@ typedef struct client {
         char *out;
         size_t out_len, out_off;
         uint32_t run_id;
+        run_kind_t run_kind;
         off_t watch_off;
 } client_t;
 
@@ -226,12 +234,40 @@ static void on_approval_request(void *userdata, const char *id, json_t *request)
         save_status(t);
 }
 
+static void client_reply(client_t *c, json_t *j);
+static json_t *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- frames from the relay ---- */
 
 static void relay_lost(turn_t *t, const char *what)
 {
         if (t->state == STATE_RUNNING)
                 end_turn(t, "relay-lost", "%s before the harness's exit status", what);
+}
+
+/* A tree hash's result: the JSON `hangar-driver tree` printed, recorded as
+ * the agent's and untrusted (design page 001: the agent could change what a
+ * hash in its own container returns). NULL if the output is not one. */
+static json_t *tree_record(turn_t *t, const frame_run_result_t *rr)
+{
+        _cleanup_json_ json_t *tree = NULL;
+        if (rr->exit.end != FRAME_END_EXITED || rr->exit.value != 0 || rr->truncated ||
+            jsonx_load((const char *)rr->tail, rr->tail_len, 4, &tree, NULL) < 0 ||
+            !json_is_object(tree) || !json_is_string(json_object_get(tree, "tree")))
+                return NULL;
+        json_t *rec = json_pack("{s:s, s:O, s:s, s:b}", "turn", t->spec->turn, "tree", tree, "by",
+                                "agent", "trusted", 0);
+        _cleanup_free_ char *line = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *path = record_path(t->cfg->ctl_path, LAYOUT_CTL_TREES);
+        _cleanup_close_ int fd =
+            path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+        if (line && fd >= 0) {
+                size_t len = strlen(line);
+                line[len] = '\n';
+                (void)fd_write_all(fd, line, len + 1);
+                line[len] = '\0';
+        }
+        return rec;
 }
 
 static void on_run_result(turn_t *t, const frame_t *f)
@@ -248,17 +284,32 @@ static void on_run_result(turn_t *t, const frame_t *f)
                 client_t *c = &t->clients[i];
                 if (!c->used || c->state != CLIENT_WAIT_RUN || c->run_id != rr.id)
                         continue;
-                _cleanup_free_ char *tail = base64_encode(rr.tail, rr.tail_len);
-                _cleanup_json_ json_t *j =
-                    json_pack("{s:b, s:i, s:s, s:i, s:b, s:s}", "ok", 1, "id", (int)rr.id, "end",
-                              end_name(rr.exit.end), "value", rr.exit.value, "truncated",
-                              rr.truncated, "tail_base64", tail ? tail : "");
-                c->out = j ? json_dumps(j, JSON_COMPACT) : NULL;
-                if (c->out) {
-                        c->out_len = strlen(c->out);
-                        c->out[c->out_len++] = '\n'; /* overwrites the NUL: the length counts */
+                json_t *reply = NULL;
+                if (c->run_kind == RUN_TREE) {
+                        json_t *rec = tree_record(t, &rr);
+                        if (rec) {
+                                record_event(&t->rec, "tree", json_incref(rec));
+                                json_object_set_new(rec, "ok", json_true());
+                                reply = rec;
+                        } else {
+                                _cleanup_free_ char *out = strndup((const char *)rr.tail, 300);
+                                reply = reply_error("the tree hash failed (%s %d): %s",
+                                                    end_name(rr.exit.end), rr.exit.value,
+                                                    out ? out : "");
+                        }
+                } else {
+                        if (c->run_kind == RUN_VERIFY)
+                                record_event(&t->rec, "verify",
+                                             json_pack("{s:s, s:i, s:s, s:b}", "end",
+                                                       end_name(rr.exit.end), "value",
+                                                       rr.exit.value, "by", "agent", "trusted", 0));
+                        _cleanup_free_ char *tail = base64_encode(rr.tail, rr.tail_len);
+                        reply =
+                            json_pack("{s:b, s:i, s:s, s:i, s:b, s:s}", "ok", 1, "id", (int)rr.id,
+                                      "end", end_name(rr.exit.end), "value", rr.exit.value,
+                                      "truncated", rr.truncated, "tail_base64", tail ? tail : "");
                 }
-                c->state = CLIENT_REPLYING;
+                client_reply(c, reply);
         }
 }
 
@@ -383,11 +434,39 @@ static json_t *reply_error(const char *fmt, ...)
         return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
+static json_t *start_run(turn_t *t, client_t *c, json_t *req, json_t *argv_j, run_kind_t kind);
+
+/* tree: `hangar-driver tree --turn ID CWD` in the agent's container. */
+static json_t *op_tree(turn_t *t, client_t *c, json_t *req)
+{
+        _cleanup_json_ json_t *argv_j = json_pack("[s, s, s, s, s]", "hangar-driver", "tree",
+                                                  "--turn", t->spec->turn, t->spec->cwd);
+        return start_run(t, c, req, argv_j, RUN_TREE);
+}
+
+/* verify: the job's check, through `hangar-driver gate` (the agent's rounds file). */
+static json_t *op_verify(turn_t *t, client_t *c, json_t *req)
+{
+        json_t *user = json_object_get(req, "argv");
+        if (!json_is_array(user) || json_array_size(user) == 0 ||
+            json_array_size(user) > FRAME_RUN_MAX_ARGS - 5)
+                return reply_error("\"argv\" must be 1-%u strings", FRAME_RUN_MAX_ARGS - 5);
+        _cleanup_json_ json_t *argv_j =
+            json_pack("[s, s, s, s, s]", "hangar-driver", "gate", "--turn", t->spec->turn, "--");
+        if (!argv_j || json_array_extend(argv_j, user) < 0)
+                return reply_error("out of memory");
+        return start_run(t, c, req, argv_j, RUN_VERIFY);
+}
+
 static json_t *op_run(turn_t *t, client_t *c, json_t *req)
+{
+        return start_run(t, c, req, json_object_get(req, "argv"), RUN_PLAIN);
+}
+
+static json_t *start_run(turn_t *t, client_t *c, json_t *req, json_t *argv_j, run_kind_t kind)
 {
         if (t->state != STATE_RUNNING && t->state != STATE_EXITED)
                 return reply_error("no relay: the turn is %s", state_name(t->state));
-        json_t *argv_j = json_object_get(req, "argv");
         json_t *timeout_j = json_object_get(req, "timeout_s");
         json_t *tail_j = json_object_get(req, "tail_max");
         size_t argc = json_array_size(argv_j);
@@ -418,6 +497,7 @@ static json_t *op_run(turn_t *t, client_t *c, json_t *req)
                      json_pack("{s:i, s:O, s:i}", "id", (int)id, "argv", argv_j, "timeout_s",
                                (int)timeout_s));
         c->run_id = id;
+        c->run_kind = kind;
         c->state = CLIENT_WAIT_RUN;
         return NULL;
 }
@@ -518,6 +598,10 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 return op_signal(t, req);
         if (strcmp(op, "run") == 0)
                 return op_run(t, c, req);
+        if (strcmp(op, "tree") == 0)
+                return op_tree(t, c, req);
+        if (strcmp(op, "verify") == 0)
+                return op_verify(t, c, req);
         if (strcmp(op, "watch") == 0) {
                 client_reply(c, json_pack("{s:b}", "ok", 1));
                 c->state = CLIENT_WATCHING; /* the header line first, then the log */

@@ -21,6 +21,7 @@
 #include "fileio.h"
 #include "jsonx.h"
 #include "layout.h"
+#include "scratch.h"
 #include "session.h"
 #include "split.h"
 #include "strparse.h"
@@ -118,8 +119,8 @@ static int read_port(const char *home, uint16_t *ret, hg_error_t *err)
         return 0;
 }
 
-/* The turn's directory, from the driver's turn file. */
-static int read_turn_cwd(const char *home, char **ret, hg_error_t *err)
+/* The turn's id and directory, from the driver's turn file. */
+static int read_turn(const char *home, char **ret_turn, char **ret_cwd, hg_error_t *err)
 {
         _cleanup_free_ char *path = NULL, *text = NULL;
         size_t len = 0;
@@ -132,10 +133,14 @@ static int read_turn_cwd(const char *home, char **ret, hg_error_t *err)
         if ((r = jsonx_load(text, len, 8, &turn, err)) < 0)
                 return error_prefix(err, "%s: ", path);
         const char *cwd = json_string_value(json_object_get(turn, "cwd"));
-        if (!cwd || cwd[0] != '/')
-                return error_set(err, -EINVAL, "%s: \"cwd\" must be an absolute path", path);
-        if (!(*ret = strdup(cwd)))
+        const char *id = json_string_value(json_object_get(turn, "turn"));
+        if (!cwd || cwd[0] != '/' || !id)
+                return error_set(err, -EINVAL, "%s: needs \"turn\" and an absolute \"cwd\"", path);
+        _cleanup_free_ char *c = strdup(cwd), *t = strdup(id);
+        if (!c || !t)
                 return -ENOMEM;
+        *ret_cwd = TAKE_PTR(c);
+        *ret_turn = TAKE_PTR(t);
         return 0;
 }
 
@@ -242,8 +247,8 @@ int main(int argc, char **argv)
         if (read_token(&token, &err) < 0)
                 return fail("stdin: %s", err.message);
         uint16_t port = 0;
-        _cleanup_free_ char *cwd = NULL;
-        if (read_port(home, &port, &err) < 0 || read_turn_cwd(home, &cwd, &err) < 0) {
+        _cleanup_free_ char *cwd = NULL, *turn = NULL;
+        if (read_port(home, &port, &err) < 0 || read_turn(home, &turn, &cwd, &err) < 0) {
                 token_wipe(&token, sizeof(token));
                 return fail("%s", err.message);
         }
@@ -264,6 +269,8 @@ int main(int argc, char **argv)
         char *harness_argv[] = {"/bin/sh", script, NULL};
         session_result_t res;
         session_run(&io, &ctl, harness_argv, cwd, &res);
+        /* The turn's scratch (tree manifests, the gate's rounds) goes with it. */
+        (void)scratch_remove(turn);
         conn_close(&io);
         conn_close(&ctl);
         config_free(&cfg);

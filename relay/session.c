@@ -1,6 +1,8 @@
 #include "session.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 
 #include "cleanup.h"
 #include "spawn.h"
+#include "strparse.h"
 #include "tail.h"
 
 #define CHUNK          16384u /* bytes read from a pipe per frame */
@@ -484,6 +487,53 @@ static void loop(session_t *s, const char *cwd)
         }
 }
 
+/* What the harness daemonized out of its process group (setsid) came back
+ * to the relay, a child subreaper: every remaining child is killed and
+ * reaped, found through /proc (gVisor has no /proc/PID/task/TID/children). */
+static void kill_adopted_children(void)
+{
+        pid_t self = getpid();
+        for (int round = 0; round < 8; round++) {
+                DIR *d = opendir("/proc");
+                bool found = false;
+                struct dirent *de;
+                while (d && (de = readdir(d))) {
+                        uint32_t pid = 0;
+                        if (parse_u32(de->d_name, &pid) < 0 || (pid_t)pid == self)
+                                continue;
+                        char path[64], buf[512];
+                        snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+                        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+                        if (n <= 0)
+                                continue;
+                        buf[n] = '\0';
+                        /* "pid (comm) state ppid ...": comm may hold anything, so
+                         * parse after its last ')'. */
+                        char *p = strrchr(buf, ')');
+                        char *end = NULL;
+                        if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
+                                continue;
+                        end = strchr(p + 4, ' ');
+                        uint32_t ppid = 0;
+                        if (!end)
+                                continue;
+                        *end = '\0';
+                        if (parse_u32(p + 4, &ppid) < 0 || (pid_t)ppid != self)
+                                continue;
+                        (void)kill((pid_t)pid, SIGKILL);
+                        found = true;
+                }
+                if (d)
+                        closedir(d);
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                if (!found)
+                        return;
+                (void)poll(NULL, 0, 20);
+        }
+}
+
 /* Stops a process group: SIGTERM, a grace period, SIGKILL, reaped. */
 static void stop_group(session_t *s, pid_t pid, bool *reaped, int *status)
 {
@@ -547,6 +597,7 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
         }
         if (s.h_started)
                 (void)spawn_signal_group(s.h.pid, SIGKILL);
+        kill_adopted_children();
         while (s.q_len) {
                 frame_run_free(&s.queue[s.q_head]);
                 s.q_head = (s.q_head + 1) % RUN_QUEUE_MAX;

@@ -19,122 +19,9 @@ RUNTIME_BIN=${6:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
 t_begin "a turn under the sidecar in a real $RUNTIME pod"
-cd "$T_TMP" || exit 1
-PODRUN="$HERE/../pods/podrun"
-POD=$T_TMP/pod
-HOME_DIR=/var/lib/hangar
-CTL_DIR=/var/lib/hangar-ctl
-
-cat >pod.yaml <<'EOF'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: turn-pod
-  labels: {hangar.dev/sandbox: "true"}
-spec:
-  securityContext: {fsGroup: 1000}
-  containers:
-  - name: sandbox
-    image: debian:12
-    securityContext:
-      runAsUser: 1000
-      runAsGroup: 1000
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-EOF
-HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
-        { t_fail "hangar-webhook inject: $(cat inject.err)"; t_end; }
-
-UP_ARGS=(--pod pod.json --dir "$POD" --runtime "$RUNTIME" -q
-        --bin "$(dirname "$DRIVER")" --bin "$(dirname "$RELAY")" --bin "$(dirname "$PROBE")")
-[ -n "$RUNTIME_BIN" ] && UP_ARGS+=(--runtime-bin "$RUNTIME_BIN" --runtime-flag=--platform=systrap)
-if ! timeout 300 "$PODRUN" up "${UP_ARGS[@]}" >up.log 2>&1; then
-        t_fail "podrun up: $(tail -n 5 up.log)"
-        t_end
-fi
-down() { "$PODRUN" down --dir "$POD" >/dev/null 2>&1; }
-trap 'down; t_cleanup' EXIT
-
-in_driver() { "$PODRUN" exec --dir "$POD" hangar-driver -- "$@"; }
-in_agent() { "$PODRUN" exec --dir "$POD" sandbox -- "$@"; }
-ctl() { in_driver hangar-driver ctl "$@"; }
-
-# ---- the verdict, as hangar delivers it (docs/probe.md) ----
-in_agent hangar-probe check --role agent >agent.json
-in_driver hangar-probe check --role driver >driver.json
-"$PROBE" spec --pod-file pod.json >spec.json
-for f in agent driver spec; do
-        "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- sh -c "cat >$CTL_DIR/$f.json" <$f.json
-done
-# deliver MODE: the probe's verdict under MODE into hangar-ctl and hangar-home.
-deliver() {
-        in_driver sh -c "hangar-probe verdict --mode $1 --spec $CTL_DIR/spec.json \
-                --agent $CTL_DIR/agent.json --driver $CTL_DIR/driver.json \
-                --write $CTL_DIR/verdict.json >/dev/null; cp $CTL_DIR/verdict.json $HOME_DIR/verdict.json"
-}
-deliver required
-t_eq "the probe's verdict in hangar-ctl: split active" split-active \
-        "$(in_driver cat $CTL_DIR/verdict.json | jq -r .verdict)"
-t_eq "the relay's copy is readable by the agent" split-active \
-        "$(in_agent cat $HOME_DIR/verdict.json | jq -r .verdict)"
-in_agent mkdir -p /tmp/turn
-
-# ---- one turn ----
-# spec ID MODE SCRIPT [EXTRA_JSON]: a turn spec on stdout.
-spec() {
-        jq -n --arg id "$1" --arg mode "$2" --arg script "$3" --argjson extra "${4:-{\}}" \
-                '{turn: $id, mode: $mode, cwd: "/tmp/turn", script: $script,
-                  run_key: "RUN-KEY-SECRET-\($id)", linger_s: 60, connect_timeout_s: 60} + $extra'
-}
-# start_driver NAME SPEC_FILE [ENV...]: hangar-driver relay in the background.
-start_driver() {
-        local name=$1 specf=$2
-        shift 2
-        "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" hangar-driver -- \
-                hangar-driver relay --spec - <"$specf" >"$name.driver.out" 2>"$name.driver.err" &
-        echo $! >"$name.driver.pid"
-        t_cleanup_pid "$(cat "$name.driver.pid")"
-}
-# start_relay NAME [ENV...]: the token from ctl, hangar-relay as the agent.
-start_relay() {
-        local name=$1 token
-        shift
-        t_wait_for "ctl token >$name.token.json 2>/dev/null" 30 ||
-                { t_fail "$name: the driver never served a token: $(cat "$name.driver.err")"; return 1; }
-        token=$(jq -r .token "$name.token.json")
-        printf '%s\n' "$token" | "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- \
-                hangar-relay >"$name.relay.out" 2>"$name.relay.err" &
-        echo $! >"$name.relay.pid"
-        t_cleanup_pid "$(cat "$name.relay.pid")"
-}
-log_has() { in_agent cat $HOME_DIR/run/log 2>/dev/null | grep -q -- "$1"; }
-# log_kept TEXT: a check that the run's log (read by the agent) still has TEXT.
-log_kept() {
-        if log_has "$1"; then
-                t_eq "... the log is kept" kept kept
-        else
-                t_fail "... the log is kept: no [$1] in: $(in_agent tail -n 3 $HOME_DIR/run/log 2>&1 | tr '\n' '|')"
-        fi
-}
-# The harness's processes in the agent's container (busybox has no pgrep).
-harness_pids() {
-        in_agent sh -c 'for d in /proc/[0-9]*; do
-                case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "/bin/sh /var/lib/hangar/run/script ") echo ${d#/proc/} ;; esac
-        done'
-}
-harness_gone() { [ -z "$(harness_pids)" ]; }
-wait_pid() { # wait_pid PIDFILE SECONDS: the exit status, or 255 on timeout
-        local pid i
-        pid=$(cat "$1")
-        for ((i = 0; i < $2 * 10; i++)); do
-                if ! kill -0 "$pid" 2>/dev/null; then
-                        wait "$pid"
-                        return $?
-                fi
-                sleep 0.1
-        done
-        return 255
-}
+EXTRA_BINS=()
+. "$HERE/turnlib.sh"
+turn_pod_up || t_end
 
 cat >harness.sh <<'EOF'
 read line
@@ -175,9 +62,26 @@ t_eq "a run request after the exit: status 3" 3 "$?"
 t_eq "it ran as the agent from the turn's directory" "run-uid=1000 run-cwd=/tmp/turn" "$(cat run.out)"
 in_driver hangar-driver ctl run --timeout 1 -- sleep 30 >/dev/null
 t_eq "a run request past its timeout returns 124" 124 "$?"
+in_agent sh -c 'mkdir -p /tmp/turn/src/empty && echo hello >/tmp/turn/src/a.txt && ln -sf a.txt /tmp/turn/src/link'
+ctl tree >tree1.json
+t_eq "ctl tree: a hash by the agent, untrusted" "agent false 64" \
+        "$(jq -r '"\(.by) \(.trusted) \(.tree.tree | length)"' tree1.json 2>/dev/null)"
+in_agent chmod 755 /tmp/turn/src/a.txt
+t_check "a mode change changes the tree" \
+        sh -c "[ \"\$(jq -r .tree.tree tree1.json)\" != \"\$1\" ]" _ "$(ctl tree | jq -r .tree.tree)"
+t_check "the manifest is in the agent's scratch directory" \
+        in_agent test -f "$(jq -r .tree.manifest tree1.json)"
+t_check "trees are recorded in hangar-ctl" \
+        sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- cat $CTL_DIR/trees.jsonl | grep -q '\"by\":\"agent\",\"trusted\":false'"
+in_driver hangar-driver ctl verify -- sh -c 'exit 5' >/dev/null 2>&1
+t_eq "ctl verify: the check's status (5)" 5 "$?"
+in_driver hangar-driver ctl verify --timeout 1 -- sleep 30 >/dev/null 2>&1
+t_eq "a check that times out counts as 124" 124 "$?"
+t_eq "the gate's rounds file is the agent's" "2 1000" \
+        "$(in_agent sh -c 'cat /tmp/agent-home/.hangar-scratch/main/verify-rounds; stat -c %u /tmp/agent-home/.hangar-scratch/main/verify-rounds' | tr '\n' ' ' | sed 's/ $//')"
 ctl events >events.jsonl
 for e in relay.listening relay.connected harness.started approval.requested approval.decided \
-        harness.signal harness.exited run.requested run.finished; do
+        harness.signal harness.exited run.requested run.finished tree verify; do
         t_check "events: $e" grep -q "\"event\":\"$e\"" events.jsonl
 done
 t_check "ctl from another uid is refused (SO_PEERCRED)" \
@@ -192,6 +96,7 @@ t_eq "the relay exits as the harness did (42)" 42 "$?"
 t_eq "the relay's line says done" done "$(jq -r .relay main.relay.out 2>/dev/null)"
 t_eq "exit.json in hangar-home, readable by the agent" "done exited 42" \
         "$(in_agent cat $HOME_DIR/run/exit.json | jq -r '"\(.end) \(.harness.end) \(.harness.value)"')"
+t_check "the turn's scratch directory is gone" in_agent sh -c '! test -e /tmp/agent-home/.hangar-scratch/main'
 t_check "the run key stayed in hangar-ctl (mode 0600)" \
         sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- stat -c %a $CTL_DIR/run.key | grep -qx 600"
 t_check "the agent has no hangar-ctl" sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- ls $CTL_DIR >/dev/null 2>&1"

@@ -1,0 +1,188 @@
+/* hangar-test-attack: the agent's side of the attack suite
+ * (tests/turn/test_attacks_pod.sh). Talks to the driver's listener the way a
+ * hostile agent would and prints one word saying what the driver did:
+ *
+ *   hangar-test-attack PORT MODE [ARG]
+ *
+ *   none           connect, send nothing, close
+ *   wrong          a HELLO with a random token
+ *   token HEX CH   a HELLO with the given token for channel io|ctl
+ *   garbage        bytes that are no frame (version 7)
+ *   oversize       a header announcing 1 MiB
+ *   stall SECS     connect and hold the connection, silent
+ *   half SECS      half a HELLO, then hold
+ *   flood N        N silent connections held for 3 s
+ *   bind N         bind N loopback ports from 32768 and hold them (SECS in ARG2)
+ *   lie HEX        with the token: take io and ctl, then send an oversize frame
+ *
+ * Output: "welcome" (the driver accepted), "closed" (it hung up on us),
+ * "refused" (nothing listens), "held" (nothing happened before we gave up),
+ * "bound N". Exit 0 whatever the outcome: the test judges the word. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "frame.h"
+#include "strparse.h"
+#include "token.h"
+
+static int dial(uint16_t port)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fd < 0)
+                return -1;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                (void)close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* What the driver does next, within ms: a WELCOME, a close, or nothing. */
+static const char *outcome(int fd, int ms)
+{
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, ms) <= 0)
+                return "held";
+        uint8_t buf[FRAME_HEADER_SIZE];
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_WAITALL);
+        if (n == (ssize_t)sizeof(buf) && buf[1] == FRAME_WELCOME)
+                return "welcome";
+        return "closed";
+}
+
+static void send_hello(int fd, const uint8_t token[FRAME_TOKEN_SIZE], frame_channel_t ch)
+{
+        uint8_t hdr[FRAME_HEADER_SIZE], payload[FRAME_HELLO_SIZE];
+        frame_hello_t h = {.channel = ch};
+        memcpy(h.token, token, FRAME_TOKEN_SIZE);
+        frame_hello_encode(&h, payload);
+        (void)frame_header_encode(FRAME_HELLO, sizeof(payload), hdr);
+        (void)!write(fd, hdr, sizeof(hdr));
+        (void)!write(fd, payload, sizeof(payload));
+}
+
+static int parse_token(const char *hex, token_t *t)
+{
+        return token_from_hex(hex, strlen(hex), t, NULL);
+}
+
+int main(int argc, char **argv)
+{
+        uint32_t port = 0, n = 0;
+        if (argc < 3 || parse_u32(argv[1], &port) < 0 || port > 65535) {
+                fputs("usage: hangar-test-attack PORT MODE [ARG]\n", stderr);
+                return 2;
+        }
+        const char *mode = argv[2];
+        if (strcmp(mode, "bind") == 0) {
+                uint32_t secs = 0;
+                if (argc != 5 || parse_u32(argv[3], &n) < 0 || parse_u32(argv[4], &secs) < 0)
+                        return 2;
+                uint32_t bound = 0;
+                for (uint32_t p = 32768; p < 32768 + n; p++) {
+                        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                                 .sin_port = htons((uint16_t)p),
+                                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                        if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+                            listen(fd, 1) == 0)
+                                bound++;
+                }
+                printf("bound %u\n", bound);
+                fflush(stdout);
+                sleep(secs);
+                return 0;
+        }
+        if (strcmp(mode, "flood") == 0) {
+                if (argc != 4 || parse_u32(argv[3], &n) < 0 || n > 1000)
+                        return 2;
+                uint32_t opened = 0;
+                for (uint32_t i = 0; i < n; i++)
+                        opened += dial((uint16_t)port) >= 0;
+                printf("flooded %u\n", opened);
+                fflush(stdout);
+                sleep(3);
+                return 0;
+        }
+        int fd = dial((uint16_t)port);
+        if (fd < 0) {
+                puts("refused");
+                return 0;
+        }
+        int wait_ms = 4000;
+        if (strcmp(mode, "none") == 0) {
+                (void)shutdown(fd, SHUT_WR);
+        } else if (strcmp(mode, "wrong") == 0) {
+                uint8_t t[FRAME_TOKEN_SIZE];
+                if (RAND_bytes(t, sizeof(t)) != 1)
+                        return 1;
+                send_hello(fd, t, FRAME_CHANNEL_IO);
+        } else if (strcmp(mode, "token") == 0 && argc == 5) {
+                token_t t;
+                if (parse_token(argv[3], &t) < 0)
+                        return 2;
+                send_hello(fd, t.bytes,
+                           strcmp(argv[4], "ctl") == 0 ? FRAME_CHANNEL_CTL : FRAME_CHANNEL_IO);
+        } else if (strcmp(mode, "garbage") == 0) {
+                static const uint8_t junk[] = {7, 1, 0, 0, 0, 0, 0, 33, 'G', 'E', 'T', ' ', '/'};
+                (void)!write(fd, junk, sizeof(junk));
+        } else if (strcmp(mode, "oversize") == 0) {
+                uint8_t hdr[FRAME_HEADER_SIZE] = {FRAME_VERSION, FRAME_HELLO, 0, 0, 0, 0x10, 0, 0};
+                (void)!write(fd, hdr, sizeof(hdr));
+        } else if ((strcmp(mode, "stall") == 0 || strcmp(mode, "half") == 0) && argc == 4) {
+                uint32_t secs = 0;
+                if (parse_u32(argv[3], &secs) < 0)
+                        return 2;
+                if (mode[0] == 'h') {
+                        uint8_t hdr[FRAME_HEADER_SIZE];
+                        (void)frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE, hdr);
+                        (void)!write(fd, hdr, sizeof(hdr));
+                }
+                wait_ms = (int)secs * 1000;
+        } else if (strcmp(mode, "lie") == 0 && argc == 4) {
+                token_t t;
+                if (parse_token(argv[3], &t) < 0)
+                        return 2;
+                send_hello(fd, t.bytes, FRAME_CHANNEL_IO);
+                const char *o = outcome(fd, 4000);
+                int ctl = strcmp(o, "welcome") == 0 ? dial((uint16_t)port) : -1;
+                if (ctl >= 0) {
+                        send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL);
+                        o = outcome(ctl, 4000);
+                }
+                if (strcmp(o, "welcome") != 0) {
+                        puts(o);
+                        return 0;
+                }
+                uint8_t hdr[FRAME_HEADER_SIZE] = {FRAME_VERSION, FRAME_STDOUT, 0, 0, 0x7f, 0, 0, 0};
+                (void)!write(fd, hdr, sizeof(hdr));
+                /* The driver must hang up, not wait for 2 GiB (what it sends
+                 * before that, such as the STDIN EOF, is read and dropped). */
+                for (int i = 0; i < 40; i++) {
+                        char b[4096];
+                        struct pollfd p = {.fd = fd, .events = POLLIN};
+                        if (poll(&p, 1, 100) > 0 && recv(fd, b, sizeof(b), 0) <= 0) {
+                                puts("closed");
+                                return 0;
+                        }
+                }
+                puts("held");
+                return 0;
+        } else {
+                fputs("hangar-test-attack: unknown mode\n", stderr);
+                return 2;
+        }
+        puts(outcome(fd, wait_ms));
+        return 0;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The attack suite (issue 6): a turn under the sidecar in a real pod, attacked
+# from the agent's container as the agent. Every attempt must fail, the
+# driver's secrets must stay secret, and the turn must still complete with
+# the right output and exit status. Run under runsc (GKE Sandbox) and under
+# crun/runc (no gVisor): docs/security-model.md records which protection
+# comes from where.
+# usage: test_attacks_pod.sh WEBHOOK DRIVER RELAY PROBE ATTACK PTRACE [RUNTIME [RUNTIME_BIN]]
+WEBHOOK=$(realpath "$1")
+DRIVER=$(realpath "$2")
+RELAY=$(realpath "$3")
+PROBE=$(realpath "$4")
+ATTACK=$(realpath "$5")
+PTRACE=$(realpath "$6")
+RUNTIME=${7:-runsc}
+RUNTIME_BIN=${8:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "attacks from the agent's container, $RUNTIME"
+EXTRA_BINS=("$(dirname "$ATTACK")" "$(dirname "$PTRACE")")
+. "$HERE/turnlib.sh"
+turn_pod_up || t_end
+
+# fails WHAT CMD...: a check that CMD, run as the agent, fails.
+fails() {
+        local what=$1
+        shift
+        t_check "$what" sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- \"\$@\" >/dev/null 2>&1" _ "$@"
+}
+attack() { in_agent hangar-test-attack "$@" 2>/dev/null | tail -n 1; }
+
+# ---- likely ports taken before the driver starts ----
+"$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack 0 bind 200 20 >bind.out 2>&1 &
+BIND=$!
+t_cleanup_pid $BIND
+sleep 3 # podrun exec prints the output when the command ends: checked below
+
+cat >harness.sh <<'EOF'
+read line
+echo "harness got: $line"
+echo "harness stderr" >&2
+while :; do
+        [ -e /tmp/turn/stop ] && break
+        sleep 0.1
+done
+echo "harness done"
+exit 3
+EOF
+spec atk ask "$(cat harness.sh)" '{"input": "the-input\n", "handshake_timeout_ms": 1000}' >atk.spec
+start_driver atk atk.spec
+t_check "the driver listens despite the taken ports" t_wait_for "ctl status >atk.status 2>/dev/null" 30
+PORT=$(jq -r .port atk.status)
+wait $BIND
+t_check "the agent held 200 loopback ports meanwhile ($(cat bind.out))" grep -q "bound [1-9]" bind.out
+TOKEN=$(ctl token | jq -r .token)
+
+# ---- hangar-home and hangar-ctl from the agent ----
+for f in relay.port verdict.json run/script run/turn.json run/log; do
+        fails "write $HOME_DIR/$f" sh -c "echo evil >$HOME_DIR/$f"
+done
+fails "replace the port file (rename over it)" sh -c "echo 1 >/tmp/p && mv -f /tmp/p $HOME_DIR/relay.port"
+fails "remove the verdict" rm -f $HOME_DIR/verdict.json
+fails "plant a symlink in hangar-home" ln -s /tmp $HOME_DIR/evil
+fails "create a file in hangar-home" touch $HOME_DIR/new
+fails "chmod the run's script" chmod 777 $HOME_DIR/run/script
+t_eq "the port file still says the driver's port" "$PORT" "$(in_agent cat $HOME_DIR/relay.port)"
+fails "list hangar-ctl" ls $CTL_DIR
+fails "read the run key" cat $CTL_DIR/run.key
+fails "read the token" cat $CTL_DIR/relay.token
+fails "create hangar-ctl" mkdir -p $CTL_DIR
+t_check "no mount of hangar-ctl in the agent's mount table" \
+        sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- cat /proc/self/mountinfo | grep -q hangar-ctl"
+
+# ---- the driver's processes ----
+in_agent hangar-test-ptrace ps >agent.ps
+t_check "no driver process is visible to the agent" sh -c "! grep -q hangar-driver agent.ps"
+in_agent hangar-test-ptrace scan 4096 >scan.json
+t_eq "kill(pid, 0) over pids 1-4096 finds no process of uid 1001" 0 \
+        "$(jq '[.exists[] | select(.uid == 1001)] | length' scan.json 2>/dev/null)"
+t_check "no /proc entry shows the driver's environment (run key)" \
+        sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- sh -c 'cat /proc/[0-9]*/environ 2>/dev/null' | grep -q RUN-KEY"
+
+# ---- the listener ----
+t_eq "no token: dropped" closed "$(attack "$PORT" none)"
+t_eq "a wrong token: dropped" closed "$(attack "$PORT" wrong)"
+t_eq "not a frame: dropped" closed "$(attack "$PORT" garbage)"
+t_eq "an oversize header: dropped" closed "$(attack "$PORT" oversize)"
+t_eq "connect and stall: dropped after the handshake deadline" closed "$(attack "$PORT" stall 5)"
+t_eq "half a HELLO then stall: dropped" closed "$(attack "$PORT" half 5)"
+t_eq "ctl before io, with the right token: dropped" closed "$(attack "$PORT" token "$TOKEN" ctl)"
+"$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack "$PORT" flood 60 >flood.out 2>&1 &
+FLOOD=$!
+t_cleanup_pid $FLOOD
+sleep 1
+# The real relay, while the flood holds 60 connections.
+start_relay atk
+t_check "the relay gets in through the flood" t_wait_for "log_has 'harness got: the-input'" 30
+wait $FLOOD 2>/dev/null
+t_eq "the token again (replayed) after the relay is in: refused" refused "$(attack "$PORT" token "$TOKEN" io)"
+t_eq "a third connection: refused" refused "$(attack "$PORT" none)"
+ctl events >atk.events
+for why in bad-token malformed replayed slow-handshake flood; do
+        t_check "the driver recorded a $why rejection" grep -q "\"reason\":\"$why\"" atk.events
+done
+t_eq "status: running, both channels, rejections counted" "running true true" \
+        "$(ctl status | jq -r '"\(.state) \(.io) \(.ctl)"')"
+
+# ---- the relay: the agent's own process, but hardened ----
+RELAY_PID=$(in_agent sh -c 'for d in /proc/[0-9]*; do case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "hangar-relay "*) echo ${d#/proc/};; esac; done' | head -n 1)
+t_check "the relay runs in the agent's container (pid $RELAY_PID)" test -n "$RELAY_PID"
+in_agent hangar-test-ptrace attack "$RELAY_PID" >relay.attack.json
+t_check "/proc/PID/mem of the non-dumpable relay: not readable ($(jq -c '{mem_open, attach}' relay.attack.json))" \
+        sh -c "[ \"\$(jq -r .mem_open relay.attack.json)\" != ok ]"
+t_check "ptrace attach to the relay: refused" sh -c "[ \"\$(jq -r .attach relay.attack.json)\" != ok ]"
+# gVisor's /proc lets a same-uid process read a non-dumpable one's environ
+# (Linux does not): the relay keeps nothing there, which is what matters.
+t_check "the token is not in the relay's environment" \
+        sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- cat /proc/$RELAY_PID/environ | grep -q '$TOKEN'"
+if in_agent cat /proc/"$RELAY_PID"/environ >/dev/null 2>&1; then
+        echo "  note the relay's environ is readable by the agent under $RUNTIME"
+else
+        echo "  note the relay's environ is not readable by the agent under $RUNTIME"
+fi
+t_check "the token is not on the relay's command line" \
+        sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- cat /proc/$RELAY_PID/cmdline | grep -q '$TOKEN'"
+
+# ---- the tree: symlinks planted to read outside it ----
+in_agent sh -c 'mkdir -p /tmp/turn/t && echo mine >/tmp/turn/t/f &&
+        ln -s /etc/passwd /tmp/turn/t/passwd && ln -s / /tmp/turn/t/root &&
+        ln -s /var/lib/hangar /tmp/turn/t/home && ln -s ../../.. /tmp/turn/t/up'
+ctl tree >tree1.json
+t_check "the tree hashes with the planted links ($(jq -c .tree.symlinks tree1.json))" \
+        sh -c "[ \"\$(jq -r .tree.symlinks tree1.json)\" -ge 4 ]"
+t_eq "it read one file, the agent's own" 1 "$(jq -r .tree.files tree1.json)"
+t_check "the manifest records them as links" \
+        sh -c "'$PODRUN' exec --dir '$POD' sandbox -- cat \"\$(jq -r .tree.manifest tree1.json)\" | grep -q ' link 777 t/passwd$'"
+in_agent sh -c 'echo changed >>/tmp/agent-home/outside'
+ctl tree >tree2.json
+t_eq "a change outside the tree does not change its hash" \
+        "$(jq -r .tree.tree tree1.json)" "$(jq -r .tree.tree tree2.json)"
+
+# ---- the turn completes ----
+in_agent touch /tmp/turn/stop
+t_check "the harness finishes" t_wait_for "[ \"\$(ctl status | jq -r .state)\" = harness-exited ]" 30
+ctl finish >/dev/null
+wait_pid atk.driver.pid 30
+t_eq "the driver ends the turn: done, harness exit 3" "0 done 3" \
+        "$? $(jq -r '"\(.end) \(.harness.value)"' atk.driver.out 2>/dev/null)"
+wait_pid atk.relay.pid 30
+t_eq "the relay exits 3" 3 "$?"
+t_check "the log has the harness's output" log_has "harness done"
+t_check "the run key never reached hangar-home" \
+        sh -c "! '$PODRUN' exec --dir '$POD' sandbox -- grep -rq RUN-KEY-SECRET $HOME_DIR"
+
+# ---- a lying relay: the token's holder sends an oversize frame ----
+spec lie ask 'sleep 30' >lie.spec
+start_driver lie lie.spec
+t_wait_for "ctl token >lie.token.json 2>/dev/null" 30
+t_eq "a relay that lies with an oversize frame is cut off" closed \
+        "$(attack "$(jq -r .port lie.token.json)" lie "$(jq -r .token lie.token.json)")"
+wait_pid lie.driver.pid 30
+t_eq "... the driver ends that turn as a protocol error (1)" "1 protocol-error" \
+        "$? $(jq -r .end lie.driver.out 2>/dev/null)"
+t_eq "... and still writes exit.json" protocol-error "$(in_agent cat $HOME_DIR/run/exit.json | jq -r .end)"
+
+# ---- kill -1 from the agent: every process it may signal ----
+spec kall ask 'while :; do sleep 0.2; done' '{"linger_s": 2}' >kall.spec
+start_driver kall kall.spec
+start_relay kall
+t_wait_for "[ \"\$(ctl status 2>/dev/null | jq -r .state)\" = running ]" 30
+in_agent kill -9 -1 2>/dev/null
+wait_pid kall.driver.pid 30
+t_eq "kill -9 -1 by the agent: the driver survives and records relay-lost" "1 relay-lost" \
+        "$? $(jq -r .end kall.driver.out 2>/dev/null)"
+t_end

@@ -1,0 +1,129 @@
+# The pod a turn runs in, for the turn suites (test_turn_pod.sh,
+# test_attacks_pod.sh): the webhook's injected sandbox pod run by
+# tests/pods/podrun, the probe's verdict delivered as hangar delivers it, and
+# helpers that start the driver and the relay through exec. Source it after
+# testlib.sh with WEBHOOK, DRIVER, RELAY, PROBE, RUNTIME, RUNTIME_BIN and
+# EXTRA_BINS (an array of more --bin directories) set; then call turn_pod_up.
+
+PODRUN="$HERE/../pods/podrun"
+POD=$T_TMP/pod
+HOME_DIR=/var/lib/hangar
+CTL_DIR=/var/lib/hangar-ctl
+
+down() { "$PODRUN" down --dir "$POD" >/dev/null 2>&1; }
+
+in_driver() { "$PODRUN" exec --dir "$POD" hangar-driver -- "$@"; }
+in_agent() { "$PODRUN" exec --dir "$POD" sandbox -- "$@"; }
+ctl() { in_driver hangar-driver ctl "$@"; }
+
+# deliver MODE: the probe's verdict under MODE into hangar-ctl and hangar-home.
+deliver() {
+        in_driver sh -c "hangar-probe verdict --mode $1 --spec $CTL_DIR/spec.json \
+                --agent $CTL_DIR/agent.json --driver $CTL_DIR/driver.json \
+                --write $CTL_DIR/verdict.json >/dev/null; cp $CTL_DIR/verdict.json $HOME_DIR/verdict.json"
+}
+
+# turn_pod_up: the pod up and the verdict (required) delivered; 1 on failure.
+turn_pod_up() {
+        cd "$T_TMP" || return 1
+        cat >pod.yaml <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: turn-pod
+  labels: {hangar.dev/sandbox: "true"}
+spec:
+  securityContext: {fsGroup: 1000}
+  containers:
+  - name: sandbox
+    image: debian:12
+    securityContext:
+      runAsUser: 1000
+      runAsGroup: 1000
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+    env: [{name: HOME, value: /tmp/agent-home}]
+EOF
+        HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
+                { t_fail "hangar-webhook inject: $(cat inject.err)"; return 1; }
+
+        local UP_ARGS=(--pod pod.json --dir "$POD" --runtime "$RUNTIME" -q
+                --bin "$(dirname "$DRIVER")" --bin "$(dirname "$RELAY")" --bin "$(dirname "$PROBE")")
+        local b
+        for b in "${EXTRA_BINS[@]}"; do UP_ARGS+=(--bin "$b"); done
+        [ -n "$RUNTIME_BIN" ] && UP_ARGS+=(--runtime-bin "$RUNTIME_BIN" --runtime-flag=--platform=systrap)
+        if ! timeout 300 "$PODRUN" up "${UP_ARGS[@]}" >up.log 2>&1; then
+                t_fail "podrun up: $(tail -n 5 up.log)"
+                return 1
+        fi
+        trap 'down; t_cleanup' EXIT
+        in_agent hangar-probe check --role agent >agent.json
+        in_driver hangar-probe check --role driver >driver.json
+        "$PROBE" spec --pod-file pod.json >spec.json
+        for f in agent driver spec; do
+                "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- sh -c "cat >$CTL_DIR/$f.json" <$f.json
+        done
+        deliver required
+        t_eq "the probe's verdict in hangar-ctl: split active" split-active \
+                "$(in_driver cat $CTL_DIR/verdict.json | jq -r .verdict)"
+        t_eq "the relay's copy is readable by the agent" split-active \
+                "$(in_agent cat $HOME_DIR/verdict.json | jq -r .verdict)"
+        in_agent mkdir -p /tmp/turn /tmp/agent-home
+}
+
+# spec ID MODE SCRIPT [EXTRA_JSON]: a turn spec on stdout.
+spec() {
+        jq -n --arg id "$1" --arg mode "$2" --arg script "$3" --argjson extra "${4:-{\}}" \
+                '{turn: $id, mode: $mode, cwd: "/tmp/turn", script: $script,
+                  run_key: "RUN-KEY-SECRET-\($id)", linger_s: 60, connect_timeout_s: 60} + $extra'
+}
+# start_driver NAME SPEC_FILE [ENV...]: hangar-driver relay in the background.
+start_driver() {
+        local name=$1 specf=$2
+        shift 2
+        "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" hangar-driver -- \
+                hangar-driver relay --spec - <"$specf" >"$name.driver.out" 2>"$name.driver.err" &
+        echo $! >"$name.driver.pid"
+        t_cleanup_pid "$(cat "$name.driver.pid")"
+}
+# start_relay NAME [ENV...]: the token from ctl, hangar-relay as the agent.
+start_relay() {
+        local name=$1 token
+        shift
+        t_wait_for "ctl token >$name.token.json 2>/dev/null" 30 ||
+                { t_fail "$name: the driver never served a token: $(cat "$name.driver.err")"; return 1; }
+        token=$(jq -r .token "$name.token.json")
+        printf '%s\n' "$token" | "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- \
+                hangar-relay >"$name.relay.out" 2>"$name.relay.err" &
+        echo $! >"$name.relay.pid"
+        t_cleanup_pid "$(cat "$name.relay.pid")"
+}
+log_has() { in_agent cat $HOME_DIR/run/log 2>/dev/null | grep -q -- "$1"; }
+# log_kept TEXT: a check that the run's log (read by the agent) still has TEXT.
+log_kept() {
+        if log_has "$1"; then
+                t_eq "... the log is kept" kept kept
+        else
+                t_fail "... the log is kept: no [$1] in: $(in_agent tail -n 3 $HOME_DIR/run/log 2>&1 | tr '\n' '|')"
+        fi
+}
+# The harness's processes in the agent's container (busybox has no pgrep).
+harness_pids() {
+        in_agent sh -c 'for d in /proc/[0-9]*; do
+                case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "/bin/sh /var/lib/hangar/run/script ") echo ${d#/proc/} ;; esac
+        done'
+}
+harness_gone() { [ -z "$(harness_pids)" ]; }
+wait_pid() { # wait_pid PIDFILE SECONDS: the exit status, or 255 on timeout
+        local pid i
+        pid=$(cat "$1")
+        for ((i = 0; i < $2 * 10; i++)); do
+                if ! kill -0 "$pid" 2>/dev/null; then
+                        wait "$pid"
+                        return $?
+                fi
+                sleep 0.1
+        done
+        return 255
+}
+
