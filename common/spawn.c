@@ -21,6 +21,16 @@ static void close_from_3(void)
                 (void)close((int)fd);
 }
 
+/* dup2 onto a stdio number. A pipe end already there (the parent ran with
+ * that fd closed) only loses FD_CLOEXEC: dup2 onto itself would keep the
+ * flag, and exec would close the child's stdin or stdout. */
+static int move_fd(int fd, int target)
+{
+        if (fd == target)
+                return fcntl(fd, F_SETFD, 0);
+        return dup2(fd, target);
+}
+
 /* Async-signal-safe only from here on: no malloc, no stdio. */
 static _Noreturn void child_exec(const spawn_opts_t *o, pid_t parent, int in_r, int out_w,
                                  int err_w)
@@ -38,7 +48,7 @@ static _Noreturn void child_exec(const spawn_opts_t *o, pid_t parent, int in_r, 
         (void)sigprocmask(SIG_SETMASK, &none, NULL);
         if (in_r < 0)
                 in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (in_r < 0 || dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+        if (in_r < 0 || move_fd(in_r, 0) < 0 || move_fd(out_w, 1) < 0 || move_fd(err_w, 2) < 0)
                 _exit(127);
         close_from_3();
         if (o->cwd && chdir(o->cwd) < 0) {
