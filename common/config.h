@@ -84,6 +84,12 @@ int config_apply_yaml(hg_config_t *cfg, const char *name, const char *buf, size_
 int config_apply_env(hg_config_t *cfg, hg_error_t *err);
 int config_validate(const hg_config_t *cfg, hg_error_t *err);
 void config_free(hg_config_t *cfg);
+/* Scoped: `_cleanup_config_ hg_config_t cfg = {0};` frees on every return. */
+static inline void config_freep(hg_config_t *cfg)
+{
+        config_free(cfg);
+}
+#define _cleanup_config_ __attribute__((cleanup(config_freep)))
 
 /* Writes the effective configuration as YAML-compatible JSON lines for
  * `hangar-webhook config`; returns a malloc'd string. */

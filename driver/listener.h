@@ -39,8 +39,8 @@ typedef struct listener {
         token_t token;
         uint32_t handshake_ms;
         listener_pending_t pending[LISTENER_PENDING_MAX];
-        uint64_t next_seq;
-        conn_t io, ctl; /* valid once have_io / have_ctl */
+        uint64_t next_seq; /* seq of the next accepted connection */
+        conn_t io, ctl;    /* valid once have_io / have_ctl */
         bool have_io, have_ctl;
         uint64_t rejected[LISTENER_REJECT_COUNT];
 } listener_t;

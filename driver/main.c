@@ -80,7 +80,7 @@ static int cmd_relay(int argc, char **argv)
                 fputs(usage, stderr);
                 return TURN_EXIT_USAGE;
         }
-        hg_config_t cfg;
+        _cleanup_config_ hg_config_t cfg = {0};
         if (load_config(config_path, &cfg) < 0)
                 return TURN_EXIT_USAGE;
         _cleanup_free_ char *text = NULL;
@@ -92,18 +92,15 @@ static int cmd_relay(int argc, char **argv)
         hg_error_t err = {0};
         if (r < 0) {
                 fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, strerror(-r));
-                config_free(&cfg);
                 return TURN_EXIT_USAGE;
         }
         if (spec_parse(text, len, &spec, &err) < 0) {
                 fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, err.message);
-                config_free(&cfg);
                 return TURN_EXIT_USAGE;
         }
         token_wipe(text, len); /* it held the run key */
         int status = turn_run(&cfg, &spec);
         spec_free(&spec);
-        config_free(&cfg);
         return status;
 }
 
@@ -251,13 +248,12 @@ static int cmd_ctl(int argc, char **argv)
                 fprintf(stderr, "hangar-driver ctl %s: takes no argument\n", op);
                 return 2;
         }
-        hg_config_t cfg;
+        _cleanup_config_ hg_config_t cfg = {0};
         if (load_config(config_path, &cfg) < 0)
                 return 2;
         _cleanup_free_ char *sock = NULL;
         if (asprintf(&sock, "%s/%s", cfg.ctl_path, LAYOUT_CTL_SOCKET) < 0)
                 sock = NULL;
-        config_free(&cfg);
         return sock ? ctl_request(sock, req, is_run) : 1;
 }
 

@@ -223,7 +223,7 @@ int main(int argc, char **argv)
                 return fail("cannot make the relay non-dumpable; refusing to read the token");
 
         hg_error_t err = {0};
-        hg_config_t cfg;
+        _cleanup_config_ hg_config_t cfg = {0};
         if (config_load(&cfg, config_path, &err) < 0)
                 return fail("%s", err.message);
         const char *home = cfg.home_path;
@@ -273,7 +273,6 @@ int main(int argc, char **argv)
         (void)scratch_remove(turn);
         conn_close(&io);
         conn_close(&ctl);
-        config_free(&cfg);
 
         _cleanup_json_ json_t *extra = json_pack("{s:s, s:i}", "end", session_end_name(res.end),
                                                  "harness_value", res.harness.value);

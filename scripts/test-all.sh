@@ -3,10 +3,11 @@
 # control-plane tools (cached outside the tree), then
 #   1. lint (banned calls, CLOEXEC, clang-format);
 #   2. a release build and every ctest test: unit (check), fuzz corpus
-#      replays, the server over TLS, golden pods through kubectl, and the
-#      end-to-end suites against a real kube-apiserver;
-#   3. an ASan+UBSan build running unit, fuzz replays, server and golden
-#      tests (LeakSanitizer on);
+#      replays, the server over TLS, golden pods through kubectl, the
+#      end-to-end suites against a real kube-apiserver, and the pod suites
+#      (probe, turn, attacks) in real runsc/crun/runc pods;
+#   3. an ASan+UBSan build running unit, fuzz replays, server, golden and
+#      integration tests, the native turn included (LeakSanitizer on);
 #   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,12 +26,12 @@ cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" >/dev/null
 ninja -C build
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== ASan+UBSan build: every test but the end-to-end suites"
+echo "== ASan+UBSan build: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
 cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
         -DHANGAR_TOOLS_BIN="$TOOLS_BIN" >/dev/null
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE e2e
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
 
 echo "== fuzzing"
 scripts/fuzz.sh "${FUZZ_SECONDS:-30}"

@@ -98,7 +98,13 @@ start_relay() {
         echo $! >"$name.relay.pid"
         t_cleanup_pid "$(cat "$name.relay.pid")"
 }
-log_has() { in_agent cat $HOME_DIR/run/log 2>/dev/null | grep -q -- "$1"; }
+# log_has TEXT: the run's log, read by the agent, has TEXT. Read whole first:
+# grep -q closing the pipe early would fail the reader under pipefail.
+log_has() {
+        local log
+        log=$(in_agent cat $HOME_DIR/run/log 2>/dev/null)
+        grep -q -- "$1" <<<"$log"
+}
 # log_kept TEXT: a check that the run's log (read by the agent) still has TEXT.
 log_kept() {
         if log_has "$1"; then

@@ -39,11 +39,7 @@ static void teardown(void)
         unit_rmtree(dir);
 }
 
-static void config_freep(hg_config_t *c)
-{
-        config_free(c);
-}
-#define _config_ __attribute__((cleanup(config_freep)))
+#define _config_ _cleanup_config_
 
 /* Writes text to dir/name and returns the path (static buffer). */
 static const char *write_file(const char *name, const char *text)

@@ -78,11 +78,7 @@ static void teardown(void)
         unit_rmtree(dir);
 }
 
-static void config_freep(hg_config_t *c)
-{
-        config_free(c);
-}
-#define _config_ __attribute__((cleanup(config_freep)))
+#define _config_ _cleanup_config_
 
 static void selfcert_freep(selfcert_t **sc)
 {

@@ -1,0 +1,642 @@
+/* Unit tests for driver/listener, with real loopback TCP sockets: the test
+ * plays both sides, a small poll loop around listener_pollfds and
+ * listener_process on one, plain blocking client sockets on the other.
+ * Covers the accept rules: the right token on io then ctl, and every way a
+ * connection is dropped (wrong token, replay, out of order, slow, flood,
+ * oversize or non-HELLO first frame, left pending when ctl is taken). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "conn.h"
+#include "listener.h"
+#include "unit.h"
+
+typedef struct counts {
+        int accepted[3]; /* by frame_channel_t */
+        int rejected[LISTENER_REJECT_COUNT];
+        frame_channel_t order[4];
+        int n_accepted;
+} counts_t;
+
+static void on_accept(void *userdata, frame_channel_t channel)
+{
+        counts_t *c = userdata;
+        ck_assert(channel == FRAME_CHANNEL_IO || channel == FRAME_CHANNEL_CTL);
+        c->accepted[channel]++;
+        if (c->n_accepted < 4)
+                c->order[c->n_accepted] = channel;
+        c->n_accepted++;
+}
+
+static void on_reject(void *userdata, listener_reject_t why, const char *detail)
+{
+        counts_t *c = userdata;
+        ck_assert_int_ge(why, 0);
+        ck_assert_int_lt(why, LISTENER_REJECT_COUNT);
+        ck_assert_msg(detail && detail[0], "reject %s without a detail", listener_reject_name(why));
+        c->rejected[why]++;
+}
+
+/* One round of the driver's loop: poll until an event, the next handshake
+ * deadline or end_ms, then let the listener handle it. */
+static void pump_once(listener_t *l, counts_t *c, int64_t end_ms)
+{
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        size_t n = listener_pollfds(l, p);
+        ck_assert_uint_le(n, LISTENER_PENDING_MAX + 1);
+        int64_t now = conn_now_ms(), wake = end_ms;
+        int64_t d = listener_next_deadline(l);
+        if (d < wake)
+                wake = d;
+        int timeout = wake <= now ? 0 : (int)(wake - now);
+        int r = poll(p, n, timeout);
+        ck_assert_msg(r >= 0 || errno == EINTR, "poll: %s", strerror(errno));
+        listener_process(l, p, n, on_accept, on_reject, c);
+}
+
+/* Runs the loop for ms milliseconds. */
+static void pump_for(listener_t *l, counts_t *c, int64_t ms)
+{
+        int64_t end = conn_now_ms() + ms;
+        while (conn_now_ms() < end)
+                pump_once(l, c, end);
+}
+
+/* Runs the loop until cond holds; fails after 5 s. */
+#define PUMP_UNTIL(l, c, cond)                                                            \
+        do {                                                                              \
+                int64_t _end = conn_now_ms() + 5000;                                      \
+                while (!(cond)) {                                                         \
+                        ck_assert_msg(conn_now_ms() < _end, "timed out waiting: " #cond); \
+                        pump_once((l), (c), _end);                                        \
+                }                                                                         \
+        } while (0)
+
+static void open_listener(listener_t *l, token_t *tok, uint32_t handshake_ms)
+{
+        ck_assert_int_eq(token_generate(tok), 0);
+        hg_error_t err = {0};
+        ck_assert_msg(listener_open(l, tok, handshake_ms, &err) == 0, "%s", err.message);
+        ck_assert_int_ge(l->fd, 0);
+        ck_assert_uint_gt(l->port, 0);
+}
+
+static int try_connect(uint16_t port, int *ret_errno)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct timeval tv = {.tv_sec = 5};
+        ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                *ret_errno = errno;
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static int client(uint16_t port)
+{
+        int e = 0;
+        int fd = try_connect(port, &e);
+        ck_assert_msg(fd >= 0, "connect: %s", strerror(e));
+        return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+        ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* A whole HELLO frame (header and payload) into out; returns its size. */
+static size_t hello_bytes(uint8_t *out, uint8_t channel, const uint8_t token[FRAME_TOKEN_SIZE])
+{
+        ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE, out), 0);
+        out[FRAME_HEADER_SIZE] = channel;
+        memcpy(out + FRAME_HEADER_SIZE + 1, token, FRAME_TOKEN_SIZE);
+        return FRAME_HEADER_SIZE + FRAME_HELLO_SIZE;
+}
+
+static void send_hello(int fd, uint8_t channel, const token_t *tok)
+{
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
+        send_all(fd, buf, hello_bytes(buf, channel, tok->bytes));
+}
+
+static void expect_welcome(int fd)
+{
+        uint8_t hdr[FRAME_HEADER_SIZE];
+        ck_assert_int_eq(recv(fd, hdr, sizeof(hdr), MSG_WAITALL), (ssize_t)sizeof(hdr));
+        static const uint8_t want[FRAME_HEADER_SIZE] = {FRAME_VERSION, FRAME_WELCOME};
+        ck_assert_int_eq(memcmp(hdr, want, sizeof(want)), 0);
+}
+
+/* The listener closed this client: an orderly EOF. */
+static void expect_eof(int fd)
+{
+        uint8_t b;
+        ssize_t n = recv(fd, &b, 1, 0);
+        ck_assert_msg(n == 0, "recv: %zd (%s), want EOF", n, n < 0 ? strerror(errno) : "data");
+}
+
+/* Still open, nothing to read. */
+static void expect_open(int fd)
+{
+        uint8_t b;
+        ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+        ck_assert_msg(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+                      "recv: %zd, want an open connection", n);
+}
+
+static int total_rejected(const listener_t *l)
+{
+        uint64_t n = 0;
+        for (int i = 0; i < LISTENER_REJECT_COUNT; i++)
+                n += l->rejected[i];
+        return (int)n;
+}
+
+/* Both channels in, with the right token, as the relay does it. */
+static void connect_relay(listener_t *l, counts_t *c, const token_t *tok, int *ret_io, int *ret_ctl)
+{
+        int io = client(l->port);
+        send_hello(io, FRAME_CHANNEL_IO, tok);
+        PUMP_UNTIL(l, c, l->have_io);
+        expect_welcome(io);
+        int ctl = client(l->port);
+        send_hello(ctl, FRAME_CHANNEL_CTL, tok);
+        PUMP_UNTIL(l, c, l->have_ctl);
+        expect_welcome(ctl);
+        *ret_io = io;
+        *ret_ctl = ctl;
+}
+
+/* ---- accepting --------------------------------------------------------- */
+
+START_TEST(binds_loopback_kernel_port)
+{
+        listener_t l, m;
+        token_t tok;
+        open_listener(&l, &tok, 1000);
+        struct sockaddr_in sa;
+        socklen_t sl = sizeof(sa);
+        ck_assert_int_eq(getsockname(l.fd, (struct sockaddr *)&sa, &sl), 0);
+        ck_assert_int_eq(sa.sin_family, AF_INET);
+        ck_assert_uint_eq(ntohl(sa.sin_addr.s_addr), INADDR_LOOPBACK);
+        ck_assert_uint_eq(ntohs(sa.sin_port), l.port);
+        ck_assert_int_eq(memcmp(l.token.bytes, tok.bytes, sizeof(tok.bytes)), 0);
+        ck_assert(!l.have_io && !l.have_ctl);
+        ck_assert_int_eq(total_rejected(&l), 0);
+        ck_assert_int_eq(listener_next_deadline(&l), INT64_MAX);
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        ck_assert_uint_eq(listener_pollfds(&l, p), 1);
+        ck_assert_int_eq(p[0].fd, l.fd);
+        /* A second listener gets a port of its own. */
+        token_t tok2;
+        open_listener(&m, &tok2, 1000);
+        ck_assert_uint_ne(m.port, l.port);
+        listener_close(&m);
+        listener_close(&l);
+        ck_assert_int_eq(l.fd, -1);
+}
+END_TEST
+
+START_TEST(io_then_ctl_accepted)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        uint16_t port = l.port;
+
+        /* io's first data frame rides right behind its HELLO, in the same
+         * write: it must reach the accepted connection, not be lost with the
+         * handshake buffer. */
+        int io = client(port);
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE + FRAME_HEADER_SIZE + 5];
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        ck_assert_int_eq(frame_header_encode(FRAME_STDOUT, 5, buf + n), 0);
+        memcpy(buf + n + FRAME_HEADER_SIZE, "early", 5);
+        send_all(io, buf, sizeof(buf));
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(io);
+        ck_assert_int_eq(c.accepted[FRAME_CHANNEL_IO], 1);
+        ck_assert_int_ge(l.fd, 0); /* still listening for ctl */
+
+        int ctl = client(port);
+        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, l.have_ctl);
+        expect_welcome(ctl);
+        ck_assert_int_eq(c.accepted[FRAME_CHANNEL_CTL], 1);
+        ck_assert_int_eq(c.n_accepted, 2);
+        ck_assert_int_eq(c.order[0], FRAME_CHANNEL_IO);
+        ck_assert_int_eq(c.order[1], FRAME_CHANNEL_CTL);
+        ck_assert_int_eq(total_rejected(&l), 0);
+
+        /* Done listening: the socket is closed and the token wiped. */
+        ck_assert_int_eq(l.fd, -1);
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        ck_assert_uint_eq(listener_pollfds(&l, p), 0);
+        ck_assert_int_eq(listener_next_deadline(&l), INT64_MAX);
+        static const uint8_t zero[FRAME_TOKEN_SIZE];
+        ck_assert_int_eq(memcmp(l.token.bytes, zero, sizeof(zero)), 0);
+        int e = 0;
+        ck_assert_int_eq(try_connect(port, &e), -1);
+        ck_assert_int_eq(e, ECONNREFUSED);
+
+        /* The handed-over connections carry full frames both ways. */
+        frame_t f;
+        hg_error_t err = {0};
+        ck_assert_msg(conn_next_until(&l.io, &f, conn_now_ms() + 5000, &err) == 1, "%s",
+                      err.message);
+        ck_assert_int_eq(f.type, FRAME_STDOUT);
+        ck_assert_uint_eq(f.length, 5);
+        ck_assert_int_eq(memcmp(f.payload, "early", 5), 0);
+        ck_assert_uint_eq(l.io.max_payload, FRAME_MAX_PAYLOAD);
+        ck_assert_int_eq(conn_queue(&l.ctl, FRAME_SIGNAL, "\x0f", 1, NULL, 0), 0);
+        ck_assert_int_eq(conn_flush_until(&l.ctl, conn_now_ms() + 5000), 0);
+        uint8_t sig[FRAME_HEADER_SIZE + 1];
+        ck_assert_int_eq(recv(ctl, sig, sizeof(sig), MSG_WAITALL), (ssize_t)sizeof(sig));
+        ck_assert_int_eq(sig[1], FRAME_SIGNAL);
+        ck_assert_int_eq(sig[FRAME_HEADER_SIZE], 15);
+
+        /* listener_close closes what it still owns, io and ctl included. */
+        listener_close(&l);
+        ck_assert(!l.have_io && !l.have_ctl);
+        expect_eof(io);
+        expect_eof(ctl);
+        listener_close(&l); /* twice is harmless */
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+/* ---- dropping ---------------------------------------------------------- */
+
+START_TEST(wrong_token_dropped)
+{
+        listener_t l;
+        token_t tok, other;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        ck_assert_int_eq(token_generate(&other), 0);
+        int bad = client(l.port);
+        send_hello(bad, FRAME_CHANNEL_IO, &other);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == 1);
+        expect_eof(bad);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_BAD_TOKEN], 1);
+        ck_assert(!l.have_io);
+
+        /* Off by the last byte only. */
+        token_t close_one = tok;
+        close_one.bytes[FRAME_TOKEN_SIZE - 1] ^= 1;
+        int bad2 = client(l.port);
+        send_hello(bad2, FRAME_CHANNEL_IO, &close_one);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == 2);
+        expect_eof(bad2);
+        ck_assert_int_eq(total_rejected(&l), 2);
+
+        /* The turn is untouched: the real relay still gets in. */
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        ck_assert_int_eq(c.n_accepted, 2);
+        ck_assert_int_eq(total_rejected(&l), 2);
+        listener_close(&l);
+        close(bad);
+        close(bad2);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(ctl_before_io_replayed)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        int early = client(l.port);
+        send_hello(early, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_REPLAYED] == 1);
+        expect_eof(early);
+        ck_assert(!l.have_io && !l.have_ctl);
+        ck_assert_int_eq(c.n_accepted, 0);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 1);
+        listener_close(&l);
+        close(early);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(io_twice_replayed)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        int io = client(l.port);
+        send_hello(io, FRAME_CHANNEL_IO, &tok);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(io);
+        int again = client(l.port);
+        send_hello(again, FRAME_CHANNEL_IO, &tok);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_REPLAYED] == 1);
+        expect_eof(again);
+        ck_assert_int_eq(c.accepted[FRAME_CHANNEL_IO], 1);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 1);
+        /* The accepted io is not disturbed, and ctl still comes in. */
+        expect_open(io);
+        int ctl = client(l.port);
+        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, l.have_ctl);
+        expect_welcome(ctl);
+        listener_close(&l);
+        close(io);
+        close(again);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(slow_handshake_dropped)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 100);
+        int64_t t0 = conn_now_ms();
+        int silent = client(l.port);
+        int half = client(l.port);
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        send_all(half, buf, n / 2);
+        pump_for(&l, &c, 30);
+        ck_assert_int_eq(total_rejected(&l), 0);
+        int64_t d = listener_next_deadline(&l);
+        ck_assert_int_ne(d, INT64_MAX);
+        ck_assert_int_le(d, conn_now_ms() + 100);
+
+        /* The real relay, after them, is not held up by them. */
+        int io = client(l.port);
+        send_hello(io, FRAME_CHANNEL_IO, &tok);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(io);
+
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_SLOW] == 2);
+        ck_assert_int_ge(conn_now_ms() - t0, 100);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_SLOW], 2);
+        ck_assert_int_eq(total_rejected(&l), 2);
+        expect_eof(silent);
+        expect_eof(half);
+        ck_assert_int_eq(listener_next_deadline(&l), INT64_MAX);
+
+        int ctl = client(l.port);
+        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, l.have_ctl);
+        expect_welcome(ctl);
+        listener_close(&l);
+        close(silent);
+        close(half);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(closed_before_hello)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        int gone = client(l.port);
+        pump_for(&l, &c, 20);
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        send_all(gone, buf, n - 1); /* all but the last byte */
+        close(gone);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_CLOSED] == 1);
+        ck_assert(!l.have_io);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(flood_evicts_oldest)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 10000);
+        enum { N = LISTENER_PENDING_MAX + 4 };
+        int silent[N];
+        for (int i = 0; i < N; i++)
+                silent[i] = client(l.port);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_FLOOD] == 4);
+        pump_for(&l, &c, 20);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_FLOOD], 4);
+        ck_assert_int_eq(total_rejected(&l), 4);
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        ck_assert_uint_eq(listener_pollfds(&l, p), LISTENER_PENDING_MAX + 1);
+        /* The oldest four made room; the newer ones still wait.
+         * Regression test (this was a bug, now fixed): the oldest was found
+         * by deadline_ms, which ties for connections accepted within the
+         * same millisecond, so the flood evicted the newest connections
+         * (here 0, 1, 16 and 17) instead of the oldest. */
+        for (int i = 0; i < 4; i++)
+                expect_eof(silent[i]);
+        for (int i = 4; i < N; i++)
+                expect_open(silent[i]);
+
+        /* The real relay still gets in: io evicts one more silent client,
+         * ctl takes the slot io's handshake left free. */
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_FLOOD], 5);
+        expect_eof(silent[4]);
+        /* ...and every silent client left pending is dropped as late. */
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_LATE], LISTENER_PENDING_MAX - 1);
+        for (int i = 0; i < N; i++) {
+                expect_eof(silent[i]);
+                close(silent[i]);
+        }
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(oversize_header_malformed)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        /* 100000 bytes announced: refused at the header, nothing awaited. */
+        int big = client(l.port);
+        uint8_t hdr[FRAME_HEADER_SIZE];
+        ck_assert_int_eq(frame_header_encode(FRAME_HELLO, 0, hdr), 0);
+        hdr[4] = 0x00;
+        hdr[5] = 0x01;
+        hdr[6] = 0x86;
+        hdr[7] = 0xa0;
+        send_all(big, hdr, sizeof(hdr));
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 1);
+        expect_eof(big);
+        /* One byte over a HELLO is already too much. */
+        int over = client(l.port);
+        ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE + 1, hdr), 0);
+        send_all(over, hdr, sizeof(hdr));
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 2);
+        expect_eof(over);
+        /* A bad version byte. */
+        int ver = client(l.port);
+        ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE, hdr), 0);
+        hdr[0] = 2;
+        send_all(ver, hdr, sizeof(hdr));
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 3);
+        expect_eof(ver);
+        ck_assert_int_eq(total_rejected(&l), 3);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        listener_close(&l);
+        close(big);
+        close(over);
+        close(ver);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(non_hello_first_malformed)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        /* A STDOUT frame first. */
+        int a = client(l.port);
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
+        ck_assert_int_eq(frame_header_encode(FRAME_STDOUT, 5, buf), 0);
+        memcpy(buf + FRAME_HEADER_SIZE, "hello", 5);
+        send_all(a, buf, FRAME_HEADER_SIZE + 5);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 1);
+        expect_eof(a);
+        /* A HELLO-sized payload under another type, with the right token. */
+        int b = client(l.port);
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        buf[1] = FRAME_WELCOME;
+        send_all(b, buf, n);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 2);
+        expect_eof(b);
+        /* A HELLO with a channel outside the set. */
+        int d = client(l.port);
+        n = hello_bytes(buf, 3, tok.bytes);
+        send_all(d, buf, n);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 3);
+        expect_eof(d);
+        /* A HELLO too short for a token. */
+        int e = client(l.port);
+        ck_assert_int_eq(frame_header_encode(FRAME_HELLO, 10, buf), 0);
+        memset(buf + FRAME_HEADER_SIZE, FRAME_CHANNEL_IO, 10);
+        send_all(e, buf, FRAME_HEADER_SIZE + 10);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 4);
+        expect_eof(e);
+        ck_assert_int_eq(total_rejected(&l), 4);
+        ck_assert_int_eq(c.n_accepted, 0);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        listener_close(&l);
+        close(a);
+        close(b);
+        close(d);
+        close(e);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(pending_at_ctl_is_late)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 5000);
+        int io = client(l.port);
+        send_hello(io, FRAME_CHANNEL_IO, &tok);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(io);
+        int lurker = client(l.port);
+        pump_for(&l, &c, 30);
+        ck_assert_int_ne(listener_next_deadline(&l), INT64_MAX);
+        int ctl = client(l.port);
+        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, l.have_ctl);
+        expect_welcome(ctl);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 1);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_LATE], 1);
+        expect_eof(lurker);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+        close(lurker);
+}
+END_TEST
+
+START_TEST(reject_names)
+{
+        static const char *const want[] = {
+            [LISTENER_REJECT_BAD_TOKEN] = "bad-token", [LISTENER_REJECT_MALFORMED] = "malformed",
+            [LISTENER_REJECT_REPLAYED] = "replayed",   [LISTENER_REJECT_SLOW] = "slow-handshake",
+            [LISTENER_REJECT_CLOSED] = "closed",       [LISTENER_REJECT_FLOOD] = "flood",
+            [LISTENER_REJECT_LATE] = "late",
+        };
+        for (int i = 0; i < LISTENER_REJECT_COUNT; i++)
+                ck_assert_str_eq(listener_reject_name((listener_reject_t)i), want[i]);
+        ck_assert_str_eq(listener_reject_name(LISTENER_REJECT_COUNT), "?");
+        ck_assert_str_eq(listener_reject_name((listener_reject_t)99), "?");
+}
+END_TEST
+
+static Suite *listener_suite(void)
+{
+        Suite *s = suite_create("listener");
+        TCase *tc = tcase_create("accept");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, binds_loopback_kernel_port);
+        tcase_add_test(tc, io_then_ctl_accepted);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("drop");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, wrong_token_dropped);
+        tcase_add_test(tc, ctl_before_io_replayed);
+        tcase_add_test(tc, io_twice_replayed);
+        tcase_add_test(tc, slow_handshake_dropped);
+        tcase_add_test(tc, closed_before_hello);
+        tcase_add_test(tc, flood_evicts_oldest);
+        tcase_add_test(tc, oversize_header_malformed);
+        tcase_add_test(tc, non_hello_first_malformed);
+        tcase_add_test(tc, pending_at_ctl_is_late);
+        tcase_add_test(tc, reject_names);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(listener_suite());
+}
