@@ -3,7 +3,10 @@
 #include "jsonparse.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "cleanup.h"
 
 int jsonx_load(const char *buf, size_t len, unsigned max_depth, json_t **ret, hg_error_t *err)
 {
@@ -65,4 +68,17 @@ const char *jsonx_type_name(const json_t *j)
         default:
                 return "an unknown type";
         }
+}
+
+int jsonx_print_outcome(int status, const char *who, const char *outcome, const char *reason,
+                        json_t *extra)
+{
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", who, outcome, "reason", reason);
+        if (j && extra)
+                json_object_update(j, extra);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (text)
+                puts(text);
+        fflush(stdout);
+        return status;
 }

@@ -26,3 +26,9 @@ int jsonx_bool(json_t *obj, const char *key, bool *ret);
 
 /* Human name of a JSON type for error messages ("an object", "a string"). */
 const char *jsonx_type_name(const json_t *j);
+
+/* Prints one compact JSON line {"<who>": outcome, "reason": reason, ...extra}
+ * on stdout and flushes: the line a hangar-driver or hangar-relay run ends
+ * with, for hangar to read. Returns status, so callers can return it. */
+int jsonx_print_outcome(int status, const char *who, const char *outcome, const char *reason,
+                        json_t *extra);

@@ -208,17 +208,23 @@ static void stdin_pump(turn_t *t)
 
 /* ---- approvals: the harness asks on stdout, hangar (or the mode) decides ---- */
 
-static void decide(turn_t *t, const char *id, bool approve, const char *by)
+/* Records a decision and sends it to the harness's stdin. A harness whose
+ * stdin is closed cannot receive one: the request stays pending (-EPIPE). */
+static int decide(turn_t *t, const char *id, bool approve, const char *by)
 {
+        if (t->stdin_closed || t->stdin_close_pending)
+                return -EPIPE;
         _cleanup_free_ char *line = approvals_decide(&t->approvals, id, approve, by);
         if (!line)
-                return;
-        (void)stdin_append(t, line, strlen(line));
+                return -ENOENT;
+        if (stdin_append(t, line, strlen(line)) < 0)
+                return -ENOBUFS;
         record_event(&t->rec, "approval.decided",
                      json_pack("{s:s, s:s, s:s}", "id", id, "decision",
                                approve ? "approve" : "deny", "by", by));
         _cleanup_json_ json_t *j = approvals_json(&t->approvals);
         (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+        return 0;
 }
 
 static void on_approval_request(void *userdata, const char *id, json_t *request)
@@ -230,7 +236,7 @@ static void on_approval_request(void *userdata, const char *id, json_t *request)
         (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
         /* deny-risky: the driver itself denies whatever the harness asks. */
         if (t->spec->mode == TURN_MODE_DENY_RISKY)
-                decide(t, id, false, "driver");
+                (void)decide(t, id, false, "driver");
         save_status(t);
 }
 
@@ -572,7 +578,12 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 const char *id = json_string_value(json_object_get(req, "id"));
                 if (!id || !approvals_is_pending(&t->approvals, id))
                         return reply_error("no pending approval with that id");
-                decide(t, id, op[0] == 'a', "hangar");
+                int r = decide(t, id, op[0] == 'a', "hangar");
+                if (r == -EPIPE)
+                        return reply_error("the harness's stdin is closed: it cannot receive a "
+                                           "decision (the request stays pending)");
+                if (r < 0)
+                        return reply_error("the decision could not be queued: %s", strerror(-r));
                 return json_pack("{s:b}", "ok", 1);
         }
         if (strcmp(op, "steer") == 0) {
@@ -906,14 +917,7 @@ static int prepare_files(turn_t *t, hg_error_t *err)
 
 static int print_result(int status, const char *outcome, const char *reason, json_t *extra)
 {
-        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "driver", outcome, "reason", reason);
-        if (j && extra)
-                json_object_update(j, extra);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        if (text)
-                puts(text);
-        fflush(stdout);
-        return status;
+        return jsonx_print_outcome(status, "driver", outcome, reason, extra);
 }
 
 static int gate(const hg_config_t *cfg, const turn_spec_t *spec)

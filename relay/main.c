@@ -43,16 +43,9 @@ static const char usage[] =
     "125 the relay failed, 2 usage.\n";
 
 /* The one line hangar reads from the relay's stdout. */
-static int report(int status, const char *outcome, const char *detail, json_t *extra)
+static int report(int status, const char *outcome, const char *reason, json_t *extra)
 {
-        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "relay", outcome, "detail", detail);
-        if (j && extra)
-                json_object_update(j, extra);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        if (text)
-                puts(text);
-        fflush(stdout);
-        return status;
+        return jsonx_print_outcome(status, "relay", outcome, reason, extra);
 }
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -5,7 +5,9 @@
 # webhook), installs the Helm chart pointing the API server at it, creates an
 # example sandbox pod, prints the pod as the API server stored it with the
 # injected sidecar highlighted, then runs that pod in a real gVisor sandbox
-# (runsc) and prints the probe's HANGAR_UID_SPLIT verdict.
+# (runsc), prints the probe's HANGAR_UID_SPLIT verdict, and runs an ask turn
+# under the sidecar: hangar-driver in the sidecar, hangar-relay as the agent,
+# an approval decided through the driver's control command.
 #
 #   scripts/local-run.sh          start everything (state in $HANGAR_LOCAL_DIR, default /tmp/hangar-local)
 #   scripts/local-run.sh stop     stop everything it started and remove the state
@@ -45,9 +47,11 @@ BIN=$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)
 export PATH=$BIN:$PATH
 say "building hangar-sidecar"
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DHANGAR_TOOLS_BIN="$BIN" >/dev/null
-ninja -C "$ROOT/build" hangar-webhook hangar-probe
+ninja -C "$ROOT/build" hangar-webhook hangar-probe hangar-driver hangar-relay
 WEBHOOK=$ROOT/build/webhook/hangar-webhook
 PROBE=$ROOT/build/probe/hangar-probe
+DRIVER=$ROOT/build/driver/hangar-driver
+RELAY=$ROOT/build/relay/hangar-relay
 PODRUN=$ROOT/tests/pods/podrun
 
 mkdir -p "$STATE"
@@ -150,7 +154,9 @@ diff -U 1000 <(view "$STATE/without.json") <(view "$STATE/stored.json") | tail -
 say "running the stored pod in a real gVisor sandbox (runsc) and deciding HANGAR_UID_SPLIT"
 # No kubelet here: tests/pods/podrun builds one OCI bundle per container from
 # the stored pod (images replaced by busybox plus this build's binaries).
-"$PODRUN" up --pod "$STATE/stored.json" --dir "$STATE/pod" --runtime runsc >"$STATE/pod.log" 2>&1 ||
+"$PODRUN" up --pod "$STATE/stored.json" --dir "$STATE/pod" --runtime runsc \
+        --bin "$(dirname "$WEBHOOK")" --bin "$(dirname "$PROBE")" --bin "$(dirname "$DRIVER")" \
+        --bin "$(dirname "$RELAY")" >"$STATE/pod.log" 2>&1 ||
         { tail -n 5 "$STATE/pod.log" >&2; false; }
 "$PODRUN" exec --dir "$STATE/pod" sandbox -- hangar-probe check --role agent >"$STATE/agent.json" || true
 "$PODRUN" exec --dir "$STATE/pod" hangar-driver -- hangar-probe check --role driver >"$STATE/driver.json" || true
@@ -159,7 +165,46 @@ for r in spec agent driver; do
         printf '  %-7s %s\n' "$r" "$(jq -r .result "$STATE/$r.json")"
 done
 "$PROBE" verdict --mode required --spec "$STATE/spec.json" --agent "$STATE/agent.json" \
-        --driver "$STATE/driver.json" || true
+        --driver "$STATE/driver.json" --write "$STATE/verdict.json" || true
+
+say "an ask turn under the sidecar (driver uid 1001 in hangar-driver, relay as the agent)"
+in_pod() { "$PODRUN" exec --dir "$STATE/pod" "$@"; }
+# hangar delivers the verdict to both sides (hangar-ctl for the driver,
+# hangar-home, read-only for the agent, for the relay).
+in_pod --stdin hangar-driver -- sh -c 'cat >/var/lib/hangar-ctl/verdict.json &&
+        cp /var/lib/hangar-ctl/verdict.json /var/lib/hangar/verdict.json' <"$STATE/verdict.json"
+in_pod sandbox -- mkdir -p /tmp/turn
+cat >"$STATE/harness.sh" <<'HARNESS'
+echo "harness running as uid $(id -u) in $(pwd)"
+echo '{"type": "approval_request", "id": "deploy", "action": "kubectl apply"}'
+read -r answer
+echo "got: $answer"
+HARNESS
+jq -n --rawfile script "$STATE/harness.sh" '{turn: "local-1", mode: "ask", cwd: "/tmp/turn",
+        run_key: "local-run-key", linger_s: 30, close_stdin: false, script: $script}' >"$STATE/turn.json"
+in_pod --stdin --env HANGAR_UID_SPLIT=required hangar-driver -- hangar-driver relay --spec - \
+        <"$STATE/turn.json" >"$STATE/driver.out" 2>&1 &
+DRIVER_EXEC=$!
+for _ in $(seq 50); do in_pod hangar-driver -- hangar-driver ctl token >"$STATE/token.json" 2>/dev/null && break; sleep 0.2; done
+jq -r .token "$STATE/token.json" | in_pod --stdin --env HANGAR_UID_SPLIT=required sandbox -- hangar-relay \
+        >"$STATE/relay.out" 2>&1 &
+RELAY_EXEC=$!
+for _ in $(seq 50); do
+        in_pod hangar-driver -- hangar-driver ctl approvals 2>/dev/null | jq -e '.approvals | length > 0' >/dev/null && break
+        sleep 0.2
+done
+echo "  the harness asked: $(in_pod hangar-driver -- hangar-driver ctl approvals | jq -c '.approvals[0].request')"
+in_pod hangar-driver -- hangar-driver ctl approve deploy >/dev/null && echo "  hangar approved it through hangar-driver ctl"
+for _ in $(seq 50); do
+        [ "$(in_pod hangar-driver -- hangar-driver ctl status | jq -r .state)" = harness-exited ] && break
+        sleep 0.2
+done
+in_pod hangar-driver -- hangar-driver ctl finish >/dev/null
+wait "$DRIVER_EXEC" "$RELAY_EXEC" || true
+echo "  driver: $(tail -n 1 "$STATE/driver.out")"
+echo "  relay:  $(tail -n 1 "$STATE/relay.out")"
+echo "  the run's log, as the agent reads it from hangar-home:"
+in_pod sandbox -- cat /var/lib/hangar/run/log | sed 's/^/    /'
 trap - ERR
 
 say "done"

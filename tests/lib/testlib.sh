@@ -67,6 +67,21 @@ t_end() {
         exit $?
 }
 
+# t_wait_pid PIDFILE SECONDS: waits for the background job whose pid is in
+# PIDFILE; returns its exit status, or 255 if it is still running after SECONDS.
+t_wait_pid() {
+        local pid i
+        pid=$(cat "$1")
+        for ((i = 0; i < $2 * 10; i++)); do
+                if ! kill -0 "$pid" 2>/dev/null; then
+                        wait "$pid"
+                        return $?
+                fi
+                sleep 0.1
+        done
+        return 255
+}
+
 # Waits up to $2 seconds (default 10) for command $1 (a string for eval) to succeed.
 t_wait_for() {
         local cond=$1 limit=${2:-10} i

@@ -143,10 +143,10 @@ t_eq "a change outside the tree does not change its hash" \
 in_agent touch /tmp/turn/stop
 t_check "the harness finishes" t_wait_for "[ \"\$(ctl status | jq -r .state)\" = harness-exited ]" 30
 ctl finish >/dev/null
-wait_pid atk.driver.pid 30
+t_wait_pid atk.driver.pid 30
 t_eq "the driver ends the turn: done, harness exit 3" "0 done 3" \
         "$? $(jq -r '"\(.end) \(.harness.value)"' atk.driver.out 2>/dev/null)"
-wait_pid atk.relay.pid 30
+t_wait_pid atk.relay.pid 30
 t_eq "the relay exits 3" 3 "$?"
 t_check "the log has the harness's output" log_has "harness done"
 t_check "the run key never reached hangar-home" \
@@ -158,7 +158,7 @@ start_driver lie lie.spec
 t_wait_for "ctl token >lie.token.json 2>/dev/null" 30
 t_eq "a relay that lies with an oversize frame is cut off" closed \
         "$(attack "$(jq -r .port lie.token.json)" lie "$(jq -r .token lie.token.json)")"
-wait_pid lie.driver.pid 30
+t_wait_pid lie.driver.pid 30
 t_eq "... the driver ends that turn as a protocol error (1)" "1 protocol-error" \
         "$? $(jq -r .end lie.driver.out 2>/dev/null)"
 t_eq "... and still writes exit.json" protocol-error "$(in_agent cat $HOME_DIR/run/exit.json | jq -r .end)"
@@ -169,7 +169,7 @@ start_driver kall kall.spec
 start_relay kall
 t_wait_for "[ \"\$(ctl status 2>/dev/null | jq -r .state)\" = running ]" 30
 in_agent kill -9 -1 2>/dev/null
-wait_pid kall.driver.pid 30
+t_wait_pid kall.driver.pid 30
 t_eq "kill -9 -1 by the agent: the driver survives and records relay-lost" "1 relay-lost" \
         "$? $(jq -r .end kall.driver.out 2>/dev/null)"
 t_end

@@ -55,18 +55,6 @@ start_relay() {
         t_cleanup_pid "$(cat "$1.relay.pid")"
 }
 start() { start_driver "$1" "$2" && start_relay "$1"; }
-wait_pid() {
-        local pid i
-        pid=$(cat "$1")
-        for ((i = 0; i < $2 * 10; i++)); do
-                if ! kill -0 "$pid" 2>/dev/null; then
-                        wait "$pid"
-                        return $?
-                fi
-                sleep 0.1
-        done
-        return 255
-}
 log_has() { grep -q -- "$1" home/run/log 2>/dev/null; }
 
 # ---- the main turn ----
@@ -102,26 +90,43 @@ t_eq "the verify gate's status" 4 "$?"
 t_eq "its rounds file is the agent's" "1 1000" \
         "$(cat agent-home/.hangar-scratch/main/verify-rounds) $(stat -c %u agent-home/.hangar-scratch/main/verify-rounds)"
 ctl finish >/dev/null
-wait_pid main.driver.pid 10
+t_wait_pid main.driver.pid 10
 t_eq "the driver ends: done, harness 5" "0 done 5" "$? $(jq -r '"\(.end) \(.harness.value)"' main.driver.out)"
-wait_pid main.relay.pid 10
+t_wait_pid main.relay.pid 10
 t_eq "the relay exits 5" 5 "$?"
 t_check "the scratch directory is removed" test ! -e agent-home/.hangar-scratch/main
 t_eq "secrets are 0600 in hangar-ctl" "600 600" "$(stat -c %a ctl/run.key ctl/relay.token | tr '\n' ' ' | sed 's/ $//')"
 t_check "the agent cannot read the run key" sh -c "! HOME=/tmp setpriv --reuid 1000 --regid 1000 --clear-groups -- cat ctl/run.key 2>/dev/null"
+
+# ---- approvals: deny-risky, and a harness that cannot hear ----
+ASK='echo "{\"type\":\"approval_request\",\"id\":\"r\"}"; read -r a; echo "answer=$a"; sleep 0.5'
+start dr "$(spec dr "$ASK" '{"mode": "deny-risky", "close_stdin": false, "linger_s": 1}')"
+t_check "deny-risky: the driver denies the request itself" \
+        t_wait_for "log_has 'answer=.*\"decision\":\"deny\"'" 10
+t_eq "... recorded as decided by the driver" "denied driver" \
+        "$(jq -r '.[0] | "\(.state) \(.by)"' ctl/approvals.json)"
+t_wait_pid dr.driver.pid 10
+t_wait_pid dr.relay.pid 10
+start cs "$(spec cs 'echo "{\"type\":\"approval_request\",\"id\":\"c\"}"; sleep 3' '{"linger_s": 1}')"
+t_wait_for "ctl approvals | jq -e '.approvals[0].id == \"c\"' >/dev/null" 10
+t_check "approving for a harness whose stdin is closed is an error" \
+        sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl approve c 2>cs.err && grep -q 'stdin is closed' cs.err"
+t_eq "... and the request stays pending" pending "$(ctl approvals | jq -r '.approvals[0].state')"
+t_wait_pid cs.driver.pid 15
+t_wait_pid cs.relay.pid 10
 
 # ---- failures ----
 LOOP='i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done'
 start kd "$(spec kd "$LOOP")"
 t_wait_for "log_has 'tick 3'" 10
 kill -9 "$(cat kd.driver.pid)"
-wait_pid kd.relay.pid 10
+t_wait_pid kd.relay.pid 10
 t_eq "driver killed: the relay exits 125, driver-gone" "125 driver-gone" "$? $(jq -r .end kd.relay.out)"
 t_check "... the log stays" log_has 'tick 3'
 start kr "$(spec kr "$LOOP")"
 t_wait_for "log_has 'tick 3'" 10
 kill -9 "$(cat kr.relay.pid)"
-wait_pid kr.driver.pid 10
+t_wait_pid kr.driver.pid 10
 t_eq "relay killed: the driver ends as relay-lost (1)" "1 relay-lost" "$? $(jq -r .end kr.driver.out)"
 t_eq "... exit.json says so" relay-lost "$(jq -r .end home/run/exit.json)"
 t_check "... no harness left" t_wait_for "! pgrep -f '$T_TMP/home/run/script' >/dev/null" 5

@@ -36,8 +36,14 @@ trap 'echo got-int; exit 42' INT
 echo ready-for-signal
 while :; do sleep 0.1; done
 EOF
-spec main ask "$(cat harness.sh)" '{"input": "hello-input\n", "close_stdin": false}' >main.spec
+spec main ask "$(cat harness.sh)" \
+        '{"input": "hello-input\n", "close_stdin": false, "settings": {"model": "m-1"}}' >main.spec
 start_driver main main.spec
+t_wait_for "ctl status >/dev/null 2>&1" 30
+# The live view: hangar watches the harness's terminal from the start.
+"$PODRUN" exec --dir "$POD" hangar-driver -- hangar-driver ctl watch >watch.out 2>watch.err &
+WATCH=$!
+t_cleanup_pid $WATCH
 start_relay main
 t_check "the harness's stdin and stdout arrive (input, uid, cwd)" \
         t_wait_for "log_has 'input=hello-input uid=1000 cwd=/tmp/turn'" 30
@@ -75,7 +81,7 @@ t_check "trees are recorded in hangar-ctl" \
         sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- cat $CTL_DIR/trees.jsonl | grep -q '\"by\":\"agent\",\"trusted\":false'"
 in_driver hangar-driver ctl verify -- sh -c 'exit 5' >/dev/null 2>&1
 t_eq "ctl verify: the check's status (5)" 5 "$?"
-in_driver hangar-driver ctl verify --timeout 1 -- sleep 30 >/dev/null 2>&1
+in_driver hangar-driver ctl verify --timeout 3 -- sleep 30 >/dev/null 2>&1
 t_eq "a check that times out counts as 124" 124 "$?"
 t_eq "the gate's rounds file is the agent's" "2 1000" \
         "$(in_agent sh -c 'cat /tmp/agent-home/.hangar-scratch/main/verify-rounds; stat -c %u /tmp/agent-home/.hangar-scratch/main/verify-rounds' | tr '\n' ' ' | sed 's/ $//')"
@@ -87,15 +93,21 @@ done
 t_check "ctl from another uid is refused (SO_PEERCRED)" \
         sh -c "! '$PODRUN' exec --dir '$POD' --user 1002:1002 hangar-driver -- hangar-driver ctl status >/dev/null 2>&1"
 ctl finish >/dev/null
-wait_pid main.driver.pid 30
+t_wait_pid main.driver.pid 30
 t_eq "the driver ends the turn: exit 0" 0 "$?"
 t_eq "the driver's line says done, harness exited 42" "done 42" \
         "$(jq -r '"\(.end) \(.harness.value)"' main.driver.out 2>/dev/null)"
-wait_pid main.relay.pid 30
+t_wait_pid main.relay.pid 30
 t_eq "the relay exits as the harness did (42)" 42 "$?"
 t_eq "the relay's line says done" done "$(jq -r .relay main.relay.out 2>/dev/null)"
 t_eq "exit.json in hangar-home, readable by the agent" "done exited 42" \
         "$(in_agent cat $HOME_DIR/run/exit.json | jq -r '"\(.end) \(.harness.end) \(.harness.value)"')"
+echo $WATCH >watch.pid
+t_wait_pid watch.pid 15
+t_check "ctl watch saw the harness's output live, to the end" \
+        sh -c "grep -q 'input=hello-input' watch.out && grep -q got-int watch.out"
+t_eq "hangar's harness settings in hangar-home, readable by the agent" m-1 \
+        "$(in_agent cat $HOME_DIR/harness-settings.json | jq -r .model)"
 t_check "the turn's scratch directory is gone" in_agent sh -c '! test -e /tmp/agent-home/.hangar-scratch/main'
 t_check "the run key stayed in hangar-ctl (mode 0600)" \
         sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- stat -c %a $CTL_DIR/run.key | grep -qx 600"
@@ -139,12 +151,12 @@ start_driver kdriver kdriver.spec
 start_relay kdriver
 t_check "the harness runs and logs" t_wait_for "log_has 'tick 2'" 30
 in_driver sh -c 'kill -9 $(pidof hangar-driver)'
-wait_pid kdriver.relay.pid 30
+t_wait_pid kdriver.relay.pid 30
 t_eq "driver killed: the relay exits 125" 125 "$?"
 t_eq "... saying the driver went away" driver-gone "$(jq -r .end kdriver.relay.out 2>/dev/null)"
 t_check "... and the harness is gone from the agent's container" t_wait_for harness_gone 10
 log_kept 'tick 2'
-wait_pid kdriver.driver.pid 10
+t_wait_pid kdriver.driver.pid 10
 
 # Kill the relay: the harness dies with it; the driver records relay-lost.
 spec krelay ask "$LOOP" >krelay.spec
@@ -152,13 +164,13 @@ start_driver krelay krelay.spec
 start_relay krelay
 t_check "the harness runs and logs" t_wait_for "log_has 'tick 2'" 30
 in_agent sh -c 'kill -9 $(pidof hangar-relay)'
-wait_pid krelay.driver.pid 30
+t_wait_pid krelay.driver.pid 30
 t_eq "relay killed: the driver ends the turn (1)" 1 "$?"
 t_eq "... as relay-lost" relay-lost "$(jq -r .end krelay.driver.out 2>/dev/null)"
 t_eq "... exit.json says so" relay-lost "$(in_agent cat $HOME_DIR/run/exit.json | jq -r .end)"
 t_check "... the harness is gone too" t_wait_for harness_gone 10
 log_kept 'tick 2'
-wait_pid krelay.relay.pid 10
+t_wait_pid krelay.relay.pid 10
 
 # Kill the harness: the relay reports SIGKILL; the turn ends normally.
 spec kharness ask "$LOOP" '{"linger_s": 2}' >kharness.spec
@@ -167,11 +179,11 @@ start_relay kharness
 t_check "the harness runs and logs" t_wait_for "log_has 'tick 2'" 30
 t_check "the harness runs in the agent's container" sh -c "[ -n \"\$1\" ]" _ "$(harness_pids)"
 in_agent kill -9 $(harness_pids | head -n 1)
-wait_pid kharness.driver.pid 30
+t_wait_pid kharness.driver.pid 30
 t_eq "harness killed: the turn ends (0)" 0 "$?"
 t_eq "... the exit status says signal 9" "signaled 9" \
         "$(jq -r '"\(.harness.end) \(.harness.value)"' kharness.driver.out 2>/dev/null)"
-wait_pid kharness.relay.pid 30
+t_wait_pid kharness.relay.pid 30
 t_eq "... the relay exits 128+9" 137 "$?"
 log_kept 'tick 2'
 t_end

@@ -120,16 +120,4 @@ harness_pids() {
         done'
 }
 harness_gone() { [ -z "$(harness_pids)" ]; }
-wait_pid() { # wait_pid PIDFILE SECONDS: the exit status, or 255 on timeout
-        local pid i
-        pid=$(cat "$1")
-        for ((i = 0; i < $2 * 10; i++)); do
-                if ! kill -0 "$pid" 2>/dev/null; then
-                        wait "$pid"
-                        return $?
-                fi
-                sleep 0.1
-        done
-        return 255
-}
 
