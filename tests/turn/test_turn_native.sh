@@ -131,6 +131,13 @@ t_eq "relay killed: the driver ends as relay-lost (1)" "1 relay-lost" "$? $(jq -
 t_eq "... exit.json says so" relay-lost "$(jq -r .end home/run/exit.json)"
 t_check "... no harness left" t_wait_for "! pgrep -f '$T_TMP/home/run/script' >/dev/null" 5
 
+# ---- nobody connects ----
+setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" relay --spec - \
+        <<<"$(spec nc 'true' '{"connect_timeout_s": 1}')" >nc.out 2>/dev/null
+t_eq "no relay within connect_timeout_s: 1, relay-never-connected" "1 relay-never-connected" \
+        "$? $(jq -r .end nc.out)"
+t_eq "... exit.json says so" relay-never-connected "$(jq -r .end home/run/exit.json)"
+
 # ---- the gate ----
 verdict refused agent-failed
 as_driver "$DRIVER" relay --spec - <<<"$(spec g 'true')" >g.out 2>/dev/null
