@@ -94,23 +94,7 @@ row native "  minus a setpriv /bin/true (the probe alone)" "$native_ns_net" 1.0
 row native "as is (root, host PID namespace), 1 run" "$native_root" "$(ratio "$native_root" "$native_ns")"
 
 # In pods.
-cat >"$TMP/pod.yaml" <<'POD'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: bench-probe
-  labels: {hangar.dev/sandbox: "true"}
-spec:
-  securityContext: {fsGroup: 1000}
-  containers:
-  - name: sandbox
-    image: debian:12
-    securityContext:
-      runAsUser: 1000
-      runAsGroup: 1000
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-POD
+cp "$HERE/../tests/pods/fixtures/sandbox-pod.yaml" "$TMP/pod.yaml"
 "$WEBHOOK" inject -f "$TMP/pod.yaml" >"$TMP/pod.json" 2>/dev/null
 for rt in $BENCH_RUNTIMES; do
         opts=(--runtime "$rt")

@@ -121,23 +121,7 @@ unchecked() {
 }
 note() { echo "  note $*"; }
 
-cat >pod.yaml <<'POD'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: gvisor-claims
-  labels: {hangar.dev/sandbox: "true"}
-spec:
-  securityContext: {fsGroup: 1000}
-  containers:
-  - name: sandbox
-    image: debian:12
-    securityContext:
-      runAsUser: 1000
-      runAsGroup: 1000
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-POD
+cp "$HERE/fixtures/sandbox-pod.yaml" pod.yaml
 "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err
 t_eq "the webhook injected the driver" injected "$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar"]' pod.json 2>/dev/null)"
 

@@ -31,12 +31,11 @@
 #     noNewPrivileges false ("PR_SET_NO_NEW_PRIVS is assumed to always be
 #     set"), so there the driver still has no_new_privs 1 (the fault is
 #     harmless) and only the spec sees it. A current runsc honours it.
-#   - runtime.privileged compares the effective set with the full mask: no
-#     runtime here produces the full mask (runsc drops NET_RAW even when
-#     privileged; crun is capped by the host's bounding set; a non-root
-#     process has none). A privileged driver is caught by
-#     capabilities.bounding (and no_new_privs) instead; the test records
-#     runtime.privileged and does not rely on it.
+#   - runtime.privileged: no runtime here produces the full effective mask
+#     (runsc drops NET_RAW even when privileged; crun is capped by the host's
+#     bounding set; a non-root process has none), so the check also fails on
+#     CAP_SYS_ADMIN in the bounding set, which privileged leaves behind in
+#     every runtime and no default set holds.
 #
 # usage: test_probe_faults.sh HANGAR_WEBHOOK HANGAR_PROBE [RUNTIME [RUNTIME_BIN [FLAG...]]]
 #   RUNTIME runsc (default), crun or runc; RUNTIME_BIN another build of it (a
@@ -82,23 +81,7 @@ pods_down() {
 }
 trap 'pods_down; t_cleanup' EXIT
 
-cat >pod.yaml <<'POD'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: probe-faults
-  labels: {hangar.dev/sandbox: "true"}
-spec:
-  securityContext: {fsGroup: 1000}
-  containers:
-  - name: sandbox
-    image: debian:12
-    securityContext:
-      runAsUser: 1000
-      runAsGroup: 1000
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-POD
+cp "$HERE/fixtures/sandbox-pod.yaml" pod.yaml
 "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err
 t_eq "the webhook injected the driver" injected "$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar"]' pod.json 2>/dev/null)"
 "$PROBE" spec --pod-file pod.json >ok.spec.json
@@ -310,9 +293,9 @@ if ran privileged-driver; then
         # no_new_privs anyway (fault 7); the others have the capabilities in
         # the bounding set only, and no no_new_privs.
         if [ "$gv2022" = 1 ]; then
-                caught privileged-driver driver capabilities.bounding capabilities.effective capabilities.permitted
+                caught privileged-driver driver runtime.privileged capabilities.bounding capabilities.effective capabilities.permitted
         else
-                caught privileged-driver driver capabilities.bounding no_new_privs
+                caught privileged-driver driver runtime.privileged capabilities.bounding no_new_privs
         fi
         echo "  note privileged-driver: runtime.privileged observed $(observed privileged-driver.driver.json runtime.privileged)," \
                 "effective $(observed privileged-driver.driver.json capabilities.effective)," \
@@ -329,13 +312,13 @@ if ran privileged-agent; then
         t_check "privileged-agent: CAP_SYS_ADMIN is in the agent's bounding set ($(observed privileged-agent.agent.json capabilities.bounding))" \
                 has_bounding privileged-agent.agent.json 21
         if [ "$gv2022" = 1 ]; then
-                caught privileged-agent agent capabilities.effective capabilities.permitted
-                verdicts privileged-agent agent-failed,spec-failed
+                caught privileged-agent agent runtime.privileged capabilities.effective capabilities.permitted
         else
-                # As for CAP_SYS_PTRACE: nothing effective after execve as uid 1000.
-                passes privileged-agent agent
-                verdicts privileged-agent spec-failed
+                # Nothing effective after execve as uid 1000 (as for
+                # CAP_SYS_PTRACE), but SYS_ADMIN stays in the bounding set.
+                caught privileged-agent agent runtime.privileged
         fi
+        verdicts privileged-agent agent-failed,spec-failed
         echo "  note privileged-agent: runtime.privileged observed $(observed privileged-agent.agent.json runtime.privileged)," \
                 "effective $(observed privileged-agent.agent.json capabilities.effective)"
         passes privileged-agent driver

@@ -15,23 +15,7 @@ cd "$T_TMP" || exit 1
 PODRUN="$HERE/podrun"
 BINS=(--bin "$(dirname "$WEBHOOK")" --bin "$(dirname "$PROBE")")
 
-cat >pod.yaml <<'POD'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: probe-pod
-  labels: {hangar.dev/sandbox: "true"}
-spec:
-  securityContext: {fsGroup: 1000}
-  containers:
-  - name: sandbox
-    image: debian:12
-    securityContext:
-      runAsUser: 1000
-      runAsGroup: 1000
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-POD
+cp "$HERE/fixtures/sandbox-pod.yaml" pod.yaml
 "$WEBHOOK" inject -f pod.yaml >pod.json 2>/dev/null
 
 # run_pod NAME POD_JSON: up, the three reports, down.

@@ -26,24 +26,7 @@ deliver() {
 # turn_pod_up: the pod up and the verdict (required) delivered; 1 on failure.
 turn_pod_up() {
         cd "$T_TMP" || return 1
-        cat >pod.yaml <<'EOF'
-apiVersion: v1
-kind: Pod
-metadata:
-  name: turn-pod
-  labels: {hangar.dev/sandbox: "true"}
-spec:
-  securityContext: {fsGroup: 1000}
-  containers:
-  - name: sandbox
-    image: debian:12
-    securityContext:
-      runAsUser: 1000
-      runAsGroup: 1000
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-    env: [{name: HOME, value: /tmp/agent-home}]
-EOF
+        cp "$HERE/../pods/fixtures/sandbox-pod.yaml" pod.yaml
         HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
                 { t_fail "hangar-webhook inject: $(cat inject.err)"; return 1; }
 
