@@ -50,25 +50,15 @@
 WEBHOOK=$(realpath "$1")
 PROBE=$(realpath "$2")
 RUNTIME=${3:-runsc}
-RUNTIME_BIN=${4:-}
-RT_OPTS=()
-if [ -n "$RUNTIME_BIN" ]; then
-        RUNTIME_BIN=$(realpath "$RUNTIME_BIN")
-        RT_OPTS=(--runtime-bin "$RUNTIME_BIN")
-        flags=("${@:5}")
-        [ ${#flags[@]} -eq 0 ] && [ "$RUNTIME" = runsc ] && flags=(--platform=systrap)
-        for f in "${flags[@]}"; do RT_OPTS+=(--runtime-flag "$f"); done
-fi
 HELPER=${HANGAR_TEST_PTRACE:-$(dirname "$PROBE")/../tests/pods/bin/hangar-test-ptrace}
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
+. "$HERE/podlib.sh"
+pods_runtime_opts "$RUNTIME" "${@:4}"
 PODRUN=$HERE/podrun
 RT_VERSION="$("${RUNTIME_BIN:-$RUNTIME}" --version 2>/dev/null | head -n 1)"
 t_begin "gVisor's claims (seed 000) in real pods under $RUNTIME ($RT_VERSION${RUNTIME_BIN:+, $RUNTIME_BIN})"
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (the runtimes need it)"; t_end; fi
-for tool in "${RUNTIME_BIN:-$RUNTIME}" jq busybox; do
-        command -v "$tool" >/dev/null || { t_fail "$tool not found (scripts/install-deps.sh)"; t_end; }
-done
+pods_preflight "$RUNTIME"
 [ -x "$HELPER" ] || { t_fail "helper $HELPER not built (ninja hangar-test-ptrace)"; t_end; }
 HELPER=$(realpath "$HELPER")
 cd "$T_TMP" || exit 1

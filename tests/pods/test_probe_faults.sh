@@ -45,23 +45,13 @@
 WEBHOOK=$(realpath "$1")
 PROBE=$(realpath "$2")
 RUNTIME=${3:-runsc}
-RUNTIME_BIN=${4:-}
-RT_OPTS=()
-if [ -n "$RUNTIME_BIN" ]; then
-        RUNTIME_BIN=$(realpath "$RUNTIME_BIN")
-        RT_OPTS=(--runtime-bin "$RUNTIME_BIN")
-        flags=("${@:5}")
-        [ ${#flags[@]} -eq 0 ] && [ "$RUNTIME" = runsc ] && flags=(--platform=systrap)
-        for f in "${flags[@]}"; do RT_OPTS+=(--runtime-flag "$f"); done
-fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
+. "$HERE/podlib.sh"
+pods_runtime_opts "$RUNTIME" "${@:4}"
 PODRUN=$HERE/podrun
 t_begin "hangar-probe fault matrix in real pods under $RUNTIME ($("${RUNTIME_BIN:-$RUNTIME}" --version 2>/dev/null | head -n 1)${RUNTIME_BIN:+, $RUNTIME_BIN})"
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (the runtimes need it)"; t_end; fi
-for tool in "${RUNTIME_BIN:-$RUNTIME}" jq busybox; do
-        command -v "$tool" >/dev/null || { t_fail "$tool not found (scripts/install-deps.sh)"; t_end; }
-done
+pods_preflight "$RUNTIME"
 # gv2022: Debian's 2022 runsc, which gives exec'd non-root processes the
 # spec's capabilities and sets no_new_privs on every process whatever the spec says.
 gv2022=0

@@ -5,6 +5,7 @@
 # testlib.sh with WEBHOOK, DRIVER, RELAY, PROBE, RUNTIME, RUNTIME_BIN and
 # EXTRA_BINS (an array of more --bin directories) set; then call turn_pod_up.
 
+. "$HERE/../pods/podlib.sh"
 PODRUN="$HERE/../pods/podrun"
 POD=$T_TMP/pod
 HOME_DIR=/var/lib/hangar
@@ -26,6 +27,7 @@ deliver() {
 # turn_pod_up: the pod up and the verdict (required) delivered; 1 on failure.
 turn_pod_up() {
         cd "$T_TMP" || return 1
+        pods_preflight "$RUNTIME"
         cp "$HERE/../pods/fixtures/sandbox-pod.yaml" pod.yaml
         HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
                 { t_fail "hangar-webhook inject: $(cat inject.err)"; return 1; }
@@ -34,7 +36,8 @@ turn_pod_up() {
                 --bin "$(dirname "$DRIVER")" --bin "$(dirname "$RELAY")" --bin "$(dirname "$PROBE")")
         local b
         for b in "${EXTRA_BINS[@]}"; do UP_ARGS+=(--bin "$b"); done
-        [ -n "$RUNTIME_BIN" ] && UP_ARGS+=(--runtime-bin "$RUNTIME_BIN" --runtime-flag=--platform=systrap)
+        pods_runtime_opts "$RUNTIME" "$RUNTIME_BIN"
+        UP_ARGS+=("${RT_OPTS[@]}")
         if ! timeout 300 "$PODRUN" up "${UP_ARGS[@]}" >up.log 2>&1; then
                 t_fail "podrun up: $(tail -n 5 up.log)"
                 return 1
