@@ -62,19 +62,28 @@ static void consider_line(approvals_t *a, approvals_request_fn fn, void *userdat
 void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
                     void *userdata)
 {
-        for (size_t i = 0; i < n; i++) {
-                uint8_t b = data[i];
-                if (b == '\n') {
-                        if (!a->line_overflow)
-                                consider_line(a, fn, userdata);
-                        a->line_len = 0;
-                        a->line_overflow = false;
-                        continue;
+        while (n > 0) {
+                const uint8_t *nl = memchr(data, '\n', n);
+                size_t len = nl ? (size_t)(nl - data) : n;
+                /* Only a line that starts with '{' can be a request: others are
+                 * skipped to their newline without a copy. */
+                if (!a->line_overflow) {
+                        if ((a->line_len == 0 && len > 0 && data[0] != '{') ||
+                            len > APPROVALS_LINE_MAX - a->line_len)
+                                a->line_overflow = true;
+                        else {
+                                memcpy(a->line + a->line_len, data, len);
+                                a->line_len += len;
+                        }
                 }
-                if (a->line_len == APPROVALS_LINE_MAX)
-                        a->line_overflow = true;
-                else
-                        a->line[a->line_len++] = b;
+                if (!nl)
+                        return;
+                if (!a->line_overflow)
+                        consider_line(a, fn, userdata);
+                a->line_len = 0;
+                a->line_overflow = false;
+                data = nl + 1;
+                n -= len + 1;
         }
 }
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -137,6 +138,10 @@ static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userda
                         (void)close(fd);
                         continue;
                 }
+                /* Frames are batched by conn_flush: Nagle would only hold
+                 * back the tail of a burst (a 44 ms delayed-ACK stall). */
+                int one = 1;
+                (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 slot->used = true;
                 slot->seq = l->next_seq++;
                 slot->deadline_ms = conn_now_ms() + l->handshake_ms;

@@ -31,6 +31,9 @@ int record_open(record_t *r, const char *home, const char *ctl)
         }
         n.events_fd =
             open(events, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        /* A new file, not the old one truncated: truncating a large log
+         * makes the file system write it all out first. */
+        (void)unlink(log);
         n.log_fd =
             open(log, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (n.events_fd < 0 || n.log_fd < 0) {

@@ -30,6 +30,7 @@
 #define STDIN_Q_MAX           (4u * 1024u * 1024u) /* input plus steer commands not yet sent */
 #define WATCH_CHUNK           16384u
 #define RUN_TIMEOUT_DEFAULT_S 600u
+#define DRAIN_GRACE_MS        2000 /* after EXIT, for the rest of stdout */
 
 typedef enum turn_state {
         STATE_WAITING, /* for the relay's two connections */
@@ -78,6 +79,7 @@ typedef struct turn {
         int log_rfd; /* the log, read back for watchers */
         turn_state_t state;
         int64_t connect_deadline, linger_deadline;
+        int64_t drain_deadline; /* after EXIT: the latest wait for io's STDOUT EOF */
         bool finish_requested;
 
         uint8_t *stdin_q;
@@ -364,6 +366,9 @@ static void pump_relay_ctl(turn_t *t)
                                      json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value",
                                                t->exit.value));
                         t->linger_deadline = conn_now_ms() + (int64_t)t->spec->linger_s * 1000;
+                        t->drain_deadline = t->linger_deadline > conn_now_ms() + DRAIN_GRACE_MS
+                                                ? t->linger_deadline
+                                                : conn_now_ms() + DRAIN_GRACE_MS;
                         set_state(t, STATE_EXITED);
                         break;
                 case FRAME_SIGNAL: {
@@ -779,11 +784,11 @@ static void loop(turn_t *t)
                 }
                 stdin_pump(t);
                 if (t->state == STATE_EXITED &&
-                    (t->finish_requested ||
-                     (t->spec->linger_s == 0 || now >= t->linger_deadline))) {
-                        /* io's STDOUT EOF precedes nothing on ctl: wait for it
-                         * (bounded by the linger), so the log is whole. */
-                        if (t->io_eof_seen || !t->io_open || now >= t->linger_deadline)
+                    (t->finish_requested || now >= t->linger_deadline)) {
+                        /* io and ctl are not ordered: the STDOUT EOF the relay
+                         * sent before EXIT may still be on its way. Wait for it
+                         * (bounded) so the log is whole. */
+                        if (t->io_eof_seen || !t->io_open || now >= t->drain_deadline)
                                 end_turn(t, "done", "%s",
                                          t->finish_requested ? "finished by hangar"
                                                              : "linger elapsed");
@@ -823,6 +828,8 @@ static void loop(turn_t *t)
                         deadline = ld;
                 if (t->state == STATE_EXITED && t->linger_deadline < deadline)
                         deadline = t->linger_deadline;
+                if (t->state == STATE_EXITED && !t->io_eof_seen && t->drain_deadline < deadline)
+                        deadline = t->drain_deadline;
                 int timeout = 1000; /* watchers poll the log at least once a second */
                 if (deadline != INT64_MAX && deadline - now < timeout)
                         timeout = deadline - now < 0 ? 0 : (int)(deadline - now);

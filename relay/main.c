@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,9 @@ static int open_channel(uint16_t port, const token_t *token, frame_channel_t cha
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 return error_set(err, -errno, "connect to 127.0.0.1:%u: %s", port, strerror(errno));
+        /* Frames are batched by conn_flush: Nagle only delays a burst's tail. */
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         conn_t c;
         int r = conn_init(&c, TAKE_FD(fd), FRAME_MAX_PAYLOAD);
         if (r < 0)

@@ -18,7 +18,7 @@
 #include "strparse.h"
 #include "tail.h"
 
-#define CHUNK          16384u /* bytes read from a pipe per frame */
+#define CHUNK          65536u /* bytes read from a pipe per frame */
 #define RUN_QUEUE_MAX  16u    /* run requests waiting behind the current one */
 #define DRAIN_GRACE_MS 2000   /* after a process exits, for its pipes to reach EOF */
 #define STOP_GRACE_MS  2000   /* between SIGTERM and SIGKILL when stopping */
