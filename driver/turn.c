@@ -601,8 +601,8 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 if (r < 0)
                         return reply_error("%s", r == -EPIPE ? "the harness's stdin is closed"
                                                              : "too much input waiting");
-                record_event(&t->rec, "harness.steer",
-                             json_pack("{s:I}", "bytes", (json_int_t)strlen(text)));
+                /* hangar's commands are kept in hangar-ctl, with the events. */
+                record_event(&t->rec, "harness.steer", json_pack("{s:s}", "text", text));
                 return json_pack("{s:b}", "ok", 1);
         }
         if (strcmp(op, "close-stdin") == 0) {

@@ -57,6 +57,8 @@ t_check "the harness gets the decision on its stdin" \
         t_wait_for "log_has 'response={\"type\":\"approval_response\",\"id\":\"a1\",\"decision\":\"approve\"}'" 15
 ctl steer "steer-text" >/dev/null
 t_check "a steer command reaches the harness" t_wait_for "log_has steer=steer-text" 15
+t_check "the command is kept in hangar-ctl's events" \
+        sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- cat $CTL_DIR/events.jsonl | grep -q '\"event\":\"harness.steer\",\"text\":\"steer-text\"'"
 t_wait_for "log_has ready-for-signal" 15
 t_eq "status: running, both channels" "running true true" "$(ctl status | jq -r '"\(.state) \(.io) \(.ctl)"')"
 ctl signal INT >/dev/null
