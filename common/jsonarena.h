@@ -8,7 +8,10 @@
  *
  * The rule that makes it safe: no jansson value allocated inside the window
  * may be used after jsonarena_end(). The webhook's request handler owns
- * every value it creates and hands out only plain malloc'd text. */
+ * every value it creates and hands out only plain malloc'd text. Values made
+ * before the window (the server's shared sidecar values, shape_values_new)
+ * may be added to documents inside it: their reference counts keep them,
+ * and a free of memory the arena did not hand out goes to free(). */
 #pragma once
 
 /* Routes jansson's allocator through the arena; call once, before any other

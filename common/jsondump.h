@@ -13,5 +13,8 @@
 /* Appends the text of j to sb: 0, or -ENOMEM / -EINVAL (a real that is not
  * finite, which JSON cannot carry). */
 int jsondump_append(strbuf_t *sb, const json_t *j);
+/* Appends the JSON string of str[0..n) (valid UTF-8) to sb, quoted and
+ * escaped as jsondump_append writes strings. */
+int jsondump_append_string(strbuf_t *sb, const char *str, size_t n);
 /* The text of j as a new string (NULL on failure). */
 char *jsondump(const json_t *j);

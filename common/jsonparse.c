@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "cleanup.h"
 
 typedef struct reader {
@@ -26,10 +30,13 @@ static int fail(reader_t *r, const char *what)
                          (size_t)(r->p - r->start), what);
 }
 
-static void skip_ws(reader_t *r)
+static inline void skip_ws(reader_t *r)
 {
-        while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
-                r->p++;
+        const unsigned char *p = r->p;
+        /* Anything above ' ' is not whitespace: one test for compact JSON. */
+        while (p < r->end && *p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+                p++;
+        r->p = p;
 }
 
 /* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid. Rejects
@@ -123,9 +130,6 @@ static size_t put_utf8(char *o, uint32_t cp)
         return 4;
 }
 
-/* Reads a string (r->p at the opening quote). Its bytes are in *ret_str for
- * *ret_len bytes: pointing into the input when it had no escapes, else into
- * r->scratch. Valid UTF-8 without NUL either way. */
 /* Bytes a string holds as they are: printable ASCII but '"' (0x22) and
  * '\\' (0x5c); controls, quotes, escapes and UTF-8 take the careful path. */
 static const bool plain_ascii[256] = {
@@ -147,37 +151,77 @@ static const bool plain_ascii[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0xf0 */
 };
 
-static int read_string(reader_t *r, const char **ret_str, size_t *ret_len)
+/* Eight bytes at a time: a mask whose lowest set bit is the high bit of the
+ * first byte that is not plain (see plain_ascii), 0 if all eight are plain.
+ * (x - k repeated) & ~x sets a byte's high bit when the byte is below k
+ * (k <= 0x80), and x ^ c repeated has a zero byte where x holds c; a borrow
+ * can set bits above a true hit, never below one, so the lowest is exact. */
+static inline uint64_t word_special(uint64_t x)
 {
-        r->p++; /* opening quote */
-        const unsigned char *s = r->p;
-        /* Fast path: a run of plain characters up to the closing quote. */
-        while (r->p < r->end) {
-                /* Plain ASCII needs no look beyond the table. */
-                while (r->p < r->end && plain_ascii[*r->p])
-                        r->p++;
-                if (r->p >= r->end)
-                        break;
-                unsigned char c = *r->p;
+        const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+        uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
+        return (x | ((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) |
+                ((bslash - ones) & ~bslash)) &
+               highs;
+}
+
+/* Index of the first byte in memory that a word_special mask marks. On a
+ * big-endian machine borrows run towards lower addresses, so the first mark
+ * is not exact there: 0 sends the scan byte by byte from the word's start,
+ * where every case (plain bytes included) is handled, only slower. */
+static inline unsigned first_marked_byte(uint64_t mask)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        return (unsigned)__builtin_ctzll(mask) / 8;
+#else
+        (void)mask;
+        return 0;
+#endif
+}
+
+/* An unaligned 8-byte load that sanitizers accept. */
+typedef uint64_t __attribute__((aligned(1), may_alias)) unaligned_u64;
+
+/* read_string from p on, for all but plain runs that end in the closing
+ * quote: s is where the string's bytes start. Out of line: most strings never
+ * get here, and the callers stay small. */
+__attribute__((noinline)) static int read_string_rest(reader_t *r, const unsigned char *s,
+                                                      const unsigned char *p, const char **ret_str,
+                                                      size_t *ret_len)
+{
+        const unsigned char *const end = r->end;
+        for (;;) {
+                if (end - p >= 8) {
+                        uint64_t special = word_special(*(const unaligned_u64 *)p);
+                        if (!special) {
+                                p += 8;
+                                continue;
+                        }
+                        p += first_marked_byte(special);
+                } else {
+                        while (p < end && plain_ascii[*p])
+                                p++;
+                        if (p >= end)
+                                break;
+                }
+                unsigned char c = *p;
                 if (c == '"') {
                         *ret_str = (const char *)s;
-                        *ret_len = (size_t)(r->p - s);
-                        r->p++;
+                        *ret_len = (size_t)(p - s);
+                        r->p = p + 1;
                         return 0;
                 }
                 if (c == '\\')
                         break;
+                r->p = p;
                 if (c < 0x20)
                         return fail(r, "control character in a string");
-                if (c < 0x80) {
-                        r->p++;
-                        continue;
-                }
-                size_t n = utf8_seq(r->p, r->end);
+                size_t n = utf8_seq(p, end);
                 if (!n)
                         return fail(r, "invalid UTF-8 in a string");
-                r->p += n;
+                p += n;
         }
+        r->p = p;
         if (r->p >= r->end)
                 return fail(r, "unterminated string");
 
@@ -263,6 +307,52 @@ static int read_string(reader_t *r, const char **ret_str, size_t *ret_len)
         return fail(r, "unterminated string");
 }
 
+/* Reads a string (r->p at the opening quote). Its bytes are in *ret_str for
+ * *ret_len bytes: pointing into the input when it had no escapes, else into
+ * r->scratch. Valid UTF-8 without NUL either way. The common case, plain
+ * bytes up to the closing quote, is decided here eight bytes at a time. */
+static inline int read_string(reader_t *r, const char **ret_str, size_t *ret_len)
+{
+        const unsigned char *const s = r->p + 1; /* past the opening quote */
+        const unsigned char *p = s;
+#ifdef __SSE2__
+        /* Sixteen bytes at a time: a signed compare below 0x20 catches the
+         * controls and every byte from 0x80 up at once. */
+        const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                      space = _mm_set1_epi8(0x20);
+        while (r->end - p >= 16) {
+                __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+                unsigned special = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                                 _mm_cmplt_epi8(x, space)));
+                if (special) {
+                        p += __builtin_ctz(special);
+                        if (*p != '"')
+                                break;
+                        *ret_str = (const char *)s;
+                        *ret_len = (size_t)(p - s);
+                        r->p = p + 1;
+                        return 0;
+                }
+                p += 16;
+        }
+#endif
+        while (r->end - p >= 8) {
+                uint64_t special = word_special(*(const unaligned_u64 *)p);
+                if (special) {
+                        p += first_marked_byte(special);
+                        if (*p != '"')
+                                break;
+                        *ret_str = (const char *)s;
+                        *ret_len = (size_t)(p - s);
+                        r->p = p + 1;
+                        return 0;
+                }
+                p += 8;
+        }
+        return read_string_rest(r, s, p, ret_str, ret_len);
+}
+
 static int read_number(reader_t *r, json_t **ret)
 {
         const unsigned char *s = r->p;
@@ -309,6 +399,8 @@ static int read_number(reader_t *r, json_t **ret)
                 uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
                 if (overflow || mag > limit)
                         return fail(r, "integer does not fit in 64 bits");
+                if (!ret)
+                        return 0;
                 json_int_t v = negative ? (json_int_t)(0 - mag) : (json_int_t)mag;
                 *ret = json_integer(v);
                 return *ret ? 0 : -ENOMEM;
@@ -327,6 +419,8 @@ static int read_number(reader_t *r, json_t **ret)
         double d = strtod(tmp, &endp);
         if (!endp || *endp || d == HUGE_VAL || d == -HUGE_VAL)
                 return fail(r, "real number out of range");
+        if (!ret)
+                return 0;
         *ret = json_real(d);
         return *ret ? 0 : -ENOMEM;
 }
@@ -337,30 +431,35 @@ static int read_literal(reader_t *r, const char *word, json_t *value, json_t **r
         if ((size_t)(r->end - r->p) < n || memcmp(r->p, word, n) != 0)
                 return fail(r, "invalid literal");
         r->p += n;
-        *ret = value;
+        if (ret)
+                *ret = value;
         return 0;
 }
 
-static int read_value(reader_t *r, json_t **ret);
+static int read_value(reader_t *r, const jsonparse_proj_t *proj, json_t **ret);
 
-static int read_array(reader_t *r, json_t **ret)
+/* An array: built (each element through proj->items when given, whole
+ * otherwise) when ret is set, only checked when it is NULL. */
+static int read_array(reader_t *r, const jsonparse_proj_t *proj, json_t **ret)
 {
-        _cleanup_json_ json_t *arr = json_array();
-        if (!arr)
+        const jsonparse_proj_t *items = ret && proj ? proj->items : NULL;
+        _cleanup_json_ json_t *arr = NULL;
+        if (ret && !(arr = json_array()))
                 return -ENOMEM;
         r->p++;
         skip_ws(r);
         if (r->p < r->end && *r->p == ']') {
                 r->p++;
-                *ret = TAKE_PTR(arr);
+                if (ret)
+                        *ret = TAKE_PTR(arr);
                 return 0;
         }
         for (;;) {
                 json_t *item = NULL;
-                int rc = read_value(r, &item);
+                int rc = read_value(r, items, ret ? &item : NULL);
                 if (rc < 0)
                         return rc;
-                if (json_array_append_new(arr, item) < 0)
+                if (ret && json_array_append_new(arr, item) < 0)
                         return -ENOMEM;
                 skip_ws(r);
                 if (r->p >= r->end)
@@ -371,14 +470,16 @@ static int read_array(reader_t *r, json_t **ret)
                 }
                 if (*r->p == ']') {
                         r->p++;
-                        *ret = TAKE_PTR(arr);
+                        if (ret)
+                                *ret = TAKE_PTR(arr);
                         return 0;
                 }
                 return fail(r, "expected ',' or ']'");
         }
 }
 
-static int read_object(reader_t *r, json_t **ret)
+/* An object built whole: jansson's own table finds duplicate keys. */
+static int build_object(reader_t *r, json_t **ret)
 {
         _cleanup_json_ json_t *obj = json_object();
         if (!obj)
@@ -416,7 +517,7 @@ static int read_object(reader_t *r, json_t **ret)
                         return fail(r, "expected ':'");
                 r->p++;
                 json_t *value = NULL;
-                rc = read_value(r, &value);
+                rc = read_value(r, NULL, &value);
                 if (rc < 0)
                         return rc;
                 if (json_object_setn_new_nocheck(obj, k, klen, value) < 0)
@@ -437,8 +538,238 @@ static int read_object(reader_t *r, json_t **ret)
         }
 }
 
-static int read_value(reader_t *r, json_t **ret)
+/* The keys of one object that is not built whole, for finding duplicates:
+ * the first few in a list searched in order (objects are small), the rest
+ * in a jansson object used as a set (its hash is seeded, so a hostile
+ * object of many keys costs what it costs jansson when built whole). */
+#define KEYSET_LIST 16
+
+typedef struct key_copy {
+        struct key_copy *next;
+        char bytes[];
+} key_copy_t;
+
+typedef struct keyset {
+        struct {
+                const char *key;
+                size_t len;
+        } list[KEYSET_LIST];
+        size_t n;
+        json_t *set;        /* past KEYSET_LIST keys */
+        key_copy_t *copies; /* keys that had escapes (they were in scratch) */
+} keyset_t;
+
+static void keyset_free(keyset_t *ks)
 {
+        json_decref(ks->set);
+        while (ks->copies) {
+                key_copy_t *c = ks->copies;
+                ks->copies = c->next;
+                free(c);
+        }
+}
+
+/* Adds key k: 1 if it was there already, 0 if added, -ENOMEM. *k is moved
+ * to a copy when it points into scratch, so it stays valid. */
+static int keyset_add(reader_t *r, keyset_t *ks, const char **k, size_t klen)
+{
+        if (*k == r->scratch) {
+                key_copy_t *c = malloc(sizeof(*c) + klen + 1);
+                if (!c)
+                        return -ENOMEM;
+                memcpy(c->bytes, *k, klen);
+                c->bytes[klen] = '\0';
+                c->next = ks->copies;
+                ks->copies = c;
+                *k = c->bytes;
+        }
+        if (!ks->set) {
+                for (size_t i = 0; i < ks->n; i++)
+                        if (ks->list[i].len == klen &&
+                            (klen == 0 || (ks->list[i].key[0] == (*k)[0] &&
+                                           ks->list[i].key[klen - 1] == (*k)[klen - 1] &&
+                                           memcmp(ks->list[i].key, *k, klen) == 0)))
+                                return 1;
+                if (ks->n < KEYSET_LIST) {
+                        ks->list[ks->n].key = *k;
+                        ks->list[ks->n].len = klen;
+                        ks->n++;
+                        return 0;
+                }
+                if (!(ks->set = json_object()))
+                        return -ENOMEM;
+                for (size_t i = 0; i < ks->n; i++)
+                        if (json_object_setn_new_nocheck(ks->set, ks->list[i].key, ks->list[i].len,
+                                                         json_null()) < 0)
+                                return -ENOMEM;
+        }
+        if (json_object_getn(ks->set, *k, klen))
+                return 1;
+        return json_object_setn_new_nocheck(ks->set, *k, klen, json_null()) < 0 ? -ENOMEM : 0;
+}
+
+static const jsonparse_member_t *find_member(const jsonparse_proj_t *proj, const char *k,
+                                             size_t klen)
+{
+        for (const jsonparse_member_t *m = proj->members; m->key; m++)
+                if (m->len == klen && memcmp(m->key, k, klen) == 0)
+                        return m;
+        return NULL;
+}
+
+/* A value too deep to read: the same message wherever it is found. */
+static int too_deep(reader_t *r)
+{
+        return error_set(r->err, -EINVAL, "JSON nested deeper than %u levels (at byte %zu)",
+                         r->max_depth, (size_t)(r->p - r->start));
+}
+
+static int skip_value(reader_t *r);
+
+/* Checks an array without building anything, as read_array does. */
+static int skip_array(reader_t *r)
+{
+        r->p++;
+        skip_ws(r);
+        if (r->p < r->end && *r->p == ']') {
+                r->p++;
+                return 0;
+        }
+        for (;;) {
+                int rc = skip_value(r);
+                if (rc < 0)
+                        return rc;
+                skip_ws(r);
+                if (r->p >= r->end)
+                        return fail(r, "unterminated array");
+                if (*r->p == ',') {
+                        r->p++;
+                        continue;
+                }
+                if (*r->p == ']') {
+                        r->p++;
+                        return 0;
+                }
+                return fail(r, "expected ',' or ']'");
+        }
+}
+
+/* Reads an object's members up to its '}' (r->p just past the '{'): every
+ * key checked for duplicates, each value built through its member's
+ * projection when obj is set and the key is listed, else only checked. The
+ * same checks in the same order as build_object, so the same input fails
+ * with the same message. */
+static int object_members(reader_t *r, const jsonparse_proj_t *proj, json_t *obj)
+{
+        _cleanup_(keyset_free) keyset_t ks;
+        ks.n = 0;
+        ks.set = NULL;
+        ks.copies = NULL;
+        skip_ws(r);
+        if (r->p < r->end && *r->p == '}') {
+                r->p++;
+                return 0;
+        }
+        for (;;) {
+                skip_ws(r);
+                if (r->p >= r->end || *r->p != '"')
+                        return fail(r, "expected a string key");
+                const char *k;
+                size_t klen;
+                int rc = read_string(r, &k, &klen);
+                if (rc < 0)
+                        return rc;
+                rc = keyset_add(r, &ks, &k, klen);
+                if (rc < 0)
+                        return rc;
+                if (rc > 0)
+                        return fail(r, "duplicate object key");
+                skip_ws(r);
+                if (r->p >= r->end || *r->p != ':')
+                        return fail(r, "expected ':'");
+                r->p++;
+                const jsonparse_member_t *m = obj ? find_member(proj, k, klen) : NULL;
+                if (m) {
+                        json_t *value = NULL;
+                        rc = read_value(r, m->proj, &value);
+                        if (rc == 0 && json_object_setn_new_nocheck(obj, k, klen, value) < 0)
+                                rc = -ENOMEM;
+                } else {
+                        rc = skip_value(r);
+                }
+                if (rc < 0)
+                        return rc;
+                skip_ws(r);
+                if (r->p >= r->end)
+                        return fail(r, "unterminated object");
+                if (*r->p == ',') {
+                        r->p++;
+                        continue;
+                }
+                if (*r->p == '}') {
+                        r->p++;
+                        return 0;
+                }
+                return fail(r, "expected ',' or '}'");
+        }
+}
+
+/* An object built through a projection: only the members it lists. */
+static int project_object(reader_t *r, const jsonparse_proj_t *proj, json_t **ret)
+{
+        _cleanup_json_ json_t *obj = json_object();
+        if (!obj)
+                return -ENOMEM;
+        r->p++;
+        int rc = object_members(r, proj, obj);
+        if (rc < 0)
+                return rc;
+        *ret = TAKE_PTR(obj);
+        return 0;
+}
+
+/* Checks one value without building anything: what read_value checks, in
+ * the same order. */
+static int skip_value(reader_t *r)
+{
+        skip_ws(r);
+        if (r->p >= r->end)
+                return fail(r, "unexpected end of input");
+        const char *s;
+        size_t n;
+        int rc;
+        switch (*r->p) {
+        case '{':
+        case '[':
+                if (++r->depth > r->max_depth)
+                        return too_deep(r);
+                if (*r->p == '[') {
+                        rc = skip_array(r);
+                } else {
+                        r->p++;
+                        rc = object_members(r, NULL, NULL);
+                }
+                r->depth--;
+                return rc;
+        case '"':
+                return read_string(r, &s, &n);
+        case 't':
+                return read_literal(r, "true", NULL, NULL);
+        case 'f':
+                return read_literal(r, "false", NULL, NULL);
+        case 'n':
+                return read_literal(r, "null", NULL, NULL);
+        default:
+                return read_number(r, NULL);
+        }
+}
+
+/* Reads one value: built whole (ret set, proj NULL), built through proj
+ * (ret and proj set), or only checked (ret NULL). */
+static int read_value(reader_t *r, const jsonparse_proj_t *proj, json_t **ret)
+{
+        if (!ret)
+                return skip_value(r);
         skip_ws(r);
         if (r->p >= r->end)
                 return fail(r, "unexpected end of input");
@@ -447,10 +778,13 @@ static int read_value(reader_t *r, json_t **ret)
         case '{':
         case '[':
                 if (++r->depth > r->max_depth)
-                        return error_set(r->err, -EINVAL,
-                                         "JSON nested deeper than %u levels (at byte %zu)",
-                                         r->max_depth, (size_t)(r->p - r->start));
-                rc = *r->p == '{' ? read_object(r, ret) : read_array(r, ret);
+                        return too_deep(r);
+                if (*r->p == '[')
+                        rc = read_array(r, proj, ret);
+                else if (proj && proj->members)
+                        rc = project_object(r, proj, ret);
+                else
+                        rc = build_object(r, ret);
                 r->depth--;
                 return rc;
         case '"': {
@@ -473,7 +807,8 @@ static int read_value(reader_t *r, json_t **ret)
         }
 }
 
-int jsonparse_load(const char *buf, size_t len, unsigned max_depth, json_t **ret, hg_error_t *err)
+static int load(const char *buf, size_t len, unsigned max_depth, const jsonparse_proj_t *proj,
+                json_t **ret, hg_error_t *err)
 {
         reader_t r = {
             .p = (const unsigned char *)buf,
@@ -490,7 +825,7 @@ int jsonparse_load(const char *buf, size_t len, unsigned max_depth, json_t **ret
                 return rc;
         }
         json_t *root = NULL;
-        int rc = read_value(&r, &root);
+        int rc = read_value(&r, proj, &root);
         free(r.scratch);
         if (rc < 0)
                 return rc;
@@ -501,4 +836,15 @@ int jsonparse_load(const char *buf, size_t len, unsigned max_depth, json_t **ret
         }
         *ret = root;
         return 0;
+}
+
+int jsonparse_load(const char *buf, size_t len, unsigned max_depth, json_t **ret, hg_error_t *err)
+{
+        return load(buf, len, max_depth, NULL, ret, err);
+}
+
+int jsonparse_load_projected(const char *buf, size_t len, unsigned max_depth,
+                             const jsonparse_proj_t *proj, json_t **ret, hg_error_t *err)
+{
+        return load(buf, len, max_depth, proj, ret, err);
 }

@@ -1,41 +1,93 @@
 #include "patch.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cleanup.h"
+#include "jsondump.h"
 #include "jsonptr.h"
 #include "jsonx.h"
-#include "strbuf.h"
+
+/* The text a typical injection writes, so the ops buffer is allocated once
+ * rather than grown from strbuf's 64 bytes by doubling. */
+#define OPS_TEXT_USUAL 2048
 
 int patch_init(patch_t *p, json_t *doc)
 {
         p->doc = doc;
-        p->ops = json_array();
-        return p->ops ? 0 : -ENOMEM;
+        p->path = (strbuf_t){0};
+        p->n_ops = 0;
+        /* strbuf has no reserve: an empty buffer of the usual size is what
+         * strbuf_append would have grown (data malloc'd, NUL-terminated). */
+        p->ops = (strbuf_t){.data = malloc(OPS_TEXT_USUAL), .cap = OPS_TEXT_USUAL};
+        if (!p->ops.data)
+                return -ENOMEM;
+        p->ops.data[0] = '\0';
+        return strbuf_append(&p->ops, "[]", 2);
 }
 
 void patch_free(patch_t *p)
 {
-        json_decref(p->ops);
-        p->ops = NULL;
+        strbuf_free(&p->ops);
+        strbuf_free(&p->path);
+        p->n_ops = 0;
 }
 
-int patch_add(patch_t *p, const char *path, json_t *value, hg_error_t *err)
+char *patch_take_ops(patch_t *p)
+{
+        if (p->n_ops == 0)
+                return NULL;
+        /* Never NULL: ops holds at least "[]" since patch_init. */
+        p->n_ops = 0;
+        return strbuf_take(&p->ops);
+}
+
+/* Writes the operation over the closing ']' of the ops text and closes it
+ * again: the value's text is known (what jsondump writes for value) or
+ * written out here. On failure the text is left as it was. */
+static int emit(patch_t *p, const char *path, const json_t *value, const char *known)
+{
+        size_t closed = p->ops.len;
+        strbuf_truncate(&p->ops, closed - 1);
+        static const char head[] = "{\"op\":\"add\",\"path\":";
+        int r = p->n_ops ? strbuf_append(&p->ops, ",", 1) : 0;
+        if (r == 0)
+                r = strbuf_append(&p->ops, head, sizeof(head) - 1);
+        if (r == 0)
+                r = jsondump_append_string(&p->ops, path, strlen(path));
+        if (r == 0)
+                r = strbuf_append(&p->ops, ",\"value\":", 9);
+        if (r == 0)
+                r = known ? strbuf_puts(&p->ops, known) : jsondump_append(&p->ops, value);
+        if (r == 0)
+                r = strbuf_append(&p->ops, "}]", 2);
+        if (r < 0) {
+                /* Back to the text before this op (it had room for its ']'). */
+                strbuf_truncate(&p->ops, closed - 1);
+                (void)strbuf_append(&p->ops, "]", 1);
+                return r;
+        }
+        p->n_ops++;
+        return 0;
+}
+
+static int add_known(patch_t *p, const char *path, json_t *value, const char *known,
+                     hg_error_t *err)
 {
         _cleanup_json_ json_t *owned = value;
         if (!owned)
                 return -ENOMEM;
-        /* The op gets its own copy: later operations change the document's
-         * value (an append to an array this op created) but never the op. */
-        _cleanup_json_ json_t *op = json_object();
-        if (!op || json_object_set_new_nocheck(op, "op", json_string_nocheck("add")) < 0 ||
-            json_object_set_new(op, "path", json_string(path)) < 0 ||
-            json_object_set_new_nocheck(op, "value", json_deep_copy(owned)) < 0)
-                return -ENOMEM;
         int r = jsonptr_add(p->doc, path, owned, err);
         if (r < 0)
                 return r;
-        return json_array_append(p->ops, op) == 0 ? 0 : -ENOMEM;
+        /* Written out now: later operations may change owned in the document. */
+        return emit(p, path, owned, known);
+}
+
+int patch_add(patch_t *p, const char *path, json_t *value, hg_error_t *err)
+{
+        return add_known(p, path, value, NULL, err);
 }
 
 /* The container at parent_path/key: 0 and *ret if present with the wanted
@@ -55,44 +107,69 @@ static int lookup_container(patch_t *p, const char *parent_path, const char *key
         return r;
 }
 
+/* A new container of the given type holding value (at segment in a map). */
+static json_t *container_around(json_type type, const char *segment, json_t *value)
+{
+        json_t *c = type == JSON_ARRAY ? json_array() : json_object();
+        if (!c)
+                return NULL;
+        int r =
+            type == JSON_ARRAY ? json_array_append(c, value) : json_object_set(c, segment, value);
+        if (r < 0) {
+                json_decref(c);
+                return NULL;
+        }
+        return c;
+}
+
 /* Adds value into the container (array or map) at parent_path/key: at
  * segment ("-" or a member name) when the container exists, or by creating
- * the container around it (holding value) when it does not. */
+ * the container around it (holding value) when it does not. known, if set,
+ * is value's text. */
 static int add_into(patch_t *p, const char *parent_path, const char *key, json_type type,
-                    const char *segment, json_t *value, hg_error_t *err)
+                    const char *segment, json_t *value, const char *known, hg_error_t *err)
 {
         _cleanup_json_ json_t *owned = value;
         if (!owned)
                 return -ENOMEM;
-        _cleanup_strbuf_ strbuf_t path = {0};
-        int r = strbuf_puts(&path, parent_path);
+        strbuf_t *path = &p->path;
+        strbuf_truncate(path, 0);
+        int r = strbuf_puts(path, parent_path);
         if (r == 0)
-                r = jsonptr_append(&path, key);
+                r = jsonptr_append(path, key);
         if (r < 0)
                 return r;
         json_t *container;
         r = lookup_container(p, parent_path, key, type, &container, err);
-        if (r == -ENOENT) {
-                json_t *created = type == JSON_ARRAY ? json_pack("[O]", owned)
-                                                     : json_pack("{s:O}", segment, owned);
-                return patch_add(p, path.data, created, err);
-        }
+        if (r == -ENOENT)
+                return patch_add(p, path->data, container_around(type, segment, owned), err);
         if (r < 0)
                 return r;
-        r = jsonptr_append(&path, segment);
+        r = jsonptr_append(path, segment);
         if (r < 0)
                 return r;
-        return patch_add(p, path.data, TAKE_PTR(owned), err);
+        /* What jsonptr_add would do at path, on the container found above. */
+        r = type == JSON_ARRAY ? json_array_append(container, owned)
+                               : json_object_set(container, segment, owned);
+        if (r < 0)
+                return -ENOMEM;
+        return emit(p, path->data, owned, known);
 }
 
 int patch_append(patch_t *p, const char *parent_path, const char *key, json_t *value,
                  hg_error_t *err)
 {
-        return add_into(p, parent_path, key, JSON_ARRAY, "-", value, err);
+        return add_into(p, parent_path, key, JSON_ARRAY, "-", value, NULL, err);
+}
+
+int patch_append_known(patch_t *p, const char *parent_path, const char *key, json_t *value,
+                       const char *text, hg_error_t *err)
+{
+        return add_into(p, parent_path, key, JSON_ARRAY, "-", value, text, err);
 }
 
 int patch_set_member(patch_t *p, const char *parent_path, const char *key, const char *name,
                      json_t *value, hg_error_t *err)
 {
-        return add_into(p, parent_path, key, JSON_OBJECT, name, value, err);
+        return add_into(p, parent_path, key, JSON_OBJECT, name, value, NULL, err);
 }

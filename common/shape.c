@@ -1,8 +1,11 @@
 #include "shape.h"
 
-#include <stddef.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cleanup.h"
+#include "jsondump.h"
 
 /* Design page 000, "The pod": hangar-home read-only for the agent and
  * read-write for the driver; hangar-ctl never mounted by the agent (nor by
@@ -197,5 +200,78 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
         bad |= put(c, "resources", resources_json(cfg));
         bad |= put(c, "securityContext", security_context_json(cfg));
         bad |= put(c, "volumeMounts", mounts);
+        return built(c, bad);
+}
+
+void shape_values_free(shape_values_t *sv)
+{
+        if (!sv)
+                return;
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                json_decref(sv->volume[v]);
+                free(sv->volume_text[v]);
+                json_decref(sv->agent_mount[v]);
+                free(sv->agent_mount_text[v]);
+        }
+        json_decref(sv->driver_rest);
+        free(sv->driver_rest_text);
+        free(sv);
+}
+
+/* value and its text, or -ENOMEM (value taken either way). */
+static int with_text(json_t *value, json_t **ret, char **ret_text)
+{
+        *ret = value;
+        *ret_text = value ? jsondump(value) : NULL;
+        return *ret_text ? 0 : -ENOMEM;
+}
+
+int shape_values_new(const hg_config_t *cfg, shape_values_t **ret)
+{
+        shape_values_t *sv = calloc(1, sizeof(*sv));
+        if (!sv)
+                return -ENOMEM;
+        int r = 0;
+        for (shape_volume_t v = 0; r == 0 && v < SHAPE_VOLUME_COUNT; v++) {
+                r = with_text(shape_volume_json(cfg, v), &sv->volume[v], &sv->volume_text[v]);
+                json_t *mount = r == 0 ? shape_mount_json(cfg, SHAPE_ROLE_AGENT, v) : NULL;
+                if (mount)
+                        r = with_text(mount, &sv->agent_mount[v], &sv->agent_mount_text[v]);
+        }
+        /* The whole container with an empty image, less its name and image:
+         * what follows them, in the order the builder set it. */
+        json_t *rest = r == 0 ? shape_driver_container_json(cfg, "") : NULL;
+        if (rest && (json_object_del(rest, "name") < 0 || json_object_del(rest, "image") < 0 ||
+                     json_object_size(rest) == 0)) {
+                json_decref(rest);
+                rest = NULL;
+        }
+        if (r == 0)
+                r = with_text(rest, &sv->driver_rest, &sv->driver_rest_text);
+        if (r < 0) {
+                shape_values_free(sv);
+                return r;
+        }
+        *ret = sv;
+        return 0;
+}
+
+json_t *shape_values_driver(const shape_values_t *sv, const char *image, strbuf_t *text)
+{
+        json_t *c = json_object();
+        int bad = put(c, "name", json_string_nocheck(SHAPE_DRIVER_CONTAINER));
+        bad |= put(c, "image", json_string(image));
+        const char *key;
+        json_t *v;
+        json_object_foreach (sv->driver_rest, key, v)
+                bad |= put(c, key, json_incref(v));
+        /* {"name":...,"image":..., then the rest's text without its '{'. */
+        if (!bad)
+                bad = strbuf_puts(text, "{\"name\":") < 0 ||
+                      jsondump_append_string(text, SHAPE_DRIVER_CONTAINER,
+                                             strlen(SHAPE_DRIVER_CONTAINER)) < 0 ||
+                      strbuf_puts(text, ",\"image\":") < 0 ||
+                      jsondump_append_string(text, image, strlen(image)) < 0 ||
+                      strbuf_puts(text, ",") < 0 || strbuf_puts(text, sv->driver_rest_text + 1) < 0;
         return built(c, bad);
 }

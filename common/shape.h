@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "strbuf.h"
 
 #define SHAPE_DRIVER_CONTAINER "hangar-driver"
 #define SHAPE_HOME_VOLUME      "hangar-home"
@@ -52,3 +53,28 @@ json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume);
 json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume_t volume);
 /* The hangar-driver container, running the agent's image. */
 json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image);
+
+/* What the webhook adds to every pod it injects, built once for a
+ * configuration, each with its JSON text (what jsondump writes for it), and
+ * then shared by every pod it is added to instead of built again: about a
+ * fifth of a review's work. Nothing may change these values (they are added
+ * to pods as leaves, never patched into); jansson's reference counts are
+ * atomic, so threads may share them. Build them outside a jsonarena window,
+ * since they outlive any request. */
+typedef struct shape_values {
+        json_t *volume[SHAPE_VOLUME_COUNT];
+        char *volume_text[SHAPE_VOLUME_COUNT];
+        /* The agent's mounts; NULL where it mounts nothing. */
+        json_t *agent_mount[SHAPE_VOLUME_COUNT];
+        char *agent_mount_text[SHAPE_VOLUME_COUNT];
+        /* The hangar-driver container's members after its image, in order,
+         * and their text ("{...}"). */
+        json_t *driver_rest;
+        char *driver_rest_text;
+} shape_values_t;
+
+int shape_values_new(const hg_config_t *cfg, shape_values_t **ret);
+void shape_values_free(shape_values_t *sv);
+/* shape_driver_container_json(cfg, image) sharing sv's constant members;
+ * its text (what jsondump writes for it) is appended to text. */
+json_t *shape_values_driver(const shape_values_t *sv, const char *image, strbuf_t *text);

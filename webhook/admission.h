@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "jsonparse.h"
 #include "mutate.h"
 
 typedef struct admission_outcome {
@@ -25,10 +26,32 @@ typedef struct admission_outcome {
         json_t *pod;    /* borrowed from review: the pod as patched (inject) */
 } admission_outcome_t;
 
+/* How much of a review is built before deciding. Both give the same answer
+ * bytes, the same error and the same outcome for every input (the fuzz
+ * target checks it); they differ in what o->review and o->pod hold. */
+typedef enum admission_read {
+        /* The whole review: o->pod is the whole pod as patched (inject, and
+         * the reference the projected read is checked against). */
+        ADMISSION_READ_WHOLE,
+        /* Only what the decision reads is built (mutate_pod_projection);
+         * the rest (managedFields, env, status, ...) is checked, not kept.
+         * o->pod then holds only those parts. The server and `review`. */
+        ADMISSION_READ_PROJECTED,
+} admission_read_t;
+
+/* What ADMISSION_READ_PROJECTED builds of a review (see jsonparse.h). */
+extern const jsonparse_proj_t admission_review_projection;
+
 /* Handles one AdmissionReview body: decodes it, decides, and encodes the
  * response into *ret_body (malloc'd JSON). Returns 0 with a response, or
  * -EINVAL (malformed: err says why, for a 400) or -ENOMEM. The outcome is
- * filled as far as decoding got and must be freed either way. */
+ * filled as far as decoding got and must be freed either way. values are
+ * the sidecar's values for cfg (shape_values_new), or NULL to build them
+ * for this review. */
+int admission_review(const hg_config_t *cfg, const shape_values_t *values, admission_read_t read,
+                     const char *body, size_t len, char **ret_body, admission_outcome_t *outcome,
+                     hg_error_t *err);
+/* admission_review of the whole review, values built for it. */
 int admission_handle(const hg_config_t *cfg, const char *body, size_t len, char **ret_body,
                      admission_outcome_t *outcome, hg_error_t *err);
 void admission_outcome_free(admission_outcome_t *o);

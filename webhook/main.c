@@ -242,7 +242,8 @@ static int cmd_review(int argc, char **argv)
         }
         admission_outcome_t o;
         hg_error_t err = {0};
-        r = admission_handle(&cfg, body, len, &response, &o, &err);
+        /* The server's path: only what the decision reads is built. */
+        r = admission_review(&cfg, NULL, ADMISSION_READ_PROJECTED, body, len, &response, &o, &err);
         admission_outcome_free(&o);
         config_free(&cfg);
         if (r < 0)

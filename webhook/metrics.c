@@ -15,7 +15,7 @@ static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
 static struct {
         atomic_uint_fast64_t reviews[REASON_COUNT];
         atomic_uint_fast64_t errors[METRICS_ERROR_COUNT];
-        atomic_uint_fast64_t latency_buckets[NBUCKETS];
+        atomic_uint_fast64_t latency_buckets[NBUCKETS]; /* each review in one (not cumulative) */
         atomic_uint_fast64_t latency_count;
         atomic_uint_fast64_t latency_sum_ns;
         atomic_int_fast64_t cert_not_after;
@@ -35,12 +35,19 @@ static const char *const error_names[METRICS_ERROR_COUNT] = {
 void metrics_record_review(const mutate_result_t *result, double seconds)
 {
         unsigned reason = (unsigned)result->reason < REASON_COUNT ? result->reason : 0;
-        atomic_fetch_add(&m.reviews[reason], 1);
-        for (size_t i = 0; i < NBUCKETS; i++)
-                if (seconds <= buckets[i])
-                        atomic_fetch_add(&m.latency_buckets[i], 1);
-        atomic_fetch_add(&m.latency_count, 1);
-        atomic_fetch_add(&m.latency_sum_ns, (uint_fast64_t)(seconds * 1e9));
+        /* Counters only: relaxed is enough, and every review's threads share
+         * these cache lines. One bucket per review; metrics_render adds them
+         * up into Prometheus' cumulative buckets. */
+        atomic_fetch_add_explicit(&m.reviews[reason], 1, memory_order_relaxed);
+        for (size_t i = 0; i < NBUCKETS; i++) {
+                if (seconds <= buckets[i]) {
+                        atomic_fetch_add_explicit(&m.latency_buckets[i], 1, memory_order_relaxed);
+                        break;
+                }
+        }
+        atomic_fetch_add_explicit(&m.latency_count, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&m.latency_sum_ns, (uint_fast64_t)(seconds * 1e9),
+                                  memory_order_relaxed);
 }
 
 void metrics_record_error(metrics_error_t kind)
@@ -99,11 +106,18 @@ char *metrics_render(void)
         r |= strbuf_puts(&sb, "# HELP hangar_webhook_review_duration_seconds Time from a request's "
                               "headers to its answer.\n"
                               "# TYPE hangar_webhook_review_duration_seconds histogram\n");
-        for (size_t i = 0; i < NBUCKETS; i++)
+        uint64_t cumulative = 0;
+        for (size_t i = 0; i < NBUCKETS; i++) {
+                cumulative += atomic_load(&m.latency_buckets[i]);
                 r |= strbuf_printf(
                     &sb, "hangar_webhook_review_duration_seconds_bucket{le=\"%g\"} %llu\n",
-                    buckets[i], (unsigned long long)atomic_load(&m.latency_buckets[i]));
+                    buckets[i], (unsigned long long)cumulative);
+        }
+        /* Loaded after the buckets; a review recorded in between could
+         * still leave it behind them, and +Inf must not be below them. */
         uint64_t count = atomic_load(&m.latency_count);
+        if (count < cumulative)
+                count = cumulative;
         r |= strbuf_printf(&sb,
                            "hangar_webhook_review_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
                            "hangar_webhook_review_duration_seconds_sum %.9f\n"

@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "jsonx.h"
 #include "patch.h"
 #include "shape.h"
+#include "strbuf.h"
 
 static const struct {
         const char *name;
@@ -61,11 +63,13 @@ void mutate_result_set(mutate_result_t *ret, mutate_reason_t reason, const char 
         va_start(ap, fmt);
         (void)vsnprintf(ret->detail, sizeof(ret->detail), fmt, ap);
         va_end(ap);
+        /* A long name cut mid-character would make the answer invalid JSON. */
+        utf8_trim_incomplete(ret->detail);
 }
 
 void mutate_result_free(mutate_result_t *r)
 {
-        json_decref(r->patch);
+        free(r->patch);
         r->patch = NULL;
 }
 
@@ -73,38 +77,101 @@ void mutate_result_free(mutate_result_t *r)
 static const char *const container_lists[] = {"initContainers", "containers",
                                               "ephemeralContainers"};
 
+/* What this file reads of a pod, below (and metadata.name and generateName,
+ * which admission.c reads for its log line): kept in step with the code by
+ * the fuzz target, which decides every input both ways and compares. */
+static const jsonparse_member_t name_member[] = {
+    JSONPARSE_MEMBER("name", NULL),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_proj_t volume_proj = {.members = name_member};
+static const jsonparse_member_t mount_members[] = {
+    JSONPARSE_MEMBER("name", NULL),
+    JSONPARSE_MEMBER("mountPath", NULL),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_proj_t mount_proj = {.members = mount_members};
+static const jsonparse_member_t security_context_members[] = {
+    JSONPARSE_MEMBER("privileged", NULL),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_proj_t security_context_proj = {.members = security_context_members};
+static const jsonparse_member_t container_members[] = {
+    JSONPARSE_MEMBER("name", NULL),
+    JSONPARSE_MEMBER("image", NULL),
+    JSONPARSE_MEMBER("securityContext", &security_context_proj),
+    JSONPARSE_MEMBER("volumeMounts", &(const jsonparse_proj_t){.items = &mount_proj}),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_proj_t container_proj = {.members = container_members};
+static const jsonparse_proj_t container_list_proj = {.items = &container_proj};
+static const jsonparse_member_t spec_members[] = {
+    JSONPARSE_MEMBER("volumes", &(const jsonparse_proj_t){.items = &volume_proj}),
+    JSONPARSE_MEMBER("initContainers", &container_list_proj),
+    JSONPARSE_MEMBER("containers", &container_list_proj),
+    JSONPARSE_MEMBER("ephemeralContainers", &container_list_proj),
+    JSONPARSE_MEMBER("hostPID", NULL),
+    JSONPARSE_MEMBER("shareProcessNamespace", NULL),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_member_t metadata_members[] = {
+    JSONPARSE_MEMBER("name", NULL),
+    JSONPARSE_MEMBER("generateName", NULL),
+    JSONPARSE_MEMBER("labels", NULL),
+    JSONPARSE_MEMBER("annotations", NULL),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_member_t pod_members[] = {
+    JSONPARSE_MEMBER("metadata", &(const jsonparse_proj_t){.members = metadata_members}),
+    JSONPARSE_MEMBER("spec", &(const jsonparse_proj_t){.members = spec_members}),
+    JSONPARSE_MEMBERS_END,
+};
+const jsonparse_proj_t mutate_pod_projection = {.members = pod_members};
+
+/* The parts of a pod the decision reads, looked up (and type-checked) once
+ * by check_pod_types. Absent and JSON null are both NULL. Ops added later
+ * never replace these objects, only add into them. */
+typedef struct pod_view {
+        json_t *annotations;
+        json_t *spec;
+        json_t *volumes;
+        json_t *lists[ARRAY_SIZE(container_lists)];
+} pod_view_t;
+
 /* Checks the parts of the pod this module reads have the types it expects;
  * anything else is an invalid pod, denied with what was wrong. */
-static int check_pod_types(json_t *pod, hg_error_t *err)
+static int check_pod_types(json_t *pod, pod_view_t *view, hg_error_t *err)
 {
-        json_t *metadata, *spec, *v;
+        json_t *metadata = NULL, *v;
+        *view = (pod_view_t){0};
         if (!json_is_object(pod))
                 return error_set(err, -EINVAL, "object is %s, expected a Pod object",
                                  jsonx_type_name(pod));
         if (jsonx_member(pod, "metadata", JSON_OBJECT, &metadata) == -EINVAL)
                 return error_set(err, -EINVAL, "metadata is not an object");
         if (jsonx_member(metadata, "labels", JSON_OBJECT, &v) == -EINVAL ||
-            jsonx_member(metadata, "annotations", JSON_OBJECT, &v) == -EINVAL)
+            jsonx_member(metadata, "annotations", JSON_OBJECT, &view->annotations) == -EINVAL)
                 return error_set(err, -EINVAL, "metadata.labels and annotations must be objects");
-        if (jsonx_member(pod, "spec", JSON_OBJECT, &spec) < 0)
+        if (jsonx_member(pod, "spec", JSON_OBJECT, &view->spec) < 0)
                 return error_set(err, -EINVAL, "spec is missing or not an object");
-        if (jsonx_member(spec, "volumes", JSON_ARRAY, &v) == -EINVAL)
+        if (jsonx_member(view->spec, "volumes", JSON_ARRAY, &view->volumes) == -EINVAL)
                 return error_set(err, -EINVAL, "spec.volumes is not an array");
         size_t i;
         json_t *vol;
-        json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+        json_array_foreach (view->volumes, i, vol) {
                 const char *name;
                 if (jsonx_string(vol, "name", &name) < 0)
                         return error_set(err, -EINVAL, "spec.volumes[%zu] has no name", i);
         }
         for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
                 json_t *list;
-                int r = jsonx_member(spec, container_lists[l], JSON_ARRAY, &list);
+                int r = jsonx_member(view->spec, container_lists[l], JSON_ARRAY, &list);
                 if (r == -ENOENT)
                         continue;
                 if (r < 0)
                         return error_set(err, -EINVAL, "spec.%s is not an array",
                                          container_lists[l]);
+                view->lists[l] = list;
                 json_t *c;
                 json_array_foreach (list, i, c) {
                         const char *name;
@@ -134,9 +201,8 @@ static int check_pod_types(json_t *pod, hg_error_t *err)
                         }
                 }
         }
-        json_t *containers;
-        if (jsonx_member(spec, "containers", JSON_ARRAY, &containers) < 0 ||
-            json_array_size(containers) == 0)
+        /* containers is lists[1]. */
+        if (!view->lists[1] || json_array_size(view->lists[1]) == 0)
                 return error_set(err, -EINVAL, "spec.containers is missing or empty");
         return 0;
 }
@@ -149,23 +215,23 @@ static bool is_selected(const hg_config_t *cfg, json_t *pod)
                strcmp(value, cfg->selector_value) == 0;
 }
 
-static const char *annotation(json_t *pod, const char *key)
+static const char *annotation(json_t *annotations, const char *key)
 {
         const char *v = NULL;
-        json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
         return jsonx_string(annotations, key, &v) == 0 ? v : NULL;
 }
 
-/* Calls fn on every container of every list until it returns non-zero. */
-typedef int (*container_fn)(json_t *c, const char *list, void *ctx);
-static int for_each_container(json_t *pod, container_fn fn, void *ctx)
+/* Calls fn on every container of every list (with its name, which
+ * check_pod_types made sure is a string) until it returns non-zero. */
+typedef int (*container_fn)(json_t *c, const char *name, const char *list, void *ctx);
+static int for_each_container(const pod_view_t *view, container_fn fn, void *ctx)
 {
-        json_t *spec = json_object_get(pod, "spec");
         for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec, container_lists[l]), i, c) {
-                        int r = fn(c, container_lists[l], ctx);
+                json_array_foreach (view->lists[l], i, c) {
+                        int r = fn(c, json_string_value(json_object_get(c, "name")),
+                                   container_lists[l], ctx);
                         if (r != 0)
                                 return r;
                 }
@@ -173,34 +239,30 @@ static int for_each_container(json_t *pod, container_fn fn, void *ctx)
         return 0;
 }
 
-static const char *container_name(json_t *c)
+static int find_named(json_t *c, const char *name, const char *list, void *ctx)
 {
-        return json_string_value(json_object_get(c, "name"));
+        return strcmp(name, ctx) == 0;
 }
 
-static int find_named(json_t *c, const char *list, void *ctx)
-{
-        return strcmp(container_name(c), ctx) == 0;
-}
-
-static int find_privileged(json_t *c, const char *list, void *ctx)
+static int find_privileged(json_t *c, const char *name, const char *list, void *ctx)
 {
         bool privileged = false;
         if (jsonx_bool(json_object_get(c, "securityContext"), "privileged", &privileged) == 0 &&
             privileged) {
-                *(const char **)ctx = container_name(c);
+                *(const char **)ctx = name;
                 return 1;
         }
         return 0;
 }
 
 /* Returns the agent container and its index in spec.containers, or NULL. */
-static json_t *find_agent(const hg_config_t *cfg, json_t *pod, size_t *ret_index)
+static json_t *find_agent(const hg_config_t *cfg, const pod_view_t *view, size_t *ret_index)
 {
         size_t i;
         json_t *c;
-        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "containers"), i, c) {
-                if (strcmp(container_name(c), cfg->agent_container) == 0) {
+        json_array_foreach (view->lists[1], i, c) {
+                if (strcmp(json_string_value(json_object_get(c, "name")), cfg->agent_container) ==
+                    0) {
                         *ret_index = i;
                         return c;
                 }
@@ -255,11 +317,11 @@ typedef struct conflict_ctx {
         hg_error_t *err;
 } conflict_ctx_t;
 
-static int find_conflicting_mount(json_t *c, const char *list, void *ctx)
+static int find_conflicting_mount(json_t *c, const char *cname, const char *list, void *ctx)
 {
         conflict_ctx_t *cc = ctx;
-        bool is_agent = strcmp(list, "containers") == 0 &&
-                        strcmp(container_name(c), cc->cfg->agent_container) == 0;
+        bool is_agent =
+            strcmp(list, "containers") == 0 && strcmp(cname, cc->cfg->agent_container) == 0;
         size_t i;
         json_t *m;
         json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
@@ -270,24 +332,23 @@ static int find_conflicting_mount(json_t *c, const char *list, void *ctx)
                                 return error_set(cc->err, -EEXIST,
                                                  "container \"%s\" already mounts volume \"%s\", "
                                                  "which hangar reserves for the driver sidecar",
-                                                 container_name(c), name);
+                                                 cname, name);
                         if (is_agent && path_is_within(path, shape_volume_path(cc->cfg, v)))
                                 return error_set(cc->err, -EEXIST,
                                                  "agent container \"%s\" already mounts \"%s\" at "
                                                  "%s, which hangar reserves for %s",
-                                                 container_name(c), name, path,
-                                                 shape_volume_name(v));
+                                                 cname, name, path, shape_volume_name(v));
                 }
         }
         return 0;
 }
 
 /* Anything of ours in a pod we did not inject is a clash: denied, with what. */
-static int check_conflicts(const hg_config_t *cfg, json_t *pod, hg_error_t *err)
+static int check_conflicts(const hg_config_t *cfg, const pod_view_t *view, hg_error_t *err)
 {
         size_t i;
         json_t *vol;
-        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "volumes"), i, vol) {
+        json_array_foreach (view->volumes, i, vol) {
                 const char *name = json_string_value(json_object_get(vol, "name"));
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
                         if (strcmp(name, shape_volume_name(v)) == 0)
@@ -296,13 +357,13 @@ static int check_conflicts(const hg_config_t *cfg, json_t *pod, hg_error_t *err)
                                                  "which hangar reserves for the driver sidecar",
                                                  name);
         }
-        if (for_each_container(pod, find_named, (void *)SHAPE_DRIVER_CONTAINER))
+        if (for_each_container(view, find_named, (void *)SHAPE_DRIVER_CONTAINER))
                 return error_set(err, -EEXIST,
                                  "the pod already has a container named \"%s\" that hangar did not "
                                  "inject",
                                  SHAPE_DRIVER_CONTAINER);
         conflict_ctx_t ctx = {cfg, err};
-        return for_each_container(pod, find_conflicting_mount, &ctx) ? -EEXIST : 0;
+        return for_each_container(view, find_conflicting_mount, &ctx) ? -EEXIST : 0;
 }
 
 /* Records the decision on the pod, leaving annotations that already say it
@@ -319,7 +380,10 @@ static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
             {SHAPE_ANNOTATION_REASON, mutate_reason_name(ret->reason)},
         };
         for (size_t i = 0; i < ARRAY_SIZE(wanted); i++) {
-                const char *have = annotation(p->doc, wanted[i].key);
+                /* From the document: the first op may have just created the map. */
+                json_t *annotations =
+                    json_object_get(json_object_get(p->doc, "metadata"), "annotations");
+                const char *have = annotation(annotations, wanted[i].key);
                 if (have && strcmp(have, wanted[i].value) == 0)
                         continue;
                 int r = patch_set_member(p, "/metadata", "annotations", wanted[i].key,
@@ -330,39 +394,50 @@ static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
         return 0;
 }
 
-static int inject(const hg_config_t *cfg, patch_t *p, json_t *agent, size_t agent_index,
-                  hg_error_t *err)
+static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t *p,
+                  const pod_view_t *view, json_t *agent, size_t agent_index, hg_error_t *err)
 {
         int r;
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                r = patch_append(p, "/spec", "volumes", shape_volume_json(cfg, v), err);
+                r = patch_append_known(p, "/spec", "volumes", json_incref(values->volume[v]),
+                                       values->volume_text[v], err);
                 if (r < 0)
                         return r;
         }
         char agent_path[64];
         (void)snprintf(agent_path, sizeof(agent_path), "/spec/containers/%zu", agent_index);
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                json_t *mount = shape_mount_json(cfg, SHAPE_ROLE_AGENT, v);
-                if (!mount)
+                if (!values->agent_mount[v])
                         continue;
-                r = patch_append(p, agent_path, "volumeMounts", mount, err);
+                r = patch_append_known(p, agent_path, "volumeMounts",
+                                       json_incref(values->agent_mount[v]),
+                                       values->agent_mount_text[v], err);
                 if (r < 0)
                         return r;
         }
         const char *image = json_string_value(json_object_get(agent, "image"));
-        r = patch_append(p, "/spec", "containers", shape_driver_container_json(cfg, image), err);
+        /* Allocated at about its final size (strbuf has no reserve; this is
+         * the empty buffer it would grow to), not grown from 64 bytes. */
+        size_t usual = strlen(values->driver_rest_text) + 2 * strlen(image) + 64;
+        _cleanup_strbuf_ strbuf_t driver_text = {.data = malloc(usual), .cap = usual};
+        if (!driver_text.data)
+                return -ENOMEM;
+        driver_text.data[0] = '\0';
+        json_t *driver = shape_values_driver(values, image, &driver_text);
+        r = patch_append_known(p, "/spec", "containers", driver, driver_text.data, err);
         if (r < 0)
                 return r;
         /* Each container keeps its own PID namespace: the agent can't see,
          * signal or trace the driver. Overrides whatever the pod asked for. */
-        json_t *share = json_object_get(json_object_get(p->doc, "spec"), "shareProcessNamespace");
+        json_t *share = json_object_get(view->spec, "shareProcessNamespace");
         if (!json_is_false(share))
                 r = patch_add(p, "/spec/shareProcessNamespace", json_false(), err);
         return r;
 }
 
 /* Runs the decision; on success the patch (if any) is in p. */
-static int decide(const hg_config_t *cfg, json_t *pod, patch_t *p, mutate_result_t *ret)
+static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *pod, patch_t *p,
+                  mutate_result_t *ret)
 {
         hg_error_t err = {0};
         if (!cfg->driver_sidecar) {
@@ -375,25 +450,26 @@ static int decide(const hg_config_t *cfg, json_t *pod, patch_t *p, mutate_result
                                   cfg->selector_key, cfg->selector_value);
                 return 0;
         }
-        if (check_pod_types(pod, &err) < 0) {
+        pod_view_t view;
+        if (check_pod_types(pod, &view, &err) < 0) {
                 mutate_result_set(ret, REASON_INVALID_POD, "invalid pod: %s", err.message);
                 return 0;
         }
-        const char *status = annotation(pod, SHAPE_ANNOTATION_STATUS);
+        const char *status = annotation(view.annotations, SHAPE_ANNOTATION_STATUS);
         if (status && strcmp(status, SHAPE_STATUS_INJECTED) == 0 &&
-            for_each_container(pod, find_named, (void *)SHAPE_DRIVER_CONTAINER)) {
+            for_each_container(&view, find_named, (void *)SHAPE_DRIVER_CONTAINER)) {
                 mutate_result_set(ret, REASON_ALREADY_INJECTED, "the pod already has %s",
                                   SHAPE_DRIVER_CONTAINER);
                 return 0;
         }
 
         const char *privileged = NULL;
-        if (for_each_container(pod, find_privileged, &privileged))
+        if (for_each_container(&view, find_privileged, &privileged))
                 mutate_result_set(ret, REASON_PRIVILEGED,
                                   "container \"%s\" is privileged: a heavy pod gains nothing from "
                                   "the uid split",
                                   privileged);
-        else if (json_is_true(json_object_get(json_object_get(pod, "spec"), "hostPID")))
+        else if (json_is_true(json_object_get(view.spec, "hostPID")))
                 mutate_result_set(ret, REASON_HOST_PID,
                                   "the pod shares the node's PID namespace (hostPID), so no "
                                   "container's processes are private");
@@ -401,7 +477,7 @@ static int decide(const hg_config_t *cfg, json_t *pod, patch_t *p, mutate_result
                 return annotate(p, ret, &err);
 
         size_t agent_index = 0;
-        json_t *agent = find_agent(cfg, pod, &agent_index);
+        json_t *agent = find_agent(cfg, &view, &agent_index);
         const char *image;
         if (!agent) {
                 mutate_result_set(ret, REASON_NO_AGENT_CONTAINER,
@@ -416,7 +492,7 @@ static int decide(const hg_config_t *cfg, json_t *pod, patch_t *p, mutate_result
                                   cfg->agent_container);
                 return 0;
         }
-        if (check_conflicts(cfg, pod, &err) < 0) {
+        if (check_conflicts(cfg, &view, &err) < 0) {
                 mutate_result_set(ret, REASON_CONFLICT, "%s", err.message);
                 return 0;
         }
@@ -424,26 +500,41 @@ static int decide(const hg_config_t *cfg, json_t *pod, patch_t *p, mutate_result
         mutate_result_set(ret, REASON_INJECTED, "injected %s", SHAPE_DRIVER_CONTAINER);
         int r = annotate(p, ret, &err);
         if (r == 0)
-                r = inject(cfg, p, agent, agent_index, &err);
+                r = inject(cfg, values, p, &view, agent, agent_index, &err);
         return r;
 }
 
-int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret)
+int mutate_pod_with(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+                    mutate_result_t *ret)
 {
         memset(ret, 0, sizeof(*ret));
         patch_t p;
         if (patch_init(&p, pod) < 0)
                 goto fail;
-        int r = decide(cfg, pod, &p, ret);
+        int r = decide(cfg, values, pod, &p, ret);
         if (r < 0) {
                 patch_free(&p);
                 goto fail;
         }
-        ret->patch = json_array_size(p.ops) ? TAKE_PTR(p.ops) : NULL;
+        ret->patch = patch_take_ops(&p);
         patch_free(&p);
         return 0;
 fail:
         /* Never a partial patch: an internal failure is a deny with no ops. */
         mutate_result_set(ret, REASON_INTERNAL_ERROR, "internal error while building the patch");
         return -ENOMEM;
+}
+
+int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret)
+{
+        shape_values_t *values = NULL;
+        if (shape_values_new(cfg, &values) < 0) {
+                memset(ret, 0, sizeof(*ret));
+                mutate_result_set(ret, REASON_INTERNAL_ERROR,
+                                  "internal error while building the patch");
+                return -ENOMEM;
+        }
+        int r = mutate_pod_with(cfg, values, pod, ret);
+        shape_values_free(values);
+        return r;
 }

@@ -9,6 +9,8 @@
 
 #include "config.h"
 #include "error.h"
+#include "jsonparse.h"
+#include "shape.h"
 
 typedef enum mutate_decision {
         DECISION_DENY, /* first: a zeroed result fails closed */
@@ -38,16 +40,25 @@ typedef struct mutate_result {
         mutate_decision_t decision;
         mutate_reason_t reason;
         char detail[ERROR_MESSAGE_MAX]; /* for people: deny message, skip explanation */
-        json_t *patch;                  /* JSON Patch ops; NULL or empty when none */
+        char *patch;                    /* JSON Patch text ("[...]"); NULL when no ops */
 } mutate_result_t;
 
 const char *mutate_reason_name(mutate_reason_t reason);
 const char *mutate_decision_name(mutate_decision_t decision);
 mutate_decision_t mutate_reason_decision(mutate_reason_t reason);
 
+/* The parts of a Pod that mutate_pod reads (for jsonparse_load_projected):
+ * given a pod read through it, mutate_pod decides and patches exactly as it
+ * does for the whole pod. Whatever mutate.c reads must be listed here. */
+extern const jsonparse_proj_t mutate_pod_projection;
+
 /* Decides for a Pod CREATE and patches pod in place. Returns 0 with *ret
  * filled (any decision), or -ENOMEM; on error *ret says deny/internal. */
 int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret);
+/* mutate_pod with the sidecar's values built beforehand (shape_values_new
+ * for cfg), as the server does once at start; the pod then shares them. */
+int mutate_pod_with(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+                    mutate_result_t *ret);
 
 /* Sets a skip or deny without looking at a pod (request-level reasons). */
 void mutate_result_set(mutate_result_t *ret, mutate_reason_t reason, const char *fmt, ...)

@@ -5,8 +5,11 @@
 #include <openssl/evp.h>
 
 #include "admission.h"
+#include "base64.h"
 #include "cleanup.h"
 #include "config.h"
+#include "jsondump.h"
+#include "shape.h"
 #include "strbuf.h"
 #include "unit.h"
 
@@ -59,6 +62,37 @@ static json_t *with(json_t *doc, const char *path, const char *value)
         return doc;
 }
 
+static bool same_string(const char *a, const char *b)
+{
+        return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Answers body reading only what the decision needs (the server's way), with
+ * the sidecar's values built once, and checks that everything comes out as
+ * it did from the whole review: code, message, answer bytes, outcome. */
+static void assert_projected_alike(const char *body, size_t len, int want_r, const char *want_out,
+                                   const admission_outcome_t *want, const hg_error_t *want_err)
+{
+        shape_values_t *values = NULL;
+        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        _outcome_ admission_outcome_t o = {0};
+        _cleanup_free_ char *out = NULL;
+        hg_error_t err = {0};
+        int r = admission_review(&cfg, values, ADMISSION_READ_PROJECTED, body, len, &out, &o, &err);
+        shape_values_free(values);
+        ck_assert_int_eq(r, want_r);
+        ck_assert_msg(same_string(out, want_out), "answers differ:\n%s\n%s", out, want_out);
+        if (r == -EINVAL)
+                ck_assert_str_eq(err.message, want_err->message);
+        ck_assert(same_string(o.uid, want->uid) && same_string(o.name, want->name) &&
+                  same_string(o.namespace, want->namespace) &&
+                  same_string(o.operation, want->operation) && o.dry_run == want->dry_run);
+        ck_assert_int_eq(o.result.decision, want->result.decision);
+        ck_assert_int_eq(o.result.reason, want->result.reason);
+        ck_assert_str_eq(o.result.detail, want->result.detail);
+        ck_assert(same_string(o.result.patch, want->result.patch));
+}
+
 /* Handles doc (serialized) and returns the parsed response body. */
 static json_t *handle(json_t *doc, admission_outcome_t *o)
 {
@@ -68,6 +102,7 @@ static json_t *handle(json_t *doc, admission_outcome_t *o)
         int r = admission_handle(&cfg, body, strlen(body), &out, o, &err);
         ck_assert_msg(r == 0, "admission_handle: %d %s", r, err.message);
         ck_assert_ptr_nonnull(out);
+        assert_projected_alike(body, strlen(body), r, out, o, &err);
         return unit_json(out);
 }
 
@@ -84,6 +119,7 @@ static void assert_bad_request(const char *body, size_t len, const char *needle)
         if (needle)
                 ck_assert_msg(strstr(err.message, needle), "message lacks \"%s\": %s", needle,
                               err.message);
+        assert_projected_alike(body, len, r, NULL, &o, &err);
 }
 
 static void assert_bad_doc(json_t *doc, const char *needle)
@@ -127,8 +163,7 @@ START_TEST(v1_injects_with_base64_patch)
         const char *b64 = json_string_value(unit_at(resp, "/response/patch"));
         ck_assert_ptr_nonnull(b64);
         _cleanup_free_ char *text = b64_decode(b64);
-        _cleanup_free_ char *want = json_dumps(o.result.patch, JSON_COMPACT);
-        ck_assert_str_eq(text, want);
+        ck_assert_str_eq(text, o.result.patch);
         _unit_json_ json_t *ops = unit_json(text);
         ck_assert(json_is_array(ops));
         ck_assert_uint_gt(json_array_size(ops), 0);
@@ -383,6 +418,182 @@ START_TEST(wrap_pod_round_trip)
 }
 END_TEST
 
+/* A review as the API server really sends one: managedFields, env,
+ * resources, tolerations, status, userInfo, options; the pod's name from
+ * generateName. */
+static const char *full_review =
+    "{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{"
+    "\"uid\":\"u-full\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+    "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+    "\"requestKind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+    "\"namespace\":\"agents\",\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"u\","
+    "\"groups\":[\"system:authenticated\"]},\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\","
+    "\"metadata\":{\"generateName\":\"sandbox-\",\"namespace\":\"agents\",\"creationTimestamp\":"
+    "null,"
+    "\"labels\":{\"hangar.dev/sandbox\":\"true\",\"app\":\"x\"},"
+    "\"annotations\":{\"a\":\"\\u00e9\\n\"},\"managedFields\":[{\"manager\":\"m\","
+    "\"operation\":\"Update\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:metadata\":{"
+    "\"f:labels\":{\".\":{},\"f:hangar.dev/sandbox\":{}}},\"f:spec\":{\"f:containers\":{"
+    "\"k:{\\\"name\\\":\\\"sandbox\\\"}\":{\".\":{},\"f:image\":{}}}}}}]},"
+    "\"spec\":{\"volumes\":[{\"name\":\"workspace\",\"emptyDir\":{}},{\"name\":\"tok\","
+    "\"projected\":{\"sources\":[{\"serviceAccountToken\":{\"expirationSeconds\":3607,"
+    "\"path\":\"token\"}}],\"defaultMode\":420}}],\"initContainers\":[{\"name\":\"init\","
+    "\"image\":\"busybox\",\"securityContext\":{\"privileged\":false,\"runAsUser\":0}}],"
+    "\"containers\":[{\"name\":\"sandbox\",\"image\":\"us-docker.pkg.dev/h/envs/py:3.12\","
+    "\"command\":[\"/bin/sh\",\"-c\",\"exec sleep infinity\"],\"env\":[{\"name\":\"A\","
+    "\"value\":\"1\"},{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+    "\"metadata.name\"}}}],\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"},"
+    "\"requests\":{\"cpu\":1.5,\"memory\":\"2Gi\"}},\"volumeMounts\":[{\"name\":\"workspace\","
+    "\"mountPath\":\"/workspace\"},{\"name\":\"tok\",\"readOnly\":true,\"mountPath\":"
+    "\"/var/run/secrets\"}],\"securityContext\":{\"capabilities\":{\"drop\":[\"ALL\"]},"
+    "\"runAsUser\":1000,\"allowPrivilegeEscalation\":false}}],\"restartPolicy\":\"Never\","
+    "\"terminationGracePeriodSeconds\":30,\"securityContext\":{\"fsGroup\":1000},"
+    "\"tolerations\":[{\"key\":\"k\",\"operator\":\"Exists\",\"effect\":\"NoExecute\","
+    "\"tolerationSeconds\":300}],\"priority\":0,\"enableServiceLinks\":true},\"status\":{}},"
+    "\"oldObject\":null,\"dryRun\":false,\"options\":{\"kind\":\"CreateOptions\","
+    "\"apiVersion\":\"meta.k8s.io/v1\"}}}";
+
+START_TEST(projected_read_builds_only_what_it_reads)
+{
+        shape_values_t *values = NULL;
+        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        _outcome_ admission_outcome_t o = {0};
+        _cleanup_free_ char *out = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(admission_review(&cfg, values, ADMISSION_READ_PROJECTED, full_review,
+                                          strlen(full_review), &out, &o, &err),
+                         0);
+        shape_values_free(values); /* the pod keeps what it shares */
+        ck_assert_int_eq(o.result.reason, REASON_INJECTED);
+        ck_assert_str_eq(o.name, "sandbox-");
+        /* None of what the decision never reads was built... */
+        ck_assert_ptr_null(unit_at(o.review, "/request/userInfo"));
+        ck_assert_ptr_null(unit_at(o.review, "/request/options"));
+        ck_assert_ptr_null(unit_at(o.pod, "/status"));
+        ck_assert_ptr_null(unit_at(o.pod, "/metadata/managedFields"));
+        ck_assert_ptr_null(unit_at(o.pod, "/spec/tolerations"));
+        ck_assert_ptr_null(unit_at(o.pod, "/spec/containers/0/env"));
+        ck_assert_ptr_null(unit_at(o.pod, "/spec/containers/0/resources"));
+        ck_assert_ptr_null(unit_at(o.pod, "/spec/volumes/1/projected"));
+        ck_assert_ptr_null(unit_at(o.pod, "/spec/initContainers/0/securityContext/runAsUser"));
+        /* ...and all it reads was, as sent. */
+        ck_assert_str_eq(json_string_value(unit_at(o.pod, "/metadata/annotations/a")),
+                         "\xc3\xa9\n");
+        ck_assert(
+            json_is_false(unit_at(o.pod, "/spec/initContainers/0/securityContext/privileged")));
+        ck_assert_str_eq(
+            json_string_value(unit_at(o.pod, "/spec/containers/0/volumeMounts/1/mountPath")),
+            "/var/run/secrets");
+        /* The same answer as from the whole review. */
+        _outcome_ admission_outcome_t w = {0};
+        _cleanup_free_ char *wout = NULL;
+        ck_assert_int_eq(admission_handle(&cfg, full_review, strlen(full_review), &wout, &w, &err),
+                         0);
+        ck_assert_str_eq(out, wout);
+        ck_assert_ptr_nonnull(unit_at(w.pod, "/metadata/managedFields"));
+}
+END_TEST
+
+/* The answer built as the webhook built it before it wrote it straight out:
+ * a jansson object dumped by jsondump, the patch through base64_encode. */
+static char *reference_answer(const admission_outcome_t *o)
+{
+        const mutate_result_t *res = &o->result;
+        const char *api = json_string_value(json_object_get(o->review, "apiVersion"));
+        bool allowed = res->decision != DECISION_DENY;
+        _unit_json_ json_t *response =
+            json_pack("{s:s, s:b, s:{s:s, s:s}}", "uid", o->uid, "allowed", allowed,
+                      "auditAnnotations", "decision", mutate_decision_name(res->decision), "reason",
+                      mutate_reason_name(res->reason));
+        ck_assert_ptr_nonnull(response);
+        if (allowed && res->patch) {
+                _cleanup_free_ char *b64 = base64_encode(res->patch, strlen(res->patch));
+                ck_assert_int_eq(json_object_set_new(response, "patch", json_string(b64)), 0);
+                ck_assert_int_eq(
+                    json_object_set_new(response, "patchType", json_string("JSONPatch")), 0);
+        }
+        if (!allowed)
+                ck_assert_int_eq(
+                    json_object_set_new(response, "status",
+                                        json_pack("{s:s, s:s, s:i}", "status", "Failure", "message",
+                                                  res->detail, "code", 403)),
+                    0);
+        if (res->reason == REASON_PRIVILEGED || res->reason == REASON_HOST_PID) {
+                char warning[ERROR_MESSAGE_MAX + 64];
+                (void)snprintf(warning, sizeof(warning), "hangar: driver sidecar not injected: %s",
+                               res->detail);
+                ck_assert_int_eq(
+                    json_object_set_new(response, "warnings", json_pack("[s]", warning)), 0);
+        }
+        _unit_json_ json_t *out = json_pack("{s:s, s:s, s:O}", "apiVersion", api, "kind",
+                                            "AdmissionReview", "response", response);
+        char *text = jsondump(out);
+        ck_assert_ptr_nonnull(text);
+        return text;
+}
+
+START_TEST(answer_is_what_jansson_would_write)
+{
+        /* Every kind of answer, and patches of every length modulo 3 (the
+         * base64 tail), each byte for byte the jansson-built answer. */
+        static const struct {
+                const char *path, *value;
+        } t[] = {
+            {"/request/object/spec/containers/0/image", "\"a\""},
+            {"/request/object/spec/containers/0/image", "\"ab\""},
+            {"/request/object/spec/containers/0/image", "\"abc\""},
+            {"/request/object/spec/containers/0/image", "\"q\\\"uo\\\\te \\u00e9\\u20ac\""},
+            {"/request/object/spec/containers/0/securityContext", "{\"privileged\": true}"},
+            {"/request/object/spec/hostPID", "true"},
+            {"/request/object/spec/volumes", "[{\"name\": \"hangar-home\"}]"},
+            {"/request/object/spec/containers/0/name", "\"other\""},
+            {"/request/object/metadata/labels", "{}"},
+            {"/request/operation", "\"UPDATE\""},
+            {"/request/uid", "\"\\u00e9\\n\\\"\""},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                for (int beta = 0; beta < 2; beta++) {
+                        _unit_json_ json_t *doc =
+                            with(review(beta ? "admission.k8s.io/v1beta1" : "admission.k8s.io/v1"),
+                                 t[i].path, t[i].value);
+                        _cleanup_free_ char *body = json_dumps(doc, JSON_COMPACT);
+                        _outcome_ admission_outcome_t o = {0};
+                        _cleanup_free_ char *out = NULL;
+                        hg_error_t err = {0};
+                        ck_assert_int_eq(admission_handle(&cfg, body, strlen(body), &out, &o, &err),
+                                         0);
+                        _cleanup_free_ char *want = reference_answer(&o);
+                        ck_assert_str_eq(out, want);
+                        assert_projected_alike(body, strlen(body), 0, out, &o, &err);
+                }
+        }
+        /* A detail cut at its 512-byte limit inside a UTF-8 character is
+         * trimmed to whole characters, so the answer is still JSON. */
+        char name[700];
+        name[0] = 'x'; /* after 'container "x', the 512-byte cut falls mid-character */
+        for (int k = 0; k < 300; k++)
+                memcpy(name + 1 + 2 * k, "\xc3\xa9", 2);
+        name[601] = '\0';
+        char value[800];
+        (void)snprintf(value, sizeof(value), "\"%s\"", name);
+        _unit_json_ json_t *doc = with(
+            with(review("admission.k8s.io/v1"), "/request/object/spec/containers/0/name", value),
+            "/request/object/spec/containers/0/securityContext", "{\"privileged\": true}");
+        _outcome_ admission_outcome_t o = {0};
+        _unit_json_ json_t *resp = handle(doc, &o);
+        ck_assert_int_eq(o.result.reason, REASON_PRIVILEGED);
+        ck_assert_uint_eq(strlen(o.result.detail), ERROR_MESSAGE_MAX - 2);
+        ck_assert_ptr_nonnull(unit_at(resp, "/response/warnings/0"));
+        _cleanup_free_ char *body = json_dumps(doc, JSON_COMPACT);
+        _outcome_ admission_outcome_t o2 = {0};
+        _cleanup_free_ char *out = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(admission_handle(&cfg, body, strlen(body), &out, &o2, &err), 0);
+        _cleanup_free_ char *want = reference_answer(&o2);
+        ck_assert_str_eq(out, want);
+}
+END_TEST
+
 START_TEST(outcome_free_resets)
 {
         _unit_json_ json_t *doc = review("admission.k8s.io/v1");
@@ -412,6 +623,8 @@ static Suite *admission_suite(void)
         tcase_add_test(tc, dry_run_still_injected);
         tcase_add_test(tc, wrap_pod_round_trip);
         tcase_add_test(tc, outcome_free_resets);
+        tcase_add_test(tc, projected_read_builds_only_what_it_reads);
+        tcase_add_test(tc, answer_is_what_jansson_would_write);
         suite_add_tcase(s, tc);
         tc = tcase_create("errors");
         tcase_add_checked_fixture(tc, setup, teardown);

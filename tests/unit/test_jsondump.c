@@ -223,6 +223,51 @@ START_TEST(long_strings)
 }
 END_TEST
 
+START_TEST(escapes_at_every_offset)
+{
+        /* Strings are scanned 16 and 8 bytes at a time: every byte that
+         * needs escaping (and UTF-8 and DEL, which do not) at every offset
+         * of strings up to 40 bytes, alone and in pairs. */
+        static const char specials[] = {'"', '\\', '\n', '\x01', '\x1f', '\x7f', '\xc3', '/'};
+        for (size_t sp = 0; sp < sizeof(specials); sp++) {
+                for (size_t len = 1; len <= 40; len++) {
+                        for (size_t at = 0; at < len; at++) {
+                                char buf[48];
+                                memset(buf, 'x', len);
+                                buf[at] = specials[sp];
+                                if (specials[sp] == '\xc3') {
+                                        if (at + 1 >= len)
+                                                continue;
+                                        buf[at + 1] = '\xa9'; /* é */
+                                }
+                                if (at + 5 < len)
+                                        buf[at + 5] = '"';
+                                assert_dump_new(json_stringn(buf, len), NULL);
+                                /* The exported writer, on its own. */
+                                strbuf_t sb = {0};
+                                ck_assert_int_eq(jsondump_append_string(&sb, buf, len), 0);
+                                json_t *j = json_stringn(buf, len);
+                                _cleanup_free_ char *want = json_dumps(j, JSON_ENCODE_ANY);
+                                json_decref(j);
+                                ck_assert_str_eq(sb.data, want);
+                                strbuf_free(&sb);
+                        }
+                }
+        }
+}
+END_TEST
+
+START_TEST(integers_without_printf)
+{
+        static const json_int_t values[] = {
+            0,         1,     -1,     9,         10,        -10,           99,
+            100,       12345, -12345, INT64_MAX, INT64_MIN, INT64_MIN + 1, 1001,
+            4294967296};
+        for (size_t i = 0; i < ARRAY_SIZE(values); i++)
+                assert_dump_new(json_integer(values[i]), NULL);
+}
+END_TEST
+
 START_TEST(append_keeps_what_is_there)
 {
         strbuf_t sb = {0};
@@ -305,6 +350,8 @@ static Suite *jsondump_suite(void)
         tcase_add_test(tc, key_order_preserved);
         tcase_add_test(tc, mixed_document);
         tcase_add_test(tc, long_strings);
+        tcase_add_test(tc, escapes_at_every_offset);
+        tcase_add_test(tc, integers_without_printf);
         tcase_add_test(tc, append_keeps_what_is_there);
         tcase_add_test(tc, keys_with_nul_bytes);
         suite_add_tcase(s, tc);

@@ -13,6 +13,31 @@
 
 #define DEPTH 64
 
+/* Projections the helpers below also read every input through: what is
+ * accepted or refused, and the message, must not depend on what is built. */
+static const jsonparse_member_t no_members[] = {JSONPARSE_MEMBERS_END};
+/* An object of which nothing is built below the top (everything skipped). */
+static const jsonparse_proj_t keep_nothing = {.members = no_members};
+/* An array whose object elements are skipped whole. */
+static const jsonparse_proj_t items_nothing = {.items = &keep_nothing};
+/* Some members kept, through nested projections, the rest skipped. */
+static const jsonparse_member_t some_inner[] = {
+    JSONPARSE_MEMBER("k", NULL),
+    JSONPARSE_MEMBER("a", &keep_nothing),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_proj_t some_inner_proj = {.members = some_inner, .items = &keep_nothing};
+static const jsonparse_member_t some[] = {
+    JSONPARSE_MEMBER("a", NULL),
+    JSONPARSE_MEMBER("k", &some_inner_proj),
+    JSONPARSE_MEMBER("items", &items_nothing),
+    JSONPARSE_MEMBER("x", &some_inner_proj),
+    JSONPARSE_MEMBER("m", &keep_nothing),
+    JSONPARSE_MEMBERS_END,
+};
+static const jsonparse_proj_t keep_some = {.members = some, .items = &some_inner_proj};
+static const jsonparse_proj_t *const projections[] = {&keep_nothing, &items_nothing, &keep_some};
+
 /* Compact text of j with keys in their stored order (malloc'd). */
 static char *dump_ordered(const json_t *j)
 {
@@ -49,6 +74,14 @@ static void assert_same_as_jansson(const char *text, size_t len)
         _cleanup_free_ char *g = dump_ordered(got);
         _cleanup_free_ char *w = dump_ordered(want);
         ck_assert_str_eq(g, w);
+        /* Read through a projection, the same bytes are accepted. */
+        for (size_t i = 0; i < ARRAY_SIZE(projections); i++) {
+                _unit_json_ json_t *part = NULL;
+                r = jsonparse_load_projected(buf, len, DEPTH, projections[i], &part, &err);
+                ck_assert_msg(r == 0, "projection %zu refused %.*s: %s", i, (int)len, buf,
+                              err.message);
+                ck_assert_int_eq(json_typeof(part), json_typeof(want));
+        }
 }
 
 static void assert_same_as_jansson_text(const char *text)
@@ -72,6 +105,18 @@ static void assert_refused_n(const char *text, size_t len, const char *want_in_m
         ck_assert_int_eq(err.code, -EINVAL);
         ck_assert_msg(strstr(err.message, want_in_msg), "%.*s: message \"%s\" lacks \"%s\"",
                       (int)len, buf, err.message, want_in_msg);
+        /* Through any projection: refused with exactly the same message. */
+        for (size_t i = 0; i < ARRAY_SIZE(projections); i++) {
+                hg_error_t perr = {0};
+                json_t *pj = sentinel;
+                int pr = jsonparse_load_projected(buf, len, DEPTH, projections[i], &pj, &perr);
+                if (pr == 0)
+                        json_decref(pj);
+                ck_assert_msg(pr == -EINVAL, "projection %zu accepted (r=%d): %.*s", i, pr,
+                              (int)len, buf);
+                ck_assert_ptr_eq(pj, sentinel);
+                ck_assert_str_eq(perr.message, err.message);
+        }
 }
 
 static void assert_refused(const char *text, const char *want_in_msg)
@@ -632,6 +677,187 @@ START_TEST(large_document)
 }
 END_TEST
 
+/* Loads text through proj; it must be accepted. */
+static json_t *projected(const char *text, const jsonparse_proj_t *proj)
+{
+        hg_error_t err = {0};
+        json_t *j = NULL;
+        int r = jsonparse_load_projected(text, strlen(text), DEPTH, proj, &j, &err);
+        ck_assert_msg(r == 0, "refused %s: %s", text, err.message);
+        return j;
+}
+
+START_TEST(projection_builds_only_what_it_names)
+{
+        const char *text = "{\"z\":[1,{\"q\":2}],\"a\":{\"deep\":[{\"x\":1}]},"
+                           "\"k\":{\"k\":\"kept\",\"drop\":{\"y\":[1,2,3]},\"a\":{\"gone\":1}},"
+                           "\"items\":[{\"n\":1},2,\"s\",[3],{\"m\":{}}],\"tail\":\"\\u00e9\"}";
+        _unit_json_ json_t *j = projected(text, &keep_some);
+        /* a whole; k through its projection (k whole, a emptied); items'
+         * objects emptied, the rest as they were; z and tail dropped. */
+        ck_assert_json_eq_text(j, "{\"a\":{\"deep\":[{\"x\":1}]},"
+                                  "\"k\":{\"k\":\"kept\",\"a\":{}},"
+                                  "\"items\":[{},2,\"s\",[3],{}]}");
+        /* Members keep the document's order, not the projection's. */
+        const char *order[] = {"a", "k", "items"};
+        size_t n = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach (j, key, v)
+                ck_assert_str_eq(key, order[n++]);
+        ck_assert_uint_eq(n, 3);
+        /* Nothing named: an empty top-level object; NULL: the whole document. */
+        _unit_json_ json_t *none = projected(text, &keep_nothing);
+        ck_assert_json_eq_text(none, "{}");
+        _unit_json_ json_t *whole = projected(text, NULL);
+        _unit_json_ json_t *want = unit_json(text);
+        ck_assert_json_eq(whole, want);
+}
+END_TEST
+
+START_TEST(projection_builds_the_unexpected_whole)
+{
+        /* What the projection does not describe is built as it is, so a
+         * reader checking types sees the wrong type: a scalar or an array
+         * where members were named, an object where items were. */
+        _unit_json_ json_t *a = projected("{\"m\":[{\"k\":1,\"z\":2}],\"x\":7}", &keep_some);
+        ck_assert_json_eq_text(a, "{\"m\":[{\"k\":1,\"z\":2}],\"x\":7}");
+        _unit_json_ json_t *b = projected("{\"items\":{\"n\":{\"deep\":1}}}", &keep_some);
+        ck_assert_json_eq_text(b, "{\"items\":{\"n\":{\"deep\":1}}}");
+        _unit_json_ json_t *c = projected("{\"k\":null,\"x\":\"s\",\"items\":true}", &keep_some);
+        ck_assert_json_eq_text(c, "{\"k\":null,\"x\":\"s\",\"items\":true}");
+        /* A top-level array through an object projection: whole. */
+        _unit_json_ json_t *d = projected("[{\"q\":1},{\"k\":2}]", &keep_nothing);
+        ck_assert_json_eq_text(d, "[{\"q\":1},{\"k\":2}]");
+        /* Through an items projection: each element by it. */
+        _unit_json_ json_t *e = projected("[{\"k\":1,\"q\":2},3]", &some_inner_proj);
+        ck_assert_json_eq_text(e, "[{},3]");
+}
+END_TEST
+
+START_TEST(projection_keys_match_decoded)
+{
+        /* A listed key spelled with escapes is the key it decodes to. */
+        _unit_json_ json_t *j = projected("{\"\\u0061\":1,\"\\u006b\":{\"k\":2}}", &keep_some);
+        ck_assert_json_eq_text(j, "{\"a\":1,\"k\":{\"k\":2}}");
+        /* ...and is a duplicate of its plain spelling, kept or skipped. */
+        static const char *const dups[] = {
+            "{\"a\":1,\"\\u0061\":2}",
+            "{\"zz\":1,\"z\\u007a\":2}",
+            "{\"k\":{\"drop\":1,\"dr\\u006fp\":2}}",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(dups); i++) {
+                hg_error_t err = {0};
+                json_t *d = NULL;
+                ck_assert_int_eq(
+                    jsonparse_load_projected(dups[i], strlen(dups[i]), DEPTH, &keep_some, &d, &err),
+                    -EINVAL);
+                ck_assert_msg(strstr(err.message, "duplicate object key"), "%s", err.message);
+        }
+}
+END_TEST
+
+/* An object of n distinct keys "kN" (and a repeat of key dup if >= 0),
+ * nested under "skip" so that a projection skips it. Malloc'd. */
+static char *many_keys(size_t n, long dup_at, long dup)
+{
+        strbuf_t sb = {0};
+        ck_assert_int_eq(strbuf_puts(&sb, "{\"skip\":{"), 0);
+        for (size_t i = 0; i < n; i++) {
+                ck_assert_int_eq(strbuf_printf(&sb, "%s\"k%zu\":%zu", i ? "," : "", i, i), 0);
+                if ((long)i == dup_at)
+                        ck_assert_int_eq(strbuf_printf(&sb, ",\"k%ld\":0", dup), 0);
+        }
+        ck_assert_int_eq(strbuf_puts(&sb, "},\"a\":1}"), 0);
+        return strbuf_take(&sb);
+}
+
+START_TEST(projection_finds_duplicates_in_large_skipped_objects)
+{
+        /* The first keys of a skipped object are kept in a list, the rest
+         * in a hashed set: duplicates are found either side of the switch,
+         * at the same offset as the whole read finds them. */
+        static const size_t sizes[] = {1, 15, 16, 17, 40, 3000};
+        for (size_t s = 0; s < ARRAY_SIZE(sizes); s++) {
+                size_t n = sizes[s];
+                _cleanup_free_ char *ok = many_keys(n, -1, 0);
+                _unit_json_ json_t *j = projected(ok, &keep_some);
+                ck_assert_json_eq_text(j, "{\"a\":1}");
+                const long at[] = {0, (long)n / 2, (long)n - 1};
+                for (size_t a = 0; a < ARRAY_SIZE(at); a++) {
+                        for (long dup = 0; dup <= at[a]; dup += at[a] > 20 ? at[a] / 7 + 1 : 1) {
+                                _cleanup_free_ char *bad = many_keys(n, at[a], dup);
+                                assert_refused(bad, "duplicate object key");
+                        }
+                }
+        }
+}
+END_TEST
+
+START_TEST(projection_limits_depth_where_it_skips)
+{
+        /* Skipped containers count towards the limit like built ones. */
+        for (unsigned depth = 2; depth < 70; depth += 11) {
+                strbuf_t sb = {0};
+                ck_assert_int_eq(strbuf_puts(&sb, "{\"z\":"), 0);
+                _cleanup_free_ char *inner = nested(depth - 1, "mixed", false);
+                ck_assert_int_eq(strbuf_puts(&sb, inner), 0);
+                ck_assert_int_eq(strbuf_puts(&sb, "}"), 0);
+                hg_error_t err = {0}, perr = {0};
+                json_t *j = NULL;
+                ck_assert_int_eq(
+                    jsonparse_load_projected(sb.data, sb.len, depth, &keep_nothing, &j, &err), 0);
+                json_decref(j);
+                j = NULL;
+                ck_assert_int_eq(jsonparse_load(sb.data, sb.len, depth - 1, &j, &err), -EINVAL);
+                ck_assert_int_eq(
+                    jsonparse_load_projected(sb.data, sb.len, depth - 1, &keep_nothing, &j, &perr),
+                    -EINVAL);
+                ck_assert_ptr_null(j);
+                ck_assert_str_eq(perr.message, err.message);
+                strbuf_free(&sb);
+        }
+}
+END_TEST
+
+START_TEST(projection_strings_at_every_offset)
+{
+        /* The string scan takes 16 and 8 bytes at a time: a quote, an
+         * escape, a control, UTF-8 (good and bad) at every offset of strings
+         * up to 40 bytes, in kept and skipped values alike. */
+        static const char *const specials[] = {"\\n",      "\\u00e9", "\xc3\xa9",        "\\\"",
+                                               "\xe2\x82", "\x01",    "\xf0\x9f\x98\x80"};
+        for (size_t sp = 0; sp < ARRAY_SIZE(specials); sp++) {
+                for (size_t len = 0; len < 40; len++) {
+                        for (size_t at = 0; at <= len; at += 3) {
+                                strbuf_t sb = {0};
+                                ck_assert_int_eq(strbuf_puts(&sb, "{\"a\":\""), 0);
+                                for (size_t i = 0; i < len; i++) {
+                                        if (i == at)
+                                                ck_assert_int_eq(strbuf_puts(&sb, specials[sp]), 0);
+                                        ck_assert_int_eq(strbuf_puts(&sb, "p"), 0);
+                                }
+                                ck_assert_int_eq(strbuf_puts(&sb, "\",\"z\":\""), 0);
+                                for (size_t i = 0; i < len; i++) {
+                                        if (i == at)
+                                                ck_assert_int_eq(strbuf_puts(&sb, specials[sp]), 0);
+                                        ck_assert_int_eq(strbuf_puts(&sb, "q"), 0);
+                                }
+                                ck_assert_int_eq(strbuf_puts(&sb, "\"}"), 0);
+                                hg_error_t err = {0};
+                                _unit_json_ json_t *whole = NULL;
+                                int r = jsonparse_load(sb.data, sb.len, DEPTH, &whole, &err);
+                                if (r == 0)
+                                        assert_same_as_jansson(sb.data, sb.len);
+                                else
+                                        assert_refused_n(sb.data, sb.len, err.message);
+                                strbuf_free(&sb);
+                        }
+                }
+        }
+}
+END_TEST
+
 static Suite *jsonparse_suite(void)
 {
         Suite *s = suite_create("jsonparse");
@@ -660,6 +886,15 @@ static Suite *jsonparse_suite(void)
         tcase_add_test(tc, depth_limit_exact);
         tcase_add_test(tc, depth_error_names_offset);
         tcase_add_test(tc, deep_failure_frees_everything);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("projection");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, projection_builds_only_what_it_names);
+        tcase_add_test(tc, projection_builds_the_unexpected_whole);
+        tcase_add_test(tc, projection_keys_match_decoded);
+        tcase_add_test(tc, projection_finds_duplicates_in_large_skipped_objects);
+        tcase_add_test(tc, projection_limits_depth_where_it_skips);
+        tcase_add_test(tc, projection_strings_at_every_offset);
         suite_add_tcase(s, tc);
         return s;
 }

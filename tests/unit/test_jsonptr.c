@@ -1,5 +1,6 @@
 /* Unit tests for common/jsonptr: RFC 6901 pointers and the RFC 6902 "add". */
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cleanup.h"
@@ -43,6 +44,58 @@ START_TEST(append_index)
         ck_assert_int_eq(jsonptr_append(&sb, "volumeMounts"), 0);
         ck_assert_int_eq(jsonptr_append_index(&sb, 12), 0);
         ck_assert_str_eq(sb.data, "/spec/containers/0/volumeMounts/12");
+}
+END_TEST
+
+START_TEST(long_tokens)
+{
+        /* Tokens past the small buffer's 64 bytes go to the heap. */
+        char key[300];
+        memset(key, 'k', sizeof(key) - 1);
+        key[sizeof(key) - 1] = '\0';
+        key[70] = '/';
+        key[150] = '~';
+        _unit_json_ json_t *doc = json_object();
+        ck_assert_int_eq(json_object_set_new(doc, key, json_object()), 0);
+        _cleanup_strbuf_ strbuf_t path = {0};
+        ck_assert_int_eq(jsonptr_append(&path, key), 0);
+        hg_error_t err = {0};
+        json_t *v = NULL;
+        ck_assert_int_eq(jsonptr_get(doc, path.data, &v, &err), 0);
+        ck_assert_ptr_eq(v, json_object_get(doc, key));
+        /* And as the last token of an add. */
+        ck_assert_int_eq(jsonptr_append(&path, key), 0);
+        _unit_json_ json_t *value = json_string("deep");
+        ck_assert_int_eq(jsonptr_add(doc, path.data, value, &err), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(doc, key), key)),
+                         "deep");
+        /* A bad escape in a long token is still refused. */
+        char bad[200];
+        memset(bad, 'b', sizeof(bad) - 1);
+        bad[sizeof(bad) - 1] = '\0';
+        bad[0] = '/';
+        bad[120] = '~';
+        bad[121] = '2';
+        ck_assert_int_eq(jsonptr_get(doc, bad, &v, &err), -EINVAL);
+        ck_assert_msg(strstr(err.message, "bad '~' escape"), "%s", err.message);
+}
+END_TEST
+
+START_TEST(append_index_digits)
+{
+        static const struct {
+                size_t index;
+                const char *text;
+        } t[] = {{0, "/0"},
+                 {9, "/9"},
+                 {10, "/10"},
+                 {1234567, "/1234567"},
+                 {SIZE_MAX, "/18446744073709551615"}};
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                _cleanup_strbuf_ strbuf_t sb = {0};
+                ck_assert_int_eq(jsonptr_append_index(&sb, t[i].index), 0);
+                ck_assert_str_eq(sb.data, t[i].text);
+        }
 }
 END_TEST
 
@@ -169,6 +222,8 @@ static Suite *jsonptr_suite(void)
         TCase *tc = tcase_create("build");
         tcase_add_test(tc, escape_order);
         tcase_add_test(tc, append_index);
+        tcase_add_test(tc, append_index_digits);
+        tcase_add_test(tc, long_tokens);
         suite_add_tcase(s, tc);
         tc = tcase_create("get");
         tcase_add_test(tc, get_with_escapes);

@@ -4,6 +4,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "jsondump.h"
 #include "mutate.h"
 #include "shape.h"
 #include "unit.h"
@@ -16,8 +17,24 @@ static void setup(void)
         cfg.driver_sidecar = true;
 }
 
+/* A result's patch text parsed into jansson ops, for checks; freed at
+ * teardown. The text itself is what the API server receives, as base64. */
+static json_t *parsed[128];
+static size_t n_parsed;
+
+static json_t *ops_of(const mutate_result_t *res)
+{
+        ck_assert_ptr_nonnull(res->patch);
+        ck_assert_uint_lt(n_parsed, ARRAY_SIZE(parsed));
+        parsed[n_parsed] = unit_json(res->patch);
+        ck_assert(json_is_array(parsed[n_parsed]));
+        return parsed[n_parsed++];
+}
+
 static void teardown(void)
 {
+        while (n_parsed)
+                json_decref(parsed[--n_parsed]);
         config_free(&cfg);
 }
 
@@ -75,8 +92,9 @@ static void run(json_t *pod, mutate_result_t *res)
 
 /* After an inject or annotated skip: the patch applied by an independent
  * implementation to the original pod gives exactly the pod left behind. */
-static void assert_patch_reproduces(json_t *orig, json_t *patched, json_t *ops)
+static void assert_patch_reproduces(json_t *orig, json_t *patched, const mutate_result_t *res)
 {
+        json_t *ops = ops_of(res);
         _unit_json_ json_t *copy = json_deep_copy(orig);
         ck_assert_int_eq(unit_apply_patch(copy, ops), 0);
         ck_assert_json_eq(copy, patched);
@@ -152,7 +170,7 @@ START_TEST(injected_pod_shape)
             "injected");
         /* And the whole pod, so nothing else was added. */
         ck_assert_json_eq_text(pod, injected_pod);
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -162,16 +180,17 @@ START_TEST(no_volumes_array_created_once)
         _result_ mutate_result_t res = {0};
         run(pod, &res);
         ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes"), 1);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes/-"), 1);
-        long create = unit_find_op(res.patch, "/spec/volumes");
-        long append = unit_find_op(res.patch, "/spec/volumes/-");
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes"), 1);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes/-"), 1);
+        long create = unit_find_op(ops_of(&res), "/spec/volumes");
+        long append = unit_find_op(ops_of(&res), "/spec/volumes/-");
         ck_assert_int_lt(create, append);
-        json_t *value = json_object_get(json_array_get(res.patch, (size_t)create), "value");
+        json_t *value = json_object_get(json_array_get(ops_of(&res), (size_t)create), "value");
         ck_assert_json_eq_text(value, "[{\"name\": \"hangar-home\", \"emptyDir\": {}}]");
-        ck_assert_json_eq_text(json_object_get(json_array_get(res.patch, (size_t)append), "value"),
-                               "{\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
-                               " \"sizeLimit\": \"64Mi\"}}");
+        ck_assert_json_eq_text(
+            json_object_get(json_array_get(ops_of(&res), (size_t)append), "value"),
+            "{\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
+            " \"sizeLimit\": \"64Mi\"}}");
 }
 END_TEST
 
@@ -182,9 +201,9 @@ START_TEST(null_volumes_is_absent)
         _result_ mutate_result_t res = {0};
         run(pod, &res);
         ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes"), 1);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes"), 1);
         ck_assert_uint_eq(json_array_size(unit_at(pod, "/spec/volumes")), 2);
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -196,14 +215,14 @@ START_TEST(existing_volumes_only_appended)
         _result_ mutate_result_t res = {0};
         run(pod, &res);
         ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes"), 0);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/volumes/-"), 2);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes"), 0);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes/-"), 2);
         ck_assert_json_eq_text(unit_at(pod, "/spec/volumes"),
                                "[{\"name\": \"data\", \"emptyDir\": {}},"
                                " {\"name\": \"hangar-home\", \"emptyDir\": {}},"
                                " {\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
                                " \"sizeLimit\": \"64Mi\"}}]");
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -220,9 +239,9 @@ START_TEST(agent_not_first)
         run(pod, &res);
         ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
         /* The agent's own mounts exist: one append at its index, 1. */
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/containers/1/volumeMounts/-"), 1);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/containers/0/volumeMounts"), 0);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/spec/containers/0/volumeMounts/-"), 0);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/containers/1/volumeMounts/-"), 1);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/containers/0/volumeMounts"), 0);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/containers/0/volumeMounts/-"), 0);
         ck_assert_json_eq(unit_at(pod, "/spec/containers/0"), unit_at(orig, "/spec/containers/0"));
         ck_assert_json_eq_text(unit_at(pod, "/spec/containers/1/volumeMounts"),
                                "[{\"name\": \"data\", \"mountPath\": \"/data\"},"
@@ -232,7 +251,7 @@ START_TEST(agent_not_first)
         ck_assert_str_eq(json_string_value(unit_at(pod, "/spec/containers/2/name")),
                          "hangar-driver");
         ck_assert_str_eq(json_string_value(unit_at(pod, "/spec/containers/2/image")), "agent:2");
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -246,14 +265,14 @@ START_TEST(agent_not_first_without_mounts)
         _result_ mutate_result_t res = {0};
         run(pod, &res);
         ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-        long i = unit_find_op(res.patch, "/spec/containers/2/volumeMounts");
+        long i = unit_find_op(ops_of(&res), "/spec/containers/2/volumeMounts");
         ck_assert_int_ge(i, 0);
-        ck_assert_json_eq_text(json_object_get(json_array_get(res.patch, (size_t)i), "value"),
+        ck_assert_json_eq_text(json_object_get(json_array_get(ops_of(&res), (size_t)i), "value"),
                                "[{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
                                " \"readOnly\": true}]");
         ck_assert_ptr_null(unit_at(pod, "/spec/containers/0/volumeMounts"));
         ck_assert_ptr_null(unit_at(pod, "/spec/containers/1/volumeMounts"));
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -267,17 +286,17 @@ START_TEST(annotation_paths_escaped)
         _result_ mutate_result_t res = {0};
         run(pod, &res);
         ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/metadata/annotations"), 0);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/metadata/annotations"), 0);
         ck_assert_uint_eq(
-            unit_count_ops(res.patch, "/metadata/annotations/hangar.dev~1driver-sidecar"), 1);
+            unit_count_ops(ops_of(&res), "/metadata/annotations/hangar.dev~1driver-sidecar"), 1);
         ck_assert_uint_eq(
-            unit_count_ops(res.patch, "/metadata/annotations/hangar.dev~1driver-sidecar-reason"),
+            unit_count_ops(ops_of(&res), "/metadata/annotations/hangar.dev~1driver-sidecar-reason"),
             1);
         ck_assert_json_eq_text(unit_at(pod, "/metadata/annotations"),
                                "{\"a~b/c\": \"keep\", \"hangar.dev/other\": \"x\","
                                " \"hangar.dev/driver-sidecar\": \"injected\","
                                " \"hangar.dev/driver-sidecar-reason\": \"injected\"}");
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -286,12 +305,13 @@ START_TEST(annotations_map_created_once)
         _unit_json_ json_t *pod = base_pod();
         _result_ mutate_result_t res = {0};
         run(pod, &res);
-        ck_assert_uint_eq(unit_count_ops(res.patch, "/metadata/annotations"), 1);
-        long i = unit_find_op(res.patch, "/metadata/annotations");
-        ck_assert_json_eq_text(json_object_get(json_array_get(res.patch, (size_t)i), "value"),
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/metadata/annotations"), 1);
+        long i = unit_find_op(ops_of(&res), "/metadata/annotations");
+        ck_assert_json_eq_text(json_object_get(json_array_get(ops_of(&res), (size_t)i), "value"),
                                "{\"hangar.dev/driver-sidecar\": \"injected\"}");
         ck_assert_int_gt(
-            unit_find_op(res.patch, "/metadata/annotations/hangar.dev~1driver-sidecar-reason"), i);
+            unit_find_op(ops_of(&res), "/metadata/annotations/hangar.dev~1driver-sidecar-reason"),
+            i);
 }
 END_TEST
 
@@ -302,22 +322,22 @@ START_TEST(share_process_namespace)
         _result_ mutate_result_t r1 = {0};
         run(on, &r1);
         ck_assert_result(r1, DECISION_INJECT, REASON_INJECTED);
-        ck_assert_uint_eq(unit_count_ops(r1.patch, "/spec/shareProcessNamespace"), 1);
-        long i = unit_find_op(r1.patch, "/spec/shareProcessNamespace");
-        ck_assert(json_is_false(json_object_get(json_array_get(r1.patch, (size_t)i), "value")));
+        ck_assert_uint_eq(unit_count_ops(ops_of(&r1), "/spec/shareProcessNamespace"), 1);
+        long i = unit_find_op(ops_of(&r1), "/spec/shareProcessNamespace");
+        ck_assert(json_is_false(json_object_get(json_array_get(ops_of(&r1), (size_t)i), "value")));
         ck_assert(json_is_false(unit_at(on, "/spec/shareProcessNamespace")));
         /* already false: no op at all. */
         _unit_json_ json_t *off = with(base_pod(), "/spec/shareProcessNamespace", "false");
         _result_ mutate_result_t r2 = {0};
         run(off, &r2);
         ck_assert_result(r2, DECISION_INJECT, REASON_INJECTED);
-        ck_assert_uint_eq(unit_count_ops(r2.patch, "/spec/shareProcessNamespace"), 0);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&r2), "/spec/shareProcessNamespace"), 0);
         ck_assert(json_is_false(unit_at(off, "/spec/shareProcessNamespace")));
         /* absent: written explicitly false. */
         _unit_json_ json_t *absent = base_pod();
         _result_ mutate_result_t r3 = {0};
         run(absent, &r3);
-        ck_assert_uint_eq(unit_count_ops(r3.patch, "/spec/shareProcessNamespace"), 1);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&r3), "/spec/shareProcessNamespace"), 1);
 }
 END_TEST
 
@@ -354,10 +374,10 @@ START_TEST(privileged_skips_with_annotations_only)
                 run(pod, &res);
                 ck_assert_result(res, DECISION_SKIP, REASON_PRIVILEGED);
                 ck_assert_detail_has(res, who[k]);
-                ck_assert_uint_eq(json_array_size(res.patch), 2);
+                ck_assert_uint_eq(json_array_size(ops_of(&res)), 2);
                 size_t i;
                 json_t *op;
-                json_array_foreach (res.patch, i, op) {
+                json_array_foreach (ops_of(&res), i, op) {
                         const char *path = json_string_value(json_object_get(op, "path"));
                         ck_assert_msg(strncmp(path, "/metadata/annotations", 21) == 0,
                                       "op outside the annotations: %s", path);
@@ -367,7 +387,7 @@ START_TEST(privileged_skips_with_annotations_only)
                                        " \"hangar.dev/driver-sidecar-reason\": "
                                        "\"privileged-container\"}");
                 ck_assert_json_eq(unit_at(pod, "/spec"), unit_at(orig, "/spec"));
-                assert_patch_reproduces(orig, pod, res.patch);
+                assert_patch_reproduces(orig, pod, &res);
         }
 }
 END_TEST
@@ -404,12 +424,12 @@ START_TEST(host_pid_skips)
         _result_ mutate_result_t res = {0};
         run(pod, &res);
         ck_assert_result(res, DECISION_SKIP, REASON_HOST_PID);
-        ck_assert_uint_eq(json_array_size(res.patch), 2);
+        ck_assert_uint_eq(json_array_size(ops_of(&res)), 2);
         ck_assert_str_eq(json_string_value(unit_at(
                              pod, "/metadata/annotations/hangar.dev~1driver-sidecar-reason")),
                          "host-pid");
         ck_assert_json_eq(unit_at(pod, "/spec"), unit_at(orig, "/spec"));
-        assert_patch_reproduces(orig, pod, res.patch);
+        assert_patch_reproduces(orig, pod, &res);
 
         _unit_json_ json_t *no = with(base_pod(), "/spec/hostPID", "false");
         _result_ mutate_result_t r2 = {0};
@@ -642,6 +662,45 @@ START_TEST(invalid_pods_denied)
 }
 END_TEST
 
+START_TEST(shared_values_give_the_same_pods)
+{
+        /* The server builds the sidecar's values once and every pod shares
+         * them: the same patch and the same pod as mutate_pod gives, and the
+         * shared values are never changed by the pods they went into. */
+        shape_values_t *values = NULL;
+        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        _cleanup_free_ char *before = jsondump(values->driver_rest);
+        static const char *const variants[][2] = {
+            {NULL, NULL},
+            {"/spec/volumes", "[{\"name\": \"data\"}]"},
+            {"/metadata/annotations", "{\"a\": \"b\"}"},
+            {"/spec/shareProcessNamespace", "true"},
+            {"/spec/containers/0/volumeMounts", "[{\"name\": \"d\", \"mountPath\": \"/d\"}]"},
+            {"/spec/containers/0/securityContext", "{\"privileged\": true}"},
+        };
+        for (int round = 0; round < 3; round++) {
+                for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
+                        _unit_json_ json_t *a = base_pod();
+                        if (variants[i][0])
+                                with(a, variants[i][0], variants[i][1]);
+                        _unit_json_ json_t *b = json_deep_copy(a);
+                        _result_ mutate_result_t ra = {0}, rb = {0};
+                        ck_assert_int_eq(mutate_pod(&cfg, a, &ra), 0);
+                        ck_assert_int_eq(mutate_pod_with(&cfg, values, b, &rb), 0);
+                        ck_assert_int_eq(ra.reason, rb.reason);
+                        ck_assert_str_eq(ra.detail, rb.detail);
+                        ck_assert_msg((!ra.patch && !rb.patch) ||
+                                          (ra.patch && rb.patch && !strcmp(ra.patch, rb.patch)),
+                                      "patches differ: %s / %s", ra.patch, rb.patch);
+                        ck_assert_json_eq(a, b);
+                }
+        }
+        _cleanup_free_ char *after = jsondump(values->driver_rest);
+        ck_assert_str_eq(before, after);
+        shape_values_free(values);
+}
+END_TEST
+
 START_TEST(deterministic)
 {
         _unit_json_ json_t *a =
@@ -653,9 +712,10 @@ START_TEST(deterministic)
         run(b, &rb);
         ck_assert_result(ra, DECISION_INJECT, REASON_INJECTED);
         /* Byte-identical, in emission order (not sorted). */
-        _cleanup_free_ char *pa = json_dumps(ra.patch, JSON_COMPACT);
-        _cleanup_free_ char *pb = json_dumps(rb.patch, JSON_COMPACT);
-        ck_assert_str_eq(pa, pb);
+        ck_assert_str_eq(ra.patch, rb.patch);
+        /* And the text is what jansson writes for the same ops. */
+        _cleanup_free_ char *pa = json_dumps(ops_of(&ra), JSON_COMPACT);
+        ck_assert_str_eq(pa, ra.patch);
         _cleanup_free_ char *da = json_dumps(a, JSON_COMPACT);
         _cleanup_free_ char *db = json_dumps(b, JSON_COMPACT);
         ck_assert_str_eq(da, db);
@@ -748,6 +808,7 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, share_process_namespace);
         tcase_add_test(tc, reinvocation_is_a_no_op);
         tcase_add_test(tc, deterministic);
+        tcase_add_test(tc, shared_values_give_the_same_pods);
         tcase_add_test(tc, custom_configuration);
         suite_add_tcase(s, tc);
         tc = tcase_create("skip");

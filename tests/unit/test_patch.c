@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "patch.h"
 #include "unit.h"
 
@@ -10,6 +11,25 @@ static void patch_freep(patch_t *p)
         patch_free(p);
 }
 #define _patch_ __attribute__((cleanup(patch_freep)))
+
+/* The ops text parsed into jansson, for checks; freed after each test. */
+static json_t *parsed[32];
+static size_t n_parsed;
+
+static json_t *ops_of(const patch_t *p)
+{
+        ck_assert_uint_lt(n_parsed, ARRAY_SIZE(parsed));
+        parsed[n_parsed] = unit_json(p->ops.data);
+        ck_assert(json_is_array(parsed[n_parsed]));
+        ck_assert_uint_eq(json_array_size(parsed[n_parsed]), p->n_ops);
+        return parsed[n_parsed++];
+}
+
+static void free_parsed(void)
+{
+        while (n_parsed)
+                json_decref(parsed[--n_parsed]);
+}
 
 START_TEST(absent_array_created_once_then_appended)
 {
@@ -27,18 +47,18 @@ START_TEST(absent_array_created_once_then_appended)
         /* The vault-k8s bug: every append saw "absent" and re-created the
          * array, so the API server kept only the last one. Here the first op
          * creates it, and only the first. */
-        ck_assert_json_eq_text(p.ops, "["
-                                      "{\"op\":\"add\",\"path\":\"/spec/volumes\","
-                                      "\"value\":[{\"name\":\"v1\"}]},"
-                                      "{\"op\":\"add\",\"path\":\"/spec/volumes/-\","
-                                      "\"value\":{\"name\":\"v2\"}},"
-                                      "{\"op\":\"add\",\"path\":\"/spec/volumes/-\","
-                                      "\"value\":{\"name\":\"v3\"}}]");
-        ck_assert_uint_eq(unit_count_ops(p.ops, "/spec/volumes"), 1);
+        ck_assert_json_eq_text(ops_of(&p), "["
+                                           "{\"op\":\"add\",\"path\":\"/spec/volumes\","
+                                           "\"value\":[{\"name\":\"v1\"}]},"
+                                           "{\"op\":\"add\",\"path\":\"/spec/volumes/-\","
+                                           "\"value\":{\"name\":\"v2\"}},"
+                                           "{\"op\":\"add\",\"path\":\"/spec/volumes/-\","
+                                           "\"value\":{\"name\":\"v3\"}}]");
+        ck_assert_uint_eq(unit_count_ops(ops_of(&p), "/spec/volumes"), 1);
         ck_assert_json_eq_text(doc, "{\"spec\": {\"containers\": [], \"volumes\": "
                                     "[{\"name\":\"v1\"}, {\"name\":\"v2\"}, {\"name\":\"v3\"}]}}");
         /* The ops, applied by an independent implementation, give the same doc. */
-        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
         ck_assert_json_eq(orig, doc);
 }
 END_TEST
@@ -51,7 +71,7 @@ START_TEST(null_array_is_absent)
         ck_assert_int_eq(patch_init(&p, doc), 0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("a"), &err), 0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("b"), &err), 0);
-        ck_assert_json_eq_text(p.ops,
+        ck_assert_json_eq_text(ops_of(&p),
                                "[{\"op\":\"add\",\"path\":\"/spec/volumes\",\"value\":[\"a\"]},"
                                "{\"op\":\"add\",\"path\":\"/spec/volumes/-\",\"value\":\"b\"}]");
         ck_assert_json_eq_text(doc, "{\"spec\": {\"volumes\": [\"a\", \"b\"]}}");
@@ -67,12 +87,12 @@ START_TEST(existing_array_only_appends)
         ck_assert_int_eq(patch_init(&p, doc), 0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("x"), &err), 0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("y"), &err), 0);
-        ck_assert_uint_eq(json_array_size(p.ops), 2);
-        ck_assert_uint_eq(unit_count_ops(p.ops, "/spec/volumes"), 0);
-        ck_assert_uint_eq(unit_count_ops(p.ops, "/spec/volumes/-"), 2);
+        ck_assert_uint_eq(json_array_size(ops_of(&p)), 2);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&p), "/spec/volumes"), 0);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&p), "/spec/volumes/-"), 2);
         ck_assert_json_eq_text(doc,
                                "{\"spec\": {\"volumes\": [{\"name\":\"data\"}, \"x\", \"y\"]}}");
-        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
         ck_assert_json_eq(orig, doc);
 }
 END_TEST
@@ -86,10 +106,10 @@ START_TEST(array_key_is_escaped)
         ck_assert_int_eq(patch_init(&p, doc), 0);
         ck_assert_int_eq(patch_append(&p, "/m", "a/b~c", json_integer(1), &err), 0);
         ck_assert_int_eq(patch_append(&p, "/m", "a/b~c", json_integer(2), &err), 0);
-        ck_assert_int_ge(unit_find_op(p.ops, "/m/a~1b~0c"), 0);
-        ck_assert_int_ge(unit_find_op(p.ops, "/m/a~1b~0c/-"), 0);
+        ck_assert_int_ge(unit_find_op(ops_of(&p), "/m/a~1b~0c"), 0);
+        ck_assert_int_ge(unit_find_op(ops_of(&p), "/m/a~1b~0c/-"), 0);
         ck_assert_json_eq_text(doc, "{\"m\": {\"a/b~c\": [1, 2]}}");
-        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
         ck_assert_json_eq(orig, doc);
 }
 END_TEST
@@ -109,16 +129,17 @@ START_TEST(absent_map_created_once)
         ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "hangar.dev/a",
                                           json_string("3"), &err),
                          0);
-        ck_assert_json_eq_text(p.ops, "["
-                                      "{\"op\":\"add\",\"path\":\"/metadata/annotations\","
-                                      "\"value\":{\"hangar.dev/a\":\"1\"}},"
-                                      "{\"op\":\"add\",\"path\":\"/metadata/annotations/x~0y\","
-                                      "\"value\":\"2\"},"
-                                      "{\"op\":\"add\",\"path\":"
-                                      "\"/metadata/annotations/hangar.dev~1a\",\"value\":\"3\"}]");
+        ck_assert_json_eq_text(ops_of(&p),
+                               "["
+                               "{\"op\":\"add\",\"path\":\"/metadata/annotations\","
+                               "\"value\":{\"hangar.dev/a\":\"1\"}},"
+                               "{\"op\":\"add\",\"path\":\"/metadata/annotations/x~0y\","
+                               "\"value\":\"2\"},"
+                               "{\"op\":\"add\",\"path\":"
+                               "\"/metadata/annotations/hangar.dev~1a\",\"value\":\"3\"}]");
         ck_assert_json_eq_text(doc, "{\"metadata\": {\"name\": \"p\", \"annotations\": "
                                     "{\"hangar.dev/a\": \"3\", \"x~y\": \"2\"}}}");
-        ck_assert_int_eq(unit_apply_patch(orig, p.ops), 0);
+        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
         ck_assert_json_eq(orig, doc);
 }
 END_TEST
@@ -132,8 +153,9 @@ START_TEST(existing_map_sets_members)
         ck_assert_int_eq(patch_init(&p, doc), 0);
         ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "a/b", json_true(), &err),
                          0);
-        ck_assert_json_eq_text(p.ops, "[{\"op\":\"add\",\"path\":\"/metadata/annotations/a~1b\","
-                                      "\"value\":true}]");
+        ck_assert_json_eq_text(ops_of(&p),
+                               "[{\"op\":\"add\",\"path\":\"/metadata/annotations/a~1b\","
+                               "\"value\":true}]");
         ck_assert_json_eq_text(
             doc, "{\"metadata\": {\"annotations\": {\"keep\": \"me\", \"a/b\": true}}}");
 }
@@ -148,20 +170,22 @@ START_TEST(ops_not_changed_by_later_ops)
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("first"), &err), 0);
         ck_assert_int_eq(patch_set_member(&p, "/metadata", "labels", "a", json_string("1"), &err),
                          0);
-        _unit_json_ json_t *snapshot = json_deep_copy(p.ops);
+        json_t *snapshot = ops_of(&p);
         for (int i = 0; i < 5; i++) {
                 ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_integer(i), &err), 0);
                 ck_assert_int_eq(
                     patch_set_member(&p, "/metadata", "labels", "b", json_integer(i), &err), 0);
         }
         /* The creating ops still carry the one-element array and one-member map. */
-        ck_assert_json_eq(json_array_get(p.ops, 0), json_array_get(snapshot, 0));
-        ck_assert_json_eq(json_array_get(p.ops, 1), json_array_get(snapshot, 1));
-        ck_assert_json_eq_text(json_object_get(json_array_get(p.ops, 0), "value"), "[\"first\"]");
+        ck_assert_json_eq(json_array_get(ops_of(&p), 0), json_array_get(snapshot, 0));
+        ck_assert_json_eq(json_array_get(ops_of(&p), 1), json_array_get(snapshot, 1));
+        ck_assert_json_eq_text(json_object_get(json_array_get(ops_of(&p), 0), "value"),
+                               "[\"first\"]");
         /* Even changing the document directly does not reach into the ops. */
         json_array_append_new(json_object_get(json_object_get(doc, "spec"), "volumes"),
                               json_string("sneaky"));
-        ck_assert_json_eq_text(json_object_get(json_array_get(p.ops, 0), "value"), "[\"first\"]");
+        ck_assert_json_eq_text(json_object_get(json_array_get(ops_of(&p), 0), "value"),
+                               "[\"first\"]");
 }
 END_TEST
 
@@ -172,8 +196,9 @@ START_TEST(patch_add_plain)
         hg_error_t err = {0};
         ck_assert_int_eq(patch_init(&p, doc), 0);
         ck_assert_int_eq(patch_add(&p, "/spec/shareProcessNamespace", json_false(), &err), 0);
-        ck_assert_json_eq_text(p.ops, "[{\"op\":\"add\",\"path\":\"/spec/shareProcessNamespace\","
-                                      "\"value\":false}]");
+        ck_assert_json_eq_text(ops_of(&p),
+                               "[{\"op\":\"add\",\"path\":\"/spec/shareProcessNamespace\","
+                               "\"value\":false}]");
         ck_assert_json_eq_text(doc, "{\"spec\": {\"shareProcessNamespace\": false}}");
 }
 END_TEST
@@ -200,8 +225,60 @@ START_TEST(failures_emit_nothing)
         ck_assert_int_eq(patch_add(&p, "/spec/x", NULL, &err), -ENOMEM);
         ck_assert_int_eq(patch_append(&p, "/spec", "y", NULL, &err), -ENOMEM);
         ck_assert_int_eq(patch_set_member(&p, "/spec", "z", "k", NULL, &err), -ENOMEM);
-        ck_assert_uint_eq(json_array_size(p.ops), 0);
+        ck_assert_uint_eq(p.n_ops, 0);
+        ck_assert_str_eq(p.ops.data, "[]");
         ck_assert_json_eq(doc, before);
+}
+END_TEST
+
+START_TEST(known_text_is_used_as_given)
+{
+        /* A value whose text the caller has: copied in as it is. */
+        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": []}}");
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        json_t *v = unit_json("{\"name\": \"a\"}");
+        ck_assert_int_eq(patch_append_known(&p, "/spec", "volumes", v, "{\"name\":\"a\"}", &err),
+                         0);
+        ck_assert_str_eq(
+            p.ops.data,
+            "[{\"op\":\"add\",\"path\":\"/spec/volumes/-\",\"value\":{\"name\":\"a\"}}]");
+        ck_assert_json_eq_text(doc, "{\"spec\": {\"volumes\": [{\"name\": \"a\"}]}}");
+        /* The document holds the value itself, not a copy. */
+        ck_assert_ptr_eq(
+            json_array_get(json_object_get(json_object_get(doc, "spec"), "volumes"), 0), v);
+        /* An absent array is created around the value, written out. */
+        json_t *m = unit_json("{\"mountPath\": \"/x\"}");
+        ck_assert_int_eq(
+            patch_append_known(&p, "/spec", "mounts", m, "{\"mountPath\":\"/x\"}", &err), 0);
+        ck_assert_str_eq(
+            p.ops.data, "[{\"op\":\"add\",\"path\":\"/spec/volumes/-\",\"value\":{\"name\":\"a\"}},"
+                        "{\"op\":\"add\",\"path\":\"/spec/mounts\","
+                        "\"value\":[{\"mountPath\":\"/x\"}]}]");
+        _cleanup_free_ char *taken = patch_take_ops(&p);
+        ck_assert_ptr_nonnull(taken);
+        ck_assert_uint_eq(p.n_ops, 0);
+        _unit_json_ json_t *ops = unit_json(taken);
+        ck_assert_uint_eq(json_array_size(ops), 2);
+}
+END_TEST
+
+START_TEST(ops_text_is_what_jansson_writes)
+{
+        /* Escaped paths and values with every kind of string: the ops text is
+         * byte for byte what jansson writes for the same operations. */
+        _unit_json_ json_t *doc = unit_json("{\"m\": {\"a\": {}}}");
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        ck_assert_int_eq(patch_set_member(&p, "/m", "a", "k/\"\\\n\xc3\xa9~",
+                                          json_string("v\"\\\x01\xe2\x82\xac"), &err),
+                         0);
+        ck_assert_int_eq(patch_append(&p, "/m", "l", json_integer(-42), &err), 0);
+        ck_assert_int_eq(patch_add(&p, "/m/r", json_real(0.5), &err), 0);
+        _cleanup_free_ char *want = json_dumps(ops_of(&p), JSON_COMPACT);
+        ck_assert_str_eq(p.ops.data, want);
 }
 END_TEST
 
@@ -211,10 +288,11 @@ START_TEST(free_resets)
         patch_t p = {0};
         ck_assert_int_eq(patch_init(&p, doc), 0);
         ck_assert_ptr_eq(p.doc, doc);
-        ck_assert(json_is_array(p.ops));
-        ck_assert_uint_eq(json_array_size(p.ops), 0);
+        ck_assert_str_eq(p.ops.data, "[]");
+        ck_assert_uint_eq(p.n_ops, 0);
+        ck_assert_ptr_null(patch_take_ops(&p)); /* no ops: nothing to hand on */
         patch_free(&p);
-        ck_assert_ptr_null(p.ops);
+        ck_assert_ptr_null(p.ops.data);
         patch_free(&p); /* twice is fine */
 }
 END_TEST
@@ -223,20 +301,25 @@ static Suite *patch_suite(void)
 {
         Suite *s = suite_create("patch");
         TCase *tc = tcase_create("arrays");
+        tcase_add_checked_fixture(tc, NULL, free_parsed);
         tcase_add_test(tc, absent_array_created_once_then_appended);
         tcase_add_test(tc, null_array_is_absent);
         tcase_add_test(tc, existing_array_only_appends);
         tcase_add_test(tc, array_key_is_escaped);
         suite_add_tcase(s, tc);
         tc = tcase_create("maps");
+        tcase_add_checked_fixture(tc, NULL, free_parsed);
         tcase_add_test(tc, absent_map_created_once);
         tcase_add_test(tc, existing_map_sets_members);
         suite_add_tcase(s, tc);
         tc = tcase_create("ops");
+        tcase_add_checked_fixture(tc, NULL, free_parsed);
         tcase_add_test(tc, ops_not_changed_by_later_ops);
         tcase_add_test(tc, patch_add_plain);
         tcase_add_test(tc, failures_emit_nothing);
         tcase_add_test(tc, free_resets);
+        tcase_add_test(tc, known_text_is_used_as_given);
+        tcase_add_test(tc, ops_text_is_what_jansson_writes);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,8 +1,11 @@
 /* Unit tests for common/shape: the mount table and the JSON it generates. */
 #include <string.h>
 
+#include "cleanup.h"
 #include "config.h"
+#include "jsondump.h"
 #include "shape.h"
+#include "strbuf.h"
 #include "unit.h"
 
 static hg_config_t cfg;
@@ -162,6 +165,94 @@ START_TEST(driver_container_follows_config)
 }
 END_TEST
 
+/* The text jsondump writes for j (malloc'd). */
+static char *text_of(const json_t *j)
+{
+        char *t = jsondump(j);
+        ck_assert_ptr_nonnull(t);
+        return t;
+}
+
+static void values_freep(shape_values_t **sv)
+{
+        shape_values_free(*sv);
+}
+
+/* Built once and shared: the same values, in the same member order, as the
+ * builders give, and each text is what jsondump writes for its value. */
+static void assert_values_match_builders(void)
+{
+        __attribute__((cleanup(values_freep))) shape_values_t *sv = NULL;
+        ck_assert_int_eq(shape_values_new(&cfg, &sv), 0);
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                _unit_json_ json_t *want = shape_volume_json(&cfg, v);
+                _cleanup_free_ char *want_text = text_of(want);
+                ck_assert_str_eq(sv->volume_text[v], want_text);
+                _cleanup_free_ char *have_text = text_of(sv->volume[v]);
+                ck_assert_str_eq(have_text, want_text);
+                _unit_json_ json_t *mount = shape_mount_json(&cfg, SHAPE_ROLE_AGENT, v);
+                if (!mount) {
+                        ck_assert_ptr_null(sv->agent_mount[v]);
+                        ck_assert_ptr_null(sv->agent_mount_text[v]);
+                        continue;
+                }
+                _cleanup_free_ char *mount_text = text_of(mount);
+                ck_assert_str_eq(sv->agent_mount_text[v], mount_text);
+                _cleanup_free_ char *have_mount = text_of(sv->agent_mount[v]);
+                ck_assert_str_eq(have_mount, mount_text);
+        }
+        static const char *const images[] = {"img", "registry.example/agent:1.2",
+                                             "q\"uote\\back\nline \xc3\xa9", ""};
+        for (size_t i = 0; i < ARRAY_SIZE(images); i++) {
+                _unit_json_ json_t *want = shape_driver_container_json(&cfg, images[i]);
+                _cleanup_free_ char *want_text = text_of(want);
+                _cleanup_strbuf_ strbuf_t text = {0};
+                ck_assert_int_eq(strbuf_puts(&text, "prefix,"), 0);
+                _unit_json_ json_t *have = shape_values_driver(sv, images[i], &text);
+                ck_assert_ptr_nonnull(have);
+                _cleanup_free_ char *have_text = text_of(have);
+                ck_assert_str_eq(have_text, want_text); /* same members, same order */
+                ck_assert_str_eq(text.data + strlen("prefix,"), want_text);
+        }
+        /* No image, no container, and nothing written. */
+        _cleanup_strbuf_ strbuf_t none = {0};
+        ck_assert_ptr_null(shape_values_driver(sv, NULL, &none));
+        ck_assert_ptr_null(none.data);
+}
+
+START_TEST(values_match_builders)
+{
+        assert_values_match_builders();
+        /* And with every setting that changes them. */
+        cfg.driver_uid = 2000;
+        cfg.driver_gid = 3000;
+        set_string(&cfg.driver_cpu_limit, "1");
+        set_string(&cfg.driver_memory_limit, "256Mi");
+        set_string(&cfg.home_path, "/h\"ome");
+        set_string(&cfg.ctl_path, "/c");
+        set_string(&cfg.ctl_size_limit, "1Gi");
+        assert_values_match_builders();
+}
+END_TEST
+
+START_TEST(values_are_shared_not_copied)
+{
+        __attribute__((cleanup(values_freep))) shape_values_t *sv = NULL;
+        ck_assert_int_eq(shape_values_new(&cfg, &sv), 0);
+        _cleanup_strbuf_ strbuf_t t1 = {0}, t2 = {0};
+        _unit_json_ json_t *a = shape_values_driver(sv, "a", &t1);
+        _unit_json_ json_t *b = shape_values_driver(sv, "b", &t2);
+        /* Two containers, one set of constant members between them. */
+        ck_assert_ptr_ne(a, b);
+        ck_assert_ptr_eq(json_object_get(a, "securityContext"),
+                         json_object_get(b, "securityContext"));
+        ck_assert_ptr_eq(json_object_get(a, "volumeMounts"), json_object_get(b, "volumeMounts"));
+        ck_assert_str_eq(json_string_value(json_object_get(a, "image")), "a");
+        ck_assert_str_eq(json_string_value(json_object_get(b, "image")), "b");
+        shape_values_free(NULL); /* accepts NULL */
+}
+END_TEST
+
 static Suite *shape_suite(void)
 {
         Suite *s = suite_create("shape");
@@ -173,6 +264,8 @@ static Suite *shape_suite(void)
         tcase_add_test(tc, mount_json_follows_table);
         tcase_add_test(tc, driver_container_json);
         tcase_add_test(tc, driver_container_follows_config);
+        tcase_add_test(tc, values_match_builders);
+        tcase_add_test(tc, values_are_shared_not_copied);
         suite_add_tcase(s, tc);
         return s;
 }
