@@ -1,11 +1,11 @@
 #include "admission.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base64.h"
 #include "cleanup.h"
 #include "jsondump.h"
 #include "jsonparse.h"
@@ -153,48 +153,17 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
                       : mutate_pod(cfg, pod, &o->result);
 }
 
-/* Base64 (RFC 4648, padded) written straight into the answer: the patch is
- * most of the answer's bytes, and OpenSSL's EVP_EncodeBlock (base64_encode)
- * cost a tenth of a review here. Two output characters per table lookup; the
- * fuzz target checks the result against base64_encode on every input. */
-static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static char b64_pairs[4096][2]; /* 12 bits -> two characters */
-static pthread_once_t b64_once = PTHREAD_ONCE_INIT;
-
-static void b64_init(void)
-{
-        for (unsigned i = 0; i < 4096; i++) {
-                b64_pairs[i][0] = b64_digits[i >> 6];
-                b64_pairs[i][1] = b64_digits[i & 63];
-        }
-}
-
+/* Base64 written straight into the answer (the patch is most of its bytes),
+ * in chunks of a multiple of 3 input bytes so they concatenate. */
 static int append_base64(strbuf_t *sb, const char *in, size_t n)
 {
-        (void)pthread_once(&b64_once, b64_init);
-        const unsigned char *p = (const unsigned char *)in;
-        char chunk[1024]; /* from 768 input bytes, a multiple of 3 */
+        char chunk[1024]; /* from 768 input bytes */
         while (n > 0) {
-                size_t take = n < 768 ? n : 768, i = 0;
-                char *o = chunk;
-                for (; i + 3 <= take; i += 3, o += 4) {
-                        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-                        memcpy(o, b64_pairs[v >> 12], 2);
-                        memcpy(o + 2, b64_pairs[v & 4095], 2);
-                }
-                if (i < take) { /* one or two bytes left: the last chunk */
-                        bool two = i + 1 < take;
-                        uint32_t v = (uint32_t)p[i] << 16 | (two ? (uint32_t)p[i + 1] << 8 : 0);
-                        o[0] = b64_digits[v >> 18];
-                        o[1] = b64_digits[(v >> 12) & 63];
-                        o[2] = two ? b64_digits[(v >> 6) & 63] : '=';
-                        o[3] = '=';
-                        o += 4;
-                }
-                int r = strbuf_append(sb, chunk, (size_t)(o - chunk));
+                size_t take = n < 768 ? n : 768;
+                int r = strbuf_append(sb, chunk, base64_encode_into(chunk, in, take));
                 if (r < 0)
                         return r;
-                p += take;
+                in += take;
                 n -= take;
         }
         return 0;
