@@ -139,7 +139,10 @@ static int parse_line(const char *line, size_t len, mount_entry_t *e)
         r = decode_field(f[sep + 3], fl[sep + 3], &e->super_options);
         if (r < 0)
                 return r;
-        if (e->root[0] != '/' || e->mount_point[0] != '/')
+        /* The mount point is always a path. The root need not be: a bind
+         * mount of a namespace file (`ip netns add`, a CRI's pinned netns)
+         * has the nsfs dentry's name as its root, "net:[4026532328]". */
+        if (e->mount_point[0] != '/')
                 return -EINVAL;
         e->read_only = mountinfo_has_option(e->mount_options, "ro");
         return 0;

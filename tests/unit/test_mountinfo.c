@@ -69,6 +69,19 @@ START_TEST(gvisor_lines)
 }
 END_TEST
 
+START_TEST(nsfs_root_is_not_a_path)
+{
+        /* A pinned network namespace, as `ip netns add` or a CRI leaves on
+         * the host: the root is the nsfs name, not a path. */
+        mount_table_t t = parse_ok("27 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                                   "88 27 0:4 net:[4026532328] /run/netns/a rw - nsfs nsfs rw\n");
+        ck_assert_uint_eq(t.n, 2);
+        ck_assert_str_eq(t.entries[1].root, "net:[4026532328]");
+        ck_assert_str_eq(t.entries[1].fstype, "nsfs");
+        mountinfo_free(&t);
+}
+END_TEST
+
 START_TEST(find_takes_the_last_mount)
 {
         mount_table_t t = parse_ok("1 0 0:1 / / rw - ext4 /dev/a rw\n"
@@ -139,6 +152,7 @@ static Suite *mountinfo_suite(void)
         tcase_add_test(tc, linux_lines);
         tcase_add_test(tc, octal_escapes_decoded);
         tcase_add_test(tc, gvisor_lines);
+        tcase_add_test(tc, nsfs_root_is_not_a_path);
         tcase_add_test(tc, find_takes_the_last_mount);
         tcase_add_test(tc, has_option_is_exact);
         tcase_add_test(tc, malformed_refused);
