@@ -61,6 +61,37 @@ static json_t *hex(uint64_t v)
         return json_string(buf);
 }
 
+/* Supplementary groups, reported; not required: a pod-level fsGroup or
+ * supplementalGroups legitimately puts both containers in one group, and
+ * nothing of the driver's is reachable by group alone (hangar-ctl is not
+ * mounted in the agent, its processes are in another PID namespace). The
+ * agent sharing the driver's gid is still worth a "fail" an operator sees. */
+static void check_groups(report_t *r, const hg_config_t *cfg, shape_role_t role,
+                         const observation_t *o)
+{
+        char expected[64] = "any";
+        if (role == SHAPE_ROLE_AGENT)
+                (void)snprintf(expected, sizeof(expected), "not the driver's gid %u",
+                               cfg->driver_gid);
+        if (o->groups_errno) {
+                char why[96];
+                (void)snprintf(why, sizeof(why), "getgroups: %s (more than %d groups?)",
+                               strerror(o->groups_errno), OBSERVE_MAX_GROUPS);
+                add(r, "identity.groups", false, CHECK_UNKNOWN, json_string(why),
+                    json_string(expected), "getgroups(2)");
+                return;
+        }
+        json_t *list = json_array();
+        bool has_driver_gid = false;
+        for (size_t i = 0; i < o->ngroups; i++) {
+                json_array_append_new(list, json_integer(o->groups[i]));
+                has_driver_gid |= o->groups[i] == cfg->driver_gid;
+        }
+        bool fails = role == SHAPE_ROLE_AGENT && has_driver_gid;
+        add(r, "identity.groups", false, fails ? CHECK_FAIL : CHECK_PASS, list,
+            json_string(expected), "getgroups(2)");
+}
+
 static void check_identity(report_t *r, const hg_config_t *cfg, shape_role_t role,
                            const observation_t *o)
 {
@@ -89,6 +120,7 @@ static void check_identity(report_t *r, const hg_config_t *cfg, shape_role_t rol
                 add(r, "identity.agent_uid_differs", true, shares ? CHECK_FAIL : CHECK_PASS,
                     json_integer(o->uid[1]), json_string(expected), "getresuid(2)");
         }
+        check_groups(r, cfg, role, o);
 }
 
 /* Capabilities that would let the agent reach the driver's processes or

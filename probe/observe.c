@@ -40,8 +40,11 @@ static void read_identity(observation_t *o)
         (void)getresgid(&rg, &eg, &sg);
         o->uid[0] = r, o->uid[1] = e, o->uid[2] = s;
         o->gid[0] = rg, o->gid[1] = eg, o->gid[2] = sg;
-        gid_t groups[PROCSTATUS_MAX_GROUPS];
-        int n = getgroups(PROCSTATUS_MAX_GROUPS, groups);
+        /* More groups than fit is EINVAL: recorded as unknown, never
+         * reported as an empty list. */
+        gid_t groups[OBSERVE_MAX_GROUPS];
+        int n = getgroups(OBSERVE_MAX_GROUPS, groups);
+        o->groups_errno = n < 0 ? errno : 0;
         o->ngroups = n > 0 ? (size_t)n : 0;
         for (size_t i = 0; i < o->ngroups; i++)
                 o->groups[i] = groups[i];

@@ -11,7 +11,8 @@
 #include "mountinfo.h"
 #include "procstatus.h"
 
-#define OBSERVE_MAX_PROCS 256
+#define OBSERVE_MAX_PROCS  256
+#define OBSERVE_MAX_GROUPS 1024 /* supplementary groups read; more is "unknown" */
 
 typedef struct fact_u64 {
         bool known;
@@ -30,8 +31,9 @@ typedef struct other_process {
 typedef struct observation {
         /* identity: getresuid/getresgid, getgroups */
         uint32_t uid[3], gid[3];
-        uint32_t groups[PROCSTATUS_MAX_GROUPS];
+        uint32_t groups[OBSERVE_MAX_GROUPS];
         size_t ngroups;
+        int groups_errno; /* 0 = groups/ngroups are the whole list */
         /* capabilities: capget(2) for inh/prm/eff, prctl for bounding and ambient */
         fact_u64_t cap[CAP_SET_COUNT];
         fact_u64_t cap_full; /* from /proc/sys/kernel/cap_last_cap */

@@ -22,7 +22,8 @@ chmod 755 "$T_TMP"
 export HANGAR_HOME_PATH=$HOME_DIR HANGAR_CTL_PATH=$CTL_DIR
 
 # run_case NAME ROLE UID SETUP [SETPRIV_EXTRA...]: SETUP is shell run as root
-# (CAPS replaces the default "no capabilities at all" setpriv options)
+# (CAPS replaces the default "no capabilities at all" setpriv options, SUPP
+# the default "no supplementary groups")
 # inside the new namespaces before the probe replaces the shell (so the probe
 # is PID 1 and sees no other process unless SETUP leaves one).
 run_case() {
@@ -32,7 +33,7 @@ run_case() {
                 set -e
                 mount --make-rprivate /
                 $setup
-                exec setpriv --reuid $uid --regid $uid --clear-groups \
+                exec setpriv --reuid $uid --regid $uid ${SUPP:---clear-groups} \
                         ${CAPS:---inh-caps=-all --bounding-set=-all} --no-new-privs $* \
                         '$PROBE' check --role $role
         " >"$T_TMP/$name.json" 2>"$T_TMP/$name.err"
@@ -81,6 +82,21 @@ CAPS="--inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace --bounding-set=-all
 expect_fail agent-ptrace capabilities.effective "agent with CAP_SYS_PTRACE"
 run_case agent-driver-uid agent 1001 "$MOUNT_HOME_RO"
 expect_fail agent-driver-uid identity.agent_uid_differs "agent with the driver's uid"
+# The driver's gid as a supplementary group (a pod-level fsGroup does this):
+# reported, never failing the report.
+SUPP="--groups 1001,4242" run_case agent-driver-group agent 1000 "$MOUNT_HOME_RO"
+t_eq "agent in the driver's group: still pass" pass "$(result agent-driver-group)"
+t_eq "agent in the driver's group: reported as a non-required failure" "false fail [1001,4242]" \
+        "$(jq -r '.checks[] | select(.name == "identity.groups") | "\(.required) \(.status) \(.observed | tojson)"' \
+                "$T_TMP/agent-driver-group.json" 2>/dev/null)"
+t_eq "agent without supplementary groups: identity.groups passes" "pass []" \
+        "$(jq -r '.checks[] | select(.name == "identity.groups") | "\(.status) \(.observed | tojson)"' \
+                "$T_TMP/agent-ok.json" 2>/dev/null)"
+# More groups than the probe reads: unknown, never an empty list.
+SUPP="--groups $(seq -s, 2000 3100)" run_case agent-many-groups agent 1000 "$MOUNT_HOME_RO"
+t_eq "agent in 1101 groups: identity.groups unknown, report still pass" "unknown pass" \
+        "$(jq -r '"\(.checks[] | select(.name == "identity.groups") | .status) \(.result)"' \
+                "$T_TMP/agent-many-groups.json" 2>/dev/null)"
 # A shared PID namespace: another uid's process is visible (and reported
 # with whether it could be signalled or its memory opened).
 run_case agent-shared-pid agent 1000 "$MOUNT_HOME_RO; setpriv --reuid 1001 --regid 1001 --clear-groups sleep 30 &"
