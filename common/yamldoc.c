@@ -140,7 +140,17 @@ static int read_node(yreader_t *y, yaml_event_t *ev, unsigned depth, ynode_t **r
         return 0;
 }
 
-int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err)
+void ynode_free_all(ynode_t **docs, size_t n)
+{
+        for (size_t i = 0; docs && i < n; i++)
+                ynode_free(docs[i]);
+        free(docs);
+}
+
+/* Each document of the stream in order, at most max of them; "max" names
+ * the limit in the error. */
+static int parse_documents(const char *buf, size_t len, size_t max, ynode_t ***ret, size_t *ret_n,
+                           hg_error_t *err)
 {
         yaml_parser_t parser_storage;
         if (!yaml_parser_initialize(&parser_storage))
@@ -149,42 +159,76 @@ int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err)
         yaml_parser_set_input_string(parser, (const unsigned char *)buf, len);
         yreader_t y = {.parser = parser, .err = err};
 
-        _cleanup_ynode_ ynode_t *root = NULL;
-        bool saw_document = false;
+        ynode_t **docs = NULL;
+        size_t n = 0;
+        int r = 0;
         for (;;) {
                 _cleanup_(cleanup_eventp) yaml_event_t ev = {0};
-                int r = next_event(&y, &ev);
+                r = next_event(&y, &ev);
                 if (r < 0)
-                        return r;
-                switch (ev.type) {
-                case YAML_STREAM_START_EVENT:
-                case YAML_DOCUMENT_END_EVENT:
                         break;
-                case YAML_DOCUMENT_START_EVENT:
-                        if (saw_document)
-                                return error_set(err, -EINVAL,
-                                                 "line %zu: more than one YAML document",
-                                                 ev.start_mark.line + 1);
-                        saw_document = true;
+                if (ev.type == YAML_STREAM_START_EVENT || ev.type == YAML_DOCUMENT_END_EVENT)
+                        continue;
+                if (ev.type == YAML_STREAM_END_EVENT) {
+                        if (n == 0)
+                                r = error_set(err, -ENODATA, "empty YAML document");
                         break;
-                case YAML_STREAM_END_EVENT:
-                        if (!root)
-                                return error_set(err, -ENODATA, "empty YAML document");
-                        *ret = TAKE_PTR(root);
-                        return 0;
-                case YAML_SCALAR_EVENT:
-                case YAML_MAPPING_START_EVENT:
-                case YAML_SEQUENCE_START_EVENT:
-                case YAML_ALIAS_EVENT:
-                        r = read_node(&y, &ev, 1, &root);
-                        if (r < 0)
-                                return r;
-                        break;
-                default:
-                        return error_set(err, -EINVAL, "line %zu: unexpected YAML event",
-                                         ev.start_mark.line + 1);
                 }
+                if (ev.type == YAML_DOCUMENT_START_EVENT) {
+                        if (n == max) {
+                                r = max == 1 ? error_set(err, -EINVAL,
+                                                         "line %zu: more than one YAML document",
+                                                         ev.start_mark.line + 1)
+                                             : error_set(err, -E2BIG,
+                                                         "line %zu: more than %zu YAML documents",
+                                                         ev.start_mark.line + 1, max);
+                                break;
+                        }
+                        ynode_t **grown = realloc(docs, (n + 1) * sizeof(*docs));
+                        if (!grown) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        docs = grown;
+                        docs[n++] = NULL;
+                        continue;
+                }
+                /* A document's one node (libyaml: an empty document is an
+                 * empty plain scalar, so every document has one). */
+                if (n == 0 || docs[n - 1]) {
+                        r = error_set(err, -EINVAL, "line %zu: unexpected YAML event",
+                                      ev.start_mark.line + 1);
+                        break;
+                }
+                r = read_node(&y, &ev, 1, &docs[n - 1]);
+                if (r < 0)
+                        break;
         }
+        if (r < 0) {
+                ynode_free_all(docs, n);
+                return r;
+        }
+        *ret = docs;
+        *ret_n = n;
+        return 0;
+}
+
+int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err)
+{
+        ynode_t **docs;
+        size_t n;
+        int r = parse_documents(buf, len, 1, &docs, &n, err);
+        if (r < 0)
+                return r;
+        *ret = docs[0];
+        free(docs);
+        return 0;
+}
+
+int yamldoc_parse_stream(const char *buf, size_t len, size_t max, ynode_t ***ret, size_t *ret_n,
+                         hg_error_t *err)
+{
+        return parse_documents(buf, len, max, ret, ret_n, err);
 }
 
 const ynode_t *ynode_get(const ynode_t *map, const char *key)
@@ -347,7 +391,7 @@ int ynode_to_json(const ynode_t *n, json_t **ret, hg_error_t *err)
         return 0;
 }
 
-int yamldoc_load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err)
+int yamldoc_load_manifests(const char *path, size_t max, json_t **ret, hg_error_t *err)
 {
         _cleanup_free_ char *buf = NULL;
         size_t len;
@@ -356,14 +400,47 @@ int yamldoc_load_manifest(const char *path, size_t max, json_t **ret, hg_error_t
         if (r < 0)
                 return error_set(err, r, "%s: %s", path,
                                  r == -EFBIG ? "file too large" : strerror(-r));
+        _cleanup_json_ json_t *list = json_array();
+        if (!list)
+                return -ENOMEM;
         size_t i = strspn(buf, " \t\r\n");
         if (buf[i] == '{') {
-                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, ret, err);
+                json_t *doc;
+                r = jsonx_load(buf, len, JSONX_MAX_DEPTH, &doc, err);
+                if (r == 0 && json_array_append_new(list, doc) < 0)
+                        r = -ENOMEM;
         } else {
-                _cleanup_ynode_ ynode_t *doc = NULL;
-                r = yamldoc_parse(buf, len, &doc, err);
-                if (r == 0)
-                        r = ynode_to_json(doc, ret, err);
+                ynode_t **docs = NULL;
+                size_t n = 0;
+                r = parse_documents(buf, len, YAMLDOC_MAX_DOCUMENTS, &docs, &n, err);
+                for (size_t d = 0; r == 0 && d < n; d++) {
+                        json_t *doc;
+                        r = ynode_to_json(docs[d], &doc, err);
+                        /* Empty documents (a leading or doubled "---") are not manifests. */
+                        if (r == 0 && json_is_null(doc))
+                                continue;
+                        if (r == 0 && json_array_append_new(list, doc) < 0)
+                                r = -ENOMEM;
+                }
+                ynode_free_all(docs, n);
         }
-        return r < 0 ? error_prefix(err, "%s: ", path) : 0;
+        if (r == 0 && json_array_size(list) == 0)
+                r = error_set(err, -ENODATA, "no manifest in the input");
+        if (r < 0)
+                return error_prefix(err, "%s: ", path);
+        *ret = TAKE_PTR(list);
+        return 0;
+}
+
+int yamldoc_load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err)
+{
+        _cleanup_json_ json_t *list = NULL;
+        int r = yamldoc_load_manifests(path, max, &list, err);
+        if (r < 0)
+                return r;
+        if (json_array_size(list) != 1)
+                return error_set(err, -EINVAL, "%s: %zu manifests, expected one", path,
+                                 json_array_size(list));
+        *ret = json_incref(json_array_get(list, 0));
+        return 0;
 }

@@ -13,6 +13,8 @@ packages=(
   clang clang-format libclang-rt-14-dev
   # tests: TLS clients, JSON tools, container runtimes for real pods
   curl openssl jq runsc crun runc busybox-static
+  # an independent YAML reader for the inject tests (Debian's python3)
+  python3-yaml
   # benchmarks
   wrk nginx-light
   # control-plane tooling is built with Go (scripts/k8s-tools.sh)

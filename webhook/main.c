@@ -2,7 +2,8 @@
  * hangar-driver sidecar. Subcommands:
  *   serve   run the HTTPS server (the default)
  *   review  answer one AdmissionReview from stdin (the server minus transport)
- *   inject  print a Pod manifest as the webhook would have it stored
+ *   inject  print manifests (Pods, workloads' pod templates, Lists) as the
+ *           webhook would have their pods stored
  *   certs   generate a CA and serving certificate with OpenSSL
  *   config  print the effective configuration, or the error that stops it */
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include "cleanup.h"
 #include "config.h"
 #include "fileio.h"
+#include "inject.h"
 #include "jsonarena.h"
 #include "jsondump.h"
 #include "jsonx.h"
@@ -38,7 +40,7 @@
 static const char usage_text[] =
     "usage: hangar-webhook [serve] [--config FILE]\n"
     "       hangar-webhook review [--config FILE]        < admission-review.json\n"
-    "       hangar-webhook inject -f POD.(json|yaml) [--config FILE]\n"
+    "       hangar-webhook inject -f MANIFEST.(json|yaml)|- [--config FILE]\n"
     "       hangar-webhook certs --out-dir DIR [--service NAME --namespace NS]\n"
     "                            [--dns NAME]... [--ip ADDR]... [--days N] [--ca-days N]\n"
     "                            [--reuse-ca] [--force]\n"
@@ -252,23 +254,11 @@ static int cmd_review(int argc, char **argv)
         return EXIT_SUCCESS;
 }
 
-/* A Pod manifest from JSON or YAML (by its first non-blank character). */
-/* A v1 Pod manifest from JSON or YAML. */
-static int load_manifest(const char *path, size_t max, json_t **ret, hg_error_t *err)
+static void print_skip(const char *where, const char *reason, const char *detail, void *ctx)
 {
-        int r = yamldoc_load_manifest(path, max, ret, err);
-        if (r < 0)
-                return r;
-        const char *kind = "", *api = "";
-        (void)jsonx_string(*ret, "kind", &kind);
-        (void)jsonx_string(*ret, "apiVersion", &api);
-        if (strcmp(kind, "Pod") != 0 || strcmp(api, "v1") != 0) {
-                json_decref(*ret);
-                *ret = NULL;
-                return error_set(err, -EINVAL, "%s: expected a v1 Pod, got kind \"%s\"", path,
-                                 kind);
-        }
-        return 0;
+        (void)ctx;
+        fprintf(stderr, "hangar-webhook inject: %s: not injected (%s): %s\n", where, reason,
+                detail);
 }
 
 static int cmd_inject(int argc, char **argv)
@@ -295,7 +285,7 @@ static int cmd_inject(int argc, char **argv)
                 fputs(usage_text, stderr);
                 return EXIT_USAGE;
         }
-        hg_config_t cfg;
+        _cleanup_config_ hg_config_t cfg = {0};
         if (load_config("inject", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
         /* Asking for an injection is the point of this command, as with
@@ -303,35 +293,24 @@ static int cmd_inject(int argc, char **argv)
         cfg.driver_sidecar = true;
 
         hg_error_t err = {0};
-        _cleanup_json_ json_t *pod = NULL;
-        int r = load_manifest(file, cfg.max_body_bytes, &pod, &err);
-        _cleanup_json_ json_t *review = r == 0 ? admission_wrap_pod(pod, "hangar-inject") : NULL;
-        _cleanup_free_ char *body = review ? jsondump(review) : NULL;
-        if (r < 0 || !body) {
-                config_free(&cfg);
-                return fail("inject", r < 0 ? err.message : "out of memory");
-        }
-        admission_outcome_t o;
-        _cleanup_free_ char *response = NULL;
-        r = admission_handle(&cfg, body, strlen(body), &response, &o, &err);
-        int status = EXIT_SUCCESS;
-        if (r < 0) {
-                status = fail("inject", r == -EINVAL ? err.message : strerror(-r));
-        } else if (o.result.decision == DECISION_DENY) {
-                status = fail("inject", o.result.detail);
-        } else {
-                if (o.result.decision == DECISION_SKIP)
-                        fprintf(stderr, "hangar-webhook inject: not injected (%s): %s\n",
-                                mutate_reason_name(o.result.reason), o.result.detail);
-                _cleanup_free_ char *text = json_dumps(o.pod, JSON_INDENT(2));
-                if (!text)
-                        status = fail("inject", "out of memory");
-                else
-                        puts(text);
-        }
-        admission_outcome_free(&o);
-        config_free(&cfg);
-        return status;
+        _cleanup_json_ json_t *docs = NULL;
+        int r = yamldoc_load_manifests(file, cfg.max_body_bytes, &docs, &err);
+        if (r == 0)
+                r = inject_manifests(&cfg, docs, print_skip, NULL, &err);
+        if (r < 0)
+                return fail("inject", r == -ENOMEM ? strerror(ENOMEM) : err.message);
+        /* One manifest in, one out; several come out as one v1 List, which
+         * kubectl applies like the stream it was. */
+        json_t *out = json_array_size(docs) == 1 ? json_array_get(docs, 0)
+                                                 : json_pack("{s:s, s:s, s:O}", "apiVersion", "v1",
+                                                             "kind", "List", "items", docs);
+        _cleanup_free_ char *text = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
+        if (json_array_size(docs) != 1)
+                json_decref(out);
+        if (!text)
+                return fail("inject", strerror(ENOMEM));
+        puts(text);
+        return EXIT_SUCCESS;
 }
 
 typedef struct string_list {

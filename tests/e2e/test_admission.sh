@@ -3,7 +3,8 @@
 # mode pointing at hangar-webhook running locally on TLS, pods created with
 # kubectl, and what the API server stored checked against design page 000's
 # table. Also: a privileged pod and an unlabelled pod untouched, a dry-run
-# create injected, a denied pod's message, 200 pods in parallel, the webhook
+# create injected, workloads injected offline and accepted, a denied pod's
+# message, 200 pods in parallel, the webhook
 # stopped (failurePolicy Fail, then Ignore), the certificate rotated while
 # pods are created, and self-managed certificates (the webhook patches the
 # caBundle itself and the API server then trusts it).
@@ -100,6 +101,47 @@ t_eq "unlabelled pod untouched" '["sandbox"] null' \
 t_eq "dry-run create injected" hangar-driver \
         "$(pod_manifest dry | kubectl create --dry-run=server -o json -f - | jq -r '.spec.containers[1].name')"
 t_check "dry-run stored nothing" bash -c "! kubectl get pod -n e2e dry >/dev/null 2>&1"
+
+# Workloads injected offline (`inject`, like istioctl kube-inject): the API
+# server accepts the injected Deployment and CronJob, and a pod made from the
+# stored template, as the ReplicaSet controller would make it, goes through
+# the webhook untouched (already injected: never a second sidecar).
+cat >workloads.yaml <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: agents}
+spec:
+  selector: {matchLabels: {app: agents}}
+  template:
+    metadata: {labels: {app: agents, hangar.dev/sandbox: "true"}}
+    spec:
+      containers: [{name: sandbox, image: registry.example/agent-env:1.2}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        metadata: {labels: {hangar.dev/sandbox: "true"}}
+        spec:
+          restartPolicy: Never
+          containers: [{name: sandbox, image: registry.example/agent-env:1.2}]
+EOF
+"$WEBHOOK" inject -f workloads.yaml >workloads.json 2>workloads.err
+t_check "inject: the API server accepts the injected Deployment and CronJob" \
+        kubectl create -n e2e -f workloads.json -o name
+t_eq "the stored Deployment's template has the sidecar" "sandbox hangar-driver" \
+        "$(kubectl get deployment -n e2e agents -o json | jq -r '.spec.template.spec.containers | map(.name) | join(" ")')"
+t_eq "the stored CronJob's template has the sidecar" "sandbox hangar-driver" \
+        "$(kubectl get cronjob -n e2e nightly -o json | jq -r '.spec.jobTemplate.spec.template.spec.containers | map(.name) | join(" ")')"
+kubectl get deployment -n e2e agents -o json |
+        jq '{apiVersion: "v1", kind: "Pod", metadata: (.spec.template.metadata + {name: "from-template", namespace: "e2e"}),
+             spec: .spec.template.spec}' | kubectl create -f - >/dev/null
+t_eq "a pod from the injected template: stored as made, one sidecar" "sandbox hangar-driver injected" \
+        "$(kubectl get pod -n e2e from-template -o json | jq -r '(.spec.containers | map(.name) | join(" ")) + " " + .metadata.annotations["hangar.dev/driver-sidecar-reason"]')"
 
 # A pod the webhook denies gets its message.
 if pod_manifest clash true '{"volumes":[{"name":"hangar-home","emptyDir":{}}]}' | kubectl create -f - 2>deny.err >/dev/null; then

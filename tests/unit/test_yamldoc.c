@@ -167,6 +167,38 @@ START_TEST(rejects_multiple_documents)
 }
 END_TEST
 
+START_TEST(streams_keep_every_document)
+{
+        static const char text[] = "---\na: 1\n---\n---\n# only a comment\n---\n- x\n...\n";
+        hg_error_t err = {0};
+        ynode_t **docs = NULL;
+        size_t n = 0;
+        ck_assert_int_eq(yamldoc_parse_stream(text, strlen(text), 8, &docs, &n, &err), 0);
+        /* Empty documents are empty plain scalars: the caller decides. */
+        ck_assert_uint_eq(n, 4);
+        ck_assert_ptr_nonnull(ynode_get(docs[0], "a"));
+        ck_assert_int_eq(docs[1]->kind, YNODE_SCALAR);
+        ck_assert_str_eq(docs[1]->scalar, "");
+        ck_assert_int_eq(docs[3]->kind, YNODE_SEQUENCE);
+        ck_assert_uint_eq(docs[3]->line, 7);
+        ynode_free_all(docs, n);
+
+        /* Over the limit, the line of the first document too many. */
+        docs = NULL;
+        ck_assert_int_eq(yamldoc_parse_stream(text, strlen(text), 2, &docs, &n, &err), -E2BIG);
+        ck_assert_msg(strstr(err.message, "more than 2 YAML documents") &&
+                          strstr(err.message, "line 4"),
+                      "message: %s", err.message);
+        ck_assert_ptr_null(docs);
+        /* An error in a later document loses the earlier ones, all freed. */
+        static const char broken[] = "a: 1\n---\nb: [\n";
+        ck_assert_int_eq(yamldoc_parse_stream(broken, sizeof(broken) - 1, 8, &docs, &n, &err),
+                         -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.message, "YAML error"));
+        ck_assert_int_eq(yamldoc_parse_stream("", 0, 8, &docs, &n, &err), -ENODATA);
+}
+END_TEST
+
 START_TEST(rejects_empty_and_syntax_errors)
 {
         hg_error_t err = {0};
@@ -290,6 +322,7 @@ static Suite *yamldoc_suite(void)
         tcase_add_test(tc, rejects_duplicate_keys);
         tcase_add_test(tc, rejects_aliases);
         tcase_add_test(tc, rejects_multiple_documents);
+        tcase_add_test(tc, streams_keep_every_document);
         tcase_add_test(tc, rejects_empty_and_syntax_errors);
         tcase_add_test(tc, nesting_limit);
         tcase_add_test(tc, line_numbers);
