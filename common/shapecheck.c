@@ -64,19 +64,29 @@ static json_t *find_container(json_t *pod, const char *name)
         return NULL;
 }
 
-/* How container c mounts volume v: absent, read-only or read-write. */
-static shape_access_t mount_of(json_t *c, shape_volume_t v)
+shape_access_t shapecheck_mount_access(json_t *c, shape_volume_t v)
 {
+        shape_access_t loosest = SHAPE_ACCESS_ABSENT;
         size_t i;
         json_t *m;
         json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
                 const char *name;
-                if (jsonx_string(m, "name", &name) == 0 && strcmp(name, shape_volume_name(v)) == 0)
-                        return json_is_true(json_object_get(m, "readOnly"))
-                                   ? SHAPE_ACCESS_READ_ONLY
-                                   : SHAPE_ACCESS_READ_WRITE;
+                if (jsonx_string(m, "name", &name) < 0 || strcmp(name, shape_volume_name(v)) != 0)
+                        continue;
+                if (!json_is_true(json_object_get(m, "readOnly")))
+                        return SHAPE_ACCESS_READ_WRITE;
+                loosest = SHAPE_ACCESS_READ_ONLY;
         }
-        return SHAPE_ACCESS_ABSENT;
+        return loosest;
+}
+
+shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const char *name)
+{
+        if (strcmp(list, "containers") != 0)
+                return SHAPE_ROLE_OTHER;
+        return strcmp(name, cfg->agent_container) == 0     ? SHAPE_ROLE_AGENT
+               : strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 ? SHAPE_ROLE_DRIVER
+                                                           : SHAPE_ROLE_OTHER;
 }
 
 static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod)
@@ -88,15 +98,10 @@ static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod)
                 json_array_foreach (containers(pod, lists[l]), i, c) {
                         const char *name = "";
                         (void)jsonx_string(c, "name", &name);
-                        bool main_list = strcmp(lists[l], "containers") == 0;
-                        shape_role_t role = main_list && strcmp(name, cfg->agent_container) == 0
-                                                ? SHAPE_ROLE_AGENT
-                                            : main_list && strcmp(name, SHAPE_DRIVER_CONTAINER) == 0
-                                                ? SHAPE_ROLE_DRIVER
-                                                : SHAPE_ROLE_OTHER;
+                        shape_role_t role = shapecheck_role(cfg, lists[l], name);
                         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                                 shape_access_t want = shape_mount_access(role, v);
-                                shape_access_t have = mount_of(c, v);
+                                shape_access_t have = shapecheck_mount_access(c, v);
                                 if (want == SHAPE_ACCESS_UNCHECKED)
                                         continue;
                                 char detail[256];

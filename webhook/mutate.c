@@ -10,6 +10,7 @@
 #include "jsonx.h"
 #include "patch.h"
 #include "shape.h"
+#include "shapecheck.h"
 #include "strbuf.h"
 
 static const struct {
@@ -88,6 +89,7 @@ static const jsonparse_proj_t volume_proj = {.members = name_member};
 static const jsonparse_member_t mount_members[] = {
     JSONPARSE_MEMBER("name", NULL),
     JSONPARSE_MEMBER("mountPath", NULL),
+    JSONPARSE_MEMBER("readOnly", NULL),
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_proj_t mount_proj = {.members = mount_members};
@@ -366,6 +368,48 @@ static int check_conflicts(const hg_config_t *cfg, const pod_view_t *view, hg_er
         return for_each_container(view, find_conflicting_mount, &ctx) ? -EEXIST : 0;
 }
 
+/* A pod already marked injected keeps its sidecar only while its mounts
+ * are the shape's: a forged annotation, or another webhook run since, must
+ * not have given any container a way into hangar-ctl or a writable
+ * hangar-home. (The rest of the shape is the probe's spec check.) */
+static int find_mount_out_of_shape(json_t *c, const char *name, const char *list, void *ctx)
+{
+        conflict_ctx_t *cc = ctx;
+        shape_role_t role = shapecheck_role(cc->cfg, list, name);
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                shape_access_t want = shape_mount_access(role, v);
+                shape_access_t have = shapecheck_mount_access(c, v);
+                if (want != SHAPE_ACCESS_UNCHECKED && have != want)
+                        return error_set(cc->err, -EEXIST,
+                                         "container \"%s\" has %s %s; the sidecar's shape says %s",
+                                         name, shape_volume_name(v), shape_access_name(have),
+                                         shape_access_name(want));
+        }
+        return 0;
+}
+
+static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *view, patch_t *p,
+                                   mutate_result_t *ret)
+{
+        hg_error_t err = {0};
+        conflict_ctx_t ctx = {cfg, &err};
+        if (for_each_container(view, find_mount_out_of_shape, &ctx)) {
+                mutate_result_set(ret, REASON_CONFLICT, "the pod is marked %s: %s, but %s",
+                                  SHAPE_ANNOTATION_STATUS, SHAPE_STATUS_INJECTED, err.message);
+                return 0;
+        }
+        /* Another webhook may have shared the PID namespace since: undone. */
+        if (json_is_true(json_object_get(view->spec, "shareProcessNamespace"))) {
+                mutate_result_set(ret, REASON_ALREADY_INJECTED,
+                                  "the pod already has %s; shareProcessNamespace set back to false",
+                                  SHAPE_DRIVER_CONTAINER);
+                return patch_add(p, "/spec/shareProcessNamespace", json_false(), &err);
+        }
+        mutate_result_set(ret, REASON_ALREADY_INJECTED, "the pod already has %s",
+                          SHAPE_DRIVER_CONTAINER);
+        return 0;
+}
+
 /* Records the decision on the pod, leaving annotations that already say it
  * alone, so a reinvocation of a skipped pod emits no operation at all. */
 static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
@@ -457,11 +501,8 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
         }
         const char *status = annotation(view.annotations, SHAPE_ANNOTATION_STATUS);
         if (status && strcmp(status, SHAPE_STATUS_INJECTED) == 0 &&
-            for_each_container(&view, find_named, (void *)SHAPE_DRIVER_CONTAINER)) {
-                mutate_result_set(ret, REASON_ALREADY_INJECTED, "the pod already has %s",
-                                  SHAPE_DRIVER_CONTAINER);
-                return 0;
-        }
+            for_each_container(&view, find_named, (void *)SHAPE_DRIVER_CONTAINER))
+                return decide_already_injected(cfg, &view, p, ret);
 
         const char *privileged = NULL;
         if (for_each_container(&view, find_privileged, &privileged))

@@ -501,6 +501,73 @@ static void assert_conflict(json_t *pod, const char *needle)
         assert_untouched(orig, pod, &res);
 }
 
+/* An injected pod changed since (another webhook) or forged: its mounts
+ * are checked, and a shared PID namespace is turned off again. */
+static json_t *injected_then(const char *path, const char *value)
+{
+        json_t *pod = base_pod();
+        _result_ mutate_result_t first = {0};
+        run(pod, &first);
+        ck_assert_result(first, DECISION_INJECT, REASON_INJECTED);
+        json_t *ops = ops_of(&first);
+        ck_assert_int_eq(unit_apply_patch(pod, ops), 0);
+        return path ? with(pod, path, value) : pod;
+}
+
+START_TEST(reinvocation_turns_shared_pid_off_again)
+{
+        _unit_json_ json_t *pod = injected_then("/spec/shareProcessNamespace", "true");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        ck_assert_detail_has(res, "shareProcessNamespace set back to false");
+        ck_assert(
+            json_is_false(json_object_get(json_object_get(pod, "spec"), "shareProcessNamespace")));
+        assert_patch_reproduces(orig, pod, &res);
+}
+END_TEST
+
+START_TEST(reinvocation_denies_mounts_out_of_shape)
+{
+        static const struct {
+                const char *path, *value, *needle;
+        } cases[] = {
+            /* The agent given hangar-ctl at another path. */
+            {"/spec/containers/0/volumeMounts/-",
+             "{\"name\": \"hangar-ctl\", \"mountPath\": \"/x\"}",
+             "container \"sandbox\" has hangar-ctl read-write; the sidecar's shape says not "
+             "mounted"},
+            /* A second, writable mount of hangar-home in the agent. */
+            {"/spec/containers/0/volumeMounts/-",
+             "{\"name\": \"hangar-home\", \"mountPath\": \"/h\"}", "has hangar-home read-write"},
+            /* An init container reading hangar-ctl. */
+            {"/spec/initContainers",
+             "[{\"name\": \"i\", \"image\": \"x\", \"volumeMounts\": [{\"name\": \"hangar-ctl\", "
+             "\"mountPath\": \"/c\", \"readOnly\": true}]}]",
+             "container \"i\" has hangar-ctl read-only"},
+            /* The driver's own hangar-ctl mount gone. */
+            {"/spec/containers/1/volumeMounts", "[]",
+             "\"hangar-driver\" has hangar-home not mounted"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                _unit_json_ json_t *pod = injected_then(cases[i].path, cases[i].value);
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_result(res, DECISION_DENY, REASON_CONFLICT);
+                ck_assert_detail_has(res, "is marked hangar.dev/driver-sidecar: injected, but");
+                ck_assert_detail_has(res, cases[i].needle);
+                assert_untouched(orig, pod, &res);
+        }
+        /* A forged annotation and container without our mounts at all. */
+        _unit_json_ json_t *forged = with(base_pod(), "/spec/containers/-",
+                                          "{\"name\": \"hangar-driver\", \"image\": \"evil\"}");
+        with(forged, "/metadata/annotations", "{\"hangar.dev/driver-sidecar\": \"injected\"}");
+        assert_conflict(forged, "is marked hangar.dev/driver-sidecar: injected, but");
+}
+END_TEST
+
 START_TEST(conflict_existing_volume)
 {
         _unit_json_ json_t *home =
@@ -807,6 +874,8 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, annotations_map_created_once);
         tcase_add_test(tc, share_process_namespace);
         tcase_add_test(tc, reinvocation_is_a_no_op);
+        tcase_add_test(tc, reinvocation_turns_shared_pid_off_again);
+        tcase_add_test(tc, reinvocation_denies_mounts_out_of_shape);
         tcase_add_test(tc, deterministic);
         tcase_add_test(tc, shared_values_give_the_same_pods);
         tcase_add_test(tc, custom_configuration);
