@@ -154,9 +154,13 @@ static void check_caps(report_t *r, shape_role_t role, const observation_t *o)
                                      : s == CAP_SET_BOUNDING ? "prctl(PR_CAPBSET_READ)"
                                      : s == CAP_SET_AMBIENT  ? "prctl(PR_CAP_AMBIENT)"
                                                              : "capget(2)";
+                /* Required where a known value would be: every set for the
+                 * driver, permitted/effective/ambient for the agent. */
+                bool required = role == SHAPE_ROLE_DRIVER ||
+                                (s != CAP_SET_BOUNDING && s != CAP_SET_INHERITABLE);
                 if (!f->known) {
-                        add(r, names[s], role == SHAPE_ROLE_DRIVER, CHECK_UNKNOWN,
-                            json_string(f->error), NULL, source);
+                        add(r, names[s], required, CHECK_UNKNOWN, json_string(f->error), NULL,
+                            source);
                         continue;
                 }
                 json_t *observed = hex(f->value);
@@ -299,8 +303,14 @@ static void check_processes(report_t *r, const observation_t *o)
                               "mem_open",
                               p->mem_open_errno ? strerror(p->mem_open_errno) : "allowed"));
         }
-        add(r, "processes.isolated", true, o->nprocs == 0 ? CHECK_PASS : CHECK_FAIL, seen,
-            json_string("no process of another uid visible (own PID namespace)"),
+        for (size_t i = 0; i < o->nunreadable; i++)
+                json_array_append_new(seen, json_pack("{s:i, s:s}", "pid", (int)o->unreadable[i],
+                                                      "status", "unreadable"));
+        add(r, "processes.isolated", true,
+            o->nprocs > 0        ? CHECK_FAIL
+            : o->nunreadable > 0 ? CHECK_UNKNOWN
+                                 : CHECK_PASS,
+            seen, json_string("no process of another uid visible (own PID namespace)"),
             "/proc/*/status, kill(pid, 0), open(/proc/PID/mem)");
 }
 

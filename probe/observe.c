@@ -223,9 +223,16 @@ static void read_processes(observation_t *o)
                 size_t len;
                 proc_status_t st;
                 hg_error_t err;
-                if (file_read_bounded(path, PROCSTATUS_MAX_BYTES, &text, &len) < 0 ||
-                    procstatus_parse(text, len, &st, &err) < 0 || !st.have_uid)
-                        continue; /* gone, or unreadable: it is not ours to judge */
+                int r = file_read_bounded(path, PROCSTATUS_MAX_BYTES, &text, &len);
+                if (r == -ENOENT || r == -ESRCH)
+                        continue; /* exited since readdir */
+                if (r < 0 || procstatus_parse(text, len, &st, &err) < 0 || !st.have_uid) {
+                        /* Visible but unreadable (hidepid=1, say): not
+                         * ours, but whose is unknown. Never a pass. */
+                        if (o->nunreadable < OBSERVE_MAX_PROCS)
+                                o->unreadable[o->nunreadable++] = (pid_t)pid;
+                        continue;
+                }
                 if (st.uid[0] == o->uid[0] && st.uid[1] == o->uid[1])
                         continue;
                 other_process_t *p = &o->procs[o->nprocs++];

@@ -49,6 +49,8 @@ typedef struct observation {
         bool procs_known;
         other_process_t procs[OBSERVE_MAX_PROCS];
         size_t nprocs;
+        pid_t unreadable[OBSERVE_MAX_PROCS]; /* visible, status unreadable */
+        size_t nunreadable;
         /* runtime */
         char uname_release[65];
         bool kernel_log_gvisor; /* the kernel log's banner names gVisor */

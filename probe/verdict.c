@@ -1,6 +1,7 @@
 #include "verdict.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,7 +33,58 @@ static void failed_names(json_t *report, const char *key, char *buf, size_t size
         }
 }
 
-/* Adds the reasons one report gives; the report's "result" decides. */
+/* What a report's required checks add up to, whatever its "result" says
+ * (spec findings carry no "required": all of them are). */
+static const char *result_of_checks(json_t *checks)
+{
+        bool failed = false, unknown = false;
+        size_t i;
+        json_t *c;
+        json_array_foreach (checks, i, c) {
+                const char *status = "";
+                (void)jsonx_string(c, "status", &status);
+                if (json_is_false(json_object_get(c, "required")))
+                        continue;
+                if (strcmp(status, "fail") == 0)
+                        failed = true;
+                else if (strcmp(status, "pass") != 0)
+                        unknown = true;
+        }
+        return failed ? "fail" : unknown ? "inconclusive" : "pass";
+}
+
+/* A report fit to be judged: from the role it is given as, with checks that
+ * add up to its result. Anything else (swapped or doctored reports) says
+ * why in detail. */
+static bool report_valid(json_t *report, const char *what, const char *result, char *detail,
+                         size_t size)
+{
+        const char *role = NULL;
+        json_t *checks = json_object_get(report, "checks");
+        bool in_container = strcmp(what, "spec") != 0;
+        if (in_container && (jsonx_string(report, "role", &role) < 0 || strcmp(role, what) != 0)) {
+                (void)snprintf(detail, size, "the %s report is from role \"%s\"", what,
+                               role ? role : "(none)");
+                return false;
+        }
+        if (!in_container && json_object_get(report, "role")) {
+                (void)snprintf(detail, size, "the spec report is a container's report");
+                return false;
+        }
+        if (!json_is_array(checks) || json_array_size(checks) == 0) {
+                (void)snprintf(detail, size, "the %s report has no checks", what);
+                return false;
+        }
+        const char *computed = result_of_checks(checks);
+        if (strcmp(computed, result) != 0) {
+                (void)snprintf(detail, size, "the %s report says %s but its checks say %s", what,
+                               result, computed);
+                return false;
+        }
+        return true;
+}
+
+/* Adds the reasons one report gives. */
 static void judge(json_t *reasons, json_t *report, const char *what, const char *name_key)
 {
         char code[64], detail[512], names[400];
@@ -40,6 +92,11 @@ static void judge(json_t *reasons, json_t *report, const char *what, const char 
         if (!report || jsonx_string(report, "result", &result) < 0) {
                 (void)snprintf(code, sizeof(code), "%s-report-missing", what);
                 (void)snprintf(detail, sizeof(detail), "no readable %s report", what);
+                reason(reasons, code, detail);
+                return;
+        }
+        if (!report_valid(report, what, result, detail, sizeof(detail))) {
+                (void)snprintf(code, sizeof(code), "%s-report-invalid", what);
                 reason(reasons, code, detail);
                 return;
         }

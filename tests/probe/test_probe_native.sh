@@ -103,6 +103,12 @@ run_case agent-shared-pid agent 1000 "$MOUNT_HOME_RO; setpriv --reuid 1001 --reg
 expect_fail agent-shared-pid processes.isolated "agent seeing the driver's process"
 t_eq "the visible process could not be signalled" "Operation not permitted" \
         "$(jq -r '.checks[] | select(.name == "processes.isolated") | .observed[0].signal' "$T_TMP/agent-shared-pid.json")"
+# The same, with /proc mounted hidepid=1: the driver's process is listed but
+# unreadable. Whose it is is unknown: inconclusive, never a pass.
+run_case agent-hidepid agent 1000 "$MOUNT_HOME_RO; mount -o remount,hidepid=1 /proc; setpriv --reuid 1001 --regid 1001 --clear-groups sleep 30 &"
+t_eq "agent seeing an unreadable process (hidepid=1): inconclusive" "inconclusive unknown unreadable" \
+        "$(jq -r '"\(.result) " + (.checks[] | select(.name == "processes.isolated") | "\(.status) \(.observed[0].status)")' \
+                "$T_TMP/agent-hidepid.json" 2>/dev/null)"
 # no_new_privs off in the driver (allowPrivilegeEscalation true).
 unshare --mount --pid --fork --mount-proc sh -c "
         set -e; mount --make-rprivate /; $MOUNT_CTL; $MOUNT_HOME_RW; $ROOT_RO
@@ -120,7 +126,11 @@ GOLDEN=$HERE/../golden/cases/basic
 SPEC="env -u HANGAR_HOME_PATH -u HANGAR_CTL_PATH $PROBE spec"
 $SPEC --pod-file "$GOLDEN/expected.json" >"$T_TMP/spec-ok.json"
 $SPEC --pod-file "$GOLDEN/pod.yaml" >"$T_TMP/spec-bad.json"
-jq '.result = "inconclusive"' "$T_TMP/driver-ok.json" >"$T_TMP/driver-unknown.json"
+jq '.result = "inconclusive" | (.checks[] | select(.name == "no_new_privs")).status = "unknown"' \
+        "$T_TMP/driver-ok.json" >"$T_TMP/driver-unknown.json"
+# Reports that must not be believed: a doctored result, no checks.
+jq '.result = "pass"' "$T_TMP/driver-root.json" >"$T_TMP/driver-doctored.json"
+jq '.checks = []' "$T_TMP/driver-ok.json" >"$T_TMP/driver-empty.json"
 verdict() { # MODE SPEC AGENT DRIVER -> prints "verdict exit reason-codes"
         local out rc
         out=$("$PROBE" verdict --mode "$1" --spec "$T_TMP/$2.json" --agent "$T_TMP/$3.json" \
@@ -141,6 +151,16 @@ t_eq "auto, agent seeing the driver: single-user" "single-user 1 agent-failed" \
         "$(verdict auto spec-ok agent-shared-pid driver-ok)"
 t_eq "required, inconclusive driver report: refused, never split" "refused 4 driver-inconclusive" \
         "$(verdict required spec-ok agent-ok driver-unknown)"
+t_eq "required, agent and driver reports swapped: refused" "refused 4 agent-report-invalid,driver-report-invalid" \
+        "$(verdict required spec-ok driver-ok agent-ok)"
+t_eq "required, driver's report given twice: refused" "refused 4 agent-report-invalid" \
+        "$(verdict required spec-ok driver-ok driver-ok)"
+t_eq "required, a failing report doctored to pass: refused" "refused 4 driver-report-invalid" \
+        "$(verdict required spec-ok agent-ok driver-doctored)"
+t_eq "required, a report with no checks: refused" "refused 4 driver-report-invalid" \
+        "$(verdict required spec-ok agent-ok driver-empty)"
+t_eq "required, the agent's report given as the spec: refused" "refused 4 spec-report-invalid" \
+        "$(verdict required agent-ok agent-ok driver-ok)"
 t_eq "auto, missing agent report: single-user" "single-user 1 agent-report-missing" \
         "$(verdict auto spec-ok nonexistent driver-ok)"
 t_check "a failing reason names the checks that failed" bash -c "'$PROBE' verdict --mode auto \
