@@ -459,13 +459,28 @@ static int cmd_certs(int argc, char **argv)
             .days = days,
         };
         r = certgen_serving(&ca, &req, &leaf, &err);
+        /* All or nothing: a file in the way is found before any is written,
+         * so a refusal never leaves a new CA beside an old serving pair. */
+        bool replace_leaf = force || reuse_ca;
+        const struct {
+                const char *name;
+                bool written, replace;
+        } outputs[] = {{"ca.crt", !reuse_ca, force},
+                       {"ca.key", !reuse_ca, force},
+                       {"tls.key", true, replace_leaf},
+                       {"tls.crt", true, replace_leaf}};
+        for (size_t i = 0; r == 0 && i < ARRAY_SIZE(outputs); i++) {
+                char path[4096];
+                (void)snprintf(path, sizeof(path), "%s/%s", out, outputs[i].name);
+                if (outputs[i].written && !outputs[i].replace && access(path, F_OK) == 0)
+                        r = -EEXIST;
+        }
         if (r == 0 && !reuse_ca) {
                 r = write_pem(out, "ca.crt", ca.cert, 0644, force);
                 if (r == 0)
                         r = write_pem(out, "ca.key", ca.key, 0600, force);
         }
         /* A reused CA means a rotation: the new leaf replaces the old one. */
-        bool replace_leaf = force || reuse_ca;
         if (r == 0)
                 r = write_pem(out, "tls.key", leaf.key, 0600, replace_leaf);
         if (r == 0)

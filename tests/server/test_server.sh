@@ -13,6 +13,34 @@ cd "$T_TMP" || exit 1
 secret_publish() { t_secret_publish secret "$1"; }
 
 "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --dns localhost >/dev/null || exit 1
+
+# certs: never overwrites unless told, and never half: with any one file in
+# the way nothing is written; the Service's DNS names come from --service.
+mkdir -p certs-partial && : >certs-partial/tls.key
+t_check "certs refuses when a file is in the way" bash -c "! '$WEBHOOK' certs --out-dir certs-partial --ip 127.0.0.1 2>/dev/null"
+t_eq "... and writes nothing (no new CA beside an old pair)" "tls.key" "$(ls certs-partial | tr '\n' ' ' | sed 's/ $//')"
+t_check "certs refuses to overwrite a whole set" bash -c "! '$WEBHOOK' certs --out-dir pki --ip 127.0.0.1 2>/dev/null"
+"$WEBHOOK" certs --out-dir certs-svc --service hangar-webhook --namespace hangar-system >/dev/null
+t_eq "certs --service/--namespace: the Service's DNS names" \
+        "DNS:hangar-webhook, DNS:hangar-webhook.hangar-system, DNS:hangar-webhook.hangar-system.svc, DNS:hangar-webhook.hangar-system.svc.cluster.local" \
+        "$(openssl x509 -in certs-svc/tls.crt -noout -ext subjectAltName 2>/dev/null | tail -1 | sed 's/^ *//')"
+t_check "certs --force replaces the set" bash -c "'$WEBHOOK' certs --out-dir certs-svc --service hangar-webhook --namespace hangar-system --force >/dev/null"
+
+# review (the server minus transport): malformed input is exit 1 with one
+# line on stderr and nothing on stdout.
+for bad in '{' '{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"}' '[]' \
+        '{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"a","uid":"b"}}'; do
+        printf '%s' "$bad" | "$WEBHOOK" review >review.out 2>review.err
+        rc=$?
+        t_check "review refuses $(printf '%.40s' "$bad") (exit $rc: $(head -c 100 review.err))" \
+                bash -c "[ $rc = 1 ] && [ ! -s review.out ] && [ \$(wc -l <review.err) = 1 ]"
+done
+# serve with a bad configuration: refuses to start, naming file, line and key.
+printf 'server:\n  port: seventy\n' >bad-config.yaml
+timeout 10 "$WEBHOOK" serve --config bad-config.yaml >/dev/null 2>serve-bad.err
+rc=$?
+t_check "serve with a bad config refuses to start (exit $rc: $(head -c 120 serve-bad.err))" \
+        bash -c "[ $rc = 1 ] && grep -q 'bad-config.yaml:2' serve-bad.err && grep -q 'port' serve-bad.err"
 mkdir -p secret
 
 cat >config.yaml <<CFG
