@@ -396,6 +396,23 @@ int config_apply_env(hg_config_t *cfg, hg_error_t *err)
         return 0;
 }
 
+int config_set(hg_config_t *cfg, const char *assignment, hg_error_t *err)
+{
+        const char *eq = strchr(assignment, '=');
+        if (!eq || eq == assignment)
+                return error_set(err, -EINVAL, "'%s': expected KEY=VALUE", assignment);
+        size_t klen = (size_t)(eq - assignment);
+        for (size_t i = 0; i < ARRAY_SIZE(settings); i++) {
+                if (strlen(settings[i].path) != klen ||
+                    strncmp(settings[i].path, assignment, klen) != 0)
+                        continue;
+                int r = set_from_text(cfg, &settings[i], eq + 1, err);
+                return r < 0 ? error_prefix(err, "--set %s: ", settings[i].path) : 0;
+        }
+        return error_set(err, -EINVAL, "--set: unknown key '%.*s' (see docs/configuration.md)",
+                         (int)klen, assignment);
+}
+
 static bool path_within(const char *inner, const char *outer)
 {
         size_t n = strlen(outer);

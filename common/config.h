@@ -82,6 +82,10 @@ int config_load(hg_config_t *cfg, const char *path, hg_error_t *err);
 int config_apply_yaml(hg_config_t *cfg, const char *name, const char *buf, size_t len,
                       hg_error_t *err);
 int config_apply_env(hg_config_t *cfg, hg_error_t *err);
+/* One setting by its dotted key, as "key=value" (a command line's --set):
+ * parsed and bounded exactly as its environment variable is. Call
+ * config_validate afterwards. */
+int config_set(hg_config_t *cfg, const char *assignment, hg_error_t *err);
 int config_validate(const hg_config_t *cfg, hg_error_t *err);
 void config_free(hg_config_t *cfg);
 /* Scoped: `_cleanup_config_ hg_config_t cfg = {0};` frees on every return. */

@@ -29,16 +29,18 @@
 #define MAX_INPUT_BYTES   (4 * 1024 * 1024)
 
 static const char usage_text[] =
-    "usage: hangar-probe check --role agent|driver [--config FILE]\n"
+    "usage: hangar-probe check --role agent|driver [--config FILE] [--set KEY=VALUE]...\n"
     "       hangar-probe spec (--pod-file FILE | --name POD [--namespace NS]) [--kubeconfig F]\n"
-    "                         [--config FILE]\n"
+    "                         [--config FILE] [--set KEY=VALUE]...\n"
     "       hangar-probe verdict --mode off|auto|required --spec FILE --agent FILE\n"
     "                            --driver FILE [--write PATH]\n"
     "       hangar-probe version\n"
     "check and spec print one JSON report and exit 0 (pass), 1 (a required check\n"
     "failed), 3 (inconclusive) or 2 (usage). verdict prints the verdict and exits\n"
     "0 (split active), 1 (single-user) or 4 (refused). The configuration is the\n"
-    "webhook's (--config or HANGAR_CONFIG); the mode may come from HANGAR_UID_SPLIT.\n";
+    "webhook's (--config or HANGAR_CONFIG, then HANGAR_* variables, then each --set\n"
+    "with a key of docs/configuration.md, e.g. --set driver.uid=2001); the mode may\n"
+    "come from HANGAR_UID_SPLIT.\n";
 
 static int print_json(json_t *j)
 {
@@ -51,12 +53,50 @@ static int print_json(json_t *j)
         return 0;
 }
 
+/* The webhook's configuration (--config or HANGAR_CONFIG, then HANGAR_*
+ * variables), then each --set KEY=VALUE on top: the expected values of the
+ * checks. Exit status on failure: usage. */
+typedef struct overrides {
+        const char *items[32];
+        size_t n;
+} overrides_t;
+
+static int add_override(overrides_t *o, const char *assignment)
+{
+        if (o->n == ARRAY_SIZE(o->items))
+                return -E2BIG;
+        o->items[o->n++] = assignment;
+        return 0;
+}
+
+static int load_config(const char *cmd, const char *path, const overrides_t *o, hg_config_t *cfg)
+{
+        hg_error_t err = {0};
+        if (config_load(cfg, path, &err) < 0) { /* freed cfg */
+                fprintf(stderr, "hangar-probe %s: %s\n", cmd, err.message);
+                return -1;
+        }
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < o->n; i++)
+                r = config_set(cfg, o->items[i], &err);
+        if (r == 0)
+                r = config_validate(cfg, &err);
+        if (r < 0) {
+                config_free(cfg);
+                fprintf(stderr, "hangar-probe %s: %s\n", cmd, err.message);
+                return -1;
+        }
+        return 0;
+}
+
 static int cmd_check(int argc, char **argv)
 {
         static const struct option opts[] = {{"role", required_argument, NULL, 'r'},
                                              {"config", required_argument, NULL, 'c'},
+                                             {"set", required_argument, NULL, 'S'},
                                              {NULL, 0, NULL, 0}};
         const char *role_name = NULL, *config_path = getenv("HANGAR_CONFIG");
+        overrides_t sets = {0};
         int c;
         while ((c = getopt_long(argc, argv, "r:c:", opts, NULL)) != -1) {
                 switch (c) {
@@ -65,6 +105,12 @@ static int cmd_check(int argc, char **argv)
                         break;
                 case 'c':
                         config_path = optarg;
+                        break;
+                case 'S':
+                        if (add_override(&sets, optarg) < 0) {
+                                fputs("hangar-probe check: too many --set\n", stderr);
+                                return EXIT_USAGE;
+                        }
                         break;
                 default:
                         fputs(usage_text, stderr);
@@ -85,11 +131,8 @@ static int cmd_check(int argc, char **argv)
                 return EXIT_USAGE;
         }
         hg_config_t cfg;
-        hg_error_t err = {0};
-        if (config_load(&cfg, config_path, &err) < 0) {
-                fprintf(stderr, "hangar-probe check: %s\n", err.message);
+        if (load_config("check", config_path, &sets, &cfg) < 0)
                 return EXIT_USAGE;
-        }
         observation_t o;
         observe_all(&o);
         report_result_t result = REPORT_FAIL;
@@ -120,9 +163,11 @@ static int cmd_spec(int argc, char **argv)
                                              {"namespace", required_argument, NULL, 's'},
                                              {"kubeconfig", required_argument, NULL, 'k'},
                                              {"config", required_argument, NULL, 'c'},
+                                             {"set", required_argument, NULL, 'S'},
                                              {NULL, 0, NULL, 0}};
         const char *file = NULL, *name = NULL, *ns = NULL, *kubeconfig = NULL;
         const char *config_path = getenv("HANGAR_CONFIG");
+        overrides_t sets = {0};
         int c;
         while ((c = getopt_long(argc, argv, "f:n:s:k:c:", opts, NULL)) != -1) {
                 switch (c) {
@@ -141,6 +186,12 @@ static int cmd_spec(int argc, char **argv)
                 case 'c':
                         config_path = optarg;
                         break;
+                case 'S':
+                        if (add_override(&sets, optarg) < 0) {
+                                fputs("hangar-probe spec: too many --set\n", stderr);
+                                return EXIT_USAGE;
+                        }
+                        break;
                 default:
                         fputs(usage_text, stderr);
                         return EXIT_USAGE;
@@ -152,10 +203,8 @@ static int cmd_spec(int argc, char **argv)
         }
         hg_config_t cfg;
         hg_error_t err = {0};
-        if (config_load(&cfg, config_path, &err) < 0) {
-                fprintf(stderr, "hangar-probe spec: %s\n", err.message);
+        if (load_config("spec", config_path, &sets, &cfg) < 0)
                 return EXIT_USAGE;
-        }
         _cleanup_json_ json_t *pod = NULL;
         if (file) {
                 (void)yamldoc_load_manifest(file, MAX_INPUT_BYTES, &pod, &err);

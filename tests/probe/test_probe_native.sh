@@ -35,7 +35,7 @@ run_case() {
                 $setup
                 exec setpriv --reuid $uid --regid $uid ${SUPP:---clear-groups} \
                         ${CAPS:---inh-caps=-all --bounding-set=-all} --no-new-privs $* \
-                        '$PROBE' check --role $role
+                        '$PROBE' check --role $role ${PROBE_ARGS:-}
         " >"$T_TMP/$name.json" 2>"$T_TMP/$name.err"
         echo $? >"$T_TMP/$name.rc"
 }
@@ -103,6 +103,13 @@ run_case agent-shared-pid agent 1000 "$MOUNT_HOME_RO; setpriv --reuid 1001 --reg
 expect_fail agent-shared-pid processes.isolated "agent seeing the driver's process"
 t_eq "the visible process could not be signalled" "Operation not permitted" \
         "$(jq -r '.checks[] | select(.name == "processes.isolated") | .observed[0].signal' "$T_TMP/agent-shared-pid.json")"
+# Expected values from flags: the same driver, expected as uid 2001.
+PROBE_ARGS="--set driver.uid=2001" run_case driver-set-uid driver 1001 "$MOUNT_CTL; $MOUNT_HOME_RW; $ROOT_RO"
+expect_fail driver-set-uid identity.driver_uid "driver checked with --set driver.uid=2001"
+t_eq "--set: the expected uid is the flag's" 2001 \
+        "$(jq -r '.checks[] | select(.name == "identity.driver_uid") | .expected' "$T_TMP/driver-set-uid.json" 2>/dev/null)"
+t_eq "--set with an unknown key is a usage error" 2 "$("$PROBE" check --role agent --set no.such=1 >/dev/null 2>&1; echo $?)"
+t_eq "--set with a bad value is a usage error" 2 "$("$PROBE" check --role agent --set driver.uid=0 >/dev/null 2>&1; echo $?)"
 # The same, with /proc mounted hidepid=1: the driver's process is listed but
 # unreadable. Whose it is is unknown: inconclusive, never a pass.
 run_case agent-hidepid agent 1000 "$MOUNT_HOME_RO; mount -o remount,hidepid=1 /proc; setpriv --reuid 1001 --regid 1001 --clear-groups sleep 30 &"

@@ -254,6 +254,29 @@ START_TEST(env_errors_name_the_variable)
 }
 END_TEST
 
+START_TEST(set_by_dotted_key)
+{
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert_int_eq(config_set(&c, "driver.uid=2001", &err), 0);
+        ck_assert_uint_eq(c.driver_uid, 2001);
+        ck_assert_int_eq(config_set(&c, "volumes.home.mountPath=/srv/home", &err), 0);
+        ck_assert_str_eq(c.home_path, "/srv/home");
+        /* Parsed and bounded as the environment variable is. */
+        ck_assert_int_eq(config_set(&c, "driver.uid=0", &err), -EINVAL);
+        ck_assert_msg_has(err, "--set driver.uid");
+        ck_assert_int_eq(config_set(&c, "driverSidecar=maybe", &err), -EINVAL);
+        ck_assert_int_eq(config_set(&c, "driver=1", &err), -EINVAL);
+        ck_assert_msg_has(err, "unknown key 'driver'");
+        ck_assert_int_eq(config_set(&c, "driver.uid", &err), -EINVAL);
+        ck_assert_msg_has(err, "KEY=VALUE");
+        ck_assert_int_eq(config_set(&c, "=1", &err), -EINVAL);
+        /* A refused value leaves the setting as it was. */
+        ck_assert_uint_eq(c.driver_uid, 2001);
+}
+END_TEST
+
 START_TEST(error_names_file_line_and_key)
 {
         _config_ hg_config_t c = {0};
@@ -759,6 +782,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, tls_names_checked);
         tcase_add_test(tc, tls_name_list_lengths);
         tcase_add_test(tc, dotted_keys_refused);
+        tcase_add_test(tc, set_by_dotted_key);
         suite_add_tcase(s, tc);
         return s;
 }
