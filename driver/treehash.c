@@ -136,8 +136,9 @@ static int hash_dir(walker_t *w, int dirfd, unsigned depth, uint8_t out[HASH_SIZ
 {
         if (depth > TREEHASH_MAX_DEPTH) {
                 (void)close(dirfd);
-                return error_set(w->err, -ELOOP, "%s: deeper than %u directories", wpath(w),
-                                 TREEHASH_MAX_DEPTH);
+                /* The reason first: the path may fill the message. */
+                return error_set(w->err, -ELOOP, "deeper than %u directories: %s",
+                                 TREEHASH_MAX_DEPTH, wpath(w));
         }
         DIR *d = fdopendir(dirfd);
         if (!d) {
