@@ -151,6 +151,18 @@ else
                 grep -q 'denied the request: the pod already has a volume named "hangar-home"' deny.err
 fi
 
+# A pod claiming to be injected (our annotation, a hangar-driver container)
+# whose mounts are not the shape's is denied, not waved through.
+forged='{"containers":[{"name":"sandbox","image":"img:1","volumeMounts":[{"name":"hangar-ctl","mountPath":"/x"}]},
+        {"name":"hangar-driver","image":"img:1"}],"volumes":[{"name":"hangar-ctl","emptyDir":{}}]}'
+if pod_manifest forged true "$forged" | jq '.metadata.annotations = {"hangar.dev/driver-sidecar": "injected"}' |
+        kubectl create -f - 2>forged.err >/dev/null; then
+        t_fail "a pod with a forged injected annotation and hangar-ctl in the agent was created"
+else
+        t_check "forged injected pod denied ($(head -c 200 forged.err))" \
+                grep -q 'is marked hangar.dev/driver-sidecar: injected, but container "sandbox" has hangar-' forged.err
+fi
+
 # 200 sandbox pods created in parallel: all injected, none failed.
 mkdir -p many
 for i in $(seq 1 200); do pod_manifest "many-$i" >"many/$i.json"; done
