@@ -78,4 +78,38 @@ t_eq "API: stored pod out of shape fails" fail \
 t_eq "API: missing pod is inconclusive (3)" 3 \
         "$("$PROBE" spec --name nope --namespace default --kubeconfig "$KC" >/dev/null 2>api.err; echo $?)"
 t_check "API: missing pod says why ($(cat api.err))" grep -q "not found" api.err
+
+# In a cluster: no kubeconfig, the pod's service account instead (token, CA
+# and namespace in the standard directory, set up in a private mount
+# namespace over a tmpfs /run) and KUBERNETES_SERVICE_HOST/PORT. RBAC lets
+# "prober" get pods and nothing else; "nobody" may do nothing.
+K=("$TOOLS_BIN/kubectl" --kubeconfig "$KC" -n default)
+"${K[@]}" create serviceaccount prober >/dev/null
+"${K[@]}" create serviceaccount nobody >/dev/null
+"${K[@]}" create role pod-reader --verb=get --resource=pods >/dev/null
+"${K[@]}" create rolebinding prober --role=pod-reader --serviceaccount=default:prober >/dev/null
+API_PORT=$(sed -n 's|^export HANGAR_APISERVER_URL=https://127.0.0.1:||p' "$T_TMP/cp/env")
+for sa in prober nobody; do
+        mkdir -p "sa-$sa"
+        cp "$T_TMP/cp/pki/ca.crt" "sa-$sa/ca.crt"
+        "${K[@]}" create token "$sa" >"sa-$sa/token"
+        printf default >"sa-$sa/namespace"
+done
+in_cluster() { # SA ARGS...: hangar-probe spec ARGS as a pod of service account SA
+        local sa=$1
+        shift
+        unshare --mount bash -c '
+                mount --make-rprivate / && mount -t tmpfs tmpfs /run &&
+                mkdir -p /run/secrets/kubernetes.io/serviceaccount &&
+                cp "$0"/* /run/secrets/kubernetes.io/serviceaccount/ &&
+                exec env -u KUBECONFIG KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$1" "$2" spec "${@:3}"
+        ' "$T_TMP/sa-$sa" "$API_PORT" "$PROBE" "$@"
+}
+t_eq "in cluster: the service account reads the stored pod (its namespace by default)" pass \
+        "$(in_cluster prober --name in-shape 2>in-cluster.err | jq -r .result 2>/dev/null)"
+t_eq "in cluster: a pod out of shape fails" fail \
+        "$(in_cluster prober --name out-of-shape --namespace default 2>/dev/null | jq -r .result 2>/dev/null)"
+in_cluster nobody --name in-shape >/dev/null 2>forbidden.err
+t_eq "in cluster: a service account without RBAC is inconclusive (3)" 3 $?
+t_check "... and says the API server refused it ($(head -c 160 forbidden.err))" grep -qi "forbidden\|403" forbidden.err
 t_end
