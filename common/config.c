@@ -171,6 +171,8 @@ static const setting_t settings[] = {
      "days from 1 to 36500"},
     {"tls.syncSeconds", "HANGAR_TLS_SYNC_SECONDS", SETTING_U32, OFF(tls_sync_seconds), "60", 1,
      86400, NULL, "seconds from 1 to 86400"},
+    {"tls.caOverlapSeconds", "HANGAR_TLS_CA_OVERLAP_SECONDS", SETTING_U32,
+     OFF(tls_ca_overlap_seconds), "600", 1, 604800, NULL, "seconds from 1 to 604800"},
     {"kubeconfig", "HANGAR_KUBECONFIG", SETTING_STRING, OFF(kubeconfig), "", 0, 0, is_any_text,
      "a kubeconfig path, or \"\" for in-cluster credentials"},
 };
@@ -441,6 +443,20 @@ int config_validate(const hg_config_t *cfg, hg_error_t *err)
                 return error_set(err, -EINVAL,
                                  "tls.renewBeforeDays (%u) must be less than tls.leafDays (%u)",
                                  cfg->tls_renew_before_days, cfg->tls_leaf_days);
+        /* A new CA must not be due for rotation the day it is made. */
+        if (cfg->tls_ca_days <= cfg->tls_renew_before_days)
+                return error_set(err, -EINVAL,
+                                 "tls.caDays (%u) must be more than tls.renewBeforeDays (%u)",
+                                 cfg->tls_ca_days, cfg->tls_renew_before_days);
+        /* A CA rotation drops the old CA from caBundle one overlap after
+         * the switch: every replica must have synced (and its server
+         * reloaded) by then. */
+        if (cfg->tls_ca_overlap_seconds <= cfg->tls_sync_seconds + cfg->cert_poll_seconds)
+                return error_set(err, -EINVAL,
+                                 "tls.caOverlapSeconds (%u) must be more than tls.syncSeconds (%u) "
+                                 "plus server.certPollSeconds (%u)",
+                                 cfg->tls_ca_overlap_seconds, cfg->tls_sync_seconds,
+                                 cfg->cert_poll_seconds);
         if (strcmp(cfg->tls_mode, CONFIG_TLS_SELF_MANAGED) == 0 && !cfg->tls_service_name[0] &&
             cfg->tls_dns_names.n == 0 && cfg->tls_ip_addresses.n == 0)
                 return error_set(err, -EINVAL,

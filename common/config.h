@@ -64,7 +64,8 @@ typedef struct hg_config {
         uint32_t tls_renew_before_days;
         uint32_t tls_ca_days;
         uint32_t tls_sync_seconds;
-        char *kubeconfig; /* "" = in-cluster credentials */
+        uint32_t tls_ca_overlap_seconds; /* old and new CA both trusted this long */
+        char *kubeconfig;                /* "" = in-cluster credentials */
 } hg_config_t;
 
 #define CONFIG_TLS_FILES        "files"

@@ -242,6 +242,20 @@ int certgen_check_ca(const certgen_pem_t *ca, hg_error_t *err)
         return read_ca(ca, &cert, NULL, err);
 }
 
+int certgen_expires_before(const char *cert_pem, int64_t when, hg_error_t *err)
+{
+        _cleanup_(cleanup_bio) BIO *b = BIO_new_mem_buf(cert_pem, -1);
+        if (!b)
+                return -ENOMEM;
+        _cleanup_(cleanup_x509) X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+        if (!x) {
+                ERR_clear_error();
+                return error_set(err, -EINVAL, "the certificate cannot be read");
+        }
+        time_t t = (time_t)when;
+        return X509_cmp_time(X509_get0_notAfter(x), &t) < 0 ? 1 : 0;
+}
+
 int certgen_leaf_current(const certgen_pem_t *ca, const char *leaf_pem,
                          const certgen_request_t *req, int64_t renew_at, hg_error_t *err)
 {

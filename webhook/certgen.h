@@ -31,6 +31,10 @@ void certgen_pem_free(certgen_pem_t *p);
 /* Checks a CA pair holds together (the key matches the certificate). */
 int certgen_check_ca(const certgen_pem_t *ca, hg_error_t *err);
 
+/* 1 if the certificate in cert_pem is no longer valid at when (Unix
+ * time), 0 if it still is, <0 if it cannot be read. */
+int certgen_expires_before(const char *cert_pem, int64_t when, hg_error_t *err);
+
 /* Whether the serving certificate leaf_pem still serves: signed by ca, valid
  * now and still valid at renew_at (Unix time), and naming every DNS name and
  * IP address of req. Returns 0 if it does, 1 if it should be replaced (err

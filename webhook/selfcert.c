@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "base64.h"
+#include "carotation.h"
 #include "certgen.h"
 #include "cleanup.h"
 #include "fileio.h"
@@ -15,13 +16,21 @@
 #include "k8sclient.h"
 #include "log.h"
 #include "strbuf.h"
+#include "strparse.h"
 
 #define SECRET_KEYS_CA_CRT  "ca.crt"
 #define SECRET_KEYS_CA_KEY  "ca.key"
 #define SECRET_KEYS_TLS_CRT "tls.crt"
 #define SECRET_KEYS_TLS_KEY "tls.key"
-#define MAX_CONFLICT_ROUNDS 4
-#define MAX_NAMES           40
+/* A CA rotation in progress: the next CA, staged (trusted, not yet signing),
+ * and the previous one, still trusted for one overlap after the switch. */
+#define SECRET_KEYS_NEXT_CRT       "ca-next.crt"
+#define SECRET_KEYS_NEXT_KEY       "ca-next.key"
+#define SECRET_KEYS_NEXT_SINCE     "ca-next.since"
+#define SECRET_KEYS_PREVIOUS_CRT   "ca-previous.crt"
+#define SECRET_KEYS_PREVIOUS_SINCE "ca-previous.since"
+#define MAX_CONFLICT_ROUNDS        4
+#define MAX_NAMES                  40
 
 struct selfcert {
         const hg_config_t *cfg;
@@ -38,14 +47,14 @@ struct selfcert {
 };
 
 typedef struct secret_pems {
-        certgen_pem_t ca;
+        ca_set_t cas;
         certgen_pem_t leaf;
         char *resource_version;
 } secret_pems_t;
 
 static void secret_pems_free(secret_pems_t *s)
 {
-        certgen_pem_free(&s->ca);
+        ca_set_free(&s->cas);
         certgen_pem_free(&s->leaf);
         free(s->resource_version);
         memset(s, 0, sizeof(*s));
@@ -130,6 +139,41 @@ static int secret_field(json_t *data, const char *key, char **ret, hg_error_t *e
         return r < 0 ? error_prefix(err, "Secret key %s: ", key) : 0;
 }
 
+/* An optional key: *ret NULL when absent. */
+static int secret_field_optional(json_t *data, const char *key, char **ret, hg_error_t *err)
+{
+        *ret = NULL;
+        return json_object_get(data, key) ? secret_field(data, key, ret, err) : 0;
+}
+
+static int secret_time(json_t *data, const char *key, int64_t *ret, hg_error_t *err)
+{
+        _cleanup_free_ char *text = NULL;
+        int r = secret_field(data, key, &text, err);
+        if (r == 0 && parse_i64(text, ret) < 0)
+                r = error_set(err, -EINVAL, "Secret key %s: not a time", key);
+        return r;
+}
+
+/* The rotation's keys, which come in pairs: a half-written rotation is not
+ * guessed at. */
+static int decode_rotation(json_t *data, secret_pems_t *ret, hg_error_t *err)
+{
+        ca_set_t *c = &ret->cas;
+        int r = secret_field_optional(data, SECRET_KEYS_NEXT_CRT, &c->next.cert, err);
+        if (r == 0)
+                r = secret_field_optional(data, SECRET_KEYS_NEXT_KEY, &c->next.key, err);
+        if (r == 0 && !c->next.cert != !c->next.key)
+                r = error_set(err, -EINVAL, "the Secret has only half of the next CA");
+        if (r == 0 && c->next.cert)
+                r = secret_time(data, SECRET_KEYS_NEXT_SINCE, &c->next_since, err);
+        if (r == 0)
+                r = secret_field_optional(data, SECRET_KEYS_PREVIOUS_CRT, &c->previous, err);
+        if (r == 0 && c->previous)
+                r = secret_time(data, SECRET_KEYS_PREVIOUS_SINCE, &c->previous_since, err);
+        return r;
+}
+
 /* The Secret's PEMs and resourceVersion from a GET answer. */
 static int decode_secret(json_t *secret, secret_pems_t *ret, hg_error_t *err)
 {
@@ -137,22 +181,56 @@ static int decode_secret(json_t *secret, secret_pems_t *ret, hg_error_t *err)
         const char *rv;
         if (jsonx_string(json_object_get(secret, "metadata"), "resourceVersion", &rv) < 0)
                 return error_set(err, -EINVAL, "the Secret has no resourceVersion");
-        int r = secret_field(data, SECRET_KEYS_CA_CRT, &ret->ca.cert, err);
+        int r = secret_field(data, SECRET_KEYS_CA_CRT, &ret->cas.ca.cert, err);
         if (r == 0)
-                r = secret_field(data, SECRET_KEYS_CA_KEY, &ret->ca.key, err);
+                r = secret_field(data, SECRET_KEYS_CA_KEY, &ret->cas.ca.key, err);
         if (r == 0)
                 r = secret_field(data, SECRET_KEYS_TLS_CRT, &ret->leaf.cert, err);
         if (r == 0)
                 r = secret_field(data, SECRET_KEYS_TLS_KEY, &ret->leaf.key, err);
+        if (r == 0)
+                r = decode_rotation(data, ret, err);
         if (r == 0 && !(ret->resource_version = strdup(rv)))
                 r = -ENOMEM;
         return r;
 }
 
+static int add_data(json_t *data, const char *key, const char *text)
+{
+        _cleanup_free_ char *b64 = base64_encode(text, strlen(text));
+        return b64 && json_object_set_new(data, key, json_string(b64)) == 0 ? 0 : -ENOMEM;
+}
+
+static int add_time(json_t *data, const char *key, int64_t t)
+{
+        char text[24];
+        (void)snprintf(text, sizeof(text), "%lld", (long long)t);
+        return add_data(data, key, text);
+}
+
+static int add_rotation(json_t *data, const secret_pems_t *p)
+{
+        const ca_set_t *c = &p->cas;
+        int r = 0;
+        if (c->next.cert) {
+                r = add_data(data, SECRET_KEYS_NEXT_CRT, c->next.cert);
+                if (r == 0)
+                        r = add_data(data, SECRET_KEYS_NEXT_KEY, c->next.key);
+                if (r == 0)
+                        r = add_time(data, SECRET_KEYS_NEXT_SINCE, c->next_since);
+        }
+        if (r == 0 && c->previous) {
+                r = add_data(data, SECRET_KEYS_PREVIOUS_CRT, c->previous);
+                if (r == 0)
+                        r = add_time(data, SECRET_KEYS_PREVIOUS_SINCE, c->previous_since);
+        }
+        return r;
+}
+
 static json_t *secret_json(const selfcert_t *sc, const secret_pems_t *p)
 {
-        _cleanup_free_ char *ca_crt = base64_encode(p->ca.cert, strlen(p->ca.cert));
-        _cleanup_free_ char *ca_key = base64_encode(p->ca.key, strlen(p->ca.key));
+        _cleanup_free_ char *ca_crt = base64_encode(p->cas.ca.cert, strlen(p->cas.ca.cert));
+        _cleanup_free_ char *ca_key = base64_encode(p->cas.ca.key, strlen(p->cas.ca.key));
         _cleanup_free_ char *tls_crt = base64_encode(p->leaf.cert, strlen(p->leaf.cert));
         _cleanup_free_ char *tls_key = base64_encode(p->leaf.key, strlen(p->leaf.key));
         if (!ca_crt || !ca_key || !tls_crt || !tls_key)
@@ -166,6 +244,10 @@ static json_t *secret_json(const selfcert_t *sc, const secret_pems_t *p)
         if (s && p->resource_version &&
             json_object_set_new(json_object_get(s, "metadata"), "resourceVersion",
                                 json_string(p->resource_version)) < 0) {
+                json_decref(s);
+                return NULL;
+        }
+        if (s && add_rotation(json_object_get(s, "data"), p) < 0) {
                 json_decref(s);
                 return NULL;
         }
@@ -200,10 +282,62 @@ static int store_secret(selfcert_t *sc, const secret_pems_t *p, bool create, hg_
                          k8s_status_message(answer, status, buf, sizeof(buf)));
 }
 
+/* Logs a rotation step (every step is worth an operator's eye). */
+static void log_step(const selfcert_t *sc, ca_step_t step)
+{
+        static const char *const what[] = {
+            [CA_STEP_STAGED] = "staging a new CA beside the expiring one",
+            [CA_STEP_SWITCHED] = "switching to the new CA",
+            [CA_STEP_RETIRED] = "retiring the previous CA",
+            [CA_STEP_REPLACED] = "the CA had expired: replaced without an overlap",
+        };
+        if (step == CA_STEP_NONE)
+                return;
+        log_event(step == CA_STEP_REPLACED ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, what[step],
+                  json_pack("{s:s, s:s, s:I}", "namespace", sc->namespace, "secret",
+                            sc->cfg->tls_secret_name, "overlapSeconds",
+                            (json_int_t)sc->cfg->tls_ca_overlap_seconds));
+}
+
+/* Reads the Secret (status 200 answer) and brings it up to date: the CA's
+ * rotation, then the serving pair. *ret_dirty says whether it must be
+ * written back. */
+static int refresh_secret(selfcert_t *sc, json_t *answer, secret_pems_t *p, bool *ret_dirty,
+                          hg_error_t *err)
+{
+        int64_t now = (int64_t)time(NULL);
+        int64_t renew_at = now + (int64_t)sc->cfg->tls_renew_before_days * 86400;
+        int r = decode_secret(answer, p, err);
+        if (r == 0)
+                r = certgen_check_ca(&p->cas.ca, err);
+        if (r == 0 && p->cas.next.cert)
+                r = certgen_check_ca(&p->cas.next, err);
+        int step = r < 0 ? r : carotation_step(sc->cfg, &p->cas, now, err);
+        if (step < 0)
+                return error_prefix(err, "Secret %s/%s: ", sc->namespace, sc->cfg->tls_secret_name);
+        log_step(sc, (ca_step_t)step);
+        hg_error_t why = {0};
+        r = certgen_leaf_current(&p->cas.ca, p->leaf.cert, &sc->req, renew_at, &why);
+        if (r < 0) {
+                *err = why;
+                return r;
+        }
+        bool renew = r == 1;
+        if (renew) {
+                log_event(LOG_LEVEL_INFO, "renewing the serving certificate",
+                          json_pack("{s:s}", "reason", why.message));
+                certgen_pem_free(&p->leaf);
+                r = certgen_serving(&p->cas.ca, &sc->req, &p->leaf, err);
+                if (r < 0)
+                        return r;
+        }
+        *ret_dirty = step != CA_STEP_NONE || renew;
+        return 0;
+}
+
 /* Makes sure the Secret holds a CA and a current serving pair; returns them. */
 static int ensure_secret(selfcert_t *sc, secret_pems_t *ret, hg_error_t *err)
 {
-        int64_t renew_at = (int64_t)time(NULL) + (int64_t)sc->cfg->tls_renew_before_days * 86400;
         for (int round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
                 secret_pems_t p = {0};
                 long status;
@@ -212,45 +346,24 @@ static int ensure_secret(selfcert_t *sc, secret_pems_t *ret, hg_error_t *err)
                     k8s_request(sc->k8s, "GET", sc->secret_path, NULL, NULL, &status, &answer, err);
                 if (r < 0)
                         return r;
-                bool create = status == 404;
+                bool create = status == 404, dirty = true;
                 if (create) {
-                        r = certgen_ca("hangar-webhook CA", sc->cfg->tls_ca_days, &p.ca, err);
+                        r = certgen_ca("hangar-webhook CA", sc->cfg->tls_ca_days, &p.cas.ca, err);
                         if (r == 0)
-                                r = certgen_serving(&p.ca, &sc->req, &p.leaf, err);
+                                r = certgen_serving(&p.cas.ca, &sc->req, &p.leaf, err);
                         if (r == 0)
                                 log_event(LOG_LEVEL_INFO, "creating the certificate Secret",
                                           json_pack("{s:s, s:s}", "namespace", sc->namespace,
                                                     "secret", sc->cfg->tls_secret_name));
                 } else if (status == 200) {
-                        r = decode_secret(answer, &p, err);
-                        if (r == 0)
-                                r = certgen_check_ca(&p.ca, err);
-                        if (r < 0) {
-                                secret_pems_free(&p);
-                                return error_prefix(err, "Secret %s/%s: ", sc->namespace,
-                                                    sc->cfg->tls_secret_name);
-                        }
-                        hg_error_t why = {0};
-                        r = certgen_leaf_current(&p.ca, p.leaf.cert, &sc->req, renew_at, &why);
-                        if (r == 0) {
-                                *ret = p;
-                                return 0;
-                        }
-                        if (r == 1) {
-                                log_event(LOG_LEVEL_INFO, "renewing the serving certificate",
-                                          json_pack("{s:s}", "reason", why.message));
-                                certgen_pem_free(&p.leaf);
-                                r = certgen_serving(&p.ca, &sc->req, &p.leaf, err);
-                        } else if (err) {
-                                *err = why;
-                        }
+                        r = refresh_secret(sc, answer, &p, &dirty, err);
                 } else {
                         char buf[32];
                         return error_set(err, -EIO, "reading Secret %s/%s: %s", sc->namespace,
                                          sc->cfg->tls_secret_name,
                                          k8s_status_message(answer, status, buf, sizeof(buf)));
                 }
-                if (r == 0)
+                if (r == 0 && dirty)
                         r = store_secret(sc, &p, create, err);
                 if (r == 0) {
                         *ret = p;
@@ -344,7 +457,10 @@ int selfcert_sync(selfcert_t *sc, hg_error_t *err)
             changed < 0 ? changed : write_if_changed(sc->cfg->cert_file, p.leaf.cert, 0644, err);
         r = changed < 0 ? changed : changed_cert;
         if (r >= 0 && sc->webhook_path[0]) {
-                int pr = patch_ca_bundle(sc, p.ca.cert, err);
+                /* What the API server trusts: the signing CA, and during a
+                 * rotation the next or the previous one. */
+                _cleanup_free_ char *bundle = carotation_bundle(&p.cas);
+                int pr = bundle ? patch_ca_bundle(sc, bundle, err) : -ENOMEM;
                 if (pr < 0)
                         r = pr;
         }

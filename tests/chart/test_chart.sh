@@ -284,7 +284,8 @@ for m in "${MODES[@]}"; do
                 jq_check "$m: effective tls mode selfManaged with the chart's names" "effective-$m.json" '
                         ."tls.mode" == "selfManaged" and ."tls.secretName" == "'"$FULL"'-tls"
                         and ."tls.webhookConfigName" == "'"$FULL"'" and ."tls.serviceName" == "'"$FULL"'"
-                        and ."tls.leafDays" == 90 and ."tls.renewBeforeDays" == 30 and ."tls.caDays" == 3650'
+                        and ."tls.leafDays" == 90 and ."tls.renewBeforeDays" == 30 and ."tls.caDays" == 3650
+                        and ."tls.caOverlapSeconds" == 600'
                 ;;
         *)
                 jq_check "$m: effective tls mode files (the mounted certificate)" "effective-$m.json" '."tls.mode" == "files"'
@@ -372,6 +373,8 @@ expect_refused "an issuerRef without a name" "certificates.certManager.issuerRef
 expect_refused "certificates.selfManaged.caDays=0" "/certificates/selfManaged/caDays.*minimum" --set certificates.selfManaged.caDays=0
 expect_refused "a wildcard DNS SAN" "/certificates/selfManaged/dnsNames/0.*does not match" --set "certificates.selfManaged.dnsNames={*.example.com}"
 expect_refused "renewBeforeDays >= leafDays" "renewBeforeDays must be less than" --set certificates.selfManaged.leafDays=30
+expect_refused "caDays <= renewBeforeDays" "caDays must be more than" --set certificates.selfManaged.caDays=30
+expect_refused "caOverlapSeconds <= syncSeconds + certPollSeconds" "caOverlapSeconds must be more than" --set certificates.selfManaged.caOverlapSeconds=62
 expect_refused "healthPort equal to port" "server.healthPort must differ from server.port" --set server.healthPort=8443
 expect_refused "nested volume paths" "must not be equal or nested" --set volumes.ctl.mountPath=/var/lib/hangar/ctl
 expect_refused "PDB minAvailable >= replicas" "minAvailable must be less than replicaCount" --set podDisruptionBudget.minAvailable=2

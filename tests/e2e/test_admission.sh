@@ -277,4 +277,72 @@ t_check "both replicas serve the renewed pair" \
 t_check "a renewal was logged" bash -c "grep -hq 'renewing the serving certificate' selfmanaged.log selfmanaged2.log"
 t_check "sandbox pods still admitted after the renewal" t_wait_for "sm_pod sm-2 | kubectl create -f - >/dev/null 2>&1" 20
 
+# A CA rotation with zero failed requests: a third release whose Secret
+# starts with a CA inside the renewal window (1 day left, 30 to renew). Two
+# replicas stage a new CA beside it (caBundle trusts both), switch to it one
+# overlap later (the old one still trusted), retire the old one after another
+# overlap; sandbox pods are created the whole time.
+ROT_PORT=$(t_free_port)
+ROT2_PORT=$(t_free_port)
+"$WEBHOOK" certs --out-dir oldca --ca-days 1 --days 1 --ip 127.0.0.1 >/dev/null
+helm install rotating "$CHART" -n hangar-system --set webhook.url="https://127.0.0.1:$ROT_PORT/mutate" \
+        --set webhook.caBundle="$(base64 -w0 oldca/ca.crt)" --set selector.key=hangar.dev/rotating \
+        --set driverSidecar.enabled=true >>helm.log 2>&1 || tail helm.log
+ROT_MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=rotating -o jsonpath='{.items[0].metadata.name}')
+kubectl create secret generic rot-tls -n hangar-system --from-file=ca.crt=oldca/ca.crt --from-file=ca.key=oldca/ca.key \
+        --from-file=tls.crt=oldca/tls.crt --from-file=tls.key=oldca/tls.key >/dev/null
+for n in 1 2; do
+        port=$ROT_PORT
+        [ "$n" = 2 ] && port=$ROT2_PORT
+        cat >"rot$n.yaml" <<CFG
+driverSidecar: true
+selector: {key: hangar.dev/rotating, value: "true"}
+server: {address: 127.0.0.1, port: $port, certFile: $T_TMP/rot$n.crt, keyFile: $T_TMP/rot$n.key, certPollSeconds: 1}
+tls: {mode: selfManaged, secretNamespace: hangar-system, secretName: rot-tls, webhookConfigName: $ROT_MWC, ipAddresses: [127.0.0.1], syncSeconds: 1, caOverlapSeconds: 8}
+kubeconfig: $KUBECONFIG
+CFG
+done
+rot_pod() { jq -n --arg n "$1" '{apiVersion:"v1",kind:"Pod",metadata:{name:$n,namespace:"e2e",labels:{"hangar.dev/rotating":"true"}},spec:{containers:[{name:"sandbox",image:"img:1"}]}}'; }
+secret_key() { kubectl get secret -n hangar-system rot-tls -o json | jq -r --arg k "$1" '.data[$k] // empty' | base64 -d; }
+bundle_certs() { kubectl get mutatingwebhookconfiguration "$ROT_MWC" -o jsonpath='{.webhooks[0].clientConfig.caBundle}' | base64 -d | grep -c 'BEGIN CERTIFICATE'; }
+: >rotca.fail
+rot_creator() { # PREFIX SECONDS
+        local i=0 end=$(($(date +%s) + $2))
+        while [ "$(date +%s)" -lt "$end" ]; do
+                i=$((i + 1))
+                rot_pod "$1-$i" | kubectl create -f - >/dev/null 2>>rotca.err || echo "$1-$i" >>rotca.fail
+        done
+}
+rot_creator rotca-a 30 &
+ROT_CREATORS=($!)
+rot_creator rotca-b 30 &
+ROT_CREATORS+=($!)
+t_cleanup_pid "${ROT_CREATORS[0]}"
+t_cleanup_pid "${ROT_CREATORS[1]}"
+"$WEBHOOK" serve --config rot1.yaml 2>rot1.log &
+t_cleanup_pid $!
+"$WEBHOOK" serve --config rot2.yaml 2>rot2.log &
+t_cleanup_pid $!
+t_check "rotation: a new CA is staged beside the expiring one" t_wait_for "[ -n \"\$(secret_key ca-next.crt)\" ]" 15
+secret_key ca-next.crt >newca.crt
+t_check "rotation: while staged, caBundle trusts both CAs" t_wait_for "[ \"\$(bundle_certs)\" = 2 ]" 10
+secret_key tls.crt >staged.crt
+t_check "rotation: the old CA still signs while staged" openssl verify -CAfile oldca/ca.crt staged.crt
+t_check "rotation: one overlap later the new CA signs and the old one is 'previous'" t_wait_for \
+        "secret_key ca.crt | cmp -s - newca.crt && secret_key ca-previous.crt | cmp -s - oldca/ca.crt" 20
+secret_key tls.crt >switched.crt
+t_check "rotation: the serving pair is reissued by the new CA" openssl verify -CAfile newca.crt switched.crt
+t_check "rotation: both replicas serve the new pair" \
+        t_wait_for "cmp -s switched.crt $T_TMP/rot1.crt && cmp -s switched.crt $T_TMP/rot2.crt" 15
+t_check "rotation: one more overlap and the old CA is retired from the Secret and caBundle" t_wait_for \
+        "[ -z \"\$(secret_key ca-previous.crt)\" ] && [ \"\$(bundle_certs)\" = 1 ]" 25
+t_eq "rotation: caBundle is the new CA" "$(base64 -w0 newca.crt)" \
+        "$(kubectl get mutatingwebhookconfiguration "$ROT_MWC" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+wait "${ROT_CREATORS[@]}"
+rotated_pods=$(kubectl get pods -n e2e -o json | jq '[.items[] | select(.metadata.name | startswith("rotca-"))] | length')
+t_eq "rotation: zero failed creates during the rotation ($rotated_pods created; $(head -c 200 rotca.err))" 0 "$(wc -l <rotca.fail)"
+t_check "rotation: pods were created throughout ($rotated_pods)" test "$rotated_pods" -gt 20
+t_check "rotation: each step was logged" bash -c "cat rot1.log rot2.log | grep -q 'staging a new CA' &&
+        cat rot1.log rot2.log | grep -q 'switching to the new CA' && cat rot1.log rot2.log | grep -q 'retiring the previous CA'"
+
 t_end

@@ -621,6 +621,20 @@ START_TEST(tls_renew_before_less_than_leaf)
 }
 END_TEST
 
+START_TEST(tls_ca_rotation_settings)
+{
+        _config_ hg_config_t c = {0};
+        assert_load_ok(
+            "tls:\n  caOverlapSeconds: 8\n  syncSeconds: 1\nserver:\n  certPollSeconds: 1\n", &c);
+        ck_assert_uint_eq(c.tls_ca_overlap_seconds, 8);
+        /* Every replica must sync and reload within one overlap. */
+        assert_load_refused("tls:\n  caOverlapSeconds: 62\n", "tls.caOverlapSeconds (62)");
+        assert_load_refused("tls:\n  caOverlapSeconds: 0\n", "tls.caOverlapSeconds");
+        /* A new CA must not be due for rotation at once. */
+        assert_load_refused("tls:\n  caDays: 30\n", "tls.caDays (30) must be more than");
+}
+END_TEST
+
 START_TEST(tls_self_managed_needs_names)
 {
         assert_load_refused("tls:\n  mode: selfManaged\n", "needs tls.serviceName");
@@ -778,6 +792,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, tls_defaults);
         tcase_add_test(tc, tls_mode_values);
         tcase_add_test(tc, tls_renew_before_less_than_leaf);
+        tcase_add_test(tc, tls_ca_rotation_settings);
         tcase_add_test(tc, tls_self_managed_needs_names);
         tcase_add_test(tc, tls_names_checked);
         tcase_add_test(tc, tls_name_list_lengths);

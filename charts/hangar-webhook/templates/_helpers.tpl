@@ -127,6 +127,12 @@ which value to change.
 {{- if ge (int $c.selfManaged.renewBeforeDays) (int $c.selfManaged.leafDays) }}
 {{- fail "certificates.selfManaged.renewBeforeDays must be less than certificates.selfManaged.leafDays" }}
 {{- end }}
+{{- if le (int $c.selfManaged.caDays) (int $c.selfManaged.renewBeforeDays) }}
+{{- fail "certificates.selfManaged.caDays must be more than certificates.selfManaged.renewBeforeDays" }}
+{{- end }}
+{{- if le (int $c.selfManaged.caOverlapSeconds) (add (int $c.selfManaged.syncSeconds) (int $v.server.certPollSeconds)) }}
+{{- fail "certificates.selfManaged.caOverlapSeconds must be more than certificates.selfManaged.syncSeconds plus server.certPollSeconds" }}
+{{- end }}
 {{- if and (not $v.serviceAccount.create) (not $v.serviceAccount.name) }}
 {{- fail "certificates.mode=selfManaged binds RBAC to the webhook's ServiceAccount: with serviceAccount.create=false set serviceAccount.name" }}
 {{- end }}
@@ -203,5 +209,6 @@ tls:
   renewBeforeDays: {{ int64 $s.renewBeforeDays }}
   caDays: {{ int64 $s.caDays }}
   syncSeconds: {{ int64 $s.syncSeconds }}
+  caOverlapSeconds: {{ int64 $s.caOverlapSeconds }}
 {{- end }}
 {{- end }}
