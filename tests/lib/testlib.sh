@@ -84,12 +84,14 @@ t_wait_pid() {
 
 # Waits up to $2 seconds (default 10) for command $1 (a string for eval) to succeed.
 t_wait_for() {
-        local cond=$1 limit=${2:-10} i
-        for ((i = 0; i < limit * 10; i++)); do
+        # A deadline, not a count of tries: a condition that takes seconds
+        # itself (an exec into a gVisor pod) must not stretch the wait.
+        local cond=$1 end=$((SECONDS + ${2:-10}))
+        while :; do
                 eval "$cond" && return 0
+                [ "$SECONDS" -lt "$end" ] || return 1
                 sleep 0.1
         done
-        return 1
 }
 
 # The port a hangar-webhook logged in its "listening" line (log file $1).

@@ -46,7 +46,9 @@ done
 echo "harness done"
 exit 3
 EOF
-spec atk ask "$(cat harness.sh)" '{"input": "the-input\n", "handshake_timeout_ms": 1000}' >atk.spec
+# The relay comes after a minute or more of attacks (longer on a loaded
+# machine): the driver waits for it well past that.
+spec atk ask "$(cat harness.sh)" '{"input": "the-input\n", "handshake_timeout_ms": 1000, "connect_timeout_s": 900}' >atk.spec
 start_driver atk atk.spec
 t_check "the driver listens despite the taken ports" t_wait_for "ctl status >atk.status 2>/dev/null" 30
 PORT=$(jq -r .port atk.status)
