@@ -172,7 +172,7 @@ static const setting_t settings[] = {
     {"tls.syncSeconds", "HANGAR_TLS_SYNC_SECONDS", SETTING_U32, OFF(tls_sync_seconds), "60", 1,
      86400, NULL, "seconds from 1 to 86400"},
     {"tls.caOverlapSeconds", "HANGAR_TLS_CA_OVERLAP_SECONDS", SETTING_U32,
-     OFF(tls_ca_overlap_seconds), "600", 1, 604800, NULL, "seconds from 1 to 604800"},
+     OFF(tls_ca_overlap_seconds), "0", 0, 604800, NULL, "seconds from 0 (automatic) to 604800"},
     {"kubeconfig", "HANGAR_KUBECONFIG", SETTING_STRING, OFF(kubeconfig), "", 0, 0, is_any_text,
      "a kubeconfig path, or \"\" for in-cluster credentials"},
 };
@@ -398,6 +398,15 @@ int config_apply_env(hg_config_t *cfg, hg_error_t *err)
         return 0;
 }
 
+uint32_t config_ca_overlap_seconds(const hg_config_t *cfg)
+{
+        if (cfg->tls_ca_overlap_seconds)
+                return cfg->tls_ca_overlap_seconds;
+        /* Automatic: ten sync rounds (with their reloads), at least ten minutes. */
+        uint64_t ten_rounds = 10 * ((uint64_t)cfg->tls_sync_seconds + cfg->cert_poll_seconds);
+        return ten_rounds > 600 ? (uint32_t)(ten_rounds < 604800 ? ten_rounds : 604800) : 600;
+}
+
 int config_set(hg_config_t *cfg, const char *assignment, hg_error_t *err)
 {
         const char *eq = strchr(assignment, '=');
@@ -451,7 +460,8 @@ int config_validate(const hg_config_t *cfg, hg_error_t *err)
         /* A CA rotation drops the old CA from caBundle one overlap after
          * the switch: every replica must have synced (and its server
          * reloaded) by then. */
-        if (cfg->tls_ca_overlap_seconds <= cfg->tls_sync_seconds + cfg->cert_poll_seconds)
+        if (cfg->tls_ca_overlap_seconds != 0 &&
+            cfg->tls_ca_overlap_seconds <= cfg->tls_sync_seconds + cfg->cert_poll_seconds)
                 return error_set(err, -EINVAL,
                                  "tls.caOverlapSeconds (%u) must be more than tls.syncSeconds (%u) "
                                  "plus server.certPollSeconds (%u)",

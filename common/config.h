@@ -64,7 +64,7 @@ typedef struct hg_config {
         uint32_t tls_renew_before_days;
         uint32_t tls_ca_days;
         uint32_t tls_sync_seconds;
-        uint32_t tls_ca_overlap_seconds; /* old and new CA both trusted this long */
+        uint32_t tls_ca_overlap_seconds; /* 0: automatic (config_ca_overlap_seconds) */
         char *kubeconfig;                /* "" = in-cluster credentials */
 } hg_config_t;
 
@@ -83,6 +83,11 @@ int config_load(hg_config_t *cfg, const char *path, hg_error_t *err);
 int config_apply_yaml(hg_config_t *cfg, const char *name, const char *buf, size_t len,
                       hg_error_t *err);
 int config_apply_env(hg_config_t *cfg, hg_error_t *err);
+/* How long old and new CA are both trusted at each step of a CA rotation:
+ * tls.caOverlapSeconds, or when 0, ten rounds of tls.syncSeconds plus
+ * server.certPollSeconds and at least 600. */
+uint32_t config_ca_overlap_seconds(const hg_config_t *cfg);
+
 /* One setting by its dotted key, as "key=value" (a command line's --set):
  * parsed and bounded exactly as its environment variable is. Call
  * config_validate afterwards. */

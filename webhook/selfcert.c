@@ -296,7 +296,7 @@ static void log_step(const selfcert_t *sc, ca_step_t step)
         log_event(step == CA_STEP_REPLACED ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, what[step],
                   json_pack("{s:s, s:s, s:I}", "namespace", sc->namespace, "secret",
                             sc->cfg->tls_secret_name, "overlapSeconds",
-                            (json_int_t)sc->cfg->tls_ca_overlap_seconds));
+                            (json_int_t)config_ca_overlap_seconds(sc->cfg)));
 }
 
 /* Reads the Secret (status 200 answer) and brings it up to date: the CA's

@@ -285,7 +285,7 @@ for m in "${MODES[@]}"; do
                         ."tls.mode" == "selfManaged" and ."tls.secretName" == "'"$FULL"'-tls"
                         and ."tls.webhookConfigName" == "'"$FULL"'" and ."tls.serviceName" == "'"$FULL"'"
                         and ."tls.leafDays" == 90 and ."tls.renewBeforeDays" == 30 and ."tls.caDays" == 3650
-                        and ."tls.caOverlapSeconds" == 600'
+                        and ."tls.caOverlapSeconds" == 0'
                 ;;
         *)
                 jq_check "$m: effective tls mode files (the mounted certificate)" "effective-$m.json" '."tls.mode" == "files"'

@@ -627,9 +627,18 @@ START_TEST(tls_ca_rotation_settings)
         assert_load_ok(
             "tls:\n  caOverlapSeconds: 8\n  syncSeconds: 1\nserver:\n  certPollSeconds: 1\n", &c);
         ck_assert_uint_eq(c.tls_ca_overlap_seconds, 8);
+        ck_assert_uint_eq(config_ca_overlap_seconds(&c), 8);
+        /* Automatic (0, the default): ten rounds, at least ten minutes; so a
+         * long syncSeconds never makes a configuration invalid. */
+        _config_ hg_config_t d = {0};
+        assert_load_ok("tls:\n  syncSeconds: 3600\n", &d);
+        ck_assert_uint_eq(d.tls_ca_overlap_seconds, 0);
+        ck_assert_uint_eq(config_ca_overlap_seconds(&d), 36020);
+        _config_ hg_config_t e = {0};
+        assert_load_ok("tls:\n  syncSeconds: 5\n", &e);
+        ck_assert_uint_eq(config_ca_overlap_seconds(&e), 600);
         /* Every replica must sync and reload within one overlap. */
         assert_load_refused("tls:\n  caOverlapSeconds: 62\n", "tls.caOverlapSeconds (62)");
-        assert_load_refused("tls:\n  caOverlapSeconds: 0\n", "tls.caOverlapSeconds");
         /* A new CA must not be due for rotation at once. */
         assert_load_refused("tls:\n  caDays: 30\n", "tls.caDays (30) must be more than");
 }

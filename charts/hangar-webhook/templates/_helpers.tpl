@@ -130,7 +130,7 @@ which value to change.
 {{- if le (int $c.selfManaged.caDays) (int $c.selfManaged.renewBeforeDays) }}
 {{- fail "certificates.selfManaged.caDays must be more than certificates.selfManaged.renewBeforeDays" }}
 {{- end }}
-{{- if le (int $c.selfManaged.caOverlapSeconds) (add (int $c.selfManaged.syncSeconds) (int $v.server.certPollSeconds)) }}
+{{- if and (gt (int $c.selfManaged.caOverlapSeconds) 0) (le (int $c.selfManaged.caOverlapSeconds) (add (int $c.selfManaged.syncSeconds) (int $v.server.certPollSeconds))) }}
 {{- fail "certificates.selfManaged.caOverlapSeconds must be more than certificates.selfManaged.syncSeconds plus server.certPollSeconds" }}
 {{- end }}
 {{- if and (not $v.serviceAccount.create) (not $v.serviceAccount.name) }}
