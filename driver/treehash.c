@@ -174,7 +174,8 @@ static int hash_dir(walker_t *w, int dirfd, unsigned depth, uint8_t out[HASH_SIZ
                 r = error_set(w->err, -errno, "%s: %s", wpath(w), strerror(errno));
                 goto out;
         }
-        qsort(entries, n, sizeof(*entries), cmp_entry);
+        if (n > 1) /* an empty directory has no array at all: qsort(NULL) is undefined */
+                qsort(entries, n, sizeof(*entries), cmp_entry);
 
         for (size_t i = 0; i < n; i++) {
                 entry_t *e = &entries[i];
