@@ -133,10 +133,10 @@ fi
 "$PROBE" spec --name "$POD" --namespace "$NAMESPACE" "${P_API[@]}" "${P_CFG[@]}" >"$W/spec.json" 2>"$W/spec.err"
 rc=$?
 case $rc in
-0) item pass "2b. hangar-probe spec --name $POD -n $NAMESPACE passes" ;;
-1) item fail "2b. hangar-probe spec --name $POD -n $NAMESPACE passes" \
+0) item pass "2b. hangar-probe spec --name $POD --namespace $NAMESPACE passes" ;;
+1) item fail "2b. hangar-probe spec --name $POD --namespace $NAMESPACE passes" \
         "failed: $(jq -r '[.checks[] | select(.status != "pass") | .code + ": " + .detail] | join("; ")' "$W/spec.json")" ;;
-*) item fail "2b. hangar-probe spec --name $POD -n $NAMESPACE passes" "exit $rc: $(one_line "$W/spec.err")" ;;
+*) item fail "2b. hangar-probe spec --name $POD --namespace $NAMESPACE passes" "exit $rc: $(one_line "$W/spec.err")" ;;
 esac
 
 # 3. Inside each container, through kubectl exec.
