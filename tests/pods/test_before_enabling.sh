@@ -89,7 +89,7 @@ line() { grep -F -- "$2" "$1" | head -n 1; }
 bash "$SCRIPT" --kubeconfig "$KC" -n dev --probe "$PROBE" --kubectl "$KUBECTL" --out "$T_TMP/r1" sandbox-1 >r1.out 2>&1
 t_eq "no kubelet: exit 1" 1 "$?"
 t_check "no kubelet: 2a injected passes" grep -q '^  \[pass\]   2a\.' r1.out
-t_check "no kubelet: 2b spec through the API passes" grep -q '^  \[pass\]   2b\. hangar-probe spec --name sandbox-1 -n dev' r1.out
+t_check "no kubelet: 2b spec through the API passes" grep -q '^  \[pass\]   2b\. hangar-probe spec --name sandbox-1 --namespace dev' r1.out
 t_check "no kubelet: 3a agent check fails, no report ($(line r1.out 3a.))" grep -q '^  \[FAIL\]   3a\..*no report: kubectl exec' r1.out
 t_check "no kubelet: 3b driver check fails" grep -q '^  \[FAIL\]   3b\.' r1.out
 t_check "no kubelet: 3c gVisor not shown (runtimeClassName gvisor)" grep -q '^  \[FAIL\]   3c\.' r1.out
