@@ -140,6 +140,40 @@ typedef struct pod_view {
         json_t *lists[ARRAY_SIZE(container_lists)];
 } pod_view_t;
 
+static int cmp_name(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Container names are unique across all three lists (the API server
+ * insists, after admission): with two "sandbox" containers, which one is
+ * the agent would be a guess, so such a pod is invalid here too. Sorted,
+ * not compared pairwise: a review may carry many thousands of containers. */
+static int check_unique_names(const pod_view_t *view, hg_error_t *err)
+{
+        size_t n = 0;
+        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++)
+                n += json_array_size(view->lists[l]);
+        if (n < 2)
+                return 0;
+        _cleanup_free_ const char **names = malloc(n * sizeof(*names));
+        if (!names)
+                return -ENOMEM;
+        size_t k = 0;
+        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (view->lists[l], i, c)
+                        names[k++] = json_string_value(json_object_get(c, "name"));
+        }
+        qsort(names, n, sizeof(*names), cmp_name);
+        for (size_t i = 1; i < n; i++)
+                if (strcmp(names[i - 1], names[i]) == 0)
+                        return error_set(err, -EINVAL, "container name \"%s\" is used twice",
+                                         names[i]);
+        return 0;
+}
+
 /* Checks the parts of the pod this module reads have the types it expects;
  * anything else is an invalid pod, denied with what was wrong. */
 static int check_pod_types(json_t *pod, pod_view_t *view, hg_error_t *err)
@@ -206,7 +240,7 @@ static int check_pod_types(json_t *pod, pod_view_t *view, hg_error_t *err)
         /* containers is lists[1]. */
         if (!view->lists[1] || json_array_size(view->lists[1]) == 0)
                 return error_set(err, -EINVAL, "spec.containers is missing or empty");
-        return 0;
+        return check_unique_names(view, err);
 }
 
 static bool is_selected(const hg_config_t *cfg, json_t *pod)
