@@ -438,6 +438,24 @@ static int read_literal(reader_t *r, const char *word, json_t *value, json_t **r
 
 static int read_value(reader_t *r, const jsonparse_proj_t *proj, json_t **ret);
 
+/* After an element of an array or object: 1 when a ',' says another one
+ * follows, 0 past the closing bracket, <0 with the error. */
+static int after_element(reader_t *r, char close)
+{
+        skip_ws(r);
+        if (r->p >= r->end)
+                return fail(r, close == ']' ? "unterminated array" : "unterminated object");
+        if (*r->p == ',') {
+                r->p++;
+                return 1;
+        }
+        if (*r->p == close) {
+                r->p++;
+                return 0;
+        }
+        return fail(r, close == ']' ? "expected ',' or ']'" : "expected ',' or '}'");
+}
+
 /* An array: built (each element through proj->items when given, whole
  * otherwise) when ret is set, only checked when it is NULL. */
 static int read_array(reader_t *r, const jsonparse_proj_t *proj, json_t **ret)
@@ -461,20 +479,12 @@ static int read_array(reader_t *r, const jsonparse_proj_t *proj, json_t **ret)
                         return rc;
                 if (ret && json_array_append_new(arr, item) < 0)
                         return -ENOMEM;
-                skip_ws(r);
-                if (r->p >= r->end)
-                        return fail(r, "unterminated array");
-                if (*r->p == ',') {
-                        r->p++;
-                        continue;
-                }
-                if (*r->p == ']') {
-                        r->p++;
-                        if (ret)
+                rc = after_element(r, ']');
+                if (rc <= 0) {
+                        if (rc == 0 && ret)
                                 *ret = TAKE_PTR(arr);
-                        return 0;
+                        return rc;
                 }
-                return fail(r, "expected ',' or ']'");
         }
 }
 
@@ -522,19 +532,12 @@ static int build_object(reader_t *r, json_t **ret)
                         return rc;
                 if (json_object_setn_new_nocheck(obj, k, klen, value) < 0)
                         return -ENOMEM;
-                skip_ws(r);
-                if (r->p >= r->end)
-                        return fail(r, "unterminated object");
-                if (*r->p == ',') {
-                        r->p++;
-                        continue;
+                rc = after_element(r, '}');
+                if (rc <= 0) {
+                        if (rc == 0)
+                                *ret = TAKE_PTR(obj);
+                        return rc;
                 }
-                if (*r->p == '}') {
-                        r->p++;
-                        *ret = TAKE_PTR(obj);
-                        return 0;
-                }
-                return fail(r, "expected ',' or '}'");
         }
 }
 
@@ -627,33 +630,6 @@ static int too_deep(reader_t *r)
 static int skip_value(reader_t *r);
 
 /* Checks an array without building anything, as read_array does. */
-static int skip_array(reader_t *r)
-{
-        r->p++;
-        skip_ws(r);
-        if (r->p < r->end && *r->p == ']') {
-                r->p++;
-                return 0;
-        }
-        for (;;) {
-                int rc = skip_value(r);
-                if (rc < 0)
-                        return rc;
-                skip_ws(r);
-                if (r->p >= r->end)
-                        return fail(r, "unterminated array");
-                if (*r->p == ',') {
-                        r->p++;
-                        continue;
-                }
-                if (*r->p == ']') {
-                        r->p++;
-                        return 0;
-                }
-                return fail(r, "expected ',' or ']'");
-        }
-}
-
 /* Reads an object's members up to its '}' (r->p just past the '{'): every
  * key checked for duplicates, each value built through its member's
  * projection when obj is set and the key is listed, else only checked. The
@@ -699,18 +675,9 @@ static int object_members(reader_t *r, const jsonparse_proj_t *proj, json_t *obj
                 }
                 if (rc < 0)
                         return rc;
-                skip_ws(r);
-                if (r->p >= r->end)
-                        return fail(r, "unterminated object");
-                if (*r->p == ',') {
-                        r->p++;
-                        continue;
-                }
-                if (*r->p == '}') {
-                        r->p++;
-                        return 0;
-                }
-                return fail(r, "expected ',' or '}'");
+                rc = after_element(r, '}');
+                if (rc <= 0)
+                        return rc;
         }
 }
 
@@ -744,7 +711,7 @@ static int skip_value(reader_t *r)
                 if (++r->depth > r->max_depth)
                         return too_deep(r);
                 if (*r->p == '[') {
-                        rc = skip_array(r);
+                        rc = read_array(r, NULL, NULL);
                 } else {
                         r->p++;
                         rc = object_members(r, NULL, NULL);
