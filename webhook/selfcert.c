@@ -208,11 +208,19 @@ static int add_time(json_t *data, const char *key, int64_t t)
         return add_data(data, key, text);
 }
 
-static int add_rotation(json_t *data, const secret_pems_t *p)
+/* The Secret's data: the CA and the serving pair, and a rotation's keys
+ * when one is under way. */
+static int add_pems(json_t *data, const secret_pems_t *p)
 {
         const ca_set_t *c = &p->cas;
-        int r = 0;
-        if (c->next.cert) {
+        int r = add_data(data, SECRET_KEYS_CA_CRT, c->ca.cert);
+        if (r == 0)
+                r = add_data(data, SECRET_KEYS_CA_KEY, c->ca.key);
+        if (r == 0)
+                r = add_data(data, SECRET_KEYS_TLS_CRT, p->leaf.cert);
+        if (r == 0)
+                r = add_data(data, SECRET_KEYS_TLS_KEY, p->leaf.key);
+        if (r == 0 && c->next.cert) {
                 r = add_data(data, SECRET_KEYS_NEXT_CRT, c->next.cert);
                 if (r == 0)
                         r = add_data(data, SECRET_KEYS_NEXT_KEY, c->next.key);
@@ -229,29 +237,17 @@ static int add_rotation(json_t *data, const secret_pems_t *p)
 
 static json_t *secret_json(const selfcert_t *sc, const secret_pems_t *p)
 {
-        _cleanup_free_ char *ca_crt = base64_encode(p->cas.ca.cert, strlen(p->cas.ca.cert));
-        _cleanup_free_ char *ca_key = base64_encode(p->cas.ca.key, strlen(p->cas.ca.key));
-        _cleanup_free_ char *tls_crt = base64_encode(p->leaf.cert, strlen(p->leaf.cert));
-        _cleanup_free_ char *tls_key = base64_encode(p->leaf.key, strlen(p->leaf.key));
-        if (!ca_crt || !ca_key || !tls_crt || !tls_key)
+        _cleanup_json_ json_t *s = json_pack(
+            "{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:{}}", "apiVersion", "v1", "kind", "Secret",
+            "metadata", "name", sc->cfg->tls_secret_name, "namespace", sc->namespace, "labels",
+            "app.kubernetes.io/managed-by", "hangar-webhook", "type", "Opaque", "data");
+        if (!s || add_pems(json_object_get(s, "data"), p) < 0)
                 return NULL;
-        json_t *s = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:{s:s, s:s, s:s, s:s}}",
-                              "apiVersion", "v1", "kind", "Secret", "metadata", "name",
-                              sc->cfg->tls_secret_name, "namespace", sc->namespace, "labels",
-                              "app.kubernetes.io/managed-by", "hangar-webhook", "type", "Opaque",
-                              "data", SECRET_KEYS_CA_CRT, ca_crt, SECRET_KEYS_CA_KEY, ca_key,
-                              SECRET_KEYS_TLS_CRT, tls_crt, SECRET_KEYS_TLS_KEY, tls_key);
-        if (s && p->resource_version &&
+        if (p->resource_version &&
             json_object_set_new(json_object_get(s, "metadata"), "resourceVersion",
-                                json_string(p->resource_version)) < 0) {
-                json_decref(s);
+                                json_string(p->resource_version)) < 0)
                 return NULL;
-        }
-        if (s && add_rotation(json_object_get(s, "data"), p) < 0) {
-                json_decref(s);
-                return NULL;
-        }
-        return s;
+        return TAKE_PTR(s);
 }
 
 /* Sends the Secret (POST to create, PUT to update): 0 when stored, -EAGAIN on
