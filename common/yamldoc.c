@@ -149,8 +149,8 @@ void ynode_free_all(ynode_t **docs, size_t n)
 
 /* Each document of the stream in order, at most max of them; "max" names
  * the limit in the error. */
-static int parse_documents(const char *buf, size_t len, size_t max, ynode_t ***ret, size_t *ret_n,
-                           hg_error_t *err)
+int yamldoc_parse_stream(const char *buf, size_t len, size_t max, ynode_t ***ret, size_t *ret_n,
+                         hg_error_t *err)
 {
         yaml_parser_t parser_storage;
         if (!yaml_parser_initialize(&parser_storage))
@@ -217,18 +217,12 @@ int yamldoc_parse(const char *buf, size_t len, ynode_t **ret, hg_error_t *err)
 {
         ynode_t **docs;
         size_t n;
-        int r = parse_documents(buf, len, 1, &docs, &n, err);
+        int r = yamldoc_parse_stream(buf, len, 1, &docs, &n, err);
         if (r < 0)
                 return r;
         *ret = docs[0];
         free(docs);
         return 0;
-}
-
-int yamldoc_parse_stream(const char *buf, size_t len, size_t max, ynode_t ***ret, size_t *ret_n,
-                         hg_error_t *err)
-{
-        return parse_documents(buf, len, max, ret, ret_n, err);
 }
 
 const ynode_t *ynode_get(const ynode_t *map, const char *key)
@@ -412,7 +406,7 @@ int yamldoc_load_manifests(const char *path, size_t max, json_t **ret, hg_error_
         } else {
                 ynode_t **docs = NULL;
                 size_t n = 0;
-                r = parse_documents(buf, len, YAMLDOC_MAX_DOCUMENTS, &docs, &n, err);
+                r = yamldoc_parse_stream(buf, len, YAMLDOC_MAX_DOCUMENTS, &docs, &n, err);
                 for (size_t d = 0; r == 0 && d < n; d++) {
                         json_t *doc;
                         r = ynode_to_json(docs[d], &doc, err);
