@@ -301,12 +301,11 @@ static int cmd_inject(int argc, char **argv)
                 return fail("inject", r == -ENOMEM ? strerror(ENOMEM) : err.message);
         /* One manifest in, one out; several come out as one v1 List, which
          * kubectl applies like the stream it was. */
-        json_t *out = json_array_size(docs) == 1 ? json_array_get(docs, 0)
-                                                 : json_pack("{s:s, s:s, s:O}", "apiVersion", "v1",
-                                                             "kind", "List", "items", docs);
+        _cleanup_json_ json_t *out =
+            json_array_size(docs) == 1
+                ? json_incref(json_array_get(docs, 0))
+                : json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", docs);
         _cleanup_free_ char *text = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
-        if (json_array_size(docs) != 1)
-                json_decref(out);
         if (!text)
                 return fail("inject", strerror(ENOMEM));
         puts(text);
