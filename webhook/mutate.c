@@ -30,6 +30,14 @@ static const struct {
     [REASON_CONFLICT] = {"conflict", DECISION_DENY},
     [REASON_NO_AGENT_CONTAINER] = {"no-agent-container", DECISION_DENY},
     [REASON_INVALID_POD] = {"invalid-pod", DECISION_DENY},
+    [REASON_NOT_GUARDED] = {"not-guarded", DECISION_ALLOW},
+    [REASON_LISTED_IDENTITY] = {"listed-identity", DECISION_ALLOW},
+    [REASON_DRIVER_EXEC] = {"driver-exec", DECISION_DENY},
+    [REASON_PORT_FORWARD] = {"port-forward", DECISION_DENY},
+    [REASON_POD_UNKNOWN] = {"pod-unknown", DECISION_DENY},
+    [REASON_EPHEMERAL_CONTAINER] = {"ephemeral-container", DECISION_DENY},
+    [REASON_DRIVER_CHANGED] = {"driver-changed", DECISION_DENY},
+    [REASON_HANGAR_METADATA] = {"hangar-metadata", DECISION_DENY},
 };
 
 const char *mutate_reason_name(mutate_reason_t reason)
@@ -49,6 +57,8 @@ const char *mutate_decision_name(mutate_decision_t decision)
                 return "injected";
         case DECISION_SKIP:
                 return "skipped";
+        case DECISION_ALLOW:
+                return "allowed";
         case DECISION_DENY:
                 return "denied";
         default:

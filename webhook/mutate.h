@@ -16,6 +16,7 @@ typedef enum mutate_decision {
         DECISION_DENY, /* first: a zeroed result fails closed */
         DECISION_SKIP,
         DECISION_INJECT,
+        DECISION_ALLOW, /* a door after CREATE used within the rules (guard.c) */
 } mutate_decision_t;
 
 /* Stable reason codes: logs, metrics labels, annotations and docs use them. */
@@ -33,6 +34,15 @@ typedef enum mutate_reason {
         REASON_CONFLICT,
         REASON_NO_AGENT_CONTAINER,
         REASON_INVALID_POD,
+        /* The doors after CREATE (guard.c): UPDATE, subresources, CONNECT. */
+        REASON_NOT_GUARDED,         /* nothing of an injected pod's split is touched */
+        REASON_LISTED_IDENTITY,     /* a door only the listed identities may use, used by one */
+        REASON_DRIVER_EXEC,         /* exec/attach into hangar-driver */
+        REASON_PORT_FORWARD,        /* port-forward to an injected pod */
+        REASON_POD_UNKNOWN,         /* the pod a port-forward names could not be read */
+        REASON_EPHEMERAL_CONTAINER, /* an ephemeral container breaking the split */
+        REASON_DRIVER_CHANGED,      /* UPDATE changing hangar-driver or the image it runs */
+        REASON_HANGAR_METADATA,     /* UPDATE changing hangar's annotations or selector label */
         REASON_COUNT,
 } mutate_reason_t;
 
