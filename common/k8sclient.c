@@ -16,7 +16,6 @@
 #include "strbuf.h"
 #include "yamldoc.h"
 
-#define SA_DIR            "/var/run/secrets/kubernetes.io/serviceaccount"
 #define CREDENTIAL_MAX    (1024 * 1024)
 #define REQUEST_TIMEOUT_S 10L
 
@@ -176,7 +175,8 @@ static int from_kubeconfig(const char *path, k8s_client_t *c, hg_error_t *err)
         return 0;
 }
 
-static int from_cluster(k8s_client_t *c, hg_error_t *err)
+/* The API server's address inside a pod: KUBERNETES_SERVICE_HOST/PORT. */
+static int cluster_server(k8s_client_t *c, hg_error_t *err)
 {
         const char *host = getenv("KUBERNETES_SERVICE_HOST");
         const char *port = getenv("KUBERNETES_SERVICE_PORT");
@@ -189,27 +189,59 @@ static int from_cluster(k8s_client_t *c, hg_error_t *err)
         if (strbuf_printf(&sb, "https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port) < 0)
                 return -ENOMEM;
         c->server = strbuf_take(&sb);
-        int r = read_text(SA_DIR "/ca.crt", &c->ca_pem, err);
+        return c->server ? 0 : -ENOMEM;
+}
+
+/* In a pod: the address from the environment, the CA from ca_file, the
+ * bearer token re-read from token_file or given as token, and the pod's
+ * namespace from the service account's directory when it is mounted. */
+static int from_cluster(k8s_client_t *c, const char *token_file, const char *token,
+                        const char *ca_file, hg_error_t *err)
+{
+        int r = cluster_server(c, err);
         if (r < 0)
                 return r;
-        if (!(c->token_file = strdup(SA_DIR "/token")))
+        r = read_text(ca_file, &c->ca_pem, err);
+        if (r < 0)
+                return r;
+        if (token_file && !(c->token_file = strdup(token_file)))
+                return -ENOMEM;
+        if (token && !(c->token = strdup(token)))
                 return -ENOMEM;
         _cleanup_free_ char *ns = NULL;
-        if (read_text(SA_DIR "/namespace", &ns, NULL) == 0) {
+        if (read_text(K8S_SA_DIR "/namespace", &ns, NULL) == 0) {
                 ns[strcspn(ns, " \r\n")] = '\0';
                 c->namespace = TAKE_PTR(ns);
         }
         return 0;
 }
 
-int k8s_client_new(const char *kubeconfig, k8s_client_t **ret, hg_error_t *err)
+int k8s_client_new_in_cluster(const char *token_file, const char *token, const char *ca_file,
+                              k8s_client_t **ret, hg_error_t *err)
 {
+        if (!token_file == !token || !ca_file)
+                return error_set(err, -EINVAL, "in-cluster client: one token source and a CA");
         pthread_once(&curl_once, curl_init_once);
         _cleanup_(cleanup_clientp) k8s_client_t *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        int r = kubeconfig && kubeconfig[0] ? from_kubeconfig(kubeconfig, c, err)
-                                            : from_cluster(c, err);
+        int r = from_cluster(c, token_file, token, ca_file, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int k8s_client_new(const char *kubeconfig, k8s_client_t **ret, hg_error_t *err)
+{
+        if (!kubeconfig || !kubeconfig[0])
+                return k8s_client_new_in_cluster(K8S_SA_DIR "/token", NULL, K8S_SA_DIR "/ca.crt",
+                                                 ret, err);
+        pthread_once(&curl_once, curl_init_once);
+        _cleanup_(cleanup_clientp) k8s_client_t *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        int r = from_kubeconfig(kubeconfig, c, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(c);
@@ -267,6 +299,11 @@ static int bearer_header(k8s_client_t *c, struct curl_slist **headers, hg_error_
                 return -ENOMEM;
         *headers = l;
         return 0;
+}
+
+bool k8s_client_namespace_known(const k8s_client_t *c)
+{
+        return c->namespace != NULL;
 }
 
 int k8s_request(k8s_client_t *c, const char *method, const char *path, const char *content_type,

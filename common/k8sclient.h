@@ -11,6 +11,8 @@
  * verified; a kubeconfig asking to skip verification is refused. */
 #pragma once
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "error.h"
@@ -20,13 +22,25 @@ typedef struct k8s_client k8s_client_t;
 /* Answers larger than this are refused (a Secret or a Pod is far smaller). */
 #define K8S_MAX_RESPONSE_BYTES (8 * 1024 * 1024)
 
+/* The pod's service-account directory (token, ca.crt, namespace). */
+#define K8S_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
 /* kubeconfig NULL or "": in-cluster credentials. */
 int k8s_client_new(const char *kubeconfig, k8s_client_t **ret, hg_error_t *err);
 void k8s_client_free(k8s_client_t *c);
 
+/* In-cluster like k8s_client_new(NULL) (the address from
+ * KUBERNETES_SERVICE_HOST/PORT, the namespace from K8S_SA_DIR), with another
+ * bearer token and CA: exactly one of token_file (re-read per request) and
+ * token (used as given), and the CA bundle in ca_file. */
+int k8s_client_new_in_cluster(const char *token_file, const char *token, const char *ca_file,
+                              k8s_client_t **ret, hg_error_t *err);
+
 /* The namespace of the kubeconfig's context, or the pod's own in-cluster;
  * "default" if neither says. */
 const char *k8s_client_namespace(const k8s_client_t *c);
+/* Whether that namespace was said (false: "default" is only the fallback). */
+bool k8s_client_namespace_known(const k8s_client_t *c);
 
 /* Sends method to path ("/api/v1/namespaces/ns/secrets/name") with body (may
  * be NULL) of content_type (NULL: application/json). On any HTTP answer

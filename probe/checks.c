@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "rbac.h"
 
 typedef enum check_status {
         CHECK_FAIL,
@@ -348,6 +349,123 @@ static void check_runtime(report_t *r, const observation_t *o)
             "capget(2) and PR_CAPBSET_READ against cap_last_cap");
 }
 
+/* One token: what the API server said it may do. A question it answered
+ * "yes" fails; one it did not answer plainly, or could not be asked, is
+ * unknown; a token the API server does not accept (401) can do nothing
+ * there. */
+static check_status_t judge_token(const creds_token_t *t, json_t *obj)
+{
+        hg_error_t err = {0};
+        rbac_identity_t id;
+        const char *why = NULL;
+        int r = 0;
+        if (t->reviewed && t->review.transport_failed) {
+                (void)error_set(&err, -EIO, "the API server cannot be reached: %s",
+                                t->review.error);
+                why = err.message;
+        } else if (t->reviewed &&
+                   (r = rbac_parse_ssr(t->review.status, t->review.body, &id, &err)) == 0) {
+                json_object_set_new(obj, "user", json_string(id.username));
+                if (id.pod_name[0])
+                        json_object_set_new(obj, "pod", json_string(id.pod_name));
+        } else if (t->reviewed && r == -EACCES) {
+                json_object_set_new(obj, "accepted", json_false());
+                json_object_set_new(obj, "reason", json_string(err.message));
+                return CHECK_PASS;
+        } else if (t->reviewed) {
+                why = err.message;
+        }
+        if (!why && t->unasked[0])
+                why = t->unasked;
+        else if (!why && !t->reviewed)
+                why = "not asked";
+        if (why) {
+                json_object_set_new(obj, "reason", json_string(why));
+                return CHECK_UNKNOWN;
+        }
+        json_object_set_new(obj, "namespace", json_string(t->namespace));
+        json_object_set_new(obj, "namespace_source", json_string(t->namespace_source));
+        json_t *granted = json_array(), *unknown = json_array();
+        json_object_set_new(obj, "granted", granted);
+        json_object_set_new(obj, "unknown", unknown);
+        for (size_t i = 0; i < t->nasked; i++) {
+                char label[400];
+                rbac_query_label(&t->queries[i], t->pod, label, sizeof(label));
+                const creds_reply_t *rep = &t->replies[i];
+                hg_error_t qerr = {0};
+                rbac_answer_t a = rep->transport_failed
+                                      ? RBAC_UNEXPECTED
+                                      : rbac_parse_ssar(rep->status, rep->body, &qerr);
+                if (rep->transport_failed)
+                        (void)error_set(&qerr, -EIO, "no answer: %s", rep->error);
+                switch (a) {
+                case RBAC_ALLOWED:
+                        json_array_append_new(granted, json_string(label));
+                        break;
+                case RBAC_DENIED:
+                        break;
+                case RBAC_REJECTED:
+                case RBAC_UNEXPECTED:
+                default:
+                        json_array_append_new(unknown, json_pack("{s:s, s:s}", "permission", label,
+                                                                 "reason", qerr.message));
+                        break;
+                }
+        }
+        if (t->nasked < t->nqueries) {
+                char msg[160];
+                (void)snprintf(msg, sizeof(msg),
+                               "%zu questions not asked: the API server stopped answering",
+                               t->nqueries - t->nasked);
+                json_array_append_new(unknown, json_pack("{s:s, s:s}", "permission", "(the rest)",
+                                                         "reason", msg));
+        }
+        if (t->nqueries == 0)
+                json_array_append_new(unknown, json_pack("{s:s, s:s}", "permission", "(all)",
+                                                         "reason", "no question was asked"));
+        if (json_array_size(granted) > 0)
+                return CHECK_FAIL;
+        return json_array_size(unknown) > 0 ? CHECK_UNKNOWN : CHECK_PASS;
+}
+
+/* The agent's API credentials (docs/probe.md, "RBAC"): no token found
+ * passes; every token found must be unable to do any of rbac_permissions. */
+static void check_credentials(report_t *r, const observation_t *o)
+{
+        const char *name = "credentials.service_account_token";
+        const char *source = "the service account's directory, kubelet volumes, environment; "
+                             "SelfSubjectReview and SelfSubjectAccessReview";
+        json_t *expected = json_string(
+            "no token, or none that may exec, attach or port-forward into the pod, add "
+            "ephemeral containers, create or update pods or pod-creating workloads, mint "
+            "service-account tokens, impersonate, bind or escalate roles, or proxy to nodes");
+        const creds_observation_t *c = &o->creds;
+        if (!c->observed) {
+                add(r, name, true, CHECK_UNKNOWN, json_string("not looked for"), expected, source);
+                return;
+        }
+        json_t *tokens = json_array();
+        check_status_t worst = CHECK_PASS;
+        for (size_t i = 0; i < c->ntokens; i++) {
+                const creds_token_t *t = &c->tokens[i];
+                json_t *obj = json_pack("{s:s, s:b, s:s}", "source", t->source, "standard",
+                                        t->standard, "ca", t->ca_source);
+                check_status_t s = obj ? judge_token(t, obj) : CHECK_UNKNOWN;
+                json_object_set_new(obj, "status", json_string(status_name(s)));
+                json_array_append_new(tokens, obj);
+                if (s < worst) /* fail < unknown < pass */
+                        worst = s;
+        }
+        if (c->search_error[0] && worst == CHECK_PASS)
+                worst = CHECK_UNKNOWN;
+        json_t *observed = json_pack("{s:b, s:i, s:o}", "standard_token_mounted",
+                                     c->standard_mounted, "volumes_searched",
+                                     (json_int_t)c->volumes_searched, "tokens", tokens);
+        if (observed && c->search_error[0])
+                json_object_set_new(observed, "search_error", json_string(c->search_error));
+        add(r, name, true, worst, observed, expected, source);
+}
+
 json_t *checks_run(const hg_config_t *cfg, shape_role_t role, const observation_t *o,
                    report_result_t *ret_result)
 {
@@ -361,6 +479,8 @@ json_t *checks_run(const hg_config_t *cfg, shape_role_t role, const observation_
         check_mounts(&r, cfg, role, o);
         check_processes(&r, o);
         check_runtime(&r, o);
+        if (role == SHAPE_ROLE_AGENT)
+                check_credentials(&r, o);
         report_result_t result = r.failed    ? REPORT_FAIL
                                  : r.unknown ? REPORT_INCONCLUSIVE
                                              : REPORT_PASS;

@@ -135,6 +135,9 @@ static int cmd_check(int argc, char **argv)
                 return EXIT_USAGE;
         observation_t o;
         observe_all(&o);
+        /* The agent's credentials: the only check that asks the API server. */
+        if (role == SHAPE_ROLE_AGENT)
+                creds_observe(o.mounts_known ? &o.mounts : NULL, &o.creds);
         report_result_t result = REPORT_FAIL;
         _cleanup_json_ json_t *report = checks_run(&cfg, role, &o, &result);
         observe_free(&o);

@@ -281,4 +281,5 @@ void observe_all(observation_t *o)
 void observe_free(observation_t *o)
 {
         mountinfo_free(&o->mounts);
+        creds_free(&o->creds);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "credentials.h"
 #include "mountinfo.h"
 #include "procstatus.h"
 
@@ -55,6 +56,9 @@ typedef struct observation {
         char uname_release[65];
         bool kernel_log_gvisor; /* the kernel log's banner names gVisor */
         bool kernel_log_known;
+        /* API tokens and what they may do: only for the agent's report,
+         * filled by creds_observe (it talks to the API server) */
+        creds_observation_t creds;
 } observation_t;
 
 /* Reads everything; never fails as a whole (unknowns are recorded). */
