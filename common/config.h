@@ -38,6 +38,11 @@ typedef struct hg_config {
         char *ctl_path;
         char *ctl_size_limit;
 
+        /* the doors after CREATE (webhook/guard.c): who may exec or attach
+         * into hangar-driver and port-forward to an injected pod */
+        strlist_t guard_driver_users;
+        strlist_t guard_driver_groups;
+
         /* the webhook's server */
         char *listen_address;
         uint32_t port;
@@ -55,9 +60,10 @@ typedef struct hg_config {
          * keeps its CA and pair in a Secret and patches caBundle itself) */
         char *tls_mode;
         char *tls_secret_name;
-        char *tls_secret_namespace; /* "" = the pod's namespace */
-        char *tls_webhook_config;   /* "" = do not patch a caBundle */
-        char *tls_service_name;     /* "" = no Service DNS names */
+        char *tls_secret_namespace;  /* "" = the pod's namespace */
+        char *tls_webhook_config;    /* "" = do not patch a caBundle */
+        char *tls_validating_config; /* "" = no ValidatingWebhookConfiguration to patch */
+        char *tls_service_name;      /* "" = no Service DNS names */
         strlist_t tls_dns_names;
         strlist_t tls_ip_addresses;
         uint32_t tls_leaf_days;

@@ -7,6 +7,7 @@
 
 #include "base64.h"
 #include "cleanup.h"
+#include "guard.h"
 #include "jsondump.h"
 #include "jsonparse.h"
 #include "jsonx.h"
@@ -272,6 +273,63 @@ int admission_handle(const hg_config_t *cfg, const char *body, size_t len, char 
                      admission_outcome_t *o, hg_error_t *err)
 {
         return admission_review(cfg, NULL, ADMISSION_READ_WHOLE, body, len, ret_body, o, err);
+}
+
+/* Reads what the guard decides on from a decoded request: all optional in
+ * the review's schema, but a present member of the wrong type is malformed. */
+static int decode_guarded(json_t *request, guard_request_t *g, hg_error_t *err)
+{
+        json_t *resource = NULL, *user = NULL;
+        g->subresource = "";
+        if (jsonx_member(request, "resource", JSON_OBJECT, &resource) == -EINVAL ||
+            jsonx_member(request, "userInfo", JSON_OBJECT, &user) == -EINVAL ||
+            jsonx_string(resource, "resource", &g->resource) == -EINVAL ||
+            jsonx_string(request, "subResource", &g->subresource) == -EINVAL ||
+            jsonx_string(user, "username", &g->username) == -EINVAL ||
+            jsonx_member(user, "groups", JSON_ARRAY, &g->groups) == -EINVAL)
+                return error_set(err, -EINVAL,
+                                 "request.resource, subResource and userInfo must have their "
+                                 "documented types");
+        size_t i;
+        json_t *group;
+        json_array_foreach (g->groups, i, group)
+                if (!json_is_string(group))
+                        return error_set(err, -EINVAL,
+                                         "request.userInfo.groups[%zu] is not a string", i);
+        g->object = json_object_get(request, "object");
+        g->old_object = json_object_get(request, "oldObject");
+        return 0;
+}
+
+int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
+                       admission_pod_lookup_fn lookup, void *lookup_ctx, char **ret_body,
+                       admission_outcome_t *o, hg_error_t *err)
+{
+        memset(o, 0, sizeof(*o));
+        int r = jsonparse_load_projected(body, len, JSONX_MAX_DEPTH, NULL, &o->review, err);
+        if (r < 0)
+                return r;
+        json_t *request = NULL;
+        const char *api = NULL;
+        r = decode(o->review, o, &request, &api, err);
+        if (r < 0)
+                return r;
+        guard_request_t g = {.operation = o->operation};
+        r = decode_guarded(request, &g, err);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_t *pod = NULL;
+        hg_error_t lookup_err = {0};
+        if (guard_needs_pod(g.operation, g.subresource)) {
+                if (!lookup || !o->namespace || !o->name)
+                        (void)error_set(&lookup_err, -ENOENT, "no way to read the pod");
+                else if (lookup(lookup_ctx, o->namespace, o->name, &pod, &lookup_err) < 0)
+                        pod = NULL;
+                g.pod = pod;
+                g.pod_error = lookup_err.message;
+        }
+        guard_decide(cfg, &g, &o->result);
+        return encode(api, o, ret_body);
 }
 
 json_t *admission_wrap_pod(json_t *pod, const char *uid)

@@ -56,5 +56,18 @@ int admission_handle(const hg_config_t *cfg, const char *body, size_t len, char 
                      admission_outcome_t *outcome, hg_error_t *err);
 void admission_outcome_free(admission_outcome_t *o);
 
+/* Reads the pod namespace/name as stored (for a port-forward's decision):
+ * 0 with *ret_pod (owned), or <0 with err saying why. */
+typedef int (*admission_pod_lookup_fn)(void *ctx, const char *ns, const char *name,
+                                       json_t **ret_pod, hg_error_t *err);
+
+/* The validating side (/validate): the doors after CREATE, decided by
+ * guard.c on the whole review. lookup (may be NULL: then a port-forward is
+ * refused as undecidable) reads the pod a CONNECT names. Never a patch.
+ * Returns as admission_review does. */
+int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
+                       admission_pod_lookup_fn lookup, void *lookup_ctx, char **ret_body,
+                       admission_outcome_t *outcome, hg_error_t *err);
+
 /* Wraps a pod in a v1 CREATE AdmissionReview (for `inject` and tests). */
 json_t *admission_wrap_pod(json_t *pod, const char *uid);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "jsonarena.h"
 #include "jsondump.h"
 #include "jsonx.h"
+#include "k8sclient.h"
 #include "log.h"
 #include "metrics.h"
 #include "selfcert.h"
@@ -40,6 +42,7 @@
 static const char usage_text[] =
     "usage: hangar-webhook [serve] [--config FILE]\n"
     "       hangar-webhook review [--config FILE]        < admission-review.json\n"
+    "       hangar-webhook review --validate [--pod POD.json] [--config FILE] < review.json\n"
     "       hangar-webhook inject -f MANIFEST.(json|yaml)|- [--config FILE]\n"
     "       hangar-webhook certs --out-dir DIR [--service NAME --namespace NS]\n"
     "                            [--dns NAME]... [--ip ADDR]... [--days N] [--ca-days N]\n"
@@ -226,11 +229,55 @@ static int cmd_serve(int argc, char **argv)
         return EXIT_SUCCESS;
 }
 
+/* `review --validate --pod FILE`: the stored pod a port-forward names comes
+ * from a file instead of the API. */
+static int lookup_pod_file(void *ctx, const char *ns, const char *name, json_t **ret_pod,
+                           hg_error_t *err)
+{
+        const char *path = ctx;
+        if (!path)
+                return error_set(err, -ENOENT, "no --pod file given to read pod %s/%s", ns, name);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r = file_read_bounded(path, K8S_MAX_RESPONSE_BYTES, &text, &len);
+        if (r < 0)
+                return error_set(err, r, "cannot read %s: %s", path, strerror(-r));
+        return jsonx_load(text, len, JSONX_MAX_DEPTH, ret_pod, err);
+}
+
 static int cmd_review(int argc, char **argv)
 {
-        const char *config_path = NULL;
-        if (parse_config_only(argc, argv, &config_path) < 0)
+        const char *config_path = NULL, *pod_path = NULL;
+        bool validate = false;
+        static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"validate", no_argument, NULL, 'V'},
+                                             {"pod", required_argument, NULL, 'p'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+        int c;
+        while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 'V':
+                        validate = true;
+                        break;
+                case 'p':
+                        pod_path = optarg;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        return EXIT_SUCCESS;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind != argc || (pod_path && !validate)) {
+                fputs(usage_text, stderr);
                 return EXIT_USAGE;
+        }
         hg_config_t cfg;
         if (load_config("review", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
@@ -244,8 +291,14 @@ static int cmd_review(int argc, char **argv)
         }
         admission_outcome_t o;
         hg_error_t err = {0};
-        /* The server's path: only what the decision reads is built. */
-        r = admission_review(&cfg, NULL, ADMISSION_READ_PROJECTED, body, len, &response, &o, &err);
+        /* The server's paths: /validate, or /mutate where only what the
+         * decision reads is built. */
+        if (validate)
+                r = admission_validate(&cfg, body, len, lookup_pod_file, (void *)pod_path,
+                                       &response, &o, &err);
+        else
+                r = admission_review(&cfg, NULL, ADMISSION_READ_PROJECTED, body, len, &response, &o,
+                                     &err);
         admission_outcome_free(&o);
         config_free(&cfg);
         if (r < 0)

@@ -38,6 +38,7 @@ static const struct {
     [REASON_EPHEMERAL_CONTAINER] = {"ephemeral-container", DECISION_DENY},
     [REASON_DRIVER_CHANGED] = {"driver-changed", DECISION_DENY},
     [REASON_HANGAR_METADATA] = {"hangar-metadata", DECISION_DENY},
+    [REASON_UNKNOWN_DOOR] = {"unknown-door", DECISION_DENY},
 };
 
 const char *mutate_reason_name(mutate_reason_t reason)

@@ -43,6 +43,7 @@ typedef enum mutate_reason {
         REASON_EPHEMERAL_CONTAINER, /* an ephemeral container breaking the split */
         REASON_DRIVER_CHANGED,      /* UPDATE changing hangar-driver or the image it runs */
         REASON_HANGAR_METADATA,     /* UPDATE changing hangar's annotations or selector label */
+        REASON_UNKNOWN_DOOR,        /* a CONNECT subresource this webhook does not know */
         REASON_COUNT,
 } mutate_reason_t;
 

@@ -39,6 +39,7 @@ struct selfcert {
         /* Sized for the longest names Kubernetes allows (63 + 253 + the rest). */
         char secret_path[384];
         char webhook_path[384];
+        char validating_path[384]; /* "" when there is none to patch */
         /* The certificate's names: Service names, then tls.dnsNames. */
         char service_names[4][320];
         const char *dns[MAX_NAMES];
@@ -95,8 +96,13 @@ int selfcert_new(const hg_config_t *cfg, selfcert_t **ret, hg_error_t *err)
         int w2 = snprintf(sc->webhook_path, sizeof(sc->webhook_path),
                           "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/%s",
                           cfg->tls_webhook_config);
+        int w3 =
+            snprintf(sc->validating_path, sizeof(sc->validating_path),
+                     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/%s",
+                     cfg->tls_validating_config);
         if (w < 0 || (size_t)w >= sizeof(sc->secret_path) || w2 < 0 ||
-            (size_t)w2 >= sizeof(sc->webhook_path)) {
+            (size_t)w2 >= sizeof(sc->webhook_path) || w3 < 0 ||
+            (size_t)w3 >= sizeof(sc->validating_path)) {
                 selfcert_free(sc);
                 return error_set(err, -ENAMETOOLONG,
                                  "tls.secretName or tls.webhookConfigName "
@@ -104,6 +110,8 @@ int selfcert_new(const hg_config_t *cfg, selfcert_t **ret, hg_error_t *err)
         }
         if (!cfg->tls_webhook_config[0])
                 sc->webhook_path[0] = '\0'; /* nothing to patch */
+        if (!cfg->tls_validating_config[0])
+                sc->validating_path[0] = '\0';
         size_t nd = 0;
         if (cfg->tls_service_name[0]) {
                 static const char *const suffixes[] = {"", ".svc", ".svc.cluster.local"};
@@ -388,19 +396,19 @@ static int write_if_changed(const char *path, const char *data, mode_t mode, hg_
         return 1;
 }
 
-/* Points every webhook of the configuration at our CA, guarded by the
- * configuration's resourceVersion. */
-static int patch_ca_bundle(selfcert_t *sc, const char *ca_pem, hg_error_t *err)
+/* Points every webhook of the configuration at path (kind, name: for
+ * messages) at our CA, guarded by the configuration's resourceVersion. */
+static int patch_ca_bundle(selfcert_t *sc, const char *path_of_config, const char *kind,
+                           const char *name, const char *ca_pem, hg_error_t *err)
 {
         long status;
         _cleanup_json_ json_t *mwc = NULL;
-        int r = k8s_request(sc->k8s, "GET", sc->webhook_path, NULL, NULL, &status, &mwc, err);
+        int r = k8s_request(sc->k8s, "GET", path_of_config, NULL, NULL, &status, &mwc, err);
         if (r < 0)
                 return r;
         char buf[32];
         if (status != 200)
-                return error_set(err, -EIO, "reading MutatingWebhookConfiguration %s: %s",
-                                 sc->cfg->tls_webhook_config,
+                return error_set(err, -EIO, "reading %s %s: %s", kind, name,
                                  k8s_status_message(mwc, status, buf, sizeof(buf)));
         _cleanup_free_ char *bundle = base64_encode(ca_pem, strlen(ca_pem));
         const char *rv;
@@ -427,16 +435,15 @@ static int patch_ca_bundle(selfcert_t *sc, const char *ca_pem, hg_error_t *err)
                 return 0; /* every webhook already trusts our CA */
         _cleanup_free_ char *body = jsondump(ops);
         _cleanup_json_ json_t *answer = NULL;
-        r = k8s_request(sc->k8s, "PATCH", sc->webhook_path, "application/json-patch+json", body,
+        r = k8s_request(sc->k8s, "PATCH", path_of_config, "application/json-patch+json", body,
                         &status, &answer, err);
         if (r < 0)
                 return r;
         if (status != 200)
-                return error_set(err, -EIO, "patching the caBundle of %s: %s",
-                                 sc->cfg->tls_webhook_config,
+                return error_set(err, -EIO, "patching the caBundle of %s %s: %s", kind, name,
                                  k8s_status_message(answer, status, buf, sizeof(buf)));
         log_event(LOG_LEVEL_INFO, "caBundle updated",
-                  json_pack("{s:s, s:I}", "webhookConfiguration", sc->cfg->tls_webhook_config,
+                  json_pack("{s:s, s:s, s:I}", "kind", kind, "webhookConfiguration", name,
                             "webhooks", (json_int_t)(json_array_size(ops) - 1)));
         return 0;
 }
@@ -452,11 +459,18 @@ int selfcert_sync(selfcert_t *sc, hg_error_t *err)
         int changed_cert =
             changed < 0 ? changed : write_if_changed(sc->cfg->cert_file, p.leaf.cert, 0644, err);
         r = changed < 0 ? changed : changed_cert;
-        if (r >= 0 && sc->webhook_path[0]) {
+        if (r >= 0 && (sc->webhook_path[0] || sc->validating_path[0])) {
                 /* What the API server trusts: the signing CA, and during a
                  * rotation the next or the previous one. */
                 _cleanup_free_ char *bundle = carotation_bundle(&p.cas);
-                int pr = bundle ? patch_ca_bundle(sc, bundle, err) : -ENOMEM;
+                int pr = bundle ? 0 : -ENOMEM;
+                if (pr == 0 && sc->webhook_path[0])
+                        pr = patch_ca_bundle(sc, sc->webhook_path, "MutatingWebhookConfiguration",
+                                             sc->cfg->tls_webhook_config, bundle, err);
+                if (pr == 0 && sc->validating_path[0])
+                        pr = patch_ca_bundle(sc, sc->validating_path,
+                                             "ValidatingWebhookConfiguration",
+                                             sc->cfg->tls_validating_config, bundle, err);
                 if (pr < 0)
                         r = pr;
         }

@@ -20,6 +20,7 @@
 #include "cleanup.h"
 #include "jsonarena.h"
 #include "jsondump.h"
+#include "k8sclient.h"
 #include "log.h"
 #include "metrics.h"
 #include "shape.h"
@@ -52,6 +53,7 @@ static listener_t tls_listener, health_listener;
 
 typedef enum route {
         ROUTE_MUTATE,
+        ROUTE_VALIDATE,
         ROUTE_HEALTHZ,
         ROUTE_READYZ,
         ROUTE_METRICS,
@@ -127,6 +129,7 @@ static route_t route_of(const listener_t *l, const char *method, const char *url
                 bool needs_mutate_listener;
         } routes[] = {
             {"/mutate", MHD_HTTP_METHOD_POST, ROUTE_MUTATE, true},
+            {"/validate", MHD_HTTP_METHOD_POST, ROUTE_VALIDATE, true},
             {"/healthz", MHD_HTTP_METHOD_GET, ROUTE_HEALTHZ, false},
             {"/readyz", MHD_HTTP_METHOD_GET, ROUTE_READYZ, false},
             {"/metrics", MHD_HTTP_METHOD_GET, ROUTE_METRICS, false},
@@ -162,14 +165,19 @@ static void refuse(request_t *req, unsigned status, metrics_error_t kind, const 
         metrics_record_error(kind);
 }
 
-/* First callback of a /mutate request: headers only. */
 /* How much of a refused request's body is read and thrown away. */
 static uint64_t drain_limit(const server_t *s)
 {
         return 2 * s->cfg->max_body_bytes;
 }
 
-static void check_mutate_headers(const server_t *s, struct MHD_Connection *conn, request_t *req)
+static bool is_review_route(route_t route)
+{
+        return route == ROUTE_MUTATE || route == ROUTE_VALIDATE;
+}
+
+/* First callback of a /mutate or /validate request: headers only. */
+static void check_review_headers(const server_t *s, struct MHD_Connection *conn, request_t *req)
 {
         const char *ct =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -254,6 +262,39 @@ static void uncork(request_t *req)
         req->corked_fd = -1;
 }
 
+/* The pod a port-forward names, read through the API with the webhook's
+ * own credentials (a client per lookup: port-forwards are rare, and the
+ * client is one request at a time). */
+static int lookup_pod(void *ctx, const char *ns, const char *name, json_t **ret_pod,
+                      hg_error_t *err)
+{
+        const hg_config_t *cfg = ctx;
+        k8s_client_t *k8s = NULL;
+        int r = k8s_client_new(cfg->kubeconfig, &k8s, err);
+        if (r < 0)
+                return r;
+        char path[400];
+        int w = snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+        long status = 0;
+        json_t *pod = NULL;
+        if (w < 0 || (size_t)w >= sizeof(path))
+                r = error_set(err, -ENAMETOOLONG, "pod name too long");
+        else
+                r = k8s_request(k8s, "GET", path, NULL, NULL, &status, &pod, err);
+        k8s_client_free(k8s);
+        if (r < 0)
+                return r;
+        if (status != 200 || !json_is_object(pod)) {
+                char buf[32];
+                r = error_set(err, -EIO, "reading pod %s/%s: %s", ns, name,
+                              k8s_status_message(pod, status, buf, sizeof(buf)));
+                json_decref(pod);
+                return r;
+        }
+        *ret_pod = pod;
+        return 0;
+}
+
 static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *conn, request_t *req)
 {
         admission_outcome_t o;
@@ -262,8 +303,12 @@ static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *c
         /* Every jansson value of this review lives in the thread's arena and
          * is gone at jsonarena_end(); only the malloc'd answer leaves. */
         jsonarena_begin();
-        int r = admission_review(s->cfg, s->values, ADMISSION_READ_PROJECTED,
-                                 req->body ? req->body : "", req->len, &response, &o, &err);
+        const char *body = req->body ? req->body : "";
+        int r = req->route == ROUTE_VALIDATE
+                    ? admission_validate(s->cfg, body, req->len, lookup_pod, (void *)s->cfg,
+                                         &response, &o, &err)
+                    : admission_review(s->cfg, s->values, ADMISSION_READ_PROJECTED, body, req->len,
+                                       &response, &o, &err);
         double secs = seconds_since(&req->started);
         enum MHD_Result ret;
         if (r == -EINVAL) {
@@ -328,8 +373,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 req->corked_fd = -1;
                 clock_gettime(CLOCK_MONOTONIC, &req->started);
                 req->route = route_of(l, method, url);
-                if (req->route == ROUTE_MUTATE)
-                        check_mutate_headers(s, conn, req);
+                if (is_review_route(req->route))
+                        check_review_headers(s, conn, req);
                 *con_cls = req;
                 /* Unknown paths, and a refusal whose body is too large to
                  * drain, are answered now: MHD then closes the connection
@@ -342,7 +387,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return send_error(conn, req->refuse_status, req->refuse_message);
                 return MHD_YES;
         }
-        if (req->route != ROUTE_MUTATE) {
+        if (!is_review_route(req->route)) {
                 *upload_data_size = 0; /* a body on GET is ignored */
                 return answer_simple(s, conn, req->route);
         }

@@ -59,6 +59,54 @@ app.kubernetes.io/part-of: hangar
 {{- include "hangar-webhook.fullname" . }}
 {{- end }}
 
+{{/* The namespaces both webhook configurations see: never kube-system, never
+the release's own, never webhook.excludeNamespaces, and only those the extra
+selector picks. */}}
+{{- define "hangar-webhook.namespaceSelector" -}}
+{{- $v := .Values }}
+{{- $excluded := concat (list "kube-system" .Release.Namespace) $v.webhook.excludeNamespaces | uniq -}}
+{{- with $v.webhook.namespaceSelector.matchLabels }}
+matchLabels:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values:
+      {{- toYaml $excluded | nindent 6 }}
+  {{- with $v.webhook.namespaceSelector.matchExpressions }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+
+{{/* URL mode: the validating endpoint (guard.url, else webhook.url with its
+/mutate path replaced by /validate). */}}
+{{- define "hangar-webhook.validateUrl" -}}
+{{- if .Values.guard.url }}
+{{- .Values.guard.url }}
+{{- else }}
+{{- printf "%s/validate" (trimSuffix "/" (trimSuffix "/mutate" .Values.webhook.url)) }}
+{{- end }}
+{{- end }}
+
+{{/* clientConfig of the doors' webhooks: /validate beside /mutate. */}}
+{{- define "hangar-webhook.guardClientConfig" -}}
+{{- $v := .Values -}}
+{{- if include "hangar-webhook.urlMode" . }}
+url: {{ include "hangar-webhook.validateUrl" . | quote }}
+caBundle: {{ $v.webhook.caBundle | quote }}
+{{- else }}
+service:
+  name: {{ include "hangar-webhook.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  path: /validate
+  port: {{ $v.service.port }}
+{{- if eq $v.certificates.mode "provided" }}
+caBundle: {{ $v.certificates.provided.caBundle | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The Secret the serving certificate lives in, per certificate mode. */}}
 {{- define "hangar-webhook.tlsSecretName" -}}
 {{- $c := .Values.certificates }}
@@ -179,6 +227,9 @@ driver:
     limits:
       cpu: {{ $v.driver.resources.limits.cpu | toJson }}
       memory: {{ $v.driver.resources.limits.memory | toJson }}
+guard:
+  driverUsers: {{ $v.guard.driverUsers | toJson }}
+  driverGroups: {{ $v.guard.driverGroups | toJson }}
 volumes:
   home:
     mountPath: {{ $v.volumes.home.mountPath | toJson }}
@@ -202,6 +253,9 @@ tls:
   mode: selfManaged
   secretName: {{ include "hangar-webhook.tlsSecretName" . | toJson }}
   webhookConfigName: {{ include "hangar-webhook.webhookConfigName" . | toJson }}
+  {{- if $v.guard.enabled }}
+  validatingWebhookConfigName: {{ include "hangar-webhook.webhookConfigName" . | toJson }}
+  {{- end }}
   serviceName: {{ include "hangar-webhook.fullname" . | toJson }}
   dnsNames: {{ $s.dnsNames | toJson }}
   ipAddresses: {{ $s.ipAddresses | toJson }}

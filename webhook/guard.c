@@ -1,0 +1,354 @@
+#include "guard.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonx.h"
+#include "shape.h"
+
+/* Every list a container can be in: the driver is in containers (or in
+ * initContainers as a native sidecar), ephemeral containers are added later. */
+static const char *const container_lists[] = {"containers", "initContainers",
+                                              "ephemeralContainers"};
+
+static json_t *pod_spec(json_t *pod)
+{
+        return json_object_get(pod, "spec");
+}
+
+static const char *string_member(json_t *obj, const char *key)
+{
+        const char *v = NULL;
+        return jsonx_string(obj, key, &v) == 0 ? v : NULL;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+        return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The container called name in the pod's regular or init containers. */
+static json_t *find_container(json_t *pod, const char *name)
+{
+        for (size_t l = 0; l < 2; l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(pod_spec(pod), container_lists[l]), i, c) {
+                        const char *n = string_member(c, "name");
+                        if (n && strcmp(n, name) == 0)
+                                return c;
+                }
+        }
+        return NULL;
+}
+
+bool guard_pod_is_injected(json_t *pod)
+{
+        json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
+        return same_string(string_member(annotations, SHAPE_ANNOTATION_STATUS),
+                           SHAPE_STATUS_INJECTED) ||
+               find_container(pod, SHAPE_DRIVER_CONTAINER) != NULL;
+}
+
+bool guard_needs_pod(const char *operation, const char *subresource)
+{
+        return same_string(operation, "CONNECT") && same_string(subresource, "portforward");
+}
+
+static bool in_list(const strlist_t *l, const char *s)
+{
+        for (size_t i = 0; s && i < l->n; i++)
+                if (strcmp(l->items[i], s) == 0)
+                        return true;
+        return false;
+}
+
+/* Is the requester one of the identities the admin named (guard.*)? */
+static bool is_listed(const hg_config_t *cfg, const guard_request_t *req)
+{
+        if (in_list(&cfg->guard_driver_users, req->username))
+                return true;
+        size_t i;
+        json_t *g;
+        json_array_foreach (req->groups, i, g)
+                if (in_list(&cfg->guard_driver_groups, json_string_value(g)))
+                        return true;
+        return false;
+}
+
+static const char *who(const guard_request_t *req)
+{
+        return req->username && req->username[0] ? req->username : "an unnamed user";
+}
+
+/* CONNECT exec and attach name their container in the options object. An
+ * empty name is left to the API server, which refuses it for any pod with
+ * more than one container, as every injected pod is. */
+static void decide_exec(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+{
+        const char *container = string_member(req->object, "container");
+        if (!container || strcmp(container, SHAPE_DRIVER_CONTAINER) != 0) {
+                mutate_result_set(ret, REASON_NOT_GUARDED, "%s into container \"%s\"",
+                                  req->subresource, container ? container : "");
+                return;
+        }
+        if (is_listed(cfg, req)) {
+                mutate_result_set(ret, REASON_LISTED_IDENTITY, "%s into %s by listed identity %s",
+                                  req->subresource, SHAPE_DRIVER_CONTAINER, who(req));
+                return;
+        }
+        mutate_result_set(ret, REASON_DRIVER_EXEC,
+                          "%s into %s is reserved for the identities in guard.driverUsers and "
+                          "guard.driverGroups; %s is not one of them",
+                          req->subresource, SHAPE_DRIVER_CONTAINER, who(req));
+}
+
+/* A port-forward reaches the pod's loopback, where the driver listens. */
+static void decide_port_forward(const hg_config_t *cfg, const guard_request_t *req,
+                                mutate_result_t *ret)
+{
+        if (!req->pod) {
+                mutate_result_set(ret, REASON_POD_UNKNOWN,
+                                  "port-forward refused: cannot tell whether the pod carries "
+                                  "hangar's sidecar (%s)",
+                                  req->pod_error ? req->pod_error : "the pod was not read");
+                return;
+        }
+        if (!guard_pod_is_injected(req->pod)) {
+                mutate_result_set(ret, REASON_NOT_GUARDED, "port-forward to a pod without %s",
+                                  SHAPE_DRIVER_CONTAINER);
+                return;
+        }
+        if (is_listed(cfg, req)) {
+                mutate_result_set(ret, REASON_LISTED_IDENTITY,
+                                  "port-forward to an injected pod by listed identity %s",
+                                  who(req));
+                return;
+        }
+        mutate_result_set(ret, REASON_PORT_FORWARD,
+                          "port-forward to a pod with %s reaches its loopback, where the driver "
+                          "listens; it is reserved for the identities in guard.driverUsers and "
+                          "guard.driverGroups, and %s is not one of them",
+                          SHAPE_DRIVER_CONTAINER, who(req));
+}
+
+static bool has_ephemeral_named(json_t *pod, const char *name)
+{
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(pod_spec(pod), "ephemeralContainers"), i, c)
+                if (same_string(string_member(c, "name"), name))
+                        return true;
+        return false;
+}
+
+/* The uid a container runs as when the spec says it: its own runAsUser,
+ * else the pod's. -1 when neither says (the image's USER decides, which the
+ * API server cannot see). */
+static json_int_t effective_id(json_t *pod, json_t *c, const char *key)
+{
+        json_t *v = json_object_get(json_object_get(c, "securityContext"), key);
+        if (!v)
+                v = json_object_get(json_object_get(pod_spec(pod), "securityContext"), key);
+        return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+/* Why ephemeral container c would break the split, written into why; false
+ * when it keeps to the rules. */
+static bool ephemeral_breaks_split(const hg_config_t *cfg, json_t *pod, json_t *c, char *why,
+                                   size_t size)
+{
+        if (!json_is_object(c)) {
+                (void)snprintf(why, size, "is not an object");
+                return true;
+        }
+        if (same_string(string_member(c, "targetContainerName"), SHAPE_DRIVER_CONTAINER)) {
+                (void)snprintf(why, size, "targets %s (it would join its PID namespace)",
+                               SHAPE_DRIVER_CONTAINER);
+                return true;
+        }
+        size_t i;
+        json_t *m;
+        json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
+                const char *name = string_member(m, "name");
+                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                        if (same_string(name, shape_volume_name(v))) {
+                                (void)snprintf(why, size, "mounts %s, which only %s may",
+                                               shape_volume_name(v), SHAPE_DRIVER_CONTAINER);
+                                return true;
+                        }
+        }
+        json_t *sc = json_object_get(c, "securityContext");
+        if (json_is_true(json_object_get(sc, "privileged"))) {
+                (void)snprintf(why, size, "is privileged");
+                return true;
+        }
+        if (json_array_size(json_object_get(json_object_get(sc, "capabilities"), "add")) > 0) {
+                (void)snprintf(why, size, "adds capabilities");
+                return true;
+        }
+        const char *proc_mount = string_member(sc, "procMount");
+        if (proc_mount && strcmp(proc_mount, "Default") != 0) {
+                (void)snprintf(why, size, "asks for procMount %s", proc_mount);
+                return true;
+        }
+        /* Without no_new_privs a setuid binary in the image makes it root,
+         * with the runtime's default capabilities (NET_RAW among them: the
+         * pod's loopback, where the relay's token travels, can be read). */
+        if (!json_is_false(json_object_get(sc, "allowPrivilegeEscalation"))) {
+                (void)snprintf(why, size,
+                               "does not set securityContext.allowPrivilegeEscalation: false");
+                return true;
+        }
+        json_int_t uid = effective_id(pod, c, "runAsUser");
+        if (uid < 0) {
+                (void)snprintf(why, size,
+                               "sets no runAsUser (neither it nor the pod), so the image "
+                               "decides, and it may be root or the driver's uid");
+                return true;
+        }
+        if (uid == 0 || uid == (json_int_t)cfg->driver_uid) {
+                (void)snprintf(why, size, "runs as uid %lld (%s)", (long long)uid,
+                               uid == 0 ? "root" : "the driver's");
+                return true;
+        }
+        if (effective_id(pod, c, "runAsGroup") == (json_int_t)cfg->driver_gid) {
+                (void)snprintf(why, size, "runs as the driver's gid %u", cfg->driver_gid);
+                return true;
+        }
+        return false;
+}
+
+/* UPDATE pods/ephemeralcontainers: each container the update adds. (Ones
+ * already there cannot change; they were judged when added.) */
+static void decide_ephemeral(const hg_config_t *cfg, const guard_request_t *req,
+                             mutate_result_t *ret)
+{
+        if (!guard_pod_is_injected(req->old_object) && !guard_pod_is_injected(req->object)) {
+                mutate_result_set(ret, REASON_NOT_GUARDED,
+                                  "ephemeral containers of a pod without %s",
+                                  SHAPE_DRIVER_CONTAINER);
+                return;
+        }
+        json_t *list = json_object_get(pod_spec(req->object), "ephemeralContainers");
+        if (list && !json_is_array(list)) {
+                mutate_result_set(ret, REASON_INVALID_POD,
+                                  "invalid pod: spec.ephemeralContainers is not an array");
+                return;
+        }
+        size_t i;
+        json_t *c;
+        json_array_foreach (list, i, c) {
+                const char *name = string_member(c, "name");
+                if (name && has_ephemeral_named(req->old_object, name))
+                        continue;
+                char why[256];
+                if (ephemeral_breaks_split(cfg, req->object, c, why, sizeof(why))) {
+                        mutate_result_set(ret, REASON_EPHEMERAL_CONTAINER,
+                                          "ephemeral container \"%s\" %s; a pod with %s takes "
+                                          "only ephemeral containers that keep out of its split",
+                                          name ? name : "", why, SHAPE_DRIVER_CONTAINER);
+                        return;
+                }
+        }
+        mutate_result_set(ret, REASON_NOT_GUARDED,
+                          "ephemeral containers keep out of %s's uid, volumes and PID namespace",
+                          SHAPE_DRIVER_CONTAINER);
+}
+
+static const char *annotation_of(json_t *pod, const char *key)
+{
+        return string_member(json_object_get(json_object_get(pod, "metadata"), "annotations"), key);
+}
+
+static const char *label_of(json_t *pod, const char *key)
+{
+        return string_member(json_object_get(json_object_get(pod, "metadata"), "labels"), key);
+}
+
+/* The pod members an UPDATE (or resize) must leave alone: NULL when none
+ * changed, else what did, for the message. */
+static const char *changed_member(const hg_config_t *cfg, json_t *old, json_t *new,
+                                  mutate_reason_t *ret_reason)
+{
+        static const char *const annotations[] = {SHAPE_ANNOTATION_STATUS, SHAPE_ANNOTATION_REASON};
+        *ret_reason = REASON_HANGAR_METADATA;
+        /* Forging or clearing the record is refused on every pod. */
+        for (size_t i = 0; i < sizeof(annotations) / sizeof(annotations[0]); i++)
+                if (!same_string(annotation_of(old, annotations[i]),
+                                 annotation_of(new, annotations[i])))
+                        return annotations[i];
+        if (!guard_pod_is_injected(old))
+                return NULL;
+        if (!same_string(label_of(old, cfg->selector_key), label_of(new, cfg->selector_key)))
+                return cfg->selector_key;
+        *ret_reason = REASON_DRIVER_CHANGED;
+        json_t *driver_old = find_container(old, SHAPE_DRIVER_CONTAINER);
+        json_t *driver_new = find_container(new, SHAPE_DRIVER_CONTAINER);
+        if (!driver_old || !driver_new || !json_equal(driver_old, driver_new))
+                return "container " SHAPE_DRIVER_CONTAINER;
+        /* The driver runs the agent's image: a new one would split them. */
+        if (!same_string(string_member(find_container(old, cfg->agent_container), "image"),
+                         string_member(find_container(new, cfg->agent_container), "image")))
+                return "the agent container's image";
+        return NULL;
+}
+
+static void decide_update(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+{
+        if (!json_is_object(req->old_object) || !json_is_object(req->object)) {
+                mutate_result_set(ret, REASON_INVALID_POD,
+                                  "invalid review: an UPDATE needs object and oldObject pods");
+                return;
+        }
+        mutate_reason_t reason;
+        const char *what = changed_member(cfg, req->old_object, req->object, &reason);
+        if (!what) {
+                mutate_result_set(ret, REASON_NOT_GUARDED, "%s%s%s leaves hangar's part alone",
+                                  req->operation, req->subresource[0] ? " pods/" : "",
+                                  req->subresource);
+                return;
+        }
+        mutate_result_set(ret, reason,
+                          "%s may not change %s of a pod hangar manages (%s's shape is fixed at "
+                          "creation; create a new pod instead)",
+                          who(req), what, SHAPE_DRIVER_CONTAINER);
+}
+
+void guard_decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        const char *op = req->operation ? req->operation : "";
+        const char *sub = req->subresource ? req->subresource : "";
+        guard_request_t r = *req;
+        r.subresource = sub;
+        if (!same_string(req->resource, "pods")) {
+                mutate_result_set(ret, REASON_NOT_GUARDED, "not a pod");
+                return;
+        }
+        if (strcmp(op, "CONNECT") == 0) {
+                if (strcmp(sub, "exec") == 0 || strcmp(sub, "attach") == 0)
+                        decide_exec(cfg, &r, ret);
+                else if (strcmp(sub, "portforward") == 0)
+                        decide_port_forward(cfg, &r, ret);
+                else if (strcmp(sub, "proxy") == 0)
+                        /* The API server's proxy reaches the pod's IP, not its
+                         * loopback: no more than any pod in the cluster can. */
+                        mutate_result_set(ret, REASON_NOT_GUARDED, "CONNECT pods/proxy");
+                else
+                        mutate_result_set(ret, REASON_UNKNOWN_DOOR,
+                                          "CONNECT pods/%s is not a door hangar knows; refused",
+                                          sub);
+                return;
+        }
+        if (strcmp(op, "UPDATE") == 0) {
+                if (strcmp(sub, "ephemeralcontainers") == 0)
+                        decide_ephemeral(cfg, &r, ret);
+                else if (sub[0] == '\0' || strcmp(sub, "resize") == 0)
+                        decide_update(cfg, &r, ret);
+                else
+                        mutate_result_set(ret, REASON_NOT_GUARDED, "UPDATE pods/%s", sub);
+                return;
+        }
+        mutate_result_set(ret, REASON_NOT_GUARDED, "operation %s", op);
+}
