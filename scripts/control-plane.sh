@@ -2,7 +2,7 @@
 # Runs a real Kubernetes control plane (etcd + kube-apiserver, no kubelet) on
 # loopback for tests. See docs/control-plane.md.
 #
-#   scripts/control-plane.sh start  DIR   start etcd + kube-apiserver, wait until ready
+#   scripts/control-plane.sh start  DIR [OPTION...]   start etcd + kube-apiserver, wait until ready
 #   scripts/control-plane.sh stop   DIR   stop both (TERM, then KILL), remove temp data
 #   scripts/control-plane.sh status DIR   show state; exit 0 only if both run and /readyz is ok
 #
@@ -13,6 +13,20 @@
 #   etcd.log, kube-apiserver.log
 # Binaries: $HANGAR_K8S_BIN if set, else built/cached by scripts/k8s-tools.sh.
 # Tunables: HANGAR_CP_START_TIMEOUT (s, default 120), HANGAR_CP_STOP_TIMEOUT (s, default 20).
+# start's options (for a cluster with nodes, as scripts/node.sh runs it; without
+# any, the API server is the test-only one above: loopback, no ServiceAccount
+# admission, RBAC only):
+#   --address IP        serve (bind and advertise) on IP instead of 127.0.0.1; IP joins
+#                       the serving cert's SANs and the kubeconfig; a non-loopback IP
+#                       keeps the lease endpoint reconciler (the kubernetes Service
+#                       gets IP as its endpoint)
+#   --port N            secure port N instead of a random free one
+#   --service-accounts  keep the ServiceAccount admission plugin on (a
+#                       kube-controller-manager must create the default accounts)
+#   --kubelets          for nodes: Node,RBAC authorization, NodeRestriction, a kubelet
+#                       client cert (pki/apiserver-kubelet-client.*, O=system:masters),
+#                       kubelet serving certs checked against pki/ca.crt, InternalIP first
+#   --apiserver-arg ARG one more kube-apiserver flag (repeatable)
 set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,7 +37,7 @@ log() { echo "control-plane: $*" >&2; }
 die() { echo "control-plane: error: $*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -82,7 +96,8 @@ pick_port() {
   for ((i = 0; i < 200; i++)); do
     port=$((10000 + (RANDOM * 32768 + RANDOM) % 22000))
     case " ${used_ports:-} " in *" $port "*) continue ;; esac
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null \
+       && { [ "$opt_address" = 127.0.0.1 ] || ! (exec 3<>"/dev/tcp/$opt_address/$port") 2>/dev/null; }; then
       used_ports="${used_ports:-} $port"
       echo "$port"
       return 0
@@ -125,11 +140,13 @@ gen_pki() {
       -addext "basicConstraints=critical,CA:TRUE" \
       -addext "keyUsage=critical,keyCertSign,cRLSign"
     openssl req "${ec[@]}" -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver"
-    cat >apiserver.ext <<'EOF'
+    local san="DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1"
+    [ "$opt_address" = 127.0.0.1 ] || san+=",IP:$opt_address"
+    cat >apiserver.ext <<EOF
 basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:10.0.0.1
+subjectAltName=$san
 EOF
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
       -days 365 -extfile apiserver.ext -out apiserver.crt
@@ -146,6 +163,13 @@ extendedKeyUsage=clientAuth
 EOF
     openssl x509 -req -in admin.csr -CA client-ca.crt -CAkey client-ca.key -CAcreateserial \
       -days 365 -extfile admin.ext -out admin.crt
+    if [ "$opt_kubelets" = 1 ]; then
+      # The API server's identity towards kubelets (exec, logs, port-forward).
+      openssl req "${ec[@]}" -keyout apiserver-kubelet-client.key -out apiserver-kubelet-client.csr \
+        -subj "/O=system:masters/CN=kube-apiserver-kubelet-client"
+      openssl x509 -req -in apiserver-kubelet-client.csr -CA client-ca.crt -CAkey client-ca.key \
+        -CAcreateserial -days 365 -extfile admin.ext -out apiserver-kubelet-client.crt
+    fi
     # Service-account token signing key pair.
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key
     openssl pkey -in sa.key -pubout -out sa.pub
@@ -268,12 +292,27 @@ cmd_start() {
   done
   log "etcd ready on 127.0.0.1:$etcd_port (pid $etcd_pid)"
 
-  # kube-apiserver.
+  # kube-apiserver: the fixed flags, then what the options add.
+  local -a api_opts=()
+  # v1.37's lease reconciler refuses a loopback advertise address (see docs/control-plane.md).
+  case "$opt_address" in 127.*) api_opts+=(--endpoint-reconciler-type none) ;; esac
+  if [ "$opt_kubelets" = 1 ]; then
+    api_opts+=(--authorization-mode "Node,RBAC"
+               --enable-admission-plugins NodeRestriction
+               --kubelet-client-certificate "$p/apiserver-kubelet-client.crt"
+               --kubelet-client-key "$p/apiserver-kubelet-client.key"
+               --kubelet-certificate-authority "$p/ca.crt"
+               --kubelet-preferred-address-types "InternalIP,Hostname")
+  else
+    api_opts+=(--authorization-mode RBAC)
+  fi
+  [ "$opt_service_accounts" = 1 ] || api_opts+=(--disable-admission-plugins ServiceAccount)
+  api_opts+=(${opt_apiserver_args[@]+"${opt_apiserver_args[@]}"})
   logf="$dir/kube-apiserver.log"
   local url
   for attempt in 1 2 3; do
-    api_port=$(pick_port)
-    url="https://127.0.0.1:$api_port"
+    if [ -n "$opt_port" ]; then api_port=$opt_port; else api_port=$(pick_port); fi
+    url="https://$opt_address:$api_port"
     launch kube-apiserver "$logf" "$bin/kube-apiserver" \
       --etcd-servers "http://127.0.0.1:$etcd_port" \
       --cert-dir "$p" \
@@ -281,22 +320,20 @@ cmd_start() {
       --tls-private-key-file "$p/apiserver.key" \
       --client-ca-file "$p/client-ca.crt" \
       --secure-port "$api_port" \
-      --bind-address 127.0.0.1 \
-      --advertise-address 127.0.0.1 \
-      --endpoint-reconciler-type none \
-      --authorization-mode RBAC \
+      --bind-address "$opt_address" \
+      --advertise-address "$opt_address" \
       --service-cluster-ip-range 10.0.0.0/24 \
       --allow-privileged=true \
-      --disable-admission-plugins ServiceAccount \
       --service-account-issuer https://kubernetes.default.svc.cluster.local \
       --service-account-key-file "$p/sa.pub" \
-      --service-account-signing-key-file "$p/sa.key"
+      --service-account-signing-key-file "$p/sa.key" \
+      "${api_opts[@]}"
     apiserver_pid=$(cat "$dir/kube-apiserver.pid")
     # Give a bind failure a moment to show before polling readiness.
     sleep 1
     if ! is_ours "$apiserver_pid" "$dir"; then
       wait "$apiserver_pid" 2>/dev/null || true
-      if port_conflict "$logf" && [ "$attempt" -lt 3 ]; then
+      if port_conflict "$logf" && [ "$attempt" -lt 3 ] && [ -z "$opt_port" ]; then
         log "kube-apiserver: port $api_port taken, retrying"
         continue
       fi
@@ -368,6 +405,27 @@ cmd_status() {
   return "$rc"
 }
 
+# start's options (see the header).
+opt_address=127.0.0.1 opt_port="" opt_service_accounts=0 opt_kubelets=0
+opt_apiserver_args=()
+[ $# -ge 2 ] || usage
+if [ "$1" = start ]; then
+  cmd=$1 dir_arg=$2
+  shift 2
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --address) [ $# -ge 2 ] || usage; opt_address=$2; shift 2 ;;
+      --port) [ $# -ge 2 ] || usage; opt_port=$2; shift 2 ;;
+      --service-accounts) opt_service_accounts=1; shift ;;
+      --kubelets) opt_kubelets=1; shift ;;
+      --apiserver-arg) [ $# -ge 2 ] || usage; opt_apiserver_args+=("$2"); shift 2 ;;
+      *) log "unknown option '$1'"; usage ;;
+    esac
+  done
+  [[ "$opt_address" =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--address wants an IPv4 address, not '$opt_address'"
+  [ -z "$opt_port" ] || [[ "$opt_port" =~ ^[1-9][0-9]{0,4}$ ]] || die "--port wants a port number, not '$opt_port'"
+  set -- "$cmd" "$dir_arg"
+fi
 [ $# -eq 2 ] || usage
 command -v openssl >/dev/null || die "openssl not found"
 command -v curl >/dev/null || die "curl not found"
