@@ -857,6 +857,15 @@ START_TEST(reason_table)
             {REASON_CONFLICT, "conflict", DECISION_DENY},
             {REASON_NO_AGENT_CONTAINER, "no-agent-container", DECISION_DENY},
             {REASON_INVALID_POD, "invalid-pod", DECISION_DENY},
+            {REASON_NOT_GUARDED, "not-guarded", DECISION_ALLOW},
+            {REASON_LISTED_IDENTITY, "listed-identity", DECISION_ALLOW},
+            {REASON_DRIVER_EXEC, "driver-exec", DECISION_DENY},
+            {REASON_PORT_FORWARD, "port-forward", DECISION_DENY},
+            {REASON_POD_UNKNOWN, "pod-unknown", DECISION_DENY},
+            {REASON_EPHEMERAL_CONTAINER, "ephemeral-container", DECISION_DENY},
+            {REASON_DRIVER_CHANGED, "driver-changed", DECISION_DENY},
+            {REASON_HANGAR_METADATA, "hangar-metadata", DECISION_DENY},
+            {REASON_UNKNOWN_DOOR, "unknown-door", DECISION_DENY},
         };
         ck_assert_uint_eq(ARRAY_SIZE(t), REASON_COUNT);
         for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
@@ -868,6 +877,7 @@ START_TEST(reason_table)
         ck_assert_str_eq(mutate_decision_name(DECISION_INJECT), "injected");
         ck_assert_str_eq(mutate_decision_name(DECISION_SKIP), "skipped");
         ck_assert_str_eq(mutate_decision_name(DECISION_DENY), "denied");
+        ck_assert_str_eq(mutate_decision_name(DECISION_ALLOW), "allowed");
         ck_assert_str_eq(mutate_decision_name((mutate_decision_t)42), "denied");
         /* A zeroed result fails closed. */
         mutate_result_t zero = {0};

@@ -1,0 +1,404 @@
+/* guard.c: the doors into an injected pod after CREATE. The injected pod is
+ * the webhook's own output (mutate_pod on a sandbox pod), so the rules are
+ * checked against what the API server would really hold. */
+#include <errno.h>
+#include <string.h>
+
+#include "admission.h"
+#include "cleanup.h"
+#include "config.h"
+#include "guard.h"
+#include "mutate.h"
+#include "unit.h"
+
+static hg_config_t cfg;
+
+static void setup(void)
+{
+        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        cfg.driver_sidecar = true;
+        hg_error_t err = {0};
+        ck_assert_int_eq(
+            config_set(&cfg, "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]", &err),
+            0);
+        ck_assert_int_eq(config_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err), 0);
+}
+
+static void teardown(void)
+{
+        config_free(&cfg);
+}
+
+static const char *sandbox_pod =
+    "{\"metadata\": {\"name\": \"p\", \"labels\": {\"hangar.dev/sandbox\": \"true\"}},"
+    " \"spec\": {\"securityContext\": {\"runAsUser\": 1000, \"runAsGroup\": 1000},"
+    "  \"containers\": [{\"name\": \"sandbox\", \"image\": \"env:1\"}]}}";
+
+/* The sandbox pod as the webhook injects it. */
+static json_t *injected_pod(void)
+{
+        json_t *pod = unit_json(sandbox_pod);
+        mutate_result_t r;
+        ck_assert_int_eq(mutate_pod(&cfg, pod, &r), 0);
+        ck_assert_int_eq(r.decision, DECISION_INJECT);
+        mutate_result_free(&r);
+        return pod;
+}
+
+static mutate_reason_t decide(const char *op, const char *sub, const char *user, json_t *object,
+                              json_t *old, json_t *pod)
+{
+        _unit_json_ json_t *groups = unit_json("[\"system:authenticated\"]");
+        guard_request_t req = {.operation = op,
+                               .resource = "pods",
+                               .subresource = sub,
+                               .username = user,
+                               .groups = groups,
+                               .object = object,
+                               .old_object = old,
+                               .pod = pod};
+        mutate_result_t r;
+        guard_decide(&cfg, &req, &r);
+        ck_assert_msg(r.patch == NULL, "the guard never patches");
+        ck_assert_msg(r.detail[0], "every answer says why");
+        ck_assert_int_eq(r.decision, mutate_reason_decision(r.reason));
+        return r.reason;
+}
+
+START_TEST(exec_into_driver_listed_only)
+{
+        _unit_json_ json_t *to_driver = unit_json("{\"container\": \"hangar-driver\"}");
+        _unit_json_ json_t *to_agent = unit_json("{\"container\": \"sandbox\"}");
+        _unit_json_ json_t *unnamed = unit_json("{\"stdin\": true}");
+        const char *subs[] = {"exec", "attach"};
+        for (size_t i = 0; i < 2; i++) {
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", to_driver, NULL, NULL),
+                                 REASON_DRIVER_EXEC);
+                ck_assert_int_eq(decide("CONNECT", subs[i], "system:admin", to_driver, NULL, NULL),
+                                 REASON_DRIVER_EXEC);
+                ck_assert_int_eq(decide("CONNECT", subs[i], "system:serviceaccount:hangar:hangar",
+                                        to_driver, NULL, NULL),
+                                 REASON_LISTED_IDENTITY);
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", to_agent, NULL, NULL),
+                                 REASON_NOT_GUARDED);
+                /* The API server refuses no container name on a pod of two. */
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", unnamed, NULL, NULL),
+                                 REASON_NOT_GUARDED);
+        }
+        /* A listed group opens it too; a name that only looks alike does not. */
+        _unit_json_ json_t *ops = unit_json("[\"hangar-operators\"]");
+        guard_request_t req = {.operation = "CONNECT",
+                               .resource = "pods",
+                               .subresource = "exec",
+                               .username = "bob",
+                               .groups = ops,
+                               .object = to_driver};
+        mutate_result_t r;
+        guard_decide(&cfg, &req, &r);
+        ck_assert_int_eq(r.reason, REASON_LISTED_IDENTITY);
+        ck_assert_int_eq(decide("CONNECT", "exec", "system:serviceaccount:hangar:hangar2",
+                                to_driver, NULL, NULL),
+                         REASON_DRIVER_EXEC);
+        ck_assert_int_eq(decide("CONNECT", "exec", NULL, to_driver, NULL, NULL),
+                         REASON_DRIVER_EXEC);
+}
+END_TEST
+
+START_TEST(port_forward_needs_the_pod)
+{
+        _unit_json_ json_t *opts = unit_json("{\"ports\": [8080]}");
+        _unit_json_ json_t *injected = injected_pod();
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        ck_assert(guard_needs_pod("CONNECT", "portforward"));
+        ck_assert(!guard_needs_pod("CONNECT", "exec"));
+        ck_assert_int_eq(decide("CONNECT", "portforward", "alice", opts, NULL, NULL),
+                         REASON_POD_UNKNOWN);
+        ck_assert_int_eq(decide("CONNECT", "portforward", "alice", opts, NULL, injected),
+                         REASON_PORT_FORWARD);
+        ck_assert_int_eq(decide("CONNECT", "portforward", "system:serviceaccount:hangar:hangar",
+                                opts, NULL, injected),
+                         REASON_LISTED_IDENTITY);
+        ck_assert_int_eq(decide("CONNECT", "portforward", "alice", opts, NULL, plain),
+                         REASON_NOT_GUARDED);
+        /* Unknown CONNECT subresources fail closed. */
+        ck_assert_int_eq(decide("CONNECT", "shell", "alice", opts, NULL, injected),
+                         REASON_UNKNOWN_DOOR);
+}
+END_TEST
+
+/* old with one ephemeral container added (JSON text of its members). */
+static json_t *with_ephemeral(json_t *old, const char *container)
+{
+        json_t *pod = json_deep_copy(old);
+        json_t *spec = json_object_get(pod, "spec");
+        json_t *list = json_object_get(spec, "ephemeralContainers");
+        if (!list) {
+                list = json_array();
+                json_object_set_new(spec, "ephemeralContainers", list);
+        }
+        json_array_append_new(list, unit_json(container));
+        return pod;
+}
+
+START_TEST(ephemeral_containers)
+{
+        _unit_json_ json_t *old = injected_pod();
+        static const struct {
+                const char *container;
+                mutate_reason_t want;
+        } cases[] = {
+            /* kubectl debug --profile=restricted, as a uid of its own */
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"runAsUser\": 2000}}",
+             REASON_NOT_GUARDED},
+            /* the pod's runAsUser (1000) counts */
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false}}",
+             REASON_NOT_GUARDED},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"targetContainerName\": "
+             "\"hangar-driver\", "
+             "\"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"volumeMounts\": [{\"name\": "
+             "\"hangar-ctl\", \"mountPath\": \"/x\"}], \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"volumeMounts\": [{\"name\": "
+             "\"hangar-home\", \"mountPath\": \"/x\", \"readOnly\": true}], \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"runAsUser\": 1001}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"runAsUser\": 0}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"runAsGroup\": 1001}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"capabilities\": {\"add\": "
+             "[\"SYS_PTRACE\"]}}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"privileged\": true}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"procMount\": \"Unmasked\"}}",
+             REASON_EPHEMERAL_CONTAINER},
+            /* no no_new_privs: a setuid binary in the image is root */
+            {"{\"name\": \"d\", \"image\": \"busybox\"}", REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": true, \"runAsUser\": 2000}}",
+             REASON_EPHEMERAL_CONTAINER},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                _unit_json_ json_t *new = with_ephemeral(old, cases[i].container);
+                mutate_reason_t got =
+                    decide("UPDATE", "ephemeralcontainers", "alice", new, old, NULL);
+                ck_assert_msg(got == cases[i].want, "case %zu: got %s, want %s", i,
+                              mutate_reason_name(got), mutate_reason_name(cases[i].want));
+        }
+        /* A pod without a runAsUser anywhere: the image decides, refused. */
+        _unit_json_ json_t *no_uid = json_deep_copy(old);
+        json_object_del(json_object_get(no_uid, "spec"), "securityContext");
+        _unit_json_ json_t *added = with_ephemeral(
+            no_uid,
+            "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", added, no_uid, NULL),
+                         REASON_EPHEMERAL_CONTAINER);
+        /* One already there was judged when added: only new ones count. */
+        _unit_json_ json_t *had = with_ephemeral(old, "{\"name\": \"old\"}");
+        _unit_json_ json_t *more = with_ephemeral(
+            had, "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", more, had, NULL),
+                         REASON_NOT_GUARDED);
+        /* A pod without the sidecar is not hangar's business. */
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        _unit_json_ json_t *plain_new =
+            with_ephemeral(plain, "{\"name\": \"d\", \"targetContainerName\": \"sandbox\"}");
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", plain_new, plain, NULL),
+                         REASON_NOT_GUARDED);
+}
+END_TEST
+
+/* A copy of old whose container i runs image. */
+static json_t *with_image(json_t *old, size_t i, const char *image)
+{
+        json_t *pod = json_deep_copy(old);
+        json_t *c = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), i);
+        ck_assert_ptr_nonnull(c);
+        json_object_set_new(c, "image", json_string(image));
+        return pod;
+}
+
+/* A copy of old with metadata.<map>.<key> set to value (NULL: removed). */
+static json_t *with_meta(json_t *old, const char *map, const char *key, const char *value)
+{
+        json_t *pod = json_deep_copy(old);
+        json_t *meta = json_object_get(pod, "metadata");
+        json_t *m = json_object_get(meta, map);
+        if (!m) {
+                m = json_object();
+                json_object_set_new(meta, map, m);
+        }
+        if (value)
+                json_object_set_new(m, key, json_string(value));
+        else
+                json_object_del(m, key);
+        return pod;
+}
+
+START_TEST(updates)
+{
+        _unit_json_ json_t *old = injected_pod();
+        ck_assert(guard_pod_is_injected(old));
+        /* An update that leaves hangar's part alone. */
+        _unit_json_ json_t *relabel = with_meta(old, "labels", "team", "x");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", relabel, old, NULL), REASON_NOT_GUARDED);
+        _unit_json_ json_t *agent_image = with_image(old, 0, "env:2");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", agent_image, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        _unit_json_ json_t *driver_image = with_image(old, 1, "evil:1");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", driver_image, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        ck_assert_int_eq(decide("UPDATE", "resize", "alice", driver_image, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        _unit_json_ json_t *unmarked =
+            with_meta(old, "annotations", "hangar.dev/driver-sidecar", NULL);
+        ck_assert_int_eq(decide("UPDATE", "", "alice", unmarked, old, NULL),
+                         REASON_HANGAR_METADATA);
+        _unit_json_ json_t *reason =
+            with_meta(old, "annotations", "hangar.dev/driver-sidecar-reason", "x");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", reason, old, NULL), REASON_HANGAR_METADATA);
+        _unit_json_ json_t *unlabelled = with_meta(old, "labels", "hangar.dev/sandbox", NULL);
+        ck_assert_int_eq(decide("UPDATE", "", "alice", unlabelled, old, NULL),
+                         REASON_HANGAR_METADATA);
+        /* Forging the record on a pod without the sidecar is refused too. */
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        _unit_json_ json_t *forged =
+            with_meta(plain, "annotations", "hangar.dev/driver-sidecar", "injected");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", forged, plain, NULL),
+                         REASON_HANGAR_METADATA);
+        _unit_json_ json_t *plain_image = with_image(plain, 0, "env:2");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", plain_image, plain, NULL),
+                         REASON_NOT_GUARDED);
+        /* Listed identities do not get to change the shape either. */
+        ck_assert_int_eq(
+            decide("UPDATE", "", "system:serviceaccount:hangar:hangar", driver_image, old, NULL),
+            REASON_DRIVER_CHANGED);
+        /* No old object: malformed, refused. */
+        ck_assert_int_eq(decide("UPDATE", "", "alice", old, NULL, NULL), REASON_INVALID_POD);
+        /* Other operations and subresources pass. */
+        ck_assert_int_eq(decide("DELETE", "", "alice", NULL, old, NULL), REASON_NOT_GUARDED);
+        ck_assert_int_eq(decide("UPDATE", "status", "alice", driver_image, old, NULL),
+                         REASON_NOT_GUARDED);
+}
+END_TEST
+
+static int lookup_calls;
+static int lookup(void *ctx, const char *ns, const char *name, json_t **ret, hg_error_t *err)
+{
+        lookup_calls++;
+        ck_assert_str_eq(ns, "sandboxes");
+        ck_assert_str_eq(name, "p");
+        if (!ctx)
+                return error_set(err, -EIO, "reading pod sandboxes/p: HTTP 403");
+        *ret = json_incref(ctx);
+        return 0;
+}
+
+static void outcome_freep(admission_outcome_t *o)
+{
+        admission_outcome_free(o);
+}
+
+static const char *port_forward_review =
+    "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\", \"request\": "
+    "{\"uid\": \"u\", \"kind\": {\"group\": \"\", \"version\": \"v1\", \"kind\": "
+    "\"PodPortForwardOptions\"}, \"resource\": {\"group\": \"\", \"version\": \"v1\", "
+    "\"resource\": \"pods\"}, \"subResource\": \"portforward\", \"namespace\": \"sandboxes\", "
+    "\"name\": \"p\", \"operation\": \"CONNECT\", \"userInfo\": {\"username\": \"alice\", "
+    "\"groups\": [\"system:authenticated\"]}, \"object\": {\"ports\": [1]}}}";
+
+START_TEST(validate_reads_the_pod_when_needed)
+{
+        _unit_json_ json_t *pod = injected_pod();
+        __attribute__((cleanup(outcome_freep))) admission_outcome_t o;
+        hg_error_t err = {0};
+        char *out = NULL;
+        lookup_calls = 0;
+        ck_assert_int_eq(admission_validate(&cfg, port_forward_review, strlen(port_forward_review),
+                                            lookup, pod, &out, &o, &err),
+                         0);
+        ck_assert_int_eq(lookup_calls, 1);
+        ck_assert_int_eq(o.result.reason, REASON_PORT_FORWARD);
+        _unit_json_ json_t *answer = unit_json(out);
+        free(out);
+        json_t *resp = json_object_get(answer, "response");
+        ck_assert(json_is_false(json_object_get(resp, "allowed")));
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(resp, "auditAnnotations"), "reason")),
+            "port-forward");
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(json_object_get(resp, "status"), "code")), 403);
+        ck_assert_ptr_null(json_object_get(resp, "patch"));
+
+        /* A lookup that fails is a refusal naming why. */
+        __attribute__((cleanup(outcome_freep))) admission_outcome_t o2;
+        ck_assert_int_eq(admission_validate(&cfg, port_forward_review, strlen(port_forward_review),
+                                            lookup, NULL, &out, &o2, &err),
+                         0);
+        ck_assert_int_eq(o2.result.reason, REASON_POD_UNKNOWN);
+        ck_assert_ptr_nonnull(strstr(o2.result.detail, "HTTP 403"));
+        free(out);
+}
+END_TEST
+
+START_TEST(validate_rejects_malformed)
+{
+        static const char *bad[] = {
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\", \"request\": "
+            "{\"uid\": \"u\", \"kind\": {\"kind\": \"Pod\"}, \"operation\": \"CONNECT\", "
+            "\"userInfo\": {\"username\": 5}}}",
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\", \"request\": "
+            "{\"uid\": \"u\", \"kind\": {\"kind\": \"Pod\"}, \"operation\": \"CONNECT\", "
+            "\"userInfo\": {\"groups\": [\"a\", 1]}}}",
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\", \"request\": "
+            "{\"uid\": \"u\", \"kind\": {\"kind\": \"Pod\"}, \"operation\": \"CONNECT\", "
+            "\"resource\": \"pods\"}}",
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\"}",
+            "[1]",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                __attribute__((cleanup(outcome_freep))) admission_outcome_t o;
+                hg_error_t err = {0};
+                char *out = NULL;
+                ck_assert_msg(admission_validate(&cfg, bad[i], strlen(bad[i]), lookup, NULL, &out,
+                                                 &o, &err) == -EINVAL,
+                              "case %zu accepted", i);
+                ck_assert_ptr_null(out);
+                ck_assert(err.message[0]);
+        }
+}
+END_TEST
+
+static Suite *guard_suite(void)
+{
+        Suite *s = suite_create("guard");
+        TCase *tc = tcase_create("doors");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, exec_into_driver_listed_only);
+        tcase_add_test(tc, port_forward_needs_the_pod);
+        tcase_add_test(tc, ephemeral_containers);
+        tcase_add_test(tc, updates);
+        tcase_add_test(tc, validate_reads_the_pod_when_needed);
+        tcase_add_test(tc, validate_rejects_malformed);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(guard_suite());
+}
