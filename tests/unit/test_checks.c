@@ -1,11 +1,14 @@
 /* probe/checks.c: the judgements, on made-up observations (the native and
  * pod suites feed it real ones): a container in shape passes; each fault
  * fails the check that owns it; a required fact that could not be read is
- * inconclusive, never a pass; informative checks never decide. */
+ * inconclusive, never a pass; informative checks never decide. The agent's
+ * credentials are judged on made-up API answers (tests/probe feeds real ones). */
 #include <linux/capability.h>
 
 #include "checks.h"
 #include "cleanup.h"
+#include "k8sclient.h"
+#include "rbac.h"
 #include "unit.h"
 
 static hg_config_t cfg;
@@ -36,6 +39,7 @@ static void set_mounts(const char *text)
 static void in_shape(uint32_t uid)
 {
         mountinfo_free(&o.mounts);
+        creds_free(&o.creds);
         memset(&o, 0, sizeof(o));
         for (int i = 0; i < 3; i++)
                 o.uid[i] = uid, o.gid[i] = uid;
@@ -65,6 +69,7 @@ static void agent_in_shape(void)
         in_shape(1000);
         set_mounts("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
                    "2 1 0:5 / /var/lib/hangar ro - ext4 /dev/sda1 rw\n");
+        o.creds.observed = true; /* looked for tokens, found none */
 }
 
 static void setup(void)
@@ -76,6 +81,7 @@ static void setup(void)
 static void teardown(void)
 {
         mountinfo_free(&o.mounts);
+        creds_free(&o.creds);
         config_free(&cfg);
 }
 
@@ -252,6 +258,197 @@ START_TEST(processes_and_identity)
 }
 END_TEST
 
+
+/* ---- the agent's credentials, on made-up API answers ---- */
+
+#define SSR_OF(user, extra)                                                              \
+        "{\"kind\": \"SelfSubjectReview\", \"apiVersion\": \"authentication.k8s.io/v1\", " \
+        "\"status\": {\"userInfo\": {\"username\": \"" user "\"" extra "}}}"
+#define SSAR(status) "{\"kind\": \"SelfSubjectAccessReview\", \"status\": " status "}"
+
+/* A token found and asked about, every answer a plain "no". */
+static creds_token_t *token(const char *source, const char *pod)
+{
+        creds_token_t *t = &o.creds.tokens[o.creds.ntokens++];
+        (void)snprintf(t->source, sizeof(t->source), "%s", source);
+        t->reviewed = true;
+        t->review.status = 201;
+        t->review.body = unit_json(SSR_OF("system:serviceaccount:sbx:agent", ""));
+        (void)snprintf(t->namespace, sizeof(t->namespace), "sbx");
+        (void)snprintf(t->pod, sizeof(t->pod), "%s", pod ? pod : "");
+        t->nqueries = rbac_queries(pod != NULL, t->queries);
+        t->nasked = t->nqueries;
+        for (size_t i = 0; i < t->nqueries; i++) {
+                t->replies[i].status = 201;
+                t->replies[i].body = unit_json(SSAR("{\"allowed\": false}"));
+        }
+        return t;
+}
+
+/* Replaces the answer to the question labelled label (as reports name it). */
+static void answer(creds_token_t *t, const char *label, long status, const char *body)
+{
+        for (size_t i = 0; i < t->nqueries; i++) {
+                char l[400];
+                rbac_query_label(&t->queries[i], t->pod, l, sizeof(l));
+                if (strcmp(l, label) != 0)
+                        continue;
+                json_decref(t->replies[i].body);
+                t->replies[i].status = status;
+                t->replies[i].body = body ? unit_json(body) : NULL;
+                return;
+        }
+        ck_abort_msg("no question labelled %s", label);
+}
+
+/* The credentials check of the agent's report (a new reference). */
+static json_t *credentials(report_result_t *ret_result)
+{
+        _unit_json_ json_t *report = checks_run(&cfg, SHAPE_ROLE_AGENT, &o, ret_result);
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(report, "checks"), i, c)
+                if (strcmp(json_string_value(json_object_get(c, "name")),
+                           "credentials.service_account_token") == 0)
+                        return json_incref(c);
+        ck_abort_msg("no credentials check");
+        return NULL;
+}
+
+/* The first token's member key, as JSON text. */
+static char *token_member(json_t *check, const char *key)
+{
+        json_t *t = json_array_get(json_object_get(json_object_get(check, "observed"), "tokens"), 0);
+        json_t *m = json_object_get(t, key);
+        return m ? json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("(none)");
+}
+
+#define CREDS "credentials.service_account_token"
+
+START_TEST(credentials_no_token_or_harmless)
+{
+        agent_in_shape();
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_PASS, "pass");
+        ck_assert(required(SHAPE_ROLE_AGENT, CREDS));
+        token(K8S_SA_DIR "/token", "sandbox-1");
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_PASS, "pass");
+        report_result_t res;
+        _unit_json_ json_t *c = credentials(&res);
+        _cleanup_free_ char *user = token_member(c, "user");
+        ck_assert_str_eq(user, "\"system:serviceaccount:sbx:agent\"");
+        /* A token the API server does not accept can do nothing there. */
+        agent_in_shape();
+        creds_token_t *t = token("/var/run/vault/token", NULL);
+        json_decref(t->review.body);
+        t->review.status = 401;
+        t->review.body = unit_json("{\"kind\": \"Status\", \"message\": \"Unauthorized\"}");
+        t->nasked = 0;
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_PASS, "pass");
+        /* The driver's report has no such check: its token is hangar's business. */
+        driver_in_shape();
+        report_result_t dres;
+        _unit_json_ json_t *d = checks_run(&cfg, SHAPE_ROLE_DRIVER, &o, &dres);
+        _cleanup_free_ char *text = json_dumps(d, JSON_COMPACT);
+        ck_assert_ptr_null(strstr(text, CREDS));
+}
+END_TEST
+
+/* Each dangerous permission, granted alone, fails the check naming it. */
+START_TEST(credentials_each_permission_fails)
+{
+        for (size_t p = 0; p < rbac_permission_count; p++) {
+                agent_in_shape();
+                creds_token_t *t = token(K8S_SA_DIR "/token", NULL);
+                answer(t, rbac_permissions[p].label, 201, SSAR("{\"allowed\": true}"));
+                ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_FAIL, "fail");
+                report_result_t res;
+                _unit_json_ json_t *c = credentials(&res);
+                _cleanup_free_ char *granted = token_member(c, "granted");
+                char want[200];
+                (void)snprintf(want, sizeof(want), "[\"%s\"]", rbac_permissions[p].label);
+                ck_assert_str_eq(granted, want);
+        }
+        /* Granted only on this pod, by name. */
+        agent_in_shape();
+        creds_token_t *t = token(K8S_SA_DIR "/token", "sandbox-1");
+        answer(t, "create pods/exec on pod sandbox-1", 201, SSAR("{\"allowed\": true}"));
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_FAIL, "fail");
+        report_result_t res;
+        _unit_json_ json_t *c = credentials(&res);
+        _cleanup_free_ char *granted = token_member(c, "granted");
+        ck_assert_str_eq(granted, "[\"create pods/exec on pod sandbox-1\"]");
+}
+END_TEST
+
+START_TEST(credentials_unknown_is_never_a_pass)
+{
+        /* Not looked for at all. */
+        agent_in_shape();
+        o.creds.observed = false;
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        /* The API server unreachable. */
+        agent_in_shape();
+        creds_token_t *t = token(K8S_SA_DIR "/token", NULL);
+        t->review.transport_failed = true;
+        (void)snprintf(t->review.error, sizeof(t->review.error), "Couldn't connect to server");
+        t->nasked = 0;
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        report_result_t res;
+        _unit_json_ json_t *c = credentials(&res);
+        _cleanup_free_ char *reason = token_member(c, "reason");
+        ck_assert_str_eq(reason, "\"the API server cannot be reached: Couldn't connect to server\"");
+        /* Nothing could be asked (no address, no CA). */
+        agent_in_shape();
+        t = token(K8S_SA_DIR "/token", NULL);
+        t->reviewed = false;
+        (void)snprintf(t->unasked, sizeof(t->unasked), "not in a cluster");
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        /* Each kind of answer that is not a plain yes or no. */
+        static const struct {
+                long status;
+                const char *body;
+        } odd[] = {
+            {403, "{\"kind\": \"Status\", \"message\": \"forbidden\"}"},
+            {500, NULL},
+            {401, "{\"kind\": \"Status\"}"},
+            {201, "{\"kind\": \"Status\", \"status\": {\"allowed\": false}}"},
+            {201, SSAR("{}")},
+            {201, SSAR("{\"allowed\": \"no\"}")},
+            {201, SSAR("{\"allowed\": true, \"denied\": true}")},
+            {201, SSAR("{\"allowed\": false, \"evaluationError\": \"role x not found\"}")},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(odd); i++) {
+                agent_in_shape();
+                t = token(K8S_SA_DIR "/token", NULL);
+                answer(t, "create pods/exec", odd[i].status, odd[i].body);
+                ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        }
+        /* The API server stopped answering part-way. */
+        agent_in_shape();
+        t = token(K8S_SA_DIR "/token", NULL);
+        t->nasked = 3;
+        t->replies[2].transport_failed = true;
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        /* Unexpected review answers. */
+        agent_in_shape();
+        t = token(K8S_SA_DIR "/token", NULL);
+        json_decref(t->review.body);
+        t->review.body = unit_json("{\"kind\": \"SelfSubjectReview\", \"status\": {}}");
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        /* A place that could not be searched. */
+        agent_in_shape();
+        (void)snprintf(o.creds.search_error, sizeof(o.creds.search_error), "mount table unreadable");
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
+        /* A yes anywhere beats an unknown elsewhere. */
+        agent_in_shape();
+        t = token(K8S_SA_DIR "/token", NULL);
+        answer(t, "create pods", 500, NULL);
+        t = token("environment variable TOKEN", NULL);
+        answer(t, "impersonate users (cluster-wide)", 201, SSAR("{\"allowed\": true}"));
+        ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_FAIL, "fail");
+}
+END_TEST
+
 static Suite *checks_suite(void)
 {
         Suite *s = suite_create("checks");
@@ -263,6 +460,9 @@ static Suite *checks_suite(void)
         tcase_add_test(tc, root_filesystem);
         tcase_add_test(tc, mounts);
         tcase_add_test(tc, processes_and_identity);
+        tcase_add_test(tc, credentials_no_token_or_harmless);
+        tcase_add_test(tc, credentials_each_permission_fails);
+        tcase_add_test(tc, credentials_unknown_is_never_a_pass);
         suite_add_tcase(s, tc);
         return s;
 }
