@@ -315,9 +315,24 @@ static void decide_update(const hg_config_t *cfg, const guard_request_t *req, mu
                           who(req), what, SHAPE_DRIVER_CONTAINER);
 }
 
+static void decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret);
+
 void guard_decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
 {
         memset(ret, 0, sizeof(*ret));
+        decide(cfg, req, ret);
+        /* A refusal reaches a person as kubectl's "denied the request: ...":
+         * it leads with its reason code, the one metrics and logs carry. */
+        if (ret->decision == DECISION_DENY) {
+                char detail[sizeof(ret->detail)];
+                (void)snprintf(detail, sizeof(detail), "%s", ret->detail);
+                mutate_result_set(ret, ret->reason, "hangar %s: %s",
+                                  mutate_reason_name(ret->reason), detail);
+        }
+}
+
+static void decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+{
         const char *op = req->operation ? req->operation : "";
         const char *sub = req->subresource ? req->subresource : "";
         guard_request_t r = *req;
