@@ -13,6 +13,8 @@ packages=(
   clang clang-format libclang-rt-14-dev
   # tests: TLS clients, JSON tools, container runtimes for real pods
   curl openssl jq runsc crun runc busybox-static
+  # the one-node cluster (scripts/node.sh): CNI plugins, nft for its one DNAT, patch for the gVisor shim
+  containernetworking-plugins nftables patch
   # an independent YAML reader for the inject tests (Debian's python3)
   python3-yaml
   # benchmarks
