@@ -17,6 +17,8 @@ packages=(
   containernetworking-plugins nftables patch
   # an independent YAML reader for the inject tests (Debian's python3)
   python3-yaml
+  # images and packages (scripts/build-images.sh)
+  mmdebstrap umoci skopeo dpkg-dev
   # benchmarks
   wrk nginx-light
   # control-plane tooling is built with Go (scripts/k8s-tools.sh)
