@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# The doors into an injected pod after CREATE, attacked through a real
+# kube-apiserver the way a user with ordinary namespace RBAC would: kubectl
+# debug --target, ephemeral containers mounting hangar's volumes or running
+# as the driver, kubectl set image, annotate, label, exec and attach into
+# hangar-driver, port-forward. Every attack is run as "mallory", who holds a
+# Role granting everything on pods and their subresources in the namespace
+# (`kubectl --as`, so RBAC and admission see mallory, not the admin). Each
+# attack must be refused by the webhook with its reason; the same requests by
+# the identity the chart lists (guard.driverUsers) pass admission. Also:
+# `hangar-webhook review --validate` answers the server's reviews the same
+# way, and with the webhook down the doors stay shut (failurePolicy Fail).
+# No node runs here: an exec that passes admission then fails for want of a
+# host, which tells it apart from a refusal.
+# usage: test_doors.sh HANGAR_WEBHOOK TOOLS_BIN
+WEBHOOK=$(realpath "$1")
+TOOLS_BIN=$(realpath "$2")
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "doors after CREATE through the real API server"
+cd "$T_TMP" || exit 1
+export PATH=$TOOLS_BIN:$PATH
+
+"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
+stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
+trap 'stop_cp; t_cleanup' EXIT
+export KUBECONFIG=$T_TMP/cp/kubeconfig
+NS=sandboxes
+HANGAR=system:serviceaccount:hangar:hangar
+kubectl create namespace $NS >/dev/null
+kubectl create namespace hangar-system >/dev/null
+
+# mallory: everything on pods and their subresources in the sandbox namespace.
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-admin, namespace: $NS}
+rules:
+  - apiGroups: [""]
+    resources: [pods, pods/exec, pods/attach, pods/portforward, pods/ephemeralcontainers, pods/resize, pods/log]
+    verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: pod-admin, namespace: $NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-admin}
+subjects:
+  - {kind: User, name: mallory, apiGroup: rbac.authorization.k8s.io}
+  - {kind: User, name: "$HANGAR", apiGroup: rbac.authorization.k8s.io}
+EOF
+
+# The webhook's own identity reads pods (for port-forward) with a token, as
+# its ServiceAccount would in the cluster.
+kubectl create serviceaccount -n hangar-system hangar-webhook >/dev/null
+kubectl create clusterrole hangar-webhook-pods --verb=get --resource=pods >/dev/null
+kubectl create clusterrolebinding hangar-webhook-pods --clusterrole=hangar-webhook-pods \
+        --serviceaccount=hangar-system:hangar-webhook >/dev/null
+SERVER=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
+        base64 -d >apiserver-ca.crt
+TOKEN=$(kubectl create token -n hangar-system hangar-webhook --duration=1h)
+cat >webhook-kubeconfig <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "$SERVER", certificate-authority: "$T_TMP/apiserver-ca.crt"}}]
+users: [{name: u, user: {token: "$TOKEN"}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+EOF
+
+"$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
+PORT=$(t_free_port)
+cat >webhook.yaml <<CFG
+driverSidecar: true
+guard: {driverUsers: ["$HANGAR"]}
+kubeconfig: $T_TMP/webhook-kubeconfig
+server: {address: 127.0.0.1, port: $PORT, certFile: $T_TMP/pki/tls.crt, keyFile: $T_TMP/pki/tls.key}
+CFG
+start_webhook() {
+        "$WEBHOOK" serve --config webhook.yaml 2>>webhook.log &
+        WEBHOOK_PID=$!
+        t_cleanup_pid $WEBHOOK_PID
+        t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$PORT/readyz >/dev/null" 10
+}
+start_webhook || { cat webhook.log; exit 1; }
+helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system \
+        --set webhook.url="https://127.0.0.1:$PORT/mutate" --set webhook.caBundle="$(base64 -w0 pki/ca.crt)" \
+        --set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR\"]" >helm.log 2>&1 ||
+        { cat helm.log; exit 1; }
+t_eq "the chart registered the doors' ValidatingWebhookConfiguration" \
+        "updates.driver-sidecar.hangar.dev connect.driver-sidecar.hangar.dev" \
+        "$(kubectl get validatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o json |
+                jq -r '[.items[0].webhooks[].name] | join(" ")')"
+
+pod() { # NAME [LABEL_VALUE]
+        jq -n --arg name "$1" --arg lv "${2:-true}" --arg ns $NS '{
+                apiVersion: "v1", kind: "Pod",
+                metadata: {name: $name, namespace: $ns, labels: {"hangar.dev/sandbox": $lv}},
+                spec: {securityContext: {runAsUser: 1000, runAsGroup: 1000},
+                       containers: [{name: "sandbox", image: "registry.example/agent-env:1.2"}]}}'
+}
+t_check "webhook active" t_wait_for \
+        "pod probe | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
+pod box | kubectl create -f - >/dev/null
+pod plain false | kubectl create -f - >/dev/null
+t_eq "the sandbox pod is injected" '["sandbox","hangar-driver"]' \
+        "$(kubectl get pod -n $NS box -o json | jq -c '[.spec.containers[].name]')"
+# The validating configuration takes a moment to be picked up, like the mutating one.
+# (An exec changes nothing while it waits; an UPDATE admitted before the
+# configuration is active would.)
+t_check "doors active" t_wait_for \
+        "kubectl exec -n $NS box -c hangar-driver --as mallory -- true >doors-wait.out 2>&1; grep -q driver-exec doors-wait.out" 30 ||
+        cat doors-wait.out
+
+ATTACKS=0
+HELD=0
+# refused WHAT REASON CMD...: the request is refused by the webhook, naming REASON.
+refused() {
+        local what=$1 reason=$2 out
+        shift 2
+        ATTACKS=$((ATTACKS + 1))
+        out=$("$@" 2>&1)
+        if grep -q "denied the request" <<<"$out" && grep -qi -- "$reason" <<<"$out"; then
+                HELD=$((HELD + 1))
+                t_check "refused: $what" true
+        else
+                t_check "refused: $what (got: $(head -c 300 <<<"$out"))" false
+        fi
+}
+# admitted WHAT CMD...: admission lets it through (it may fail later for want of a node).
+admitted() {
+        local what=$1 out
+        shift
+        out=$("$@" 2>&1)
+        # shellcheck disable=SC2016 # $1 is the inner shell's
+        t_check "admitted: $what" bash -c '! grep -q "denied the request" <<<"$1"' _ "$out"
+}
+M=(--as mallory)
+H=(--as "$HANGAR")
+
+# Ephemeral containers (what `kubectl debug` sends).
+refused "kubectl debug --target=hangar-driver" ephemeral-container \
+        kubectl debug -n $NS box --image=busybox --target=hangar-driver --profile=restricted "${M[@]}" -- true
+ephemeral() { # NAME CONTAINER_JSON: the patch kubectl debug makes, written out
+        jq -n --arg n "$1" --argjson c "$2" '{spec: {ephemeralContainers: [{name: $n, image: "busybox"} + $c]}}'
+}
+refused "ephemeral container mounting hangar-ctl" ephemeral-container \
+        kubectl patch -n $NS pod box --subresource=ephemeralcontainers --type=strategic "${M[@]}" -p \
+        "$(ephemeral e1 '{"volumeMounts":[{"name":"hangar-ctl","mountPath":"/x"}],"securityContext":{"allowPrivilegeEscalation":false}}')"
+refused "ephemeral container mounting hangar-home read-only" ephemeral-container \
+        kubectl patch -n $NS pod box --subresource=ephemeralcontainers --type=strategic "${M[@]}" -p \
+        "$(ephemeral e2 '{"volumeMounts":[{"name":"hangar-home","mountPath":"/x","readOnly":true}],"securityContext":{"allowPrivilegeEscalation":false}}')"
+refused "ephemeral container as the driver's uid" ephemeral-container \
+        kubectl patch -n $NS pod box --subresource=ephemeralcontainers --type=strategic "${M[@]}" -p \
+        "$(ephemeral e3 '{"securityContext":{"runAsUser":1001,"allowPrivilegeEscalation":false}}')"
+refused "ephemeral container as root" ephemeral-container \
+        kubectl patch -n $NS pod box --subresource=ephemeralcontainers --type=strategic "${M[@]}" -p \
+        "$(ephemeral e4 '{"securityContext":{"runAsUser":0,"allowPrivilegeEscalation":false}}')"
+refused "ephemeral container adding SYS_PTRACE" ephemeral-container \
+        kubectl patch -n $NS pod box --subresource=ephemeralcontainers --type=strategic "${M[@]}" -p \
+        "$(ephemeral e5 '{"securityContext":{"capabilities":{"add":["SYS_PTRACE"]},"allowPrivilegeEscalation":false}}')"
+refused "privileged ephemeral container" ephemeral-container \
+        kubectl patch -n $NS pod box --subresource=ephemeralcontainers --type=strategic "${M[@]}" -p \
+        "$(ephemeral e6 '{"securityContext":{"privileged":true}}')"
+refused "ephemeral container free to escalate (setuid in its image)" ephemeral-container \
+        kubectl debug -n $NS box --image=busybox "${M[@]}" -- true
+admitted "kubectl debug --profile=restricted beside the agent, as the pod's uid" \
+        kubectl debug -n $NS box --image=busybox --profile=restricted --container=dbg "${M[@]}" -- true
+t_eq "the harmless ephemeral container is stored" dbg \
+        "$(kubectl get pod -n $NS box -o json | jq -r '[.spec.ephemeralContainers[]?.name] | join(",")')"
+admitted "kubectl debug --target on a pod without the sidecar" \
+        kubectl debug -n $NS plain --image=busybox --target=sandbox "${M[@]}" -- true
+
+# UPDATE: the driver, the image it runs, hangar's record and label.
+refused "kubectl set image hangar-driver" driver-changed \
+        kubectl set image -n $NS pod/box hangar-driver=registry.example/evil:1 "${M[@]}"
+refused "kubectl set image of the agent (the driver runs the agent's image)" driver-changed \
+        kubectl set image -n $NS pod/box sandbox=registry.example/agent-env:2 "${M[@]}"
+refused "hangar's own identity cannot change the driver either" driver-changed \
+        kubectl set image -n $NS pod/box hangar-driver=registry.example/evil:1 "${H[@]}"
+refused "removing the injected annotation" hangar-metadata \
+        kubectl annotate -n $NS pod box hangar.dev/driver-sidecar- "${M[@]}"
+refused "rewriting the reason annotation" hangar-metadata \
+        kubectl annotate -n $NS pod box hangar.dev/driver-sidecar-reason=x --overwrite "${M[@]}"
+refused "removing the sandbox label" hangar-metadata \
+        kubectl label -n $NS pod box hangar.dev/sandbox- "${M[@]}"
+refused "forging the injected annotation on a plain pod" hangar-metadata \
+        kubectl annotate -n $NS pod plain hangar.dev/driver-sidecar=injected "${M[@]}"
+refused "resizing hangar-driver" driver-changed \
+        kubectl patch -n $NS pod box --subresource=resize --type=strategic "${M[@]}" -p \
+        '{"spec":{"containers":[{"name":"hangar-driver","resources":{"requests":{"cpu":"10m"}}}]}}'
+admitted "an unrelated label on the injected pod" kubectl label -n $NS pod box team=a "${M[@]}"
+t_eq "the driver's image is unchanged" registry.example/agent-env:1.2 \
+        "$(kubectl get pod -n $NS box -o json | jq -r '.spec.containers[] | select(.name=="hangar-driver") | .image')"
+
+# CONNECT: exec, attach, port-forward.
+refused "kubectl exec -c hangar-driver" driver-exec kubectl exec -n $NS box -c hangar-driver "${M[@]}" -- id
+refused "kubectl exec -c hangar-driver with stdin" driver-exec \
+        kubectl exec -i -n $NS box -c hangar-driver "${M[@]}" -- sh </dev/null
+refused "kubectl attach -c hangar-driver" driver-exec kubectl attach -n $NS box -c hangar-driver "${M[@]}"
+refused "cluster-admin too (not listed)" driver-exec kubectl exec -n $NS box -c hangar-driver -- id
+refused "port-forward to the injected pod (the driver's loopback)" port-forward \
+        kubectl get --raw "/api/v1/namespaces/$NS/pods/box/portforward?ports=1" "${M[@]}"
+admitted "kubectl exec -c sandbox (the agent's own container)" kubectl exec -n $NS box -c sandbox "${M[@]}" -- id
+admitted "exec -c hangar-driver by hangar's listed identity" \
+        kubectl exec -n $NS box -c hangar-driver "${H[@]}" -- id
+admitted "port-forward by hangar's listed identity" \
+        kubectl get --raw "/api/v1/namespaces/$NS/pods/box/portforward?ports=1" "${H[@]}"
+admitted "port-forward to a pod without the sidecar" \
+        kubectl get --raw "/api/v1/namespaces/$NS/pods/plain/portforward?ports=1" "${M[@]}"
+out=$(kubectl exec -n $NS box "${M[@]}" -- id 2>&1)
+# shellcheck disable=SC2016 # $1 is the inner shell's
+t_check "exec without -c on an injected pod: kubectl picks the agent (first container)" \
+        bash -c '! grep -q "denied the request" <<<"$1"' _ "$out"
+
+# Every refusal is counted under its reason and logged.
+metrics=$(curl -sf --cacert pki/ca.crt "https://127.0.0.1:$PORT/metrics")
+for reason in ephemeral-container driver-changed hangar-metadata driver-exec port-forward; do
+        t_check "metric counts $reason refusals" \
+                grep -Eq "hangar_webhook_reviews_total\{decision=\"denied\",reason=\"$reason\"\} [1-9]" <<<"$metrics"
+        t_check "log line for a $reason refusal" grep -q "\"reason\":\"$reason\"" webhook.log
+done
+
+# `review --validate` answers a review exactly as /validate did: the server's
+# own review of an ephemeral container, captured with a second webhook config
+# pointing at a recorder would need more machinery, so build the review the
+# API server sends (operation, subresource, userInfo, object and oldObject).
+kubectl get pod -n $NS box -o json >stored.json
+jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
+        uid: "r1", kind: {group: "", version: "v1", kind: "Pod"}, resource: {group: "", version: "v1", resource: "pods"},
+        subResource: "ephemeralcontainers", namespace: "sandboxes", name: "box", operation: "UPDATE",
+        userInfo: {username: "mallory", groups: ["system:authenticated"]},
+        object: ($p[0] | .spec.ephemeralContainers += [{name: "x", image: "busybox", targetContainerName: "hangar-driver"}]),
+        oldObject: $p[0]}}' >ephemeral-review.json
+t_eq "review --validate refuses the ephemeral container as the server did" "false ephemeral-container" \
+        "$("$WEBHOOK" review --validate --config webhook.yaml <ephemeral-review.json | jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
+curl -s --cacert pki/ca.crt -H 'Content-Type: application/json' --data-binary @ephemeral-review.json \
+        "https://127.0.0.1:$PORT/validate" | jq -S . >server-answer.json
+"$WEBHOOK" review --validate --config webhook.yaml <ephemeral-review.json | jq -S . >offline-answer.json
+t_check "review --validate and /validate give the same answer" cmp -s server-answer.json offline-answer.json
+jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
+        uid: "r2", kind: {group: "", version: "v1", kind: "PodPortForwardOptions"}, resource: {group: "", version: "v1", resource: "pods"},
+        subResource: "portforward", namespace: "sandboxes", name: "box", operation: "CONNECT",
+        userInfo: {username: "mallory"}, object: {ports: [1]}}}' >pf-review.json
+t_eq "review --validate --pod refuses the port-forward" "false port-forward" \
+        "$("$WEBHOOK" review --validate --pod stored.json --config webhook.yaml <pf-review.json | jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
+t_eq "review --validate without the pod refuses it as undecidable" "false pod-unknown" \
+        "$("$WEBHOOK" review --validate --config webhook.yaml <pf-review.json | jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
+
+# The webhook down: the doors stay shut (failurePolicy Fail), for everyone.
+kill "$WEBHOOK_PID"
+wait "$WEBHOOK_PID" 2>/dev/null
+out=$(kubectl exec -n $NS box -c hangar-driver "${H[@]}" -- id 2>&1)
+t_check "webhook down: exec into hangar-driver fails closed" grep -q "failed calling webhook" <<<"$out"
+out=$(kubectl set image -n $NS pod/box hangar-driver=registry.example/evil:1 "${M[@]}" 2>&1)
+t_check "webhook down: set image fails closed" grep -q "failed calling webhook" <<<"$out"
+
+echo "  attacks through the API server: $ATTACKS tried, $HELD held"
+t_eq "every attack held" "$ATTACKS" "$HELD"
+t_end
