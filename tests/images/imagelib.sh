@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# Shared by the images suite. Source after tests/lib/testlib.sh with
+# BUILD_DIR and OUT set. images_build writes OUT/inputs.env (the pinned
+# SOURCE_DATE_EPOCH, revision and version) and OUT/a (the archives).
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Used by the scripts that source this.
+# shellcheck disable=SC2034
+{
+        BUILD_IMAGES=$REPO/scripts/build-images.sh
+        WEBHOOK_REF_PREFIX=localhost/hangar-webhook
+        SANDBOX_REF=localhost/hangar-sandbox:dev
+        PAUSE_REF=registry.k8s.io/pause:3.10.2
+}
+
+im_need() {
+        local tool
+        for tool in "$@"; do
+                command -v "$tool" >/dev/null 2>&1 || { echo "missing $tool (scripts/install-deps.sh)"; exit 1; }
+        done
+        [ "$(id -u)" -eq 0 ] || { echo "needs root"; exit 1; }
+}
+
+im_inputs() {
+        [ -s "$OUT/inputs.env" ] || { echo "no $OUT/inputs.env: run images_build first"; exit 1; }
+        # shellcheck source=/dev/null
+        . "$OUT/inputs.env"
+        export SOURCE_DATE_EPOCH HANGAR_IMAGE_REVISION
+}
+
+# im_archive DIR REF: the archive images.list in DIR names for REF.
+im_archive() { awk -v r="$2" '$1 == r { print $3 }' "$1/images.list"; }
+im_digest() { awk -v r="$2" '$1 == r { print $2 }' "$1/images.list"; }
+
+# im_unpack ARCHIVE REF BUNDLE: an OCI runtime bundle (config.json + rootfs).
+im_unpack() {
+        local layout
+        layout=$(mktemp -d "$T_TMP/layout.XXXXXX")
+        tar -C "$layout" -xf "$1" || return 1
+        umoci unpack --image "$layout:$2" "$3" >/dev/null || return 1
+        rm -rf "$layout"
+}
