@@ -417,8 +417,8 @@ static check_status_t judge_token(const creds_token_t *t, json_t *obj)
                 (void)snprintf(msg, sizeof(msg),
                                "%zu questions not asked: the API server stopped answering",
                                t->nqueries - t->nasked);
-                json_array_append_new(unknown, json_pack("{s:s, s:s}", "permission", "(the rest)",
-                                                         "reason", msg));
+                json_array_append_new(
+                    unknown, json_pack("{s:s, s:s}", "permission", "(the rest)", "reason", msg));
         }
         if (t->nqueries == 0)
                 json_array_append_new(unknown, json_pack("{s:s, s:s}", "permission", "(all)",
@@ -458,9 +458,9 @@ static void check_credentials(report_t *r, const observation_t *o)
         }
         if (c->search_error[0] && worst == CHECK_PASS)
                 worst = CHECK_UNKNOWN;
-        json_t *observed = json_pack("{s:b, s:i, s:o}", "standard_token_mounted",
-                                     c->standard_mounted, "volumes_searched",
-                                     (json_int_t)c->volumes_searched, "tokens", tokens);
+        json_t *observed =
+            json_pack("{s:b, s:i, s:o}", "standard_token_mounted", c->standard_mounted,
+                      "volumes_searched", (json_int_t)c->volumes_searched, "tokens", tokens);
         if (observed && c->search_error[0])
                 json_object_set_new(observed, "search_error", json_string(c->search_error));
         add(r, name, true, worst, observed, expected, source);

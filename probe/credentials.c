@@ -86,9 +86,10 @@ static void add(search_t *s, const char *source, bool standard, char *value, boo
                         return;
                 }
         if (o->ntokens == CREDS_MAX_TOKENS) {
-                (void)snprintf(o->search_error, sizeof(o->search_error),
-                               "more than %d tokens found; %s and any later ones were not asked about",
-                               CREDS_MAX_TOKENS, source);
+                (void)snprintf(
+                    o->search_error, sizeof(o->search_error),
+                    "more than %d tokens found; %s and any later ones were not asked about",
+                    CREDS_MAX_TOKENS, source);
                 wipe(value);
                 return;
         }
@@ -225,8 +226,8 @@ static void search_environment(search_t *s)
                 if (!eq || !creds_looks_like_token(eq + 1, strlen(eq + 1)))
                         continue;
                 char source[320];
-                (void)snprintf(source, sizeof(source), "environment variable %.*s",
-                               (int)(eq - *e), *e);
+                (void)snprintf(source, sizeof(source), "environment variable %.*s", (int)(eq - *e),
+                               *e);
                 char *value = strdup(eq + 1);
                 if (!value) {
                         (void)snprintf(s->o->search_error, sizeof(s->o->search_error),

@@ -13,9 +13,14 @@
  * port-forward are asked as create (a SPDY or POST request) and get (a
  * WebSocket upgrade is a GET); the pod's own subresources and updates are
  * asked again naming the pod, because a Role may grant them by name only. */
-#define NS(label, verb, group, resource, sub, per_pod) \
-        {label, verb, group, resource, sub, false, per_pod}
-#define CLUSTER(label, verb, group, resource, sub) {label, verb, group, resource, sub, true, false}
+#define NS(label, verb, group, resource, sub, per_pod)            \
+        {                                                         \
+                label, verb, group, resource, sub, false, per_pod \
+        }
+#define CLUSTER(label, verb, group, resource, sub)             \
+        {                                                      \
+                label, verb, group, resource, sub, true, false \
+        }
 const rbac_permission_t rbac_permissions[] = {
     NS("create pods/exec", "create", "", "pods", "exec", true),
     NS("get pods/exec", "get", "", "pods", "exec", true),
@@ -61,8 +66,7 @@ const rbac_permission_t rbac_permissions[] = {
     NS("impersonate groups", "impersonate", "", "groups", "", false),
     CLUSTER("impersonate users (cluster-wide)", "impersonate", "", "users", ""),
     CLUSTER("impersonate groups (cluster-wide)", "impersonate", "", "groups", ""),
-    CLUSTER("impersonate serviceaccounts (cluster-wide)", "impersonate", "", "serviceaccounts",
-            ""),
+    CLUSTER("impersonate serviceaccounts (cluster-wide)", "impersonate", "", "serviceaccounts", ""),
     /* Granting itself any of the above past RBAC's escalation check. */
     NS("bind roles", "bind", "rbac.authorization.k8s.io", "roles", "", false),
     NS("escalate roles", "escalate", "rbac.authorization.k8s.io", "roles", "", false),
@@ -109,9 +113,8 @@ char *rbac_ssar_body(const rbac_query_t *q, const char *namespace, const char *p
         if (q->permission >= rbac_permission_count || (q->named && !pod))
                 return NULL;
         const rbac_permission_t *p = &rbac_permissions[q->permission];
-        _cleanup_json_ json_t *attrs =
-            json_pack("{s:s, s:s, s:s}", "verb", p->verb, "group", p->group, "resource",
-                      p->resource);
+        _cleanup_json_ json_t *attrs = json_pack("{s:s, s:s, s:s}", "verb", p->verb, "group",
+                                                 p->group, "resource", p->resource);
         if (!attrs)
                 return NULL;
         int r = 0;
@@ -121,10 +124,9 @@ char *rbac_ssar_body(const rbac_query_t *q, const char *namespace, const char *p
                 r |= json_object_set_new(attrs, "namespace", json_string(namespace));
         if (q->named)
                 r |= json_object_set_new(attrs, "name", json_string(pod));
-        _cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:{s:O}}", "apiVersion",
-                                             "authorization.k8s.io/v1", "kind",
-                                             "SelfSubjectAccessReview", "spec",
-                                             "resourceAttributes", attrs);
+        _cleanup_json_ json_t *j =
+            json_pack("{s:s, s:s, s:{s:O}}", "apiVersion", "authorization.k8s.io/v1", "kind",
+                      "SelfSubjectAccessReview", "spec", "resourceAttributes", attrs);
         return r == 0 && j ? jsondump(j) : NULL;
 }
 
@@ -140,7 +142,8 @@ static int expect_kind(long status, json_t *body, const char *kind, hg_error_t *
 {
         const char *k;
         if (status == 401)
-                return error_set(err, -EACCES, "the API server does not accept the token (401: %.200s)",
+                return error_set(err, -EACCES,
+                                 "the API server does not accept the token (401: %.200s)",
                                  message_of(body));
         if (status != 200 && status != 201)
                 return error_set(err, -EPROTO, "%s answered HTTP %ld: %.200s", kind, status,
@@ -182,15 +185,17 @@ int rbac_parse_ssr(long status, json_t *body, rbac_identity_t *ret, hg_error_t *
         if (strncmp(name, sa_prefix, sizeof(sa_prefix) - 1) == 0) {
                 const char *ns = name + sizeof(sa_prefix) - 1;
                 size_t len = strcspn(ns, ":");
-                if (len == 0 || ns[len] != ':' || ns[len + 1] == '\0' || len >= sizeof(id.sa_namespace))
-                        return error_set(err, -EPROTO, "service-account username \"%.200s\" is malformed",
-                                         name);
+                if (len == 0 || ns[len] != ':' || ns[len + 1] == '\0' ||
+                    len >= sizeof(id.sa_namespace))
+                        return error_set(err, -EPROTO,
+                                         "service-account username \"%.200s\" is malformed", name);
                 memcpy(id.sa_namespace, ns, len);
                 id.sa_namespace[len] = '\0';
         }
         r = jsonx_member(user, "extra", JSON_OBJECT, &extra);
         if (r == -EINVAL)
-                return error_set(err, -EPROTO, "SelfSubjectReview's userInfo.extra is not an object");
+                return error_set(err, -EPROTO,
+                                 "SelfSubjectReview's userInfo.extra is not an object");
         if (r == 0) {
                 r = jsonx_member(extra, "authentication.kubernetes.io/pod-name", JSON_ARRAY, &pods);
                 if (r == -EINVAL || (r == 0 && (json_array_size(pods) != 1 ||
@@ -221,7 +226,8 @@ rbac_answer_t rbac_parse_ssar(long status, json_t *body, hg_error_t *err)
         const char *eval = "";
         if (jsonx_member(body, "status", JSON_OBJECT, &st) < 0 ||
             jsonx_bool(st, "allowed", &allowed) < 0) {
-                (void)error_set(err, -EPROTO, "SelfSubjectAccessReview has no boolean status.allowed");
+                (void)error_set(err, -EPROTO,
+                                "SelfSubjectAccessReview has no boolean status.allowed");
                 return RBAC_UNEXPECTED;
         }
         r = jsonx_bool(st, "denied", &denied);

@@ -57,7 +57,8 @@ char *rbac_ssar_body(const rbac_query_t *q, const char *namespace, const char *p
 typedef struct rbac_identity {
         char username[256];
         char sa_namespace[64]; /* from system:serviceaccount:NS:NAME; "" if not one */
-        char pod_name[254];    /* the bound pod (user extra authentication.kubernetes.io/pod-name); "" if none */
+        char pod_name[254]; /* the bound pod (user extra authentication.kubernetes.io/pod-name); ""
+                               if none */
 } rbac_identity_t;
 
 /* The outcome of reading one answer. */

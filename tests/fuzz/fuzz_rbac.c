@@ -38,13 +38,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 rbac_identity_t id;
                 int r = rbac_parse_ssr(status, body, &id, &err);
                 if (r == 0) {
-                        const char *user = json_string_value(at(body, "status", "userInfo", "username"));
+                        const char *user =
+                            json_string_value(at(body, "status", "userInfo", "username"));
                         if (!user || strcmp(user, id.username) != 0 || !id.username[0] ||
                             (status != 200 && status != 201))
                                 abort();
                         size_t n = strlen(id.sa_namespace);
-                        if (n && (strncmp(user, "system:serviceaccount:", 22) != 0 ||
-                                  strncmp(user + 22, id.sa_namespace, n) != 0 || user[22 + n] != ':'))
+                        if (n &&
+                            (strncmp(user, "system:serviceaccount:", 22) != 0 ||
+                             strncmp(user + 22, id.sa_namespace, n) != 0 || user[22 + n] != ':'))
                                 abort();
                         json_t *pods = at(body, "status", "userInfo", "extra");
                         pods = json_object_get(pods, "authentication.kubernetes.io/pod-name");

@@ -258,10 +258,9 @@ START_TEST(processes_and_identity)
 }
 END_TEST
 
-
 /* ---- the agent's credentials, on made-up API answers ---- */
 
-#define SSR_OF(user, extra)                                                              \
+#define SSR_OF(user, extra)                                                                \
         "{\"kind\": \"SelfSubjectReview\", \"apiVersion\": \"authentication.k8s.io/v1\", " \
         "\"status\": {\"userInfo\": {\"username\": \"" user "\"" extra "}}}"
 #define SSAR(status) "{\"kind\": \"SelfSubjectAccessReview\", \"status\": " status "}"
@@ -318,7 +317,8 @@ static json_t *credentials(report_result_t *ret_result)
 /* The first token's member key, as JSON text. */
 static char *token_member(json_t *check, const char *key)
 {
-        json_t *t = json_array_get(json_object_get(json_object_get(check, "observed"), "tokens"), 0);
+        json_t *t =
+            json_array_get(json_object_get(json_object_get(check, "observed"), "tokens"), 0);
         json_t *m = json_object_get(t, key);
         return m ? json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("(none)");
 }
@@ -396,7 +396,8 @@ START_TEST(credentials_unknown_is_never_a_pass)
         report_result_t res;
         _unit_json_ json_t *c = credentials(&res);
         _cleanup_free_ char *reason = token_member(c, "reason");
-        ck_assert_str_eq(reason, "\"the API server cannot be reached: Couldn't connect to server\"");
+        ck_assert_str_eq(reason,
+                         "\"the API server cannot be reached: Couldn't connect to server\"");
         /* Nothing could be asked (no address, no CA). */
         agent_in_shape();
         t = token(K8S_SA_DIR "/token", NULL);
@@ -437,7 +438,8 @@ START_TEST(credentials_unknown_is_never_a_pass)
         ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
         /* A place that could not be searched. */
         agent_in_shape();
-        (void)snprintf(o.creds.search_error, sizeof(o.creds.search_error), "mount table unreadable");
+        (void)snprintf(o.creds.search_error, sizeof(o.creds.search_error),
+                       "mount table unreadable");
         ck_judged(SHAPE_ROLE_AGENT, CREDS, REPORT_INCONCLUSIVE, "unknown");
         /* A yes anywhere beats an unknown elsewhere. */
         agent_in_shape();

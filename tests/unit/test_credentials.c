@@ -17,7 +17,7 @@ START_TEST(what_looks_like_a_token)
 {
         ck_assert(creds_looks_like_token(JWT, strlen(JWT)));
         static const char *const no[] = {
-            "",       "eyJ",       "eyJa.b",  "eyJa.b.c.d", "eyJa..c", ".eyJa.b",  "eyJa.b.",
+            "",        "eyJ",        "eyJa.b",     "eyJa.b.c.d", "eyJa..c", ".eyJa.b",  "eyJa.b.",
             "abc.d.e", "eyJa.b c.d", "eyJa.b.c\n", "eyJa+/.b.c", "hunter2", "eyJa.b.c="};
         for (size_t i = 0; i < ARRAY_SIZE(no); i++)
                 ck_assert_msg(!creds_looks_like_token(no[i], strlen(no[i])), "%s taken", no[i]);

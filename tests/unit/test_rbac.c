@@ -19,17 +19,36 @@ static const rbac_permission_t *find(const char *label)
 
 START_TEST(every_documented_permission_is_asked)
 {
-        static const char *const labels[] = {
-            "create pods/exec", "get pods/exec", "create pods/attach", "get pods/attach",
-            "create pods/portforward", "get pods/portforward", "update pods/ephemeralcontainers",
-            "patch pods/ephemeralcontainers", "create pods", "update pods", "patch pods",
-            "create deployments.apps", "create replicasets.apps", "create statefulsets.apps",
-            "create daemonsets.apps", "create jobs.batch", "create cronjobs.batch",
-            "create replicationcontrollers", "update deployments.apps", "patch cronjobs.batch",
-            "create serviceaccounts/token", "impersonate users", "impersonate groups",
-            "impersonate serviceaccounts", "impersonate users (cluster-wide)",
-            "impersonate groups (cluster-wide)", "impersonate serviceaccounts (cluster-wide)",
-            "bind clusterroles", "escalate roles", "get nodes/proxy"};
+        static const char *const labels[] = {"create pods/exec",
+                                             "get pods/exec",
+                                             "create pods/attach",
+                                             "get pods/attach",
+                                             "create pods/portforward",
+                                             "get pods/portforward",
+                                             "update pods/ephemeralcontainers",
+                                             "patch pods/ephemeralcontainers",
+                                             "create pods",
+                                             "update pods",
+                                             "patch pods",
+                                             "create deployments.apps",
+                                             "create replicasets.apps",
+                                             "create statefulsets.apps",
+                                             "create daemonsets.apps",
+                                             "create jobs.batch",
+                                             "create cronjobs.batch",
+                                             "create replicationcontrollers",
+                                             "update deployments.apps",
+                                             "patch cronjobs.batch",
+                                             "create serviceaccounts/token",
+                                             "impersonate users",
+                                             "impersonate groups",
+                                             "impersonate serviceaccounts",
+                                             "impersonate users (cluster-wide)",
+                                             "impersonate groups (cluster-wide)",
+                                             "impersonate serviceaccounts (cluster-wide)",
+                                             "bind clusterroles",
+                                             "escalate roles",
+                                             "get nodes/proxy"};
         for (size_t i = 0; i < ARRAY_SIZE(labels); i++)
                 ck_assert_msg(find(labels[i]), "%s is not asked", labels[i]);
         const rbac_permission_t *p = find("create pods/exec");
@@ -121,8 +140,9 @@ static rbac_answer_t ssar(long status, const char *body, hg_error_t *err)
 START_TEST(access_review_answers)
 {
         hg_error_t err;
-        ck_assert_int_eq(ssar(201, SSAR("{\"allowed\": true, \"reason\": \"RBAC: allowed\"}"), &err),
-                         RBAC_ALLOWED);
+        ck_assert_int_eq(
+            ssar(201, SSAR("{\"allowed\": true, \"reason\": \"RBAC: allowed\"}"), &err),
+            RBAC_ALLOWED);
         ck_assert_int_eq(ssar(200, SSAR("{\"allowed\": false}"), &err), RBAC_DENIED);
         ck_assert_int_eq(ssar(201, SSAR("{\"allowed\": false, \"denied\": true}"), &err),
                          RBAC_DENIED);
@@ -160,7 +180,7 @@ START_TEST(access_review_answers)
 }
 END_TEST
 
-#define SSR(user, extra)                                                                   \
+#define SSR(user, extra)                                                                      \
         "{\"kind\": \"SelfSubjectReview\", \"status\": {\"userInfo\": {\"username\": \"" user \
         "\"" extra "}}}"
 
@@ -203,7 +223,8 @@ START_TEST(self_review_answers)
             SSR("a", ", \"extra\": {\"authentication.kubernetes.io/pod-name\": []}"),
             SSR("a", ", \"extra\": {\"authentication.kubernetes.io/pod-name\": [\"p\", \"q\"]}"),
             SSR("a", ", \"extra\": {\"authentication.kubernetes.io/pod-name\": [1]}"),
-            "{\"kind\": \"SelfSubjectAccessReview\", \"status\": {\"userInfo\": {\"username\": \"a\"}}}",
+            "{\"kind\": \"SelfSubjectAccessReview\", \"status\": {\"userInfo\": {\"username\": "
+            "\"a\"}}}",
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 ck_assert_msg(ssr(201, bad[i], &id, &err) == -EPROTO, "case %zu accepted", i);

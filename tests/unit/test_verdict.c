@@ -124,17 +124,16 @@ START_TEST(reports_not_believed)
 }
 END_TEST
 
-
 START_TEST(agent_credentials)
 {
         _unit_json_ json_t *spec = spec_report("pass");
         _unit_json_ json_t *driver = report("driver", "pass", "pass");
         /* A token that may exec: its own reason, naming the token and the permissions. */
         _unit_json_ json_t *granted = agent_with_creds(
-            "fail", creds_check("fail", json_pack("{s:s, s:s, s:s, s:[s, s]}", "source", "/sa/token",
-                                                  "user", "system:serviceaccount:ns:a", "status",
-                                                  "fail", "granted", "create pods/exec",
-                                                  "impersonate users")));
+            "fail",
+            creds_check("fail", json_pack("{s:s, s:s, s:s, s:[s, s]}", "source", "/sa/token",
+                                          "user", "system:serviceaccount:ns:a", "status", "fail",
+                                          "granted", "create pods/exec", "impersonate users")));
         ck_assert_str_eq(decide(SPLIT_REQUIRED, spec, granted, driver),
                          "refused:agent-credentials-failed");
         ck_assert_str_eq(decide(SPLIT_AUTO, spec, granted, driver),
@@ -147,9 +146,9 @@ START_TEST(agent_credentials)
         /* The API server unreachable: inconclusive, with the reason. */
         _unit_json_ json_t *unreachable = agent_with_creds(
             "inconclusive",
-            creds_check("unknown", json_pack("{s:s, s:s, s:s}", "source", "/sa/token", "status",
-                                             "unknown", "reason",
-                                             "the API server cannot be reached: refused")));
+            creds_check("unknown",
+                        json_pack("{s:s, s:s, s:s}", "source", "/sa/token", "status", "unknown",
+                                  "reason", "the API server cannot be reached: refused")));
         ck_assert_str_eq(decide(SPLIT_REQUIRED, spec, unreachable, driver),
                          "refused:agent-credentials-inconclusive");
         _unit_json_ json_t *j2 = verdict_decide(SPLIT_AUTO, spec, unreachable, driver, &v);
