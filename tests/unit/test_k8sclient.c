@@ -1,7 +1,8 @@
 /* Unit tests for common/k8sclient without an API server: loading kubeconfig
  * files (inline data, paths relative to the file, tokens, namespaces), the
- * configurations it refuses, in-cluster detection, a transport failure and
- * Status messages. Loading does not parse PEM, so any PEM-shaped text does. */
+ * configurations it refuses, in-cluster detection, an in-cluster client
+ * with another token and CA, a transport failure and Status messages. Loading does not parse PEM,
+ * so any PEM-shaped text does. */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -350,6 +351,59 @@ START_TEST(in_cluster_needs_service_host)
 }
 END_TEST
 
+START_TEST(in_cluster_with_another_token)
+{
+        char ca[4200], token[4200];
+        put("vol/ca.crt", CA_PEM, ca);
+        put("vol/token", "eyJh.eyJi.c2ln\n", token);
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        /* Exactly one token source, and a CA. */
+        ck_assert_int_eq(k8s_client_new_in_cluster(NULL, NULL, ca, &c, &err), -EINVAL);
+        ck_assert_int_eq(k8s_client_new_in_cluster(token, "t", ca, &c, &err), -EINVAL);
+        ck_assert_int_eq(k8s_client_new_in_cluster(token, NULL, NULL, &c, &err), -EINVAL);
+        ck_assert_ptr_null(c);
+        /* The address comes from the environment, as k8s_client_new(NULL). */
+        error_clear(&err);
+        ck_assert_int_eq(k8s_client_new_in_cluster(token, NULL, ca, &c, &err), -ENOENT);
+        ck_assert_msg_has(err, "KUBERNETES_SERVICE_HOST");
+        ck_assert_int_eq(setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1), 0);
+        ck_assert_int_eq(setenv("KUBERNETES_SERVICE_PORT", "1", 1), 0);
+        char missing[4200];
+        (void)snprintf(missing, sizeof(missing), "%s/nope/ca.crt", dir);
+        error_clear(&err);
+        ck_assert_int_eq(k8s_client_new_in_cluster(token, NULL, missing, &c, &err), -ENOENT);
+        ck_assert_msg_has(err, missing);
+        /* A token file and a static token both reach the (closed) server. */
+        const char *tokens[][2] = {{token, NULL}, {NULL, "eyJh.eyJi.c2ln"}};
+        for (size_t i = 0; i < 2; i++) {
+                _client_ k8s_client_t *k = NULL;
+                error_clear(&err);
+                ck_assert_msg(k8s_client_new_in_cluster(tokens[i][0], tokens[i][1], ca, &k, &err) ==
+                                  0,
+                              "%s", err.message);
+                if (access("/var/run/secrets/kubernetes.io/serviceaccount/namespace", F_OK) != 0) {
+                        ck_assert(!k8s_client_namespace_known(k));
+                        ck_assert_str_eq(k8s_client_namespace(k), "default");
+                }
+                long status = 0;
+                json_t *body = NULL;
+                ck_assert_int_eq(
+                    k8s_request(k, "POST", "/apis/x", NULL, "{}", &status, &body, &err), -EIO);
+                ck_assert_msg_has(err, "POST /apis/x: ");
+        }
+        /* A token file that went away fails the request, not the client. */
+        _client_ k8s_client_t *k = NULL;
+        ck_assert_int_eq(k8s_client_new_in_cluster(token, NULL, ca, &k, &err), 0);
+        ck_assert_int_eq(unlink(token), 0);
+        long status = 0;
+        json_t *body = NULL;
+        error_clear(&err);
+        ck_assert_int_lt(k8s_request(k, "GET", "/version", NULL, NULL, &status, &body, &err), 0);
+        ck_assert_msg_has(err, token);
+}
+END_TEST
+
 START_TEST(request_to_closed_port)
 {
         _cleanup_free_ char *cluster = cluster_inline_ca();
@@ -422,6 +476,7 @@ static Suite *k8sclient_suite(void)
         tcase_add_test(tc, explicit_false_insecure_is_fine);
         tcase_add_test(tc, unreadable_kubeconfig);
         tcase_add_test(tc, in_cluster_needs_service_host);
+        tcase_add_test(tc, in_cluster_with_another_token);
         suite_add_tcase(s, tc);
         tc = tcase_create("requests");
         tcase_add_checked_fixture(tc, setup, teardown);
