@@ -14,6 +14,7 @@
 #include "jsonx.h"
 #include "k8sname.h"
 #include "log.h"
+#include "pathnorm.h"
 #include "strparse.h"
 #include "yamldoc.h"
 
@@ -40,13 +41,7 @@ typedef struct setting {
 
 static bool is_absolute_path(const char *s)
 {
-        if (s[0] != '/' || strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//"))
-                return false;
-        size_t n = strlen(s);
-        if (n > 1 && s[n - 1] == '/')
-                return false;
-        return !(n >= 3 && strcmp(s + n - 3, "/..") == 0) &&
-               !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
+        return pathnorm_is_canonical(s);
 }
 
 static bool is_quantity_or_empty(const char *s)
@@ -74,6 +69,11 @@ static bool is_any_path(const char *s)
 static bool is_any_text(const char *s)
 {
         return s != NULL;
+}
+
+static bool is_token_choice(const char *s)
+{
+        return strcmp(s, CONFIG_TOKEN_KEEP) == 0 || strcmp(s, CONFIG_TOKEN_REMOVE) == 0;
 }
 
 static bool is_tls_mode(const char *s)
@@ -108,6 +108,8 @@ static const setting_t settings[] = {
      k8s_is_label_value, "a label value"},
     {"agentContainer", "HANGAR_AGENT_CONTAINER", SETTING_STRING, OFF(agent_container), "sandbox", 0,
      0, k8s_is_dns1123_label, "a container name (RFC 1123 label)"},
+    {"agentServiceAccountToken", "HANGAR_AGENT_SERVICE_ACCOUNT_TOKEN", SETTING_STRING,
+     OFF(agent_service_account_token), CONFIG_TOKEN_KEEP, 0, 0, is_token_choice, "keep or remove"},
     {"driver.uid", "HANGAR_DRIVER_UID", SETTING_U32, OFF(driver_uid), "1001", 1, 2147483647, NULL,
      "a uid from 1 to 2147483647 (never root)"},
     {"driver.gid", "HANGAR_DRIVER_GID", SETTING_U32, OFF(driver_gid), "1001", 1, 2147483647, NULL,
@@ -431,10 +433,10 @@ int config_set(hg_config_t *cfg, const char *assignment, hg_error_t *err)
                          (int)klen, assignment);
 }
 
+/* Both are canonical (is_absolute_path), so they always fit. */
 static bool path_within(const char *inner, const char *outer)
 {
-        size_t n = strlen(outer);
-        return strncmp(inner, outer, n) == 0 && (inner[n] == '/' || inner[n] == '\0' || n == 1);
+        return pathnorm_within(inner, outer) != 0;
 }
 
 int config_validate(const hg_config_t *cfg, hg_error_t *err)

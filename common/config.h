@@ -23,6 +23,9 @@ typedef struct hg_config {
         char *selector_key;
         char *selector_value;
         char *agent_container;
+        /* "keep" or "remove": whether the agent's container keeps its mount
+         * of the pod's service-account token (CONFIG_TOKEN_*) */
+        char *agent_service_account_token;
 
         /* the driver sidecar */
         uint32_t driver_uid;
@@ -73,6 +76,9 @@ typedef struct hg_config {
         uint32_t tls_ca_overlap_seconds; /* 0: automatic (config_ca_overlap_seconds) */
         char *kubeconfig;                /* "" = in-cluster credentials */
 } hg_config_t;
+
+#define CONFIG_TOKEN_KEEP       "keep"
+#define CONFIG_TOKEN_REMOVE     "remove"
 
 #define CONFIG_TLS_FILES        "files"
 #define CONFIG_TLS_SELF_MANAGED "selfManaged"

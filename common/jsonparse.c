@@ -632,7 +632,8 @@ static int skip_value(reader_t *r);
 /* Checks an array without building anything, as read_array does. */
 /* Reads an object's members up to its '}' (r->p just past the '{'): every
  * key checked for duplicates, each value built through its member's
- * projection when obj is set and the key is listed, else only checked. The
+ * projection when obj is set and the key is listed (through the others
+ * projection when it is not and that is set), else only checked. The
  * same checks in the same order as build_object, so the same input fails
  * with the same message. */
 static int object_members(reader_t *r, const jsonparse_proj_t *proj, json_t *obj)
@@ -665,9 +666,9 @@ static int object_members(reader_t *r, const jsonparse_proj_t *proj, json_t *obj
                         return fail(r, "expected ':'");
                 r->p++;
                 const jsonparse_member_t *m = obj ? find_member(proj, k, klen) : NULL;
-                if (m) {
+                if (m || (obj && proj->others)) {
                         json_t *value = NULL;
-                        rc = read_value(r, m->proj, &value);
+                        rc = read_value(r, m ? m->proj : proj->others, &value);
                         if (rc == 0 && json_object_setn_new_nocheck(obj, k, klen, value) < 0)
                                 rc = -ENOMEM;
                 } else {

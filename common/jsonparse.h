@@ -30,7 +30,10 @@ int jsonparse_load(const char *buf, size_t len, unsigned max_depth, json_t **ret
  * of the bytes it skips rather than of the values it would have built.
  *
  * For an object, `members` lists the members to build (each through its
- * own projection; a NULL projection builds the member whole); for an array,
+ * own projection; a NULL projection builds the member whole), and `others`,
+ * when set, is the projection every member it does not list is built
+ * through (so a reader can tell which members are there without building
+ * their values; unset, they are dropped); for an array,
  * `items` is the projection of every element (NULL: elements built whole).
  * A value the projection does not describe (a scalar, an array where members
  * were expected, an object where items were) is built whole, so a reader
@@ -46,6 +49,7 @@ typedef struct jsonparse_member {
 struct jsonparse_proj {
         const jsonparse_member_t *members; /* ends with a NULL key */
         const jsonparse_proj_t *items;
+        const jsonparse_proj_t *others; /* members not listed; NULL: dropped */
 };
 
 /* One entry of a members list: JSONPARSE_MEMBER("name", &proj_or_NULL). */

@@ -164,3 +164,24 @@ int jsonptr_add(json_t *doc, const char *path, json_t *value, hg_error_t *err)
                 return error_set(err, -EINVAL, "JSON patch add: bad array index '%s'", last.s);
         return json_array_insert(parent, idx, value) == 0 ? 0 : -ENOMEM;
 }
+
+int jsonptr_remove(json_t *doc, const char *path, hg_error_t *err)
+{
+        json_t *parent;
+        _cleanup_(token_free) token_t last = {.heap = NULL};
+        int r = walk(doc, path, &parent, &last, err);
+        if (r < 0)
+                return r;
+        if (json_is_object(parent)) {
+                if (!json_object_getn(parent, last.s, last.len))
+                        return error_set(err, -ENOENT, "JSON patch remove: no member '%s'", last.s);
+                return json_object_deln(parent, last.s, last.len) == 0 ? 0 : -ENOENT;
+        }
+        size_t idx;
+        if (!json_is_array(parent))
+                return error_set(err, -ENOENT, "JSON patch remove: parent of '%s' is %s", path,
+                                 jsonx_type_name(parent));
+        if (parse_index(last.s, &idx) < 0 || idx >= json_array_size(parent))
+                return error_set(err, -EINVAL, "JSON patch remove: bad array index '%s'", last.s);
+        return json_array_remove(parent, idx) == 0 ? 0 : -ENOMEM;
+}

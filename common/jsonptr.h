@@ -1,5 +1,5 @@
 /* JSON Pointer (RFC 6901) building and resolving, and the JSON Patch "add"
- * operation (RFC 6902) applied to a jansson document. Escaping order matters:
+ * and "remove" operations (RFC 6902) applied to a jansson document. Escaping order matters:
  * '~' becomes "~0" before '/' becomes "~1", so "a~1b" round-trips. */
 #pragma once
 
@@ -22,3 +22,8 @@ int jsonptr_get(json_t *doc, const char *path, json_t **ret, hg_error_t *err);
  * at an index (0..size) or appends with "-". The parent must exist. Takes a
  * new reference to value; the caller keeps its own. */
 int jsonptr_add(json_t *doc, const char *path, json_t *value, hg_error_t *err);
+
+/* RFC 6902 remove: deletes an object member, or the array element at an
+ * index (0..size-1; "-" is no element). The value must be there (-ENOENT
+ * for a missing member, -EINVAL for a bad index). */
+int jsonptr_remove(json_t *doc, const char *path, hg_error_t *err);

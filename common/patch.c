@@ -1,6 +1,7 @@
 #include "patch.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,21 +45,25 @@ char *patch_take_ops(patch_t *p)
 }
 
 /* Writes the operation over the closing ']' of the ops text and closes it
- * again: the value's text is known (what jsondump writes for value) or
- * written out here. On failure the text is left as it was. */
+ * again: an add, whose value's text is known (what jsondump writes for
+ * value) or written out here, or with neither value nor text a remove. On
+ * failure the text is left as it was. */
 static int emit(patch_t *p, const char *path, const json_t *value, const char *known)
 {
         size_t closed = p->ops.len;
         strbuf_truncate(&p->ops, closed - 1);
-        static const char head[] = "{\"op\":\"add\",\"path\":";
+        static const char add[] = "{\"op\":\"add\",\"path\":";
+        static const char remove[] = "{\"op\":\"remove\",\"path\":";
+        bool is_add = value || known;
         int r = p->n_ops ? strbuf_append(&p->ops, ",", 1) : 0;
         if (r == 0)
-                r = strbuf_append(&p->ops, head, sizeof(head) - 1);
+                r = is_add ? strbuf_append(&p->ops, add, sizeof(add) - 1)
+                           : strbuf_append(&p->ops, remove, sizeof(remove) - 1);
         if (r == 0)
                 r = jsondump_append_string(&p->ops, path, strlen(path));
-        if (r == 0)
+        if (r == 0 && is_add)
                 r = strbuf_append(&p->ops, ",\"value\":", 9);
-        if (r == 0)
+        if (r == 0 && is_add)
                 r = known ? strbuf_puts(&p->ops, known) : jsondump_append(&p->ops, value);
         if (r == 0)
                 r = strbuf_append(&p->ops, "}]", 2);
@@ -88,6 +93,12 @@ static int add_known(patch_t *p, const char *path, json_t *value, const char *kn
 int patch_add(patch_t *p, const char *path, json_t *value, hg_error_t *err)
 {
         return add_known(p, path, value, NULL, err);
+}
+
+int patch_remove(patch_t *p, const char *path, hg_error_t *err)
+{
+        int r = jsonptr_remove(p->doc, path, err);
+        return r < 0 ? r : emit(p, path, NULL, NULL);
 }
 
 /* The container at parent_path/key: 0 and *ret if present with the wanted

@@ -30,6 +30,12 @@ void patch_free(patch_t *p);
 /* Emits {"op":"add","path":path,"value":value}. Steals value. */
 int patch_add(patch_t *p, const char *path, json_t *value, hg_error_t *err);
 
+/* Emits {"op":"remove","path":path}: path (an array index as the array is
+ * now, after the ops before it) must be there. Removing several elements
+ * of one array, go from the last to the first so each index is still the
+ * element meant. */
+int patch_remove(patch_t *p, const char *path, hg_error_t *err);
+
 /* Appends value to the array parent_path/key, creating the array if absent
  * (or null). Steals value. */
 int patch_append(patch_t *p, const char *parent_path, const char *key, json_t *value,

@@ -9,14 +9,20 @@
 
 /* Design page 000, "The pod": hangar-home read-only for the agent and
  * read-write for the driver; hangar-ctl never mounted by the agent (nor by
- * anything else), read-write for the driver. */
+ * anything else), read-write for the driver. Another container of the pod
+ * may read hangar-home (it could not write what the driver reads); an init
+ * or ephemeral container mounts neither: the one runs before the driver has
+ * written anything worth reading, the other is added to a running pod by
+ * whoever can update it, and is the driver's neighbour no one injected. */
 static const shape_access_t mount_table[SHAPE_ROLE_COUNT][SHAPE_VOLUME_COUNT] = {
     [SHAPE_ROLE_AGENT] =
         {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_ONLY, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
     [SHAPE_ROLE_DRIVER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_WRITE,
                            [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_READ_WRITE},
     [SHAPE_ROLE_OTHER] =
-        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_UNCHECKED, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
+        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_NOT_WRITABLE, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
+    [SHAPE_ROLE_INIT_EPHEMERAL] =
+        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_ABSENT, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
 };
 
 shape_access_t shape_mount_access(shape_role_t role, shape_volume_t volume)
@@ -24,6 +30,22 @@ shape_access_t shape_mount_access(shape_role_t role, shape_volume_t volume)
         if ((unsigned)role >= SHAPE_ROLE_COUNT || (unsigned)volume >= SHAPE_VOLUME_COUNT)
                 return SHAPE_ACCESS_ABSENT;
         return mount_table[role][volume];
+}
+
+bool shape_access_allows(shape_access_t want, shape_access_t have)
+{
+        switch (want) {
+        case SHAPE_ACCESS_UNCHECKED:
+                return true;
+        case SHAPE_ACCESS_NOT_WRITABLE:
+                return have == SHAPE_ACCESS_ABSENT || have == SHAPE_ACCESS_READ_ONLY;
+        case SHAPE_ACCESS_ABSENT:
+        case SHAPE_ACCESS_READ_ONLY:
+        case SHAPE_ACCESS_READ_WRITE:
+                return have == want;
+        default:
+                return false;
+        }
 }
 
 const char *shape_volume_name(shape_volume_t volume)
@@ -59,6 +81,8 @@ const char *shape_role_name(shape_role_t role)
                 return "driver";
         case SHAPE_ROLE_OTHER:
                 return "other";
+        case SHAPE_ROLE_INIT_EPHEMERAL:
+                return "init/ephemeral";
         default:
                 return "?";
         }
@@ -75,6 +99,8 @@ const char *shape_access_name(shape_access_t access)
                 return "read-write";
         case SHAPE_ACCESS_UNCHECKED:
                 return "any";
+        case SHAPE_ACCESS_NOT_WRITABLE:
+                return "read-only or not mounted";
         default:
                 return "?";
         }

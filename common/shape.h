@@ -4,6 +4,8 @@
  * hard-codes the container's name, the volumes or who mounts what. */
 #pragma once
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "config.h"
@@ -20,9 +22,10 @@
 #define SHAPE_STATUS_SKIPPED    "skipped"
 
 typedef enum shape_role {
-        SHAPE_ROLE_AGENT,  /* the sandbox container (config agentContainer) */
-        SHAPE_ROLE_DRIVER, /* hangar-driver */
-        SHAPE_ROLE_OTHER,  /* every other container, init containers included */
+        SHAPE_ROLE_AGENT,          /* the sandbox container (config agentContainer) */
+        SHAPE_ROLE_DRIVER,         /* hangar-driver */
+        SHAPE_ROLE_OTHER,          /* every other container of spec.containers */
+        SHAPE_ROLE_INIT_EPHEMERAL, /* init and ephemeral containers */
         SHAPE_ROLE_COUNT,
 } shape_role_t;
 
@@ -33,14 +36,17 @@ typedef enum shape_volume {
 } shape_volume_t;
 
 typedef enum shape_access {
-        SHAPE_ACCESS_ABSENT,     /* must not be mounted */
-        SHAPE_ACCESS_READ_ONLY,  /* mounted, readOnly: true */
-        SHAPE_ACCESS_READ_WRITE, /* mounted, writable */
-        SHAPE_ACCESS_UNCHECKED,  /* not part of the shape */
+        SHAPE_ACCESS_ABSENT,       /* must not be mounted */
+        SHAPE_ACCESS_READ_ONLY,    /* mounted, readOnly: true */
+        SHAPE_ACCESS_READ_WRITE,   /* mounted, writable */
+        SHAPE_ACCESS_UNCHECKED,    /* not part of the shape */
+        SHAPE_ACCESS_NOT_WRITABLE, /* read-only or not mounted, either is fine */
 } shape_access_t;
 
 /* Who mounts which volume, and how: the heart of the split. */
 shape_access_t shape_mount_access(shape_role_t role, shape_volume_t volume);
+/* Whether a container that mounts a volume as have keeps to want. */
+bool shape_access_allows(shape_access_t want, shape_access_t have);
 
 const char *shape_volume_name(shape_volume_t volume);
 const char *shape_volume_path(const hg_config_t *cfg, shape_volume_t volume);

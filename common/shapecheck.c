@@ -1,64 +1,88 @@
 #include "shapecheck.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "jsonx.h"
+#include "pathnorm.h"
 #include "shape.h"
+#include "strbuf.h"
 
-bool shapecheck_subset(json_t *expected, json_t *actual)
-{
-        if (json_is_object(expected)) {
-                if (!json_is_object(actual))
-                        return false;
-                const char *key;
-                json_t *v;
-                json_object_foreach (expected, key, v) {
-                        if (!shapecheck_subset(v, json_object_get(actual, key)))
-                                return false;
-                }
-                return true;
-        }
-        if (json_is_array(expected)) {
-                if (!json_is_array(actual) || json_array_size(actual) != json_array_size(expected))
-                        return false;
-                for (size_t i = 0; i < json_array_size(expected); i++)
-                        if (!shapecheck_subset(json_array_get(expected, i),
-                                               json_array_get(actual, i)))
-                                return false;
-                return true;
-        }
-        return json_equal(expected, actual);
-}
+static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+
+/* Members the API server sets on every container it stores (SetDefaults_
+ * Container), with the value it sets: the only members a driver may have
+ * beyond the shape's. (imagePullPolicy, also defaulted, is the shape's.) */
+static const struct {
+        const char *key, *value;
+} api_defaults[] = {
+    {"terminationMessagePath", "/dev/termination-log"},
+    {"terminationMessagePolicy", "File"},
+};
 
 typedef struct findings {
-        json_t *checks;
+        json_t *checks; /* every finding (the probe); NULL: only the first failure */
         bool failed;
+        bool oom;
+        shapecheck_finding_t *first; /* without checks: the first sidecar failure */
+        bool found;
 } findings_t;
 
-static void add(findings_t *f, const char *code, bool pass, const char *detail)
+static void add(findings_t *f, const char *code, shapecheck_scope_t scope, bool pass,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void add(findings_t *f, const char *code, shapecheck_scope_t scope, bool pass,
+                const char *fmt, ...)
 {
+        if (!pass)
+                f->failed = true;
+        if (!f->checks) {
+                /* The webhook's reading: only the first sidecar failure is
+                 * written out, so passes cost no formatting. */
+                if (pass || f->found || scope != SHAPECHECK_SIDECAR)
+                        return;
+                f->found = true;
+                f->first->code = code;
+                va_list ap;
+                va_start(ap, fmt);
+                (void)vsnprintf(f->first->detail, sizeof(f->first->detail), fmt, ap);
+                va_end(ap);
+                utf8_trim_incomplete(f->first->detail);
+                return;
+        }
+        char detail[ERROR_MESSAGE_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        (void)vsnprintf(detail, sizeof(detail), fmt, ap);
+        va_end(ap);
+        utf8_trim_incomplete(detail);
         json_t *c = json_pack("{s:s, s:s, s:s}", "code", code, "status", pass ? "pass" : "fail",
                               "detail", detail);
         if (!c || json_array_append_new(f->checks, c) < 0)
-                f->failed = true;
-        if (!pass)
-                f->failed = true;
+                f->oom = true;
 }
 
-static json_t *containers(json_t *pod, const char *list)
+static json_t *spec_of(json_t *pod)
 {
-        return json_object_get(json_object_get(pod, "spec"), list);
+        return json_object_get(pod, "spec");
+}
+
+static const char *name_of(json_t *c)
+{
+        const char *name = "";
+        (void)jsonx_string(c, "name", &name);
+        return name;
 }
 
 static json_t *find_container(json_t *pod, const char *name)
 {
         size_t i;
         json_t *c;
-        json_array_foreach (containers(pod, "containers"), i, c) {
-                const char *n;
-                if (jsonx_string(c, "name", &n) == 0 && strcmp(n, name) == 0)
+        json_array_foreach (json_object_get(spec_of(pod), "containers"), i, c) {
+                if (strcmp(name_of(c), name) == 0)
                         return c;
         }
         return NULL;
@@ -83,35 +107,98 @@ shape_access_t shapecheck_mount_access(json_t *c, shape_volume_t v)
 shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const char *name)
 {
         if (strcmp(list, "containers") != 0)
-                return SHAPE_ROLE_OTHER;
+                return SHAPE_ROLE_INIT_EPHEMERAL;
         return strcmp(name, cfg->agent_container) == 0     ? SHAPE_ROLE_AGENT
                : strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 ? SHAPE_ROLE_DRIVER
                                                            : SHAPE_ROLE_OTHER;
 }
 
-static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod)
+bool shapecheck_is_token_mount(json_t *m)
 {
-        static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+        const char *name = "", *path = "";
+        (void)jsonx_string(m, "name", &name);
+        (void)jsonx_string(m, "mountPath", &path);
+        if (strncmp(name, SHAPECHECK_TOKEN_VOLUME_PREFIX, strlen(SHAPECHECK_TOKEN_VOLUME_PREFIX)) ==
+            0)
+                return true;
+        return pathnorm_within(path, SHAPECHECK_TOKEN_PATH) != 0;
+}
+
+bool shapecheck_is_plugin_token_mount(json_t *m)
+{
+        const char *name = "", *path = "";
+        (void)jsonx_string(m, "name", &name);
+        (void)jsonx_string(m, "mountPath", &path);
+        const char *key;
+        json_t *v;
+        json_object_foreach (m, key, v)
+                if (strcmp(key, "name") != 0 && strcmp(key, "mountPath") != 0 &&
+                    strcmp(key, "readOnly") != 0)
+                        return false;
+        return strncmp(name, SHAPECHECK_TOKEN_VOLUME_PREFIX,
+                       strlen(SHAPECHECK_TOKEN_VOLUME_PREFIX)) == 0 &&
+               strcmp(path, SHAPECHECK_TOKEN_PATH) == 0 &&
+               json_is_true(json_object_get(m, "readOnly"));
+}
+
+static bool is_api_default(const char *key, json_t *value)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(api_defaults); i++)
+                if (strcmp(key, api_defaults[i].key) == 0)
+                        return json_is_string(value) &&
+                               strcmp(json_string_value(value), api_defaults[i].value) == 0;
+        return false;
+}
+
+static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
+{
+        size_t named = 0;
         for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (containers(pod, lists[l]), i, c) {
-                        const char *name = "";
-                        (void)jsonx_string(c, "name", &name);
-                        shape_role_t role = shapecheck_role(cfg, lists[l], name);
-                        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                                shape_access_t want = shape_mount_access(role, v);
-                                shape_access_t have = shapecheck_mount_access(c, v);
-                                if (want == SHAPE_ACCESS_UNCHECKED)
-                                        continue;
-                                char detail[256];
-                                (void)snprintf(detail, sizeof(detail),
-                                               "container \"%s\" (%s) mounts %s %s; expected %s",
-                                               name, shape_role_name(role), shape_volume_name(v),
-                                               shape_access_name(have), shape_access_name(want));
-                                add(f, "spec.mount", have == want, detail);
-                        }
-                }
+                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c)
+                        named += strcmp(name_of(c), SHAPE_DRIVER_CONTAINER) == 0;
+        }
+        json_t *driver = find_container(pod, SHAPE_DRIVER_CONTAINER);
+        if (!driver) {
+                add(f, "spec.no-driver", SHAPECHECK_SIDECAR, false,
+                    "the pod has no " SHAPE_DRIVER_CONTAINER " container");
+                return;
+        }
+        add(f, "spec.driver", SHAPECHECK_SIDECAR, named == 1,
+            "one container is named " SHAPE_DRIVER_CONTAINER " (%zu are)", named);
+        const char *image = "";
+        (void)jsonx_string(agent, "image", &image);
+        _cleanup_json_ json_t *want = shape_driver_container_json(cfg, image);
+        if (!want) {
+                f->oom = true;
+                return;
+        }
+        const char *key;
+        json_t *v;
+        /* Every member of the shape, equal: the configured command, the
+         * agent's image, the whole securityContext, exactly the two mounts. */
+        json_object_foreach (want, key, v) {
+                json_t *have = json_object_get(driver, key);
+                bool ok = json_equal(v, have);
+                add(f, "spec.driver", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_DRIVER_CONTAINER,
+                    key,
+                    ok      ? "as the shape says"
+                    : !have ? "is missing"
+                            : "differs from the shape");
+        }
+        /* And nothing else, but what the API server adds to every container:
+         * args, env, probes, lifecycle hooks, a working directory, stdin,
+         * ports, a restart policy, ... each runs or changes something in the
+         * driver's uid next to hangar-ctl. */
+        json_object_foreach (driver, key, v) {
+                if (json_object_get(want, key))
+                        continue;
+                bool ok = is_api_default(key, v);
+                add(f, "spec.driver", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_DRIVER_CONTAINER,
+                    key,
+                    ok ? "is the API server's default"
+                       : "is not part of the shape (only the API server's defaults may be added)");
         }
 }
 
@@ -119,115 +206,224 @@ static void check_volumes(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                 _cleanup_json_ json_t *want = shape_volume_json(cfg, v);
-                json_t *have = NULL;
-                size_t i;
-                json_t *vol;
-                json_array_foreach (json_object_get(json_object_get(pod, "spec"), "volumes"), i,
-                                    vol) {
-                        const char *n;
-                        if (jsonx_string(vol, "name", &n) == 0 &&
-                            strcmp(n, shape_volume_name(v)) == 0)
-                                have = vol;
+                if (!want) {
+                        f->oom = true;
+                        return;
                 }
-                char detail[160];
-                (void)snprintf(detail, sizeof(detail), "volume %s %s", shape_volume_name(v),
-                               !have ? "is missing" : "as the shape says");
-                bool ok = have && shapecheck_subset(want, have);
-                if (have && !ok)
-                        (void)snprintf(detail, sizeof(detail), "volume %s differs from the shape",
-                                       shape_volume_name(v));
-                add(f, "spec.volume", ok, detail);
+                json_t *have = NULL;
+                size_t n = 0, i;
+                json_t *vol;
+                json_array_foreach (json_object_get(spec_of(pod), "volumes"), i, vol) {
+                        if (strcmp(name_of(vol), shape_volume_name(v)) == 0) {
+                                have = vol;
+                                n++;
+                        }
+                }
+                bool ok = n == 1 && json_equal(want, have);
+                add(f, "spec.volume", SHAPECHECK_SIDECAR, ok, "volume %s %s", shape_volume_name(v),
+                    ok       ? "as the shape says"
+                    : n == 0 ? "is missing"
+                    : n > 1  ? "is named twice"
+                             : "differs from the shape");
         }
 }
 
-static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
+/* The agent's mounts at or under hangar's paths: only hangar-home, as the
+ * shape mounts it (read-only, at its path, nothing more); anything else
+ * there would hide part of what the relay reads behind the agent's own
+ * files. Compared in canonical form; a path too long for that fails. */
+static void check_agent_paths(const hg_config_t *cfg, findings_t *f, json_t *agent)
 {
-        json_t *driver = find_container(pod, SHAPE_DRIVER_CONTAINER);
-        if (!driver) {
-                add(f, "spec.no-driver", false,
-                    "the pod has no " SHAPE_DRIVER_CONTAINER " container");
+        _cleanup_json_ json_t *home = shape_mount_json(cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_HOME);
+        if (!home) {
+                f->oom = true;
                 return;
         }
-        const char *image = "";
-        (void)jsonx_string(agent, "image", &image);
-        _cleanup_json_ json_t *want = shape_driver_container_json(cfg, image);
-        /* The command is the operator's to change; everything else is the shape. */
-        if (want)
-                (void)json_object_del(want, "command");
-        const char *key;
-        json_t *v;
-        /* Extra members are API defaults, except ones that loosen the
-         * driver's securityContext: added capabilities, an unmasked /proc. */
-        json_t *sc = json_object_get(driver, "securityContext");
-        json_t *added = json_object_get(json_object_get(sc, "capabilities"), "add");
-        add(f, "spec.driver", json_array_size(added) == 0,
-            SHAPE_DRIVER_CONTAINER ".securityContext.capabilities.add must be empty");
-        const char *proc_mount = "Default";
-        (void)jsonx_string(sc, "procMount", &proc_mount);
-        add(f, "spec.driver", strcmp(proc_mount, "Default") == 0,
-            SHAPE_DRIVER_CONTAINER ".securityContext.procMount must be Default");
-        json_object_foreach (want, key, v) {
-                bool ok = shapecheck_subset(v, json_object_get(driver, key));
-                char detail[160];
-                (void)snprintf(detail, sizeof(detail), "%s.%s %s", SHAPE_DRIVER_CONTAINER, key,
-                               ok ? "as the shape says" : "differs from the shape");
-                add(f, "spec.driver", ok, detail);
+        const char *agent_name = name_of(agent);
+        size_t i;
+        json_t *m;
+        bool clean = true;
+        json_array_foreach (json_object_get(agent, "volumeMounts"), i, m) {
+                const char *name = name_of(m), *path = "";
+                (void)jsonx_string(m, "mountPath", &path);
+                if (strcmp(name, SHAPE_HOME_VOLUME) == 0) {
+                        bool ok = json_equal(m, home);
+                        clean &= ok;
+                        if (!ok)
+                                add(f, "spec.mount", SHAPECHECK_SIDECAR, false,
+                                    "container \"%s\" (agent) mounts %s otherwise than the shape "
+                                    "(read-only at %s, nothing more)",
+                                    agent_name, SHAPE_HOME_VOLUME, cfg->home_path);
+                        continue;
+                }
+                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                        int within = pathnorm_within(path, shape_volume_path(cfg, v));
+                        if (within == 0)
+                                continue;
+                        clean = false;
+                        if (within < 0)
+                                add(f, "spec.mount", SHAPECHECK_SIDECAR, false,
+                                    "container \"%s\" (agent) mounts \"%s\" at a path longer than "
+                                    "%d bytes once normalised, which cannot be told apart from "
+                                    "%s",
+                                    agent_name, name, PATHNORM_MAX - 1, shape_volume_path(cfg, v));
+                        else
+                                add(f, "spec.mount", SHAPECHECK_SIDECAR, false,
+                                    "container \"%s\" (agent) mounts \"%s\" at %s, which hangar "
+                                    "reserves for %s",
+                                    agent_name, name, path, shape_volume_name(v));
+                        break;
+                }
         }
+        if (clean)
+                add(f, "spec.mount", SHAPECHECK_SIDECAR, true,
+                    "container \"%s\" (agent) mounts nothing else at or under hangar's paths",
+                    agent_name);
 }
 
-static void check_pod_level(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
+static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
 {
-        json_t *spec = json_object_get(pod, "spec");
-        add(f, "spec.share-process-namespace",
-            !json_is_true(json_object_get(spec, "shareProcessNamespace")),
-            "shareProcessNamespace must not be true");
-        add(f, "spec.host-pid", !json_is_true(json_object_get(spec, "hostPID")),
-            "hostPID must not be true");
-        static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
+                        const char *name = name_of(c);
+                        shape_role_t role = shapecheck_role(cfg, lists[l], name);
+                        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                                shape_access_t want = shape_mount_access(role, v);
+                                shape_access_t have = shapecheck_mount_access(c, v);
+                                add(f, "spec.mount", SHAPECHECK_SIDECAR,
+                                    shape_access_allows(want, have),
+                                    "container \"%s\" (%s) mounts %s %s; expected %s", name,
+                                    shape_role_name(role), shape_volume_name(v),
+                                    shape_access_name(have), shape_access_name(want));
+                        }
+                }
+        }
+        check_agent_paths(cfg, f, agent);
+}
+
+static void check_pod_level(findings_t *f, json_t *pod)
+{
+        json_t *spec = spec_of(pod);
+        static const struct {
+                const char *member, *code, *why;
+        } shared[] = {
+            {"shareProcessNamespace", "spec.share-process-namespace",
+             "one PID namespace for all containers"},
+            {"hostPID", "spec.host-pid", "the node's PID namespace"},
+            {"hostNetwork", "spec.host-network",
+             "the node's network namespace: the driver's loopback listener is the node's"},
+            {"hostIPC", "spec.host-ipc", "the node's IPC namespace"},
+        };
+        for (size_t k = 0; k < ARRAY_SIZE(shared); k++)
+                add(f, shared[k].code, SHAPECHECK_SIDECAR,
+                    !json_is_true(json_object_get(spec, shared[k].member)),
+                    "%s must not be true (%s)", shared[k].member, shared[k].why);
         for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
                 size_t i;
                 json_t *c;
                 json_array_foreach (json_object_get(spec, lists[l]), i, c) {
                         json_t *sc = json_object_get(c, "securityContext");
-                        const char *name = "";
-                        (void)jsonx_string(c, "name", &name);
-                        char detail[160];
-                        (void)snprintf(detail, sizeof(detail),
-                                       "container \"%s\" must not be privileged", name);
-                        add(f, "spec.privileged", !json_is_true(json_object_get(sc, "privileged")),
-                            detail);
+                        add(f, "spec.privileged", SHAPECHECK_SIDECAR,
+                            !json_is_true(json_object_get(sc, "privileged")),
+                            "container \"%s\" must not be privileged", name_of(c));
                 }
         }
-        /* Capabilities that would reach across the split (the in-container
-         * check sees the effective sets; this is what the spec asks for). */
-        static const char *const forbidden[] = {"SYS_PTRACE",      "SYS_ADMIN", "DAC_OVERRIDE",
-                                                "DAC_READ_SEARCH", "FOWNER",    "KILL",
-                                                "SETUID",          "SETGID",    "ALL"};
-        json_t *add_caps = json_object_get(
-            json_object_get(json_object_get(agent, "securityContext"), "capabilities"), "add");
-        const char *bad = NULL;
-        size_t k;
-        json_t *cap;
-        json_array_foreach (add_caps, k, cap) {
-                const char *name = json_string_value(cap);
-                if (!name)
-                        continue;
-                if (strncmp(name, "CAP_", 4) == 0)
-                        name += 4;
-                for (size_t j = 0; j < ARRAY_SIZE(forbidden) && !bad; j++)
-                        if (strcmp(name, forbidden[j]) == 0)
-                                bad = json_string_value(cap);
+        /* No ephemeral container may join the driver's PID namespace. */
+        bool targeted = false;
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+                        const char *target = NULL;
+                        if (jsonx_string(c, "targetContainerName", &target) == 0 &&
+                            strcmp(target, SHAPE_DRIVER_CONTAINER) == 0) {
+                                targeted = true;
+                                add(f, "spec.target-driver", SHAPECHECK_SIDECAR, false,
+                                    "container \"%s\" targets %s (it would share its PID "
+                                    "namespace)",
+                                    name_of(c), SHAPE_DRIVER_CONTAINER);
+                        }
+                }
         }
-        char cap_detail[160];
-        (void)snprintf(cap_detail, sizeof(cap_detail), "the agent must not add %s",
-                       bad ? bad : "SYS_PTRACE, SYS_ADMIN, DAC_*, FOWNER, KILL or SET[UG]ID");
-        add(f, "spec.agent-capabilities", !bad, cap_detail);
-        /* The agent must not run as the driver's uid. */
-        json_t *uid = json_object_get(json_object_get(agent, "securityContext"), "runAsUser");
-        if (!uid)
-                uid = json_object_get(json_object_get(spec, "securityContext"), "runAsUser");
-        bool same = json_is_integer(uid) && json_integer_value(uid) == (json_int_t)cfg->driver_uid;
-        add(f, "spec.agent-uid", !same, "the agent must not run as the driver's uid");
+        if (!targeted)
+                add(f, "spec.target-driver", SHAPECHECK_SIDECAR, true,
+                    "no container targets " SHAPE_DRIVER_CONTAINER);
+}
+
+/* Who a container beside the driver runs as, and what it may do. The uid
+ * is the container's runAsUser, else the pod's; with neither, the image's
+ * USER decides, which no spec shows: that fails too (set runAsUser). */
+static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *c,
+                           bool is_agent)
+{
+        const char *name = name_of(c);
+        const char *uid_code = is_agent ? "spec.agent-uid" : "spec.uid";
+        const char *cap_code = is_agent ? "spec.agent-capabilities" : "spec.capabilities";
+        json_t *sc = json_object_get(c, "securityContext");
+        json_t *uid = json_object_get(sc, "runAsUser");
+        if (!uid || json_is_null(uid))
+                uid =
+                    json_object_get(json_object_get(spec_of(pod), "securityContext"), "runAsUser");
+        if (!uid || json_is_null(uid))
+                add(f, uid_code, SHAPECHECK_POD, false,
+                    "container \"%s\" sets no runAsUser, nor does the pod: its image's USER "
+                    "decides, which the spec cannot show (it could be root or the driver's "
+                    "uid); set runAsUser",
+                    name);
+        else if (!json_is_integer(uid))
+                add(f, uid_code, SHAPECHECK_POD, false, "container \"%s\": runAsUser is %s", name,
+                    jsonx_type_name(uid));
+        else if (json_integer_value(uid) == 0)
+                add(f, uid_code, SHAPECHECK_POD, false, "container \"%s\" runs as root", name);
+        else if (json_integer_value(uid) == (json_int_t)cfg->driver_uid)
+                add(f, uid_code, SHAPECHECK_POD, false,
+                    "container \"%s\" runs as the driver's uid %u", name, cfg->driver_uid);
+        else
+                add(f, uid_code, SHAPECHECK_POD, true,
+                    "container \"%s\" runs as uid %" JSON_INTEGER_FORMAT
+                    ", neither root nor the driver's",
+                    name, json_integer_value(uid));
+
+        json_t *caps = json_object_get(json_object_get(sc, "capabilities"), "add");
+        if (!caps || json_is_null(caps) || (json_is_array(caps) && json_array_size(caps) == 0)) {
+                add(f, cap_code, SHAPECHECK_POD, true, "container \"%s\" adds no capabilities",
+                    name);
+                return;
+        }
+        const char *first = json_string_value(json_array_get(caps, 0));
+        add(f, cap_code, SHAPECHECK_POD, false,
+            "container \"%s\" adds capabilities (%s%s): nothing beside the driver may", name,
+            first ? first : "not a list of names", json_array_size(caps) > 1 ? ", ..." : "");
+}
+
+static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
+{
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
+                        shape_role_t role = shapecheck_role(cfg, lists[l], name_of(c));
+                        if (role != SHAPE_ROLE_DRIVER)
+                                check_identity(cfg, f, pod, c, role == SHAPE_ROLE_AGENT);
+                }
+        }
+}
+
+static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
+{
+        json_t *agent = find_container(pod, cfg->agent_container);
+        if (!agent) {
+                add(f, "spec.no-agent", SHAPECHECK_SIDECAR, false,
+                    "the pod has no container named \"%s\"", cfg->agent_container);
+                return;
+        }
+        check_driver(cfg, f, pod, agent);
+        check_volumes(cfg, f, pod);
+        check_mounts(cfg, f, pod, agent);
+        check_pod_level(f, pod);
+        check_identities(cfg, f, pod);
 }
 
 json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass)
@@ -235,18 +431,20 @@ json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass)
         findings_t f = {.checks = json_array()};
         if (!f.checks)
                 return NULL;
-        json_t *agent = find_container(pod, cfg->agent_container);
-        if (!agent) {
-                char detail[160];
-                (void)snprintf(detail, sizeof(detail), "the pod has no container named \"%s\"",
-                               cfg->agent_container);
-                add(&f, "spec.no-agent", false, detail);
-        } else {
-                check_driver(cfg, &f, pod, agent);
-                check_volumes(cfg, &f, pod);
-                check_mounts(cfg, &f, pod);
-                check_pod_level(cfg, &f, pod, agent);
+        check(cfg, &f, pod);
+        if (f.oom) {
+                json_decref(f.checks);
+                return NULL;
         }
         *ret_pass = !f.failed;
         return json_pack("{s:s, s:o}", "result", f.failed ? "fail" : "pass", "checks", f.checks);
+}
+
+int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret)
+{
+        findings_t f = {.first = ret};
+        check(cfg, &f, pod);
+        if (f.oom)
+                return -ENOMEM;
+        return f.found ? 1 : 0;
 }

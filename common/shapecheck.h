@@ -1,7 +1,15 @@
 /* A pod's spec against the sidecar's shape: the same table (shape.c) and the
- * same generators the webhook injects with, read the other way. Used by
- * `hangar-probe spec` on a pod read through the API or from a file. Each
- * finding has a stable code so the verdict can act on it. */
+ * same generators the webhook injects with, read the other way. One
+ * judgement, two readers: `hangar-probe spec` reports every finding (a pod
+ * read through the API or from a file), and the webhook, for a pod already
+ * marked injected, asks for the first failure in the sidecar's scope. Each
+ * finding has a stable code so the verdict can act on it.
+ *
+ * The driver is compared member by member, strictly: every member the shape
+ * sets must be there and equal (the command is the configured one), and the
+ * only others allowed are the ones the API server itself adds to every
+ * container (terminationMessagePath, terminationMessagePolicy with their
+ * default values). */
 #pragma once
 
 #include <stdbool.h>
@@ -9,16 +17,33 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "error.h"
 #include "shape.h"
+
+/* Which side a finding is about. */
+typedef enum shapecheck_scope {
+        /* The sidecar as the webhook injects it, and what the webhook skips
+         * pods for (privileged, host namespaces): in a pod marked injected,
+         * a departure means someone changed it since, so the webhook denies. */
+        SHAPECHECK_SIDECAR,
+        /* The pod's own choices the webhook injects around: the uids and
+         * capabilities of the containers beside the driver. The webhook
+         * injects whatever they are, so only the verdict acts on them. */
+        SHAPECHECK_POD,
+} shapecheck_scope_t;
 
 /* Checks pod; returns a JSON object {"result": "pass"|"fail", "checks": [...]}
  * (NULL on allocation failure) and sets *ret_pass. */
 json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass);
 
-/* True if every member of expected is in actual with an equal value
- * (recursively; arrays element by element, same length). Extra members in
- * actual (API server defaults) are fine. */
-bool shapecheck_subset(json_t *expected, json_t *actual);
+typedef struct shapecheck_finding {
+        const char *code; /* "spec.driver", ... */
+        char detail[ERROR_MESSAGE_MAX];
+} shapecheck_finding_t;
+
+/* The webhook's reading: 1 with *ret the first failing finding in the
+ * sidecar's scope, 0 when there is none, -ENOMEM. */
+int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret);
 
 /* The role a container of a pod's list ("containers", "initContainers",
  * "ephemeralContainers") plays in the shape. */
@@ -29,3 +54,18 @@ shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const cha
  * its loosest mount: a second, writable mount of hangar-home elsewhere makes
  * the agent's read-only one worthless. */
 shape_access_t shapecheck_mount_access(json_t *c, shape_volume_t v);
+
+/* The service-account token's directory in every container, as the
+ * ServiceAccount admission plugin mounts it (and client libraries read it). */
+#define SHAPECHECK_TOKEN_PATH "/var/run/secrets/kubernetes.io/serviceaccount"
+/* The prefix of that plugin's projected token volume's name. */
+#define SHAPECHECK_TOKEN_VOLUME_PREFIX "kube-api-access-"
+
+/* Whether mount m (a volumeMounts entry) is a mount of the pod's
+ * service-account token: at or under SHAPECHECK_TOKEN_PATH, or of the
+ * plugin's token volume wherever it is. A path too long to compare counts
+ * as one (fail closed: it is removed, never kept by mistake). */
+bool shapecheck_is_token_mount(json_t *m);
+/* Whether m is exactly the mount the ServiceAccount plugin adds to a
+ * container: its token volume, read-only, at SHAPECHECK_TOKEN_PATH. */
+bool shapecheck_is_plugin_token_mount(json_t *m);

@@ -221,7 +221,7 @@ static int encode(const char *api, admission_outcome_t *o, char **ret_body)
                 if (r == 0)
                         r = strbuf_puts(&sb, ",\"code\":403}");
         }
-        if (r == 0 && (res->reason == REASON_PRIVILEGED || res->reason == REASON_HOST_PID)) {
+        if (r == 0 && mutate_reason_warns(res->reason)) {
                 /* A selected pod that runs without the split: tell whoever created it. */
                 char warning[ERROR_MESSAGE_MAX + 64];
                 (void)snprintf(warning, sizeof(warning), "hangar: driver sidecar not injected: %s",

@@ -9,6 +9,7 @@
 #include "cleanup.h"
 #include "jsonx.h"
 #include "patch.h"
+#include "pathnorm.h"
 #include "shape.h"
 #include "shapecheck.h"
 #include "strbuf.h"
@@ -16,6 +17,7 @@
 static const struct {
         const char *name;
         mutate_decision_t decision;
+        bool warns; /* answered with an admission warning */
 } reasons[REASON_COUNT] = {
     [REASON_INTERNAL_ERROR] = {"internal-error", DECISION_DENY},
     [REASON_INJECTED] = {"injected", DECISION_INJECT},
@@ -25,8 +27,10 @@ static const struct {
     [REASON_INJECTION_DISABLED] = {"injection-disabled", DECISION_SKIP},
     [REASON_NOT_SELECTED] = {"not-selected", DECISION_SKIP},
     [REASON_ALREADY_INJECTED] = {"already-injected", DECISION_SKIP},
-    [REASON_PRIVILEGED] = {"privileged-container", DECISION_SKIP},
-    [REASON_HOST_PID] = {"host-pid", DECISION_SKIP},
+    [REASON_PRIVILEGED] = {"privileged-container", DECISION_SKIP, true},
+    [REASON_HOST_PID] = {"host-pid", DECISION_SKIP, true},
+    [REASON_HOST_NETWORK] = {"host-network", DECISION_SKIP, true},
+    [REASON_HOST_IPC] = {"host-ipc", DECISION_SKIP, true},
     [REASON_CONFLICT] = {"conflict", DECISION_DENY},
     [REASON_NO_AGENT_CONTAINER] = {"no-agent-container", DECISION_DENY},
     [REASON_INVALID_POD] = {"invalid-pod", DECISION_DENY},
@@ -44,6 +48,11 @@ static const struct {
 const char *mutate_reason_name(mutate_reason_t reason)
 {
         return (unsigned)reason < REASON_COUNT ? reasons[reason].name : "internal-error";
+}
+
+bool mutate_reason_warns(mutate_reason_t reason)
+{
+        return (unsigned)reason < REASON_COUNT && reasons[reason].warns;
 }
 
 mutate_decision_t mutate_reason_decision(mutate_reason_t reason)
@@ -89,34 +98,39 @@ void mutate_result_free(mutate_result_t *r)
 static const char *const container_lists[] = {"initContainers", "containers",
                                               "ephemeralContainers"};
 
-/* What this file reads of a pod, below (and metadata.name and generateName,
- * which admission.c reads for its log line): kept in step with the code by
- * the fuzz target, which decides every input both ways and compares. */
-static const jsonparse_member_t name_member[] = {
+/* What this file reads of a pod, below, with what shapecheck.c reads of a
+ * pod marked injected (and metadata.name and generateName, which
+ * admission.c reads for its log line): kept in step with the code by the
+ * fuzz target, which decides every input both ways and compares.
+ *
+ * The spec check compares the driver member by member and refuses any
+ * member the shape does not set, so of every container each member is
+ * there: the ones judged by value whole, the others (env, args, probes,
+ * ...: an extra one is refused whatever it holds) as `present`, their
+ * objects emptied. */
+static const jsonparse_member_t no_members[] = {JSONPARSE_MEMBERS_END};
+static const jsonparse_proj_t present;
+static const jsonparse_proj_t present = {.members = no_members, .items = &present};
+static const jsonparse_member_t volume_members[] = {
     JSONPARSE_MEMBER("name", NULL),
+    JSONPARSE_MEMBER("emptyDir", NULL),
     JSONPARSE_MEMBERS_END,
 };
-static const jsonparse_proj_t volume_proj = {.members = name_member};
-static const jsonparse_member_t mount_members[] = {
-    JSONPARSE_MEMBER("name", NULL),
-    JSONPARSE_MEMBER("mountPath", NULL),
-    JSONPARSE_MEMBER("readOnly", NULL),
-    JSONPARSE_MEMBERS_END,
-};
-static const jsonparse_proj_t mount_proj = {.members = mount_members};
-static const jsonparse_member_t security_context_members[] = {
-    JSONPARSE_MEMBER("privileged", NULL),
-    JSONPARSE_MEMBERS_END,
-};
-static const jsonparse_proj_t security_context_proj = {.members = security_context_members};
+static const jsonparse_proj_t volume_proj = {.members = volume_members, .others = &present};
 static const jsonparse_member_t container_members[] = {
     JSONPARSE_MEMBER("name", NULL),
     JSONPARSE_MEMBER("image", NULL),
-    JSONPARSE_MEMBER("securityContext", &security_context_proj),
-    JSONPARSE_MEMBER("volumeMounts", &(const jsonparse_proj_t){.items = &mount_proj}),
+    JSONPARSE_MEMBER("imagePullPolicy", NULL),
+    JSONPARSE_MEMBER("command", NULL),
+    JSONPARSE_MEMBER("resources", NULL),
+    JSONPARSE_MEMBER("securityContext", NULL),
+    JSONPARSE_MEMBER("volumeMounts", NULL),
+    JSONPARSE_MEMBER("terminationMessagePath", NULL),
+    JSONPARSE_MEMBER("terminationMessagePolicy", NULL),
+    JSONPARSE_MEMBER("targetContainerName", NULL),
     JSONPARSE_MEMBERS_END,
 };
-static const jsonparse_proj_t container_proj = {.members = container_members};
+static const jsonparse_proj_t container_proj = {.members = container_members, .others = &present};
 static const jsonparse_proj_t container_list_proj = {.items = &container_proj};
 static const jsonparse_member_t spec_members[] = {
     JSONPARSE_MEMBER("volumes", &(const jsonparse_proj_t){.items = &volume_proj}),
@@ -124,7 +138,10 @@ static const jsonparse_member_t spec_members[] = {
     JSONPARSE_MEMBER("containers", &container_list_proj),
     JSONPARSE_MEMBER("ephemeralContainers", &container_list_proj),
     JSONPARSE_MEMBER("hostPID", NULL),
+    JSONPARSE_MEMBER("hostNetwork", NULL),
+    JSONPARSE_MEMBER("hostIPC", NULL),
     JSONPARSE_MEMBER("shareProcessNamespace", NULL),
+    JSONPARSE_MEMBER("securityContext", NULL),
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_member_t metadata_members[] = {
@@ -238,13 +255,23 @@ static int check_pod_types(json_t *pod, pod_view_t *view, hg_error_t *err)
                         size_t k;
                         json_t *m;
                         json_array_foreach (r == 0 ? mounts : NULL, k, m) {
-                                const char *s;
+                                const char *s, *path;
                                 if (jsonx_string(m, "name", &s) < 0 ||
-                                    jsonx_string(m, "mountPath", &s) < 0)
+                                    jsonx_string(m, "mountPath", &path) < 0)
                                         return error_set(err, -EINVAL,
                                                          "container \"%s\": volumeMounts[%zu] "
                                                          "needs a name and a mountPath",
                                                          name, k);
+                                /* Compared with hangar's paths below: one
+                                 * that cannot be normalised could be
+                                 * either, so it is refused (no kernel takes
+                                 * a path that long either). */
+                                if (pathnorm_within(path, "/") < 0)
+                                        return error_set(err, -EINVAL,
+                                                         "container \"%s\": volumeMounts[%zu]."
+                                                         "mountPath is longer than %d bytes "
+                                                         "once normalised",
+                                                         name, k, PATHNORM_MAX - 1);
                         }
                 }
         }
@@ -317,48 +344,6 @@ static json_t *find_agent(const hg_config_t *cfg, const pod_view_t *view, size_t
         return NULL;
 }
 
-/* Writes path in canonical form into out ("//a/./b/../c/" -> "/a/c"), so
- * spellings of the same directory compare equal. */
-static void canonical_path(const char *path, char *out, size_t size)
-{
-        size_t len = 0;
-        out[0] = '\0';
-        while (*path) {
-                while (*path == '/')
-                        path++;
-                size_t seg = strcspn(path, "/");
-                if (seg == 0)
-                        break;
-                if (seg == 1 && path[0] == '.') {
-                        /* "." changes nothing */
-                } else if (seg == 2 && path[0] == '.' && path[1] == '.') {
-                        char *slash = strrchr(out, '/');
-                        len = slash ? (size_t)(slash - out) : 0;
-                        out[len] = '\0';
-                } else if (len + 1 + seg < size) {
-                        out[len++] = '/';
-                        memcpy(out + len, path, seg);
-                        len += seg;
-                        out[len] = '\0';
-                }
-                path += seg;
-        }
-        if (len == 0 && size > 1) {
-                out[0] = '/';
-                out[1] = '\0';
-        }
-}
-
-/* True when path is root or inside it, however either is spelled. */
-static bool path_is_within(const char *path, const char *root)
-{
-        char p[4096], r[4096];
-        canonical_path(path, p, sizeof(p));
-        canonical_path(root, r, sizeof(r));
-        size_t n = strlen(r);
-        return strncmp(p, r, n) == 0 && (p[n] == '\0' || p[n] == '/' || n == 1);
-}
-
 typedef struct conflict_ctx {
         const hg_config_t *cfg;
         hg_error_t *err;
@@ -380,7 +365,8 @@ static int find_conflicting_mount(json_t *c, const char *cname, const char *list
                                                  "container \"%s\" already mounts volume \"%s\", "
                                                  "which hangar reserves for the driver sidecar",
                                                  cname, name);
-                        if (is_agent && path_is_within(path, shape_volume_path(cc->cfg, v)))
+                        /* Fits: check_pod_types refused any path that does not. */
+                        if (is_agent && pathnorm_within(path, shape_volume_path(cc->cfg, v)) != 0)
                                 return error_set(cc->err, -EEXIST,
                                                  "agent container \"%s\" already mounts \"%s\" at "
                                                  "%s, which hangar reserves for %s",
@@ -388,6 +374,13 @@ static int find_conflicting_mount(json_t *c, const char *cname, const char *list
                 }
         }
         return 0;
+}
+
+static int find_targeting_driver(json_t *c, const char *name, const char *list, void *ctx)
+{
+        const char *target;
+        return jsonx_string(c, "targetContainerName", &target) == 0 &&
+               strcmp(target, SHAPE_DRIVER_CONTAINER) == 0;
 }
 
 /* Anything of ours in a pod we did not inject is a clash: denied, with what. */
@@ -409,49 +402,90 @@ static int check_conflicts(const hg_config_t *cfg, const pod_view_t *view, hg_er
                                  "the pod already has a container named \"%s\" that hangar did not "
                                  "inject",
                                  SHAPE_DRIVER_CONTAINER);
+        if (for_each_container(view, find_targeting_driver, NULL))
+                return error_set(err, -EEXIST,
+                                 "a container of the pod targets \"%s\", which hangar reserves "
+                                 "for the driver sidecar",
+                                 SHAPE_DRIVER_CONTAINER);
         conflict_ctx_t ctx = {cfg, err};
         return for_each_container(view, find_conflicting_mount, &ctx) ? -EEXIST : 0;
 }
 
-/* A pod already marked injected keeps its sidecar only while its mounts
- * are the shape's: a forged annotation, or another webhook run since, must
- * not have given any container a way into hangar-ctl or a writable
- * hangar-home. (The rest of the shape is the probe's spec check.) */
-static int find_mount_out_of_shape(json_t *c, const char *name, const char *list, void *ctx)
+/* Removes container index's mounts of the service-account token (every
+ * one shapecheck_is_token_mount names, or for plugin_only only the mount
+ * the ServiceAccount admission plugin adds), from the last to the first so
+ * each op's index is the element as the array is then. */
+static int remove_token_mounts(patch_t *p, const pod_view_t *view, size_t index, bool plugin_only,
+                               hg_error_t *err)
 {
-        conflict_ctx_t *cc = ctx;
-        shape_role_t role = shapecheck_role(cc->cfg, list, name);
-        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                shape_access_t want = shape_mount_access(role, v);
-                shape_access_t have = shapecheck_mount_access(c, v);
-                if (want != SHAPE_ACCESS_UNCHECKED && have != want)
-                        return error_set(cc->err, -EEXIST,
-                                         "container \"%s\" has %s %s; the sidecar's shape says %s",
-                                         name, shape_volume_name(v), shape_access_name(have),
-                                         shape_access_name(want));
+        json_t *mounts = json_object_get(json_array_get(view->lists[1], index), "volumeMounts");
+        for (size_t k = json_array_size(mounts); k-- > 0;) {
+                json_t *m = json_array_get(mounts, k);
+                if (plugin_only ? !shapecheck_is_plugin_token_mount(m)
+                                : !shapecheck_is_token_mount(m))
+                        continue;
+                char path[96];
+                (void)snprintf(path, sizeof(path), "/spec/containers/%zu/volumeMounts/%zu", index,
+                               k);
+                int r = patch_remove(p, path, err);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
 
+static bool remove_agent_token(const hg_config_t *cfg)
+{
+        return strcmp(cfg->agent_service_account_token, CONFIG_TOKEN_REMOVE) == 0;
+}
+
+/* A pod marked injected (a reinvocation, or a pod made from an injected
+ * template) keeps its sidecar only while the spec check finds it in shape:
+ * a forged annotation, or another webhook run since, must not have changed
+ * the driver, given any container a way into hangar-ctl or a writable
+ * hangar-home, or turned on what the webhook skips pods for. Before
+ * judging, it puts back what the API server's own plugins redo on a
+ * reinvocation: a shared PID namespace turned on by another webhook is
+ * turned off, the ServiceAccount plugin's token mount is taken out of the
+ * driver (which needs no API access: hangar execs into it), and out of the
+ * agent when agentServiceAccountToken is remove. */
 static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *view, patch_t *p,
                                    mutate_result_t *ret)
 {
         hg_error_t err = {0};
-        conflict_ctx_t ctx = {cfg, &err};
-        if (for_each_container(view, find_mount_out_of_shape, &ctx)) {
-                mutate_result_set(ret, REASON_CONFLICT, "the pod is marked %s: %s, but %s",
-                                  SHAPE_ANNOTATION_STATUS, SHAPE_STATUS_INJECTED, err.message);
-                return 0;
+        size_t i;
+        json_t *c;
+        int r = 0;
+        json_array_foreach (view->lists[1], i, c) {
+                const char *name = json_string_value(json_object_get(c, "name"));
+                if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0)
+                        r = remove_token_mounts(p, view, i, true, &err);
+                else if (strcmp(name, cfg->agent_container) == 0 && remove_agent_token(cfg))
+                        r = remove_token_mounts(p, view, i, false, &err);
+                if (r < 0)
+                        return r;
         }
+        size_t token_ops = p->n_ops;
         /* Another webhook may have shared the PID namespace since: undone. */
         if (json_is_true(json_object_get(view->spec, "shareProcessNamespace"))) {
-                mutate_result_set(ret, REASON_ALREADY_INJECTED,
-                                  "the pod already has %s; shareProcessNamespace set back to false",
-                                  SHAPE_DRIVER_CONTAINER);
-                return patch_add(p, "/spec/shareProcessNamespace", json_false(), &err);
+                r = patch_add(p, "/spec/shareProcessNamespace", json_false(), &err);
+                if (r < 0)
+                        return r;
         }
-        mutate_result_set(ret, REASON_ALREADY_INJECTED, "the pod already has %s",
-                          SHAPE_DRIVER_CONTAINER);
+        shapecheck_finding_t finding;
+        r = shapecheck_sidecar(cfg, p->doc, &finding);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                mutate_result_set(ret, REASON_CONFLICT, "the pod is marked %s: %s, but %s (%s)",
+                                  SHAPE_ANNOTATION_STATUS, SHAPE_STATUS_INJECTED, finding.detail,
+                                  finding.code);
+                return 0;
+        }
+        mutate_result_set(ret, REASON_ALREADY_INJECTED, "the pod already has %s%s%s",
+                          SHAPE_DRIVER_CONTAINER,
+                          token_ops ? "; the service-account token's mounts taken out again" : "",
+                          p->n_ops > token_ops ? "; shareProcessNamespace set back to false" : "");
         return 0;
 }
 
@@ -487,6 +521,13 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
                   const pod_view_t *view, json_t *agent, size_t agent_index, hg_error_t *err)
 {
         int r;
+        /* The ServiceAccount plugin ran before us: its token mount in the
+         * agent goes when the admin asks (the driver gets none). */
+        if (remove_agent_token(cfg)) {
+                r = remove_token_mounts(p, view, agent_index, false, err);
+                if (r < 0)
+                        return r;
+        }
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                 r = patch_append_known(p, "/spec", "volumes", json_incref(values->volume[v]),
                                        values->volume_text[v], err);
@@ -559,6 +600,14 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
                 mutate_result_set(ret, REASON_HOST_PID,
                                   "the pod shares the node's PID namespace (hostPID), so no "
                                   "container's processes are private");
+        else if (json_is_true(json_object_get(view.spec, "hostNetwork")))
+                mutate_result_set(ret, REASON_HOST_NETWORK,
+                                  "the pod shares the node's network namespace (hostNetwork), so "
+                                  "the driver's loopback listener would be the node's");
+        else if (json_is_true(json_object_get(view.spec, "hostIPC")))
+                mutate_result_set(ret, REASON_HOST_IPC,
+                                  "the pod shares the node's IPC namespace (hostIPC), so its "
+                                  "shared memory and message queues are the node's");
         if (ret->decision == DECISION_SKIP)
                 return annotate(p, ret, &err);
 
@@ -602,7 +651,8 @@ int mutate_pod_with(const hg_config_t *cfg, const shape_values_t *values, json_t
                 patch_free(&p);
                 goto fail;
         }
-        ret->patch = patch_take_ops(&p);
+        /* A deny carries no patch, whatever was emitted before deciding. */
+        ret->patch = ret->decision == DECISION_DENY ? NULL : patch_take_ops(&p);
         patch_free(&p);
         return 0;
 fail:

@@ -31,6 +31,8 @@ typedef enum mutate_reason {
         REASON_ALREADY_INJECTED,
         REASON_PRIVILEGED,
         REASON_HOST_PID,
+        REASON_HOST_NETWORK,
+        REASON_HOST_IPC,
         REASON_CONFLICT,
         REASON_NO_AGENT_CONTAINER,
         REASON_INVALID_POD,
@@ -57,6 +59,9 @@ typedef struct mutate_result {
 const char *mutate_reason_name(mutate_reason_t reason);
 const char *mutate_decision_name(mutate_decision_t decision);
 mutate_decision_t mutate_reason_decision(mutate_reason_t reason);
+/* Whether a decision for this reason is returned with an admission warning
+ * (a selected pod left without the split: tell whoever created it). */
+bool mutate_reason_warns(mutate_reason_t reason);
 
 /* The parts of a Pod that mutate_pod reads (for jsonparse_load_projected):
  * given a pod read through it, mutate_pod decides and patches exactly as it

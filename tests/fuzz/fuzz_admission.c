@@ -27,25 +27,42 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Two configurations: the default, and one that takes the agent's
+ * service-account token out (remove ops in the patch). */
+enum { CONFIGS = 2 };
+
+static hg_config_t *config_n(int n)
+{
+        static hg_config_t cfg[CONFIGS];
+        static int ready[CONFIGS];
+        if (!ready[n]) {
+                if (config_init_defaults(&cfg[n]) < 0)
+                        abort();
+                cfg[n].driver_sidecar = true;
+                if (n == 1) {
+                        free(cfg[n].agent_service_account_token);
+                        cfg[n].agent_service_account_token = strdup(CONFIG_TOKEN_REMOVE);
+                        if (!cfg[n].agent_service_account_token)
+                                abort();
+                }
+                ready[n] = 1;
+        }
+        return &cfg[n];
+}
+
+static int current;
+
 static hg_config_t *config(void)
 {
-        static hg_config_t cfg;
-        static int ready;
-        if (!ready) {
-                if (config_init_defaults(&cfg) < 0)
-                        abort();
-                cfg.driver_sidecar = true;
-                ready = 1;
-        }
-        return &cfg;
+        return config_n(current);
 }
 
 static const shape_values_t *values(void)
 {
-        static shape_values_t *sv;
-        if (!sv && shape_values_new(config(), &sv) < 0)
+        static shape_values_t *sv[CONFIGS];
+        if (!sv[current] && shape_values_new(config(), &sv[current]) < 0)
                 abort();
-        return sv;
+        return sv[current];
 }
 
 /* Applies the returned ops to a fresh read of the request (read the same way
@@ -67,9 +84,17 @@ static void check_patch(const char *input, size_t size, const jsonparse_proj_t *
         size_t i;
         json_t *op;
         json_array_foreach (ops, i, op) {
+                const char *kind = json_string_value(json_object_get(op, "op"));
                 const char *path = json_string_value(json_object_get(op, "path"));
-                if (!path || jsonptr_add(pod, path, json_object_get(op, "value"), &err) < 0)
+                if (!kind || !path)
                         abort();
+                if (strcmp(kind, "remove") == 0) {
+                        if (json_object_size(op) != 2 || jsonptr_remove(pod, path, &err) < 0)
+                                abort();
+                } else if (strcmp(kind, "add") != 0 || json_object_size(op) != 3 ||
+                           jsonptr_add(pod, path, json_object_get(op, "value"), &err) < 0) {
+                        abort();
+                }
         }
         if (!json_equal(pod, o->pod))
                 abort();
@@ -102,7 +127,7 @@ static char *reference_answer(const admission_outcome_t *o)
                                             json_pack("{s:s, s:s, s:i}", "status", "Failure",
                                                       "message", res->detail, "code", 403)) < 0)
                 abort();
-        if (res->reason == REASON_PRIVILEGED || res->reason == REASON_HOST_PID) {
+        if (mutate_reason_warns(res->reason)) {
                 char warning[ERROR_MESSAGE_MAX + 64];
                 (void)snprintf(warning, sizeof(warning), "hangar: driver sidecar not injected: %s",
                                res->detail);
@@ -117,7 +142,16 @@ static char *reference_answer(const admission_outcome_t *o)
         return text;
 }
 
+static int one_input(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        for (current = 0; current < CONFIGS; current++)
+                (void)one_input(data, size);
+        return 0;
+}
+
+static int one_input(const uint8_t *data, size_t size)
 {
         const char *input = (const char *)data;
         admission_outcome_t whole, proj;

@@ -103,6 +103,8 @@ START_TEST(defaults_exactly)
         ck_assert_str_eq(c.selector_key, "hangar.dev/sandbox");
         ck_assert_str_eq(c.selector_value, "true");
         ck_assert_str_eq(c.agent_container, "sandbox");
+        /* The agent keeps its service-account token unless the admin asks. */
+        ck_assert_str_eq(c.agent_service_account_token, "keep");
         ck_assert_uint_eq(c.driver_uid, 1001);
         ck_assert_uint_eq(c.driver_gid, 1001);
         ck_assert_uint_eq(c.driver_command.n, 2);
@@ -150,6 +152,7 @@ START_TEST(yaml_overrides)
                       "driverSidecar: yes\n"
                       "selector:\n  key: example.com/agent\n  value: \"on\"\n"
                       "agentContainer: agent\n"
+                      "agentServiceAccountToken: remove\n"
                       "driver:\n  uid: 2000\n  gid: 3000\n  command: [/bin/driver, --serve]\n"
                       "  resources:\n    requests: {cpu: 100m, memory: 32Mi}\n"
                       "    limits:\n      cpu: \"1\"\n      memory: 1Gi\n"
@@ -164,6 +167,7 @@ START_TEST(yaml_overrides)
         ck_assert_str_eq(c.selector_key, "example.com/agent");
         ck_assert_str_eq(c.selector_value, "on"); /* quoted: the string, not a boolean */
         ck_assert_str_eq(c.agent_container, "agent");
+        ck_assert_str_eq(c.agent_service_account_token, "remove");
         ck_assert_uint_eq(c.driver_uid, 2000);
         ck_assert_uint_eq(c.driver_gid, 3000);
         ck_assert_uint_eq(c.driver_command.n, 2);
@@ -367,6 +371,11 @@ START_TEST(string_settings_checked)
             "selector:\n  key: \"bad key\"\n",
             "selector:\n  value: \"-x\"\n",
             "agentContainer: Sandbox\n",
+            "agentServiceAccountToken: drop\n",
+            "agentServiceAccountToken: \"\"\n",
+            "volumes:\n  home:\n    mountPath: /var/lib/./hangar\n",
+            "volumes:\n  home:\n    mountPath: //var/lib/hangar\n",
+            "volumes:\n  home:\n    mountPath: /var/lib/hangar/..\n",
             "driver:\n  resources:\n    requests:\n      memory: 64MB\n",
             "driver:\n  resources:\n    limits:\n      cpu: \"-1\"\n",
             "volumes:\n  home:\n    mountPath: var/lib\n",
@@ -423,6 +432,32 @@ START_TEST(mount_paths_must_not_nest)
                         assert_all_freed(&c);
                 }
         }
+}
+END_TEST
+
+START_TEST(long_paths_refused)
+{
+        /* A path that does not fit PATH_MAX once normalised is no path. */
+        char path[5000];
+        size_t n = 0;
+        while (n + 3 < sizeof(path)) {
+                path[n++] = '/';
+                path[n++] = 'a';
+        }
+        path[n] = '\0';
+        _config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_init_defaults(&c), 0);
+        char assignment[sizeof(path) + 32];
+        (void)snprintf(assignment, sizeof(assignment), "volumes.home.mountPath=%s", path);
+        ck_assert_int_eq(config_set(&c, assignment, &err), -EINVAL);
+        ck_assert_str_eq(c.home_path, "/var/lib/hangar");
+        /* Just under the limit is fine. */
+        path[4094] = '\0';
+        if (path[4093] == '/')
+                path[4093] = '\0';
+        (void)snprintf(assignment, sizeof(assignment), "volumes.home.mountPath=%s", path);
+        ck_assert_msg(config_set(&c, assignment, &err) == 0, "%s", err.message);
 }
 END_TEST
 
@@ -792,6 +827,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, uid_gid_ranges);
         tcase_add_test(tc, string_settings_checked);
         tcase_add_test(tc, mount_paths_must_not_nest);
+        tcase_add_test(tc, long_paths_refused);
         tcase_add_test(tc, ports_must_differ);
         tcase_add_test(tc, error_leaves_nothing_allocated);
         tcase_add_test(tc, oversized_file_refused);

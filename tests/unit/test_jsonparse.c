@@ -36,7 +36,14 @@ static const jsonparse_member_t some[] = {
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_proj_t keep_some = {.members = some, .items = &some_inner_proj};
-static const jsonparse_proj_t *const projections[] = {&keep_nothing, &items_nothing, &keep_some};
+/* Which members are there, values emptied: objects {}, arrays element by
+ * element, scalars as they are; "k" built whole. */
+static const jsonparse_proj_t presence;
+static const jsonparse_proj_t presence = {.members = no_members, .items = &presence};
+static const jsonparse_member_t k_whole[] = {JSONPARSE_MEMBER("k", NULL), JSONPARSE_MEMBERS_END};
+static const jsonparse_proj_t keep_k_note_others = {.members = k_whole, .others = &presence};
+static const jsonparse_proj_t *const projections[] = {&keep_nothing, &items_nothing, &keep_some,
+                                                      &keep_k_note_others};
 
 /* Compact text of j with keys in their stored order (malloc'd). */
 static char *dump_ordered(const json_t *j)
@@ -715,6 +722,19 @@ START_TEST(projection_builds_only_what_it_names)
 }
 END_TEST
 
+START_TEST(projection_builds_others_through_their_projection)
+{
+        /* Members not listed are built through others, not dropped: their
+         * keys are all there, their values as little as others builds. */
+        _unit_json_ json_t *j =
+            projected("{\"z\":[1,{\"q\":2},[{\"r\":3}]],\"k\":{\"deep\":[{\"x\":1}]},"
+                      "\"o\":{\"y\":{\"w\":1}},\"s\":\"t\",\"n\":null}",
+                      &keep_k_note_others);
+        ck_assert_json_eq_text(j, "{\"z\":[1,{},[{}]],\"k\":{\"deep\":[{\"x\":1}]},"
+                                  "\"o\":{},\"s\":\"t\",\"n\":null}");
+}
+END_TEST
+
 START_TEST(projection_builds_the_unexpected_whole)
 {
         /* What the projection does not describe is built as it is, so a
@@ -890,6 +910,7 @@ static Suite *jsonparse_suite(void)
         tc = tcase_create("projection");
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, projection_builds_only_what_it_names);
+        tcase_add_test(tc, projection_builds_others_through_their_projection);
         tcase_add_test(tc, projection_builds_the_unexpected_whole);
         tcase_add_test(tc, projection_keys_match_decoded);
         tcase_add_test(tc, projection_finds_duplicates_in_large_skipped_objects);

@@ -501,8 +501,8 @@ static void assert_conflict(json_t *pod, const char *needle)
         assert_untouched(orig, pod, &res);
 }
 
-/* An injected pod changed since (another webhook) or forged: its mounts
- * are checked, and a shared PID namespace is turned off again. */
+/* An injected pod changed since (another webhook) or forged: its shape is
+ * checked (shapecheck), and a shared PID namespace is turned off again. */
 static json_t *injected_then(const char *path, const char *value)
 {
         json_t *pod = base_pod();
@@ -537,19 +537,50 @@ START_TEST(reinvocation_denies_mounts_out_of_shape)
             /* The agent given hangar-ctl at another path. */
             {"/spec/containers/0/volumeMounts/-",
              "{\"name\": \"hangar-ctl\", \"mountPath\": \"/x\"}",
-             "container \"sandbox\" has hangar-ctl read-write; the sidecar's shape says not "
-             "mounted"},
+             "container \"sandbox\" (agent) mounts hangar-ctl read-write; expected not mounted "
+             "(spec.mount)"},
             /* A second, writable mount of hangar-home in the agent. */
             {"/spec/containers/0/volumeMounts/-",
-             "{\"name\": \"hangar-home\", \"mountPath\": \"/h\"}", "has hangar-home read-write"},
+             "{\"name\": \"hangar-home\", \"mountPath\": \"/h\"}", "mounts hangar-home read-write"},
             /* An init container reading hangar-ctl. */
             {"/spec/initContainers",
              "[{\"name\": \"i\", \"image\": \"x\", \"volumeMounts\": [{\"name\": \"hangar-ctl\", "
              "\"mountPath\": \"/c\", \"readOnly\": true}]}]",
-             "container \"i\" has hangar-ctl read-only"},
-            /* The driver's own hangar-ctl mount gone. */
+             "container \"i\" (init/ephemeral) mounts hangar-ctl read-only"},
+            /* The driver's own mounts gone. */
             {"/spec/containers/1/volumeMounts", "[]",
-             "\"hangar-driver\" has hangar-home not mounted"},
+             "hangar-driver.volumeMounts differs from the shape (spec.driver)"},
+            /* The driver in any other member: what it runs, its image, ... */
+            {"/spec/containers/1/args", "[\"-c\", \"x\"]",
+             "hangar-driver.args is not part of the shape"},
+            {"/spec/containers/1/command", "[\"sh\"]", "hangar-driver.command differs"},
+            {"/spec/containers/1/image", "\"evil:1\"", "hangar-driver.image differs"},
+            {"/spec/containers/1/lifecycle", "{\"postStart\": {\"exec\": {\"command\": [\"sh\"]}}}",
+             "hangar-driver.lifecycle"},
+            {"/spec/containers/1/env", "[{\"name\": \"A\", \"value\": \"b\"}]",
+             "hangar-driver.env"},
+            {"/spec/containers/1/stdin", "true", "hangar-driver.stdin"},
+            /* hangar-home in an init container, even read-only. */
+            {"/spec/initContainers",
+             "[{\"name\": \"i\", \"image\": \"x\", \"volumeMounts\": [{\"name\": \"hangar-home\", "
+             "\"mountPath\": \"/h\", \"readOnly\": true}]}]",
+             "container \"i\" (init/ephemeral) mounts hangar-home read-only"},
+            /* Another container writing hangar-home. */
+            {"/spec/containers/-",
+             "{\"name\": \"o\", \"image\": \"x\", \"volumeMounts\": [{\"name\": \"hangar-home\", "
+             "\"mountPath\": \"/h\"}]}",
+             "container \"o\" (other) mounts hangar-home read-write"},
+            /* An ephemeral container joining the driver's PID namespace. */
+            {"/spec/ephemeralContainers",
+             "[{\"name\": \"debug\", \"image\": \"x\", \"targetContainerName\": "
+             "\"hangar-driver\"}]",
+             "container \"debug\" targets hangar-driver"},
+            /* What the webhook skips pods for, turned on since. */
+            {"/spec/hostNetwork", "true", "hostNetwork must not be true"},
+            {"/spec/hostIPC", "true", "hostIPC must not be true"},
+            {"/spec/hostPID", "true", "hostPID must not be true"},
+            {"/spec/containers/0/securityContext", "{\"privileged\": true}",
+             "container \"sandbox\" must not be privileged"},
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 _unit_json_ json_t *pod = injected_then(cases[i].path, cases[i].value);
@@ -854,6 +885,8 @@ START_TEST(reason_table)
             {REASON_ALREADY_INJECTED, "already-injected", DECISION_SKIP},
             {REASON_PRIVILEGED, "privileged-container", DECISION_SKIP},
             {REASON_HOST_PID, "host-pid", DECISION_SKIP},
+            {REASON_HOST_NETWORK, "host-network", DECISION_SKIP},
+            {REASON_HOST_IPC, "host-ipc", DECISION_SKIP},
             {REASON_CONFLICT, "conflict", DECISION_DENY},
             {REASON_NO_AGENT_CONTAINER, "no-agent-container", DECISION_DENY},
             {REASON_INVALID_POD, "invalid-pod", DECISION_DENY},
@@ -872,6 +905,13 @@ START_TEST(reason_table)
                 ck_assert_str_eq(mutate_reason_name(t[k].reason), t[k].name);
                 ck_assert_int_eq(mutate_reason_decision(t[k].reason), t[k].decision);
         }
+        /* A selected pod left without the split comes back with a warning. */
+        for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+                bool warns = t[k].reason == REASON_PRIVILEGED || t[k].reason == REASON_HOST_PID ||
+                             t[k].reason == REASON_HOST_NETWORK || t[k].reason == REASON_HOST_IPC;
+                ck_assert_msg(mutate_reason_warns(t[k].reason) == warns, "%s", t[k].name);
+        }
+        ck_assert(!mutate_reason_warns(REASON_COUNT));
         ck_assert_str_eq(mutate_reason_name(REASON_COUNT), "internal-error");
         ck_assert_int_eq(mutate_reason_decision(REASON_COUNT), DECISION_DENY);
         ck_assert_str_eq(mutate_decision_name(DECISION_INJECT), "injected");
@@ -888,6 +928,272 @@ START_TEST(reason_table)
         ck_assert_str_eq(zero.detail, "operation UPDATE");
         mutate_result_free(&zero);
         ck_assert_ptr_null(zero.patch);
+}
+END_TEST
+
+START_TEST(host_network_and_ipc_skip)
+{
+        static const struct {
+                const char *member;
+                mutate_reason_t reason;
+                const char *name;
+        } t[] = {
+            {"/spec/hostNetwork", REASON_HOST_NETWORK, "host-network"},
+            {"/spec/hostIPC", REASON_HOST_IPC, "host-ipc"},
+        };
+        for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+                _unit_json_ json_t *pod = with(base_pod(), t[k].member, "true");
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_result(res, DECISION_SKIP, t[k].reason);
+                ck_assert_uint_eq(json_array_size(ops_of(&res)), 2);
+                ck_assert_str_eq(
+                    json_string_value(
+                        unit_at(pod, "/metadata/annotations/hangar.dev~1driver-sidecar-reason")),
+                    t[k].name);
+                ck_assert_json_eq(unit_at(pod, "/spec"), unit_at(orig, "/spec"));
+                assert_patch_reproduces(orig, pod, &res);
+                ck_assert(mutate_reason_warns(res.reason));
+                /* Reinvoked: nothing more. */
+                _unit_json_ json_t *after = json_deep_copy(pod);
+                _result_ mutate_result_t again = {0};
+                run(pod, &again);
+                ck_assert_result(again, DECISION_SKIP, t[k].reason);
+                assert_untouched(after, pod, &again);
+                /* false is no reason to skip. */
+                _unit_json_ json_t *no = with(base_pod(), t[k].member, "false");
+                _result_ mutate_result_t r2 = {0};
+                run(no, &r2);
+                ck_assert_result(r2, DECISION_INJECT, REASON_INJECTED);
+        }
+}
+END_TEST
+
+START_TEST(reinvocation_leaves_the_pods_own_choices)
+{
+        /* Who the agent runs as and what it adds are the verdict's: the
+         * webhook injected around them, so a reinvocation does not deny. */
+        _unit_json_ json_t *pod = injected_then("/spec/containers/0/securityContext",
+                                                "{\"capabilities\": {\"add\": [\"NET_RAW\"]}}");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        assert_untouched(orig, pod, &res);
+}
+END_TEST
+
+START_TEST(conflict_container_targeting_driver)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/ephemeralContainers",
+                                       "[{\"name\": \"debug\", \"image\": \"d\","
+                                       " \"targetContainerName\": \"hangar-driver\"}]");
+        assert_conflict(pod, "targets \"hangar-driver\"");
+}
+END_TEST
+
+/* "/var/lib/" + "y/" * k + "../" * k + "hangar": canonically /var/lib/hangar. */
+static char *long_path(size_t k)
+{
+        static char buf[4 * 8192];
+        size_t n = (size_t)snprintf(buf, sizeof(buf), "/var/lib/");
+        for (size_t i = 0; i < k; i++)
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "y/");
+        for (size_t i = 0; i < k; i++)
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "../");
+        (void)snprintf(buf + n, sizeof(buf) - n, "hangar");
+        return buf;
+}
+
+START_TEST(long_mount_path_denied)
+{
+        /* The agent's own volume at a path that resolves to hangar-home:
+         * short enough to normalise, it is the known conflict; past 4 KiB on
+         * the way it was injected (segments dropped made it "/hangar") and
+         * is now refused, never compared shortened. */
+        static const struct {
+                size_t k;
+                mutate_reason_t reason;
+                const char *needle;
+        } t[] = {
+            {100, REASON_CONFLICT, "already mounts \"data\" at /var/lib/y/"},
+            {2100, REASON_INVALID_POD, "mountPath is longer than 4095 bytes once normalised"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                _unit_json_ json_t *pod = base_pod();
+                json_t *mounts =
+                    json_pack("[{s:s, s:s}]", "name", "data", "mountPath", long_path(t[i].k));
+                ck_assert_int_eq(unit_apply_add(pod, "/spec/containers/0/volumeMounts", mounts), 0);
+                json_decref(mounts);
+                with(pod, "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_result(res, DECISION_DENY, t[i].reason);
+                ck_assert_detail_has(res, t[i].needle);
+                assert_untouched(orig, pod, &res);
+        }
+}
+END_TEST
+
+/* A sandbox pod as the ServiceAccount admission plugin leaves it before
+ * the webhook: its token volume, mounted in every container. */
+static json_t *pod_with_token(void)
+{
+        return unit_json(
+            "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\","
+            " \"namespace\": \"ns\", \"labels\": {\"hangar.dev/sandbox\": \"true\"}},"
+            " \"spec\": {\"serviceAccountName\": \"default\", \"containers\": ["
+            "  {\"name\": \"helper\", \"image\": \"h:1\", \"volumeMounts\": [{\"name\": "
+            "   \"kube-api-access-abcde\", \"readOnly\": true, \"mountPath\": "
+            "   \"/var/run/secrets/kubernetes.io/serviceaccount\"}]},"
+            "  {\"name\": \"sandbox\", \"image\": \"" IMAGE "\", \"volumeMounts\": ["
+            "   {\"name\": \"data\", \"mountPath\": \"/data\"},"
+            "   {\"name\": \"kube-api-access-abcde\", \"readOnly\": true, \"mountPath\": "
+            "   \"/var/run/secrets/kubernetes.io/serviceaccount\"}]}],"
+            " \"volumes\": [{\"name\": \"data\", \"emptyDir\": {}}, {\"name\": "
+            "  \"kube-api-access-abcde\", \"projected\": {\"sources\": [{\"serviceAccountToken\": "
+            "  {\"expirationSeconds\": 3607, \"path\": \"token\"}}]}}]}}");
+}
+
+/* What the plugin does again on a reinvocation: its mount added to every
+ * container without one at its path (the driver, and the agent if the
+ * webhook took it out). */
+static void plugin_again(json_t *pod)
+{
+        json_t *containers = unit_at(pod, "/spec/containers");
+        size_t i;
+        json_t *c;
+        json_array_foreach (containers, i, c) {
+                json_t *mounts = json_object_get(c, "volumeMounts");
+                bool has = false;
+                size_t k;
+                json_t *m;
+                json_array_foreach (mounts, k, m) {
+                        const char *path = json_string_value(json_object_get(m, "mountPath"));
+                        has |= strcmp(path, "/var/run/secrets/kubernetes.io/serviceaccount") == 0;
+                }
+                if (has)
+                        continue;
+                if (!mounts) {
+                        mounts = json_array();
+                        json_object_set_new(c, "volumeMounts", mounts);
+                }
+                json_array_append_new(mounts, unit_json("{\"name\": \"kube-api-access-abcde\","
+                                                        " \"readOnly\": true, \"mountPath\":"
+                                                        " \"/var/run/secrets/kubernetes.io/"
+                                                        "serviceaccount\"}"));
+        }
+}
+
+static size_t token_mounts_of(json_t *pod, size_t index)
+{
+        char path[64];
+        (void)snprintf(path, sizeof(path), "/spec/containers/%zu/volumeMounts", index);
+        size_t k, n = 0;
+        json_t *m;
+        json_array_foreach (unit_at(pod, path), k, m)
+                n += strncmp(json_string_value(json_object_get(m, "name")), "kube-api-access-",
+                             16) == 0;
+        return n;
+}
+
+START_TEST(agent_token_kept_by_default)
+{
+        _unit_json_ json_t *pod = pod_with_token();
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_uint_eq(token_mounts_of(pod, 1), 1);
+        /* The driver is added without one. */
+        ck_assert_uint_eq(token_mounts_of(pod, 2), 0);
+        assert_patch_reproduces(orig, pod, &res);
+        /* Reinvoked after the plugin gave the driver its mount: taken out. */
+        _unit_json_ json_t *first = json_deep_copy(pod);
+        plugin_again(pod);
+        ck_assert_uint_eq(token_mounts_of(pod, 2), 1);
+        _unit_json_ json_t *second_in = json_deep_copy(pod);
+        _result_ mutate_result_t again = {0};
+        run(pod, &again);
+        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        ck_assert_detail_has(again, "token's mounts taken out again");
+        ck_assert_json_eq(pod, first);
+        assert_patch_reproduces(second_in, pod, &again);
+        ck_assert_uint_eq(unit_count_ops(ops_of(&again), "/spec/containers/2/volumeMounts/2"), 1);
+}
+END_TEST
+
+START_TEST(agent_token_removed_when_asked)
+{
+        set_string(&cfg.agent_service_account_token, "remove");
+        _unit_json_ json_t *pod = pod_with_token();
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        /* The agent's token mount went (a remove at its index, before the
+         * append of hangar-home); the helper keeps its own; nothing else
+         * of the agent changed. */
+        ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/containers/1/volumeMounts/1"), 1);
+        ck_assert_json_eq_text(unit_at(pod, "/spec/containers/1/volumeMounts"),
+                               "[{\"name\": \"data\", \"mountPath\": \"/data\"},"
+                               " {\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+                               " \"readOnly\": true}]");
+        ck_assert_uint_eq(token_mounts_of(pod, 0), 1);
+        ck_assert_uint_eq(token_mounts_of(pod, 2), 0);
+        assert_patch_reproduces(orig, pod, &res);
+        /* Reviewing our own output again: no operation at all. */
+        _unit_json_ json_t *first = json_deep_copy(pod);
+        _result_ mutate_result_t same = {0};
+        run(pod, &same);
+        ck_assert_result(same, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        assert_untouched(first, pod, &same);
+        /* Reinvoked after the plugin ran again (mounts back in the agent and
+         * the driver): both taken out, the pod as the first pass left it. */
+        plugin_again(pod);
+        ck_assert_uint_eq(token_mounts_of(pod, 1), 1);
+        _unit_json_ json_t *second_in = json_deep_copy(pod);
+        _result_ mutate_result_t again = {0};
+        run(pod, &again);
+        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        ck_assert_json_eq(pod, first);
+        assert_patch_reproduces(second_in, pod, &again);
+        /* Mounted elsewhere, or under the path: those go too. */
+        _unit_json_ json_t *moved = pod_with_token();
+        with(moved, "/spec/containers/1/volumeMounts/-",
+             "{\"name\": \"kube-api-access-abcde\", \"mountPath\": \"/t\", \"readOnly\": true}");
+        with(moved, "/spec/containers/1/volumeMounts/-",
+             "{\"name\": \"data\", \"mountPath\": \"/var/run/secrets/kubernetes.io/serviceaccount/"
+             "x\", \"subPath\": \"x\"}");
+        _unit_json_ json_t *moved_orig = json_deep_copy(moved);
+        _result_ mutate_result_t r3 = {0};
+        run(moved, &r3);
+        ck_assert_result(r3, DECISION_INJECT, REASON_INJECTED);
+        ck_assert_json_eq_text(unit_at(moved, "/spec/containers/1/volumeMounts"),
+                               "[{\"name\": \"data\", \"mountPath\": \"/data\"},"
+                               " {\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+                               " \"readOnly\": true}]");
+        assert_patch_reproduces(moved_orig, moved, &r3);
+}
+END_TEST
+
+START_TEST(deny_carries_no_patch)
+{
+        /* Token mounts taken out, then the spec check refuses: the answer
+         * is the deny alone. */
+        set_string(&cfg.agent_service_account_token, "remove");
+        _unit_json_ json_t *pod = pod_with_token();
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        plugin_again(pod);
+        with(pod, "/spec/containers/2/args", "[\"x\"]");
+        _result_ mutate_result_t again = {0};
+        run(pod, &again);
+        ck_assert_result(again, DECISION_DENY, REASON_CONFLICT);
+        ck_assert_ptr_null(again.patch);
 }
 END_TEST
 
@@ -908,6 +1214,9 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, reinvocation_is_a_no_op);
         tcase_add_test(tc, reinvocation_turns_shared_pid_off_again);
         tcase_add_test(tc, reinvocation_denies_mounts_out_of_shape);
+        tcase_add_test(tc, reinvocation_leaves_the_pods_own_choices);
+        tcase_add_test(tc, agent_token_kept_by_default);
+        tcase_add_test(tc, agent_token_removed_when_asked);
         tcase_add_test(tc, deterministic);
         tcase_add_test(tc, shared_values_give_the_same_pods);
         tcase_add_test(tc, custom_configuration);
@@ -918,6 +1227,7 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, privileged_false_is_injected);
         tcase_add_test(tc, reinvocation_of_skipped_pod_is_a_no_op);
         tcase_add_test(tc, host_pid_skips);
+        tcase_add_test(tc, host_network_and_ipc_skip);
         tcase_add_test(tc, disabled_skips_without_patch);
         tcase_add_test(tc, not_selected_skips_without_patch);
         suite_add_tcase(s, tc);
@@ -932,6 +1242,9 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, invalid_pods_denied);
         tcase_add_test(tc, duplicate_container_names_denied);
         tcase_add_test(tc, reason_table);
+        tcase_add_test(tc, conflict_container_targeting_driver);
+        tcase_add_test(tc, long_mount_path_denied);
+        tcase_add_test(tc, deny_carries_no_patch);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -203,6 +203,45 @@ START_TEST(patch_add_plain)
 }
 END_TEST
 
+START_TEST(remove_as_the_document_is_now)
+{
+        _unit_json_ json_t *doc = unit_json(
+            "{\"spec\": {\"containers\": [{\"name\": \"a\", \"volumeMounts\": [{\"name\": \"t\"},"
+            " {\"name\": \"x\"}, {\"name\": \"t2\"}]}]}, \"metadata\": {\"annotations\": {\"a/b\": "
+            "\"1\"}}}");
+        _unit_json_ json_t *orig = json_deep_copy(doc);
+        _patch_ patch_t p = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+        /* Last first, so index 0 is still the element meant. */
+        ck_assert_int_eq(patch_remove(&p, "/spec/containers/0/volumeMounts/2", &err), 0);
+        ck_assert_int_eq(patch_remove(&p, "/spec/containers/0/volumeMounts/0", &err), 0);
+        ck_assert_int_eq(patch_remove(&p, "/metadata/annotations/a~1b", &err), 0);
+        /* Then an add sees the array as it is now. */
+        ck_assert_int_eq(
+            patch_append(&p, "/spec/containers/0", "volumeMounts", json_string("h"), &err), 0);
+        ck_assert_json_eq_text(
+            ops_of(&p), "[{\"op\":\"remove\",\"path\":\"/spec/containers/0/volumeMounts/2\"},"
+                        "{\"op\":\"remove\",\"path\":\"/spec/containers/0/volumeMounts/0\"},"
+                        "{\"op\":\"remove\",\"path\":\"/metadata/annotations/a~1b\"},"
+                        "{\"op\":\"add\",\"path\":\"/spec/containers/0/volumeMounts/-\","
+                        "\"value\":\"h\"}]");
+        ck_assert_json_eq_text(
+            doc, "{\"spec\": {\"containers\": [{\"name\": \"a\", \"volumeMounts\":"
+                 " [{\"name\": \"x\"}, \"h\"]}]}, \"metadata\": {\"annotations\": {}}}");
+        /* An independent application of the ops gives the same document. */
+        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
+        ck_assert_json_eq(orig, doc);
+        /* Nothing there, or past the end: an error, no op. */
+        size_t n = p.n_ops;
+        ck_assert_int_lt(patch_remove(&p, "/spec/containers/0/volumeMounts/2", &err), 0);
+        ck_assert_int_lt(patch_remove(&p, "/spec/containers/0/volumeMounts/-", &err), 0);
+        ck_assert_int_lt(patch_remove(&p, "/metadata/annotations/nope", &err), 0);
+        ck_assert_int_lt(patch_remove(&p, "/nope/x", &err), 0);
+        ck_assert_uint_eq(p.n_ops, n);
+}
+END_TEST
+
 START_TEST(failures_emit_nothing)
 {
         _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": {\"not\": \"an array\"}},"
@@ -316,6 +355,7 @@ static Suite *patch_suite(void)
         tcase_add_checked_fixture(tc, NULL, free_parsed);
         tcase_add_test(tc, ops_not_changed_by_later_ops);
         tcase_add_test(tc, patch_add_plain);
+        tcase_add_test(tc, remove_as_the_document_is_now);
         tcase_add_test(tc, failures_emit_nothing);
         tcase_add_test(tc, free_resets);
         tcase_add_test(tc, known_text_is_used_as_given);

@@ -42,8 +42,21 @@ START_TEST(mount_table)
                          SHAPE_ACCESS_READ_WRITE);
         ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_OTHER, SHAPE_VOLUME_CTL),
                          SHAPE_ACCESS_ABSENT);
+        /* Another container may read hangar-home, never write it. */
         ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_OTHER, SHAPE_VOLUME_HOME),
-                         SHAPE_ACCESS_UNCHECKED);
+                         SHAPE_ACCESS_NOT_WRITABLE);
+        /* Init and ephemeral containers mount neither volume. */
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_INIT_EPHEMERAL, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_INIT_EPHEMERAL, SHAPE_VOLUME_CTL),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert(shape_access_allows(SHAPE_ACCESS_NOT_WRITABLE, SHAPE_ACCESS_ABSENT));
+        ck_assert(shape_access_allows(SHAPE_ACCESS_NOT_WRITABLE, SHAPE_ACCESS_READ_ONLY));
+        ck_assert(!shape_access_allows(SHAPE_ACCESS_NOT_WRITABLE, SHAPE_ACCESS_READ_WRITE));
+        ck_assert(!shape_access_allows(SHAPE_ACCESS_READ_ONLY, SHAPE_ACCESS_ABSENT));
+        ck_assert(!shape_access_allows(SHAPE_ACCESS_ABSENT, SHAPE_ACCESS_READ_ONLY));
+        ck_assert(shape_access_allows(SHAPE_ACCESS_READ_WRITE, SHAPE_ACCESS_READ_WRITE));
+        ck_assert(!shape_access_allows((shape_access_t)42, SHAPE_ACCESS_ABSENT));
         /* Out of range fails closed. */
         ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_COUNT, SHAPE_VOLUME_HOME),
                          SHAPE_ACCESS_ABSENT);
@@ -62,11 +75,13 @@ START_TEST(names)
         ck_assert_str_eq(shape_role_name(SHAPE_ROLE_AGENT), "agent");
         ck_assert_str_eq(shape_role_name(SHAPE_ROLE_DRIVER), "driver");
         ck_assert_str_eq(shape_role_name(SHAPE_ROLE_OTHER), "other");
+        ck_assert_str_eq(shape_role_name(SHAPE_ROLE_INIT_EPHEMERAL), "init/ephemeral");
         ck_assert_str_eq(shape_role_name(SHAPE_ROLE_COUNT), "?");
         ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_ABSENT), "not mounted");
         ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_READ_ONLY), "read-only");
         ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_READ_WRITE), "read-write");
         ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_UNCHECKED), "any");
+        ck_assert_str_eq(shape_access_name(SHAPE_ACCESS_NOT_WRITABLE), "read-only or not mounted");
         ck_assert_str_eq(shape_volume_path(&cfg, SHAPE_VOLUME_HOME), "/var/lib/hangar");
         ck_assert_str_eq(shape_volume_path(&cfg, SHAPE_VOLUME_CTL), "/var/lib/hangar-ctl");
         ck_assert_str_eq(shape_volume_path(&cfg, SHAPE_VOLUME_COUNT), "");

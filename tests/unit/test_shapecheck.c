@@ -1,6 +1,10 @@
 /* common/shapecheck.c: a pod built from the shape's own generators passes;
- * API defaults added pass; each departure fails with its stable code; a
- * volume mounted twice counts as its loosest mount. */
+ * the API server's defaults added pass; each departure fails with its
+ * stable code (the driver differing in any member, any container but the
+ * driver writing hangar-home, init and ephemeral containers near the
+ * driver, uids, capabilities, host namespaces); the webhook's reading sees
+ * only the sidecar's scope; a volume mounted twice counts as its loosest
+ * mount. */
 #include "shapecheck.h"
 
 #include "cleanup.h"
@@ -30,9 +34,11 @@ static json_t *in_shape(void)
                 if (m)
                         json_array_append_new(json_object_get(agent, "volumeMounts"), m);
         }
-        return json_pack("{s:s, s:s, s:{s:o, s:[o, o], s:b}}", "apiVersion", "v1", "kind", "Pod",
-                         "spec", "volumes", volumes, "containers", agent,
-                         shape_driver_container_json(&cfg, "img:1"), "shareProcessNamespace", 0);
+        /* The uid the agent runs as, at pod level (as docs/chart.md's example). */
+        return json_pack("{s:s, s:s, s:{s:o, s:[o, o], s:b, s:{s:i}}}", "apiVersion", "v1", "kind",
+                         "Pod", "spec", "volumes", volumes, "containers", agent,
+                         shape_driver_container_json(&cfg, "img:1"), "shareProcessNamespace", 0,
+                         "securityContext", "runAsUser", 1000);
 }
 
 /* Sets path in pod to the JSON literal value. */
@@ -67,14 +73,87 @@ START_TEST(generated_pod_passes)
 {
         _unit_json_ json_t *pod = in_shape();
         ck_assert_str_eq(failing(pod), "");
-        /* API defaults (extra members) are fine. */
+        /* The API server's defaults, with their default values, are fine;
+         * so is anything it adds at pod level. */
         add(pod, "/spec/containers/1/terminationMessagePath", "\"/dev/termination-log\"");
-        add(pod, "/spec/containers/1/imagePullPolicy", "\"IfNotPresent\"");
+        add(pod, "/spec/containers/1/terminationMessagePolicy", "\"File\"");
         add(pod, "/spec/dnsPolicy", "\"ClusterFirst\"");
+        add(pod, "/spec/enableServiceLinks", "true");
         ck_assert_str_eq(failing(pod), "");
-        /* The driver's command is the operator's to change. */
-        add(pod, "/spec/containers/1/command", "[\"other\"]");
+        /* Another container reading hangar-home, as a uid of its own. */
+        add(pod, "/spec/containers/-",
+            "{\"name\": \"reader\", \"image\": \"r\", \"securityContext\": {\"runAsUser\": 2000},"
+            " \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/h\", \"readOnly\": "
+            "true}]}");
         ck_assert_str_eq(failing(pod), "");
+}
+END_TEST
+
+START_TEST(driver_differs_in_any_member)
+{
+        /* Each of these runs or changes something in the driver's uid. */
+        static const struct {
+                const char *member, *value;
+        } cases[] = {
+            {"command", "[\"other\"]"}, /* the configured command, nothing else */
+            {"command", "[\"sleep\", \"infinity\", \"x\"]"},
+            {"args", "[\"-c\", \"x\"]"},
+            {"lifecycle", "{\"postStart\": {\"exec\": {\"command\": [\"sh\"]}}}"},
+            {"livenessProbe", "{\"exec\": {\"command\": [\"sh\"]}}"},
+            {"readinessProbe", "{\"exec\": {\"command\": [\"sh\"]}}"},
+            {"startupProbe", "{\"exec\": {\"command\": [\"sh\"]}}"},
+            {"env", "[{\"name\": \"LD_PRELOAD\", \"value\": \"/tmp/x.so\"}]"},
+            {"envFrom", "[{\"configMapRef\": {\"name\": \"c\"}}]"},
+            {"workingDir", "\"/tmp\""},
+            {"stdin", "true"},
+            {"stdinOnce", "true"},
+            {"tty", "true"},
+            {"ports", "[{\"containerPort\": 80}]"},
+            {"restartPolicy", "\"Always\""},
+            {"image", "\"evil:1\""}, /* another image than the agent's */
+            {"imagePullPolicy", "\"Always\""},
+            {"resources", "{\"requests\": {\"cpu\": \"1\", \"memory\": \"64Mi\"}}"},
+            {"terminationMessagePath", "\"/var/lib/hangar-ctl/x\""}, /* not the default */
+            {"terminationMessagePolicy", "\"FallbackToLogsOnError\""},
+            {"volumeDevices", "[{\"name\": \"d\", \"devicePath\": \"/dev/x\"}]"},
+            {"resizePolicy", "[{\"resourceName\": \"cpu\", \"restartPolicy\": \"NotRequired\"}]"},
+            {"securityContext/procMount", "\"Unmasked\""},
+            {"securityContext/procMount", "\"Default\""}, /* not the shape's either */
+            {"securityContext/capabilities/add", "[\"SYS_PTRACE\"]"},
+            {"securityContext/runAsUser", "0"},
+            {"securityContext/appArmorProfile", "{\"type\": \"Unconfined\"}"},
+            {"securityContext/seccompProfile", "{\"type\": \"Unconfined\"}"},
+            {"volumeMounts/-", "{\"name\": \"data\", \"mountPath\": \"/data\"}"},
+            {"volumeMounts/0/subPath", "\"x\""},
+            {"volumeMounts/1/mountPropagation", "\"Bidirectional\""},
+            {"unknownMember", "1"}, /* a member a later Kubernetes adds: refused too */
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                _unit_json_ json_t *pod = in_shape();
+                char path[128];
+                (void)snprintf(path, sizeof(path), "/spec/containers/1/%s", cases[i].member);
+                add(pod, path, cases[i].value);
+                ck_assert_msg(strcmp(failing(pod), "spec.driver") == 0, "%s = %s: failing \"%s\"",
+                              cases[i].member, cases[i].value, failing(pod));
+                /* The webhook's reading refuses it as well, naming the member. */
+                shapecheck_finding_t f;
+                ck_assert_int_eq(shapecheck_sidecar(&cfg, pod, &f), 1);
+                ck_assert_str_eq(f.code, "spec.driver");
+                char member[64];
+                (void)snprintf(member, sizeof(member), "%.*s", (int)strcspn(cases[i].member, "/"),
+                               cases[i].member);
+                ck_assert_msg(strstr(f.detail, member), "%s: %s", member, f.detail);
+        }
+        /* A member of the shape missing is as bad as one too many. */
+        _unit_json_ json_t *pod = in_shape();
+        json_object_del(unit_at(pod, "/spec/containers/1"), "securityContext");
+        ck_assert_str_eq(failing(pod), "spec.driver");
+        /* Two containers by the driver's name. */
+        _unit_json_ json_t *twice = in_shape();
+        add(twice, "/spec/initContainers",
+            "[{\"name\": \"hangar-driver\", \"image\": \"img:1\", \"securityContext\": "
+            "{\"runAsUser\": 1000}}]");
+        ck_assert_str_eq(failing(twice), "spec.driver");
 }
 END_TEST
 
@@ -85,23 +164,74 @@ START_TEST(departures_fail_with_their_code)
         } cases[] = {
             {"/spec/shareProcessNamespace", "true", "spec.share-process-namespace"},
             {"/spec/hostPID", "true", "spec.host-pid"},
-            {"/spec/containers/1/securityContext/runAsUser", "0", "spec.driver"},
-            {"/spec/containers/1/securityContext/capabilities/add", "[\"SYS_PTRACE\"]",
-             "spec.driver"},
-            {"/spec/containers/1/securityContext/procMount", "\"Unmasked\"", "spec.driver"},
+            {"/spec/hostNetwork", "true", "spec.host-network"},
+            {"/spec/hostIPC", "true", "spec.host-ipc"},
             {"/spec/containers/0/securityContext", "{\"capabilities\": {\"add\": [\"CAP_KILL\"]}}",
              "spec.agent-capabilities"},
+            /* Any capability added beside the driver, harmless-looking or not. */
+            {"/spec/containers/0/securityContext",
+             "{\"capabilities\": {\"add\": [\"NET_BIND_SERVICE\"]}}", "spec.agent-capabilities"},
             {"/spec/containers/0/securityContext", "{\"runAsUser\": 1001}", "spec.agent-uid"},
+            {"/spec/containers/0/securityContext", "{\"runAsUser\": 0}", "spec.agent-uid"},
+            {"/spec/securityContext", "{\"runAsUser\": 1001}", "spec.agent-uid"},
+            /* Unset at both levels: the image's USER decides, unknown here. */
+            {"/spec/securityContext", "{}", "spec.agent-uid"},
+            {"/spec/securityContext", "{\"runAsNonRoot\": true}", "spec.agent-uid"},
             {"/spec/containers/0/securityContext", "{\"privileged\": true}", "spec.privileged"},
             {"/spec/volumes/1/emptyDir", "{}", "spec.volume"},
+            {"/spec/volumes/0/hostPath", "{\"path\": \"/\"}", "spec.volume"},
+            {"/spec/volumes/-", "{\"name\": \"hangar-ctl\", \"emptyDir\": {}}", "spec.volume"},
             /* A second, writable mount of hangar-home in the agent. */
             {"/spec/containers/0/volumeMounts/-",
              "{\"name\": \"hangar-home\", \"mountPath\": \"/h\"}", "spec.mount"},
+            /* The agent's hangar-home mount not as the shape has it. */
+            {"/spec/containers/0/volumeMounts/0/subPath", "\"sub\"", "spec.mount"},
+            {"/spec/containers/0/volumeMounts/0/mountPath", "\"/elsewhere\"", "spec.mount"},
+            /* The agent's own volume over part of hangar-home or at hangar-ctl's path. */
+            {"/spec/containers/0/volumeMounts/-",
+             "{\"name\": \"mine\", \"mountPath\": \"/var/lib//hangar/run/\"}", "spec.mount"},
+            {"/spec/containers/0/volumeMounts/-",
+             "{\"name\": \"mine\", \"mountPath\": \"/var/lib/hangar-ctl\"}", "spec.mount"},
             /* hangar-ctl in an init container, read-only or not. */
             {"/spec/initContainers",
-             "[{\"name\": \"i\", \"volumeMounts\": [{\"name\": \"hangar-ctl\", \"mountPath\": "
-             "\"/c\", \"readOnly\": true}]}]",
+             "[{\"name\": \"i\", \"securityContext\": {\"runAsUser\": 1000}, \"volumeMounts\": "
+             "[{\"name\": \"hangar-ctl\", \"mountPath\": \"/c\", \"readOnly\": true}]}]",
              "spec.mount"},
+            /* hangar-home in an init or ephemeral container, even read-only. */
+            {"/spec/initContainers",
+             "[{\"name\": \"i\", \"securityContext\": {\"runAsUser\": 1000}, \"volumeMounts\": "
+             "[{\"name\": \"hangar-home\", \"mountPath\": \"/h\", \"readOnly\": true}]}]",
+             "spec.mount"},
+            {"/spec/ephemeralContainers",
+             "[{\"name\": \"e\", \"securityContext\": {\"runAsUser\": 1000}, \"volumeMounts\": "
+             "[{\"name\": \"hangar-home\", \"mountPath\": \"/h\", \"readOnly\": true}]}]",
+             "spec.mount"},
+            /* Another regular container writing hangar-home. */
+            {"/spec/containers/-",
+             "{\"name\": \"o\", \"securityContext\": {\"runAsUser\": 1000}, \"volumeMounts\": "
+             "[{\"name\": \"hangar-home\", \"mountPath\": \"/h\"}]}",
+             "spec.mount"},
+            /* An ephemeral container joining the driver's PID namespace. */
+            {"/spec/ephemeralContainers",
+             "[{\"name\": \"debug\", \"targetContainerName\": \"hangar-driver\","
+             " \"securityContext\": {\"runAsUser\": 1000}}]",
+             "spec.target-driver"},
+            /* Containers beside the driver: as its uid, as root, unknown, caps. */
+            {"/spec/containers/-", "{\"name\": \"o\", \"securityContext\": {\"runAsUser\": 1001}}",
+             "spec.uid"},
+            {"/spec/initContainers", "[{\"name\": \"i\", \"securityContext\": {\"runAsUser\": 0}}]",
+             "spec.uid"},
+            {"/spec/ephemeralContainers",
+             "[{\"name\": \"e\", \"securityContext\": {\"runAsUser\": 1001}}]", "spec.uid"},
+            {"/spec/containers/-",
+             "{\"name\": \"o\", \"securityContext\": {\"runAsUser\": \"1000\"}}", "spec.uid"},
+            {"/spec/containers/-",
+             "{\"name\": \"o\", \"securityContext\": {\"capabilities\": {\"add\": "
+             "[\"NET_ADMIN\"]}}}",
+             "spec.capabilities"},
+            {"/spec/containers/-",
+             "{\"name\": \"o\", \"securityContext\": {\"capabilities\": {\"add\": \"ALL\"}}}",
+             "spec.capabilities"},
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 _unit_json_ json_t *pod = in_shape();
@@ -119,6 +249,105 @@ START_TEST(departures_fail_with_their_code)
 }
 END_TEST
 
+START_TEST(uid_from_container_or_pod)
+{
+        /* The container's runAsUser wins over the pod's. */
+        _unit_json_ json_t *pod = in_shape();
+        add(pod, "/spec/securityContext/runAsUser", "1001");
+        add(pod, "/spec/containers/0/securityContext", "{\"runAsUser\": 1000}");
+        ck_assert_str_eq(failing(pod), "");
+        /* Set on the container only: fine too. */
+        _unit_json_ json_t *own = in_shape();
+        add(own, "/spec/securityContext", "{}");
+        add(own, "/spec/containers/0/securityContext", "{\"runAsUser\": 1000}");
+        ck_assert_str_eq(failing(own), "");
+        /* A container that inherits the pod's root. */
+        _unit_json_ json_t *root = in_shape();
+        add(root, "/spec/securityContext/runAsUser", "0");
+        add(root, "/spec/containers/0/securityContext", "{\"runAsUser\": 1000}");
+        add(root, "/spec/containers/-", "{\"name\": \"o\"}");
+        ck_assert_str_eq(failing(root), "spec.uid");
+}
+END_TEST
+
+/* "/var/lib/" + "y/" * k + "../" * k + "hangar": canonically /var/lib/hangar. */
+static char *long_path(size_t k)
+{
+        static char buf[4 * 8192];
+        size_t n = (size_t)snprintf(buf, sizeof(buf), "/var/lib/");
+        for (size_t i = 0; i < k; i++)
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "y/");
+        for (size_t i = 0; i < k; i++)
+                n += (size_t)snprintf(buf + n, sizeof(buf) - n, "../");
+        (void)snprintf(buf + n, sizeof(buf) - n, "hangar");
+        return buf;
+}
+
+START_TEST(long_agent_paths_fail_closed)
+{
+        static const size_t k[] = {100, 2100};
+        for (size_t i = 0; i < ARRAY_SIZE(k); i++) {
+                _unit_json_ json_t *pod = in_shape();
+                json_t *m = json_pack("{s:s, s:s}", "name", "mine", "mountPath", long_path(k[i]));
+                json_array_append_new(unit_at(pod, "/spec/containers/0/volumeMounts"), m);
+                ck_assert_str_eq(failing(pod), "spec.mount");
+        }
+}
+END_TEST
+
+START_TEST(webhook_reads_the_sidecar_scope)
+{
+        shapecheck_finding_t f;
+        _unit_json_ json_t *pod = in_shape();
+        ck_assert_int_eq(shapecheck_sidecar(&cfg, pod, &f), 0);
+        /* The pod's own choices (uids, capabilities) are the verdict's, not
+         * the webhook's: it injects whatever they are. */
+        add(pod, "/spec/securityContext", "{}");
+        add(pod, "/spec/containers/0/securityContext",
+            "{\"capabilities\": {\"add\": [\"NET_RAW\"]}}");
+        ck_assert_str_eq(failing(pod), "spec.agent-uid,spec.agent-capabilities");
+        ck_assert_int_eq(shapecheck_sidecar(&cfg, pod, &f), 0);
+        /* The first sidecar finding, with its code and what it is about. */
+        add(pod, "/spec/hostIPC", "true");
+        add(pod, "/spec/containers/1/args", "[\"x\"]");
+        ck_assert_int_eq(shapecheck_sidecar(&cfg, pod, &f), 1);
+        ck_assert_str_eq(f.code, "spec.driver");
+        ck_assert_msg(strstr(f.detail, "hangar-driver.args is not part of the shape"), "%s",
+                      f.detail);
+}
+END_TEST
+
+START_TEST(token_mounts)
+{
+        _unit_json_ json_t *plugin =
+            unit_json("{\"name\": \"kube-api-access-x1\", \"mountPath\": "
+                      "\"/var/run/secrets/kubernetes.io/serviceaccount\", \"readOnly\": true}");
+        ck_assert(shapecheck_is_token_mount(plugin));
+        ck_assert(shapecheck_is_plugin_token_mount(plugin));
+        /* Elsewhere, or something else at the path: a token mount, not the plugin's. */
+        _unit_json_ json_t *moved = unit_json(
+            "{\"name\": \"kube-api-access-x1\", \"mountPath\": \"/t\", \"readOnly\": true}");
+        ck_assert(shapecheck_is_token_mount(moved));
+        ck_assert(!shapecheck_is_plugin_token_mount(moved));
+        _unit_json_ json_t *under =
+            unit_json("{\"name\": \"mine\", \"mountPath\": "
+                      "\"/var/run/secrets//kubernetes.io/serviceaccount/t\"}");
+        ck_assert(shapecheck_is_token_mount(under));
+        ck_assert(!shapecheck_is_plugin_token_mount(under));
+        _unit_json_ json_t *writable =
+            unit_json("{\"name\": \"kube-api-access-x1\", \"mountPath\": "
+                      "\"/var/run/secrets/kubernetes.io/serviceaccount\"}");
+        ck_assert(!shapecheck_is_plugin_token_mount(writable));
+        _unit_json_ json_t *sub = unit_json("{\"name\": \"kube-api-access-x1\", \"mountPath\": "
+                                            "\"/var/run/secrets/kubernetes.io/serviceaccount\", "
+                                            "\"readOnly\": true, \"subPath\": \"t\"}");
+        ck_assert(!shapecheck_is_plugin_token_mount(sub));
+        _unit_json_ json_t *other =
+            unit_json("{\"name\": \"data\", \"mountPath\": \"/var/run/secrets/kubernetes.io\"}");
+        ck_assert(!shapecheck_is_token_mount(other));
+}
+END_TEST
+
 START_TEST(loosest_mount_counts)
 {
         _unit_json_ json_t *c = unit_json(
@@ -130,7 +359,11 @@ START_TEST(loosest_mount_counts)
         json_array_append_new(json_object_get(c, "volumeMounts"), rw);
         ck_assert_int_eq(shapecheck_mount_access(c, SHAPE_VOLUME_HOME), SHAPE_ACCESS_READ_WRITE);
         ck_assert_int_eq(shapecheck_role(&cfg, "containers", "sandbox"), SHAPE_ROLE_AGENT);
-        ck_assert_int_eq(shapecheck_role(&cfg, "initContainers", "sandbox"), SHAPE_ROLE_OTHER);
+        ck_assert_int_eq(shapecheck_role(&cfg, "initContainers", "sandbox"),
+                         SHAPE_ROLE_INIT_EPHEMERAL);
+        ck_assert_int_eq(shapecheck_role(&cfg, "ephemeralContainers", "x"),
+                         SHAPE_ROLE_INIT_EPHEMERAL);
+        ck_assert_int_eq(shapecheck_role(&cfg, "containers", "x"), SHAPE_ROLE_OTHER);
         ck_assert_int_eq(shapecheck_role(&cfg, "containers", "hangar-driver"), SHAPE_ROLE_DRIVER);
 }
 END_TEST
@@ -141,7 +374,12 @@ static Suite *shapecheck_suite(void)
         TCase *tc = tcase_create("core");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, generated_pod_passes);
+        tcase_add_test(tc, driver_differs_in_any_member);
         tcase_add_test(tc, departures_fail_with_their_code);
+        tcase_add_test(tc, uid_from_container_or_pod);
+        tcase_add_test(tc, long_agent_paths_fail_closed);
+        tcase_add_test(tc, webhook_reads_the_sidecar_scope);
+        tcase_add_test(tc, token_mounts);
         tcase_add_test(tc, loosest_mount_counts);
         suite_add_tcase(s, tc);
         return s;

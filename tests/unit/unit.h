@@ -184,8 +184,30 @@ static inline int unit_apply_add(json_t *doc, const char *path, json_t *value)
         return r;
 }
 
-/* Applies a JSON Patch made only of "add" operations (all this project
- * emits); any other op or a failed step is -1. */
+/* Applies one RFC 6902 "remove" to doc; 0 or -1. */
+static inline int unit_apply_remove(json_t *doc, const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        if (!slash)
+                return -1;
+        char *parent_path = strndup(path, (size_t)(slash - path));
+        char *last = unit_ptr_token(slash + 1, strlen(slash + 1));
+        json_t *parent = parent_path ? unit_at(doc, parent_path) : NULL;
+        int r = -1;
+        if (last && json_is_object(parent) && json_object_get(parent, last)) {
+                r = json_object_del(parent, last);
+        } else if (last && json_is_array(parent)) {
+                long idx = unit_ptr_index(last);
+                if (idx >= 0 && (size_t)idx < json_array_size(parent))
+                        r = json_array_remove(parent, (size_t)idx);
+        }
+        free(parent_path);
+        free(last);
+        return r;
+}
+
+/* Applies a JSON Patch made of "add" and "remove" operations (all this
+ * project emits); any other op or a failed step is -1. */
 static inline int unit_apply_patch(json_t *doc, json_t *ops)
 {
         size_t i;
@@ -196,6 +218,11 @@ static inline int unit_apply_patch(json_t *doc, json_t *ops)
                 const char *kind = json_string_value(json_object_get(op, "op"));
                 const char *path = json_string_value(json_object_get(op, "path"));
                 json_t *value = json_object_get(op, "value");
+                if (kind && path && strcmp(kind, "remove") == 0 && json_object_size(op) == 2) {
+                        if (unit_apply_remove(doc, path) < 0)
+                                return -1;
+                        continue;
+                }
                 if (!kind || strcmp(kind, "add") != 0 || !path || !value ||
                     json_object_size(op) != 3)
                         return -1;
