@@ -103,6 +103,7 @@ done
 # Objects by kind: obj KIND [NAME] as a jq filter over the array.
 MWC='(map(select(.kind=="MutatingWebhookConfiguration")) | .[0])'
 WH="($MWC.webhooks[0])"
+VWC='(map(select(.kind=="ValidatingWebhookConfiguration")) | .[0])'
 DEP='(map(select(.kind=="Deployment")) | .[0])'
 POD="($DEP.spec.template.spec)"
 CTR="($POD.containers[0])"
@@ -125,7 +126,13 @@ for m in "${MODES[@]}"; do
         jq_check "$m: every object has the standard labels" "$f" \
                 'all(.[]; .metadata.labels as $l | ["app.kubernetes.io/name","app.kubernetes.io/instance","app.kubernetes.io/version","app.kubernetes.io/managed-by","app.kubernetes.io/component","app.kubernetes.io/part-of","helm.sh/chart"] | all(. as $k | $l[$k] | type == "string" and length > 0))'
         jq_check "$m: namespaced objects are in the release namespace" "$f" \
-                "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
+                "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ValidatingWebhookConfiguration\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
+        jq_check "$m: one ValidatingWebhookConfiguration (the doors), named as the mutating one" "$f" \
+                "(map(select(.kind==\"ValidatingWebhookConfiguration\")) | length == 1) and ($VWC.metadata.name == $MWC.metadata.name)"
+        jq_check "$m: doors: UPDATE of pods, ephemeral containers and resize; CONNECT exec, attach, portforward" "$f" \
+                "[$VWC.webhooks[].rules] == [[{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\",\"pods/ephemeralcontainers\",\"pods/resize\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/exec\",\"pods/attach\",\"pods/portforward\"], operations:[\"CONNECT\"], scope:\"Namespaced\"}]]"
+        jq_check "$m: doors: no objectSelector (CONNECT objects have no labels), the pods' namespaceSelector, Fail, /validate" "$f" \
+                "$WH.namespaceSelector as \$ns | $VWC.webhooks | all(.objectSelector == null and .namespaceSelector == \$ns and .failurePolicy == \"Fail\" and .sideEffects == \"None\" and ((.clientConfig.service.path // .clientConfig.url) | endswith(\"/validate\")))"
         if [ "$m" = driver-on ]; then
                 jq_check "$m: objectSelector is example.com/agent-sandbox=yes" "$f" \
                         "$WH.objectSelector == {matchLabels: {\"example.com/agent-sandbox\": \"yes\"}}"
@@ -144,7 +151,7 @@ for m in "${MODES[@]}"; do
                 jq_check "$m: clientConfig is the URL with the caBundle value" "$f" \
                         "$WH.clientConfig == {url: \"https://127.0.0.1:9443/mutate\", caBundle: \"$(sed -n 's/^  caBundle: //p' "$VALUES/url.yaml")\"}"
                 jq_check "$m: only the ConfigMap and the webhook configuration" "$f" \
-                        '(map(.kind) | sort) == ["ConfigMap","MutatingWebhookConfiguration"]'
+                        '(map(.kind) | sort) == ["ConfigMap","MutatingWebhookConfiguration","ValidatingWebhookConfiguration"]'
                 ;;
         provided)
                 jq_check "$m: service clientConfig with the provided caBundle" "$f" \
@@ -205,15 +212,16 @@ for m in "${MODES[@]}"; do
                 jq_check "$m: Role: get/update on the one TLS Secret by name, create without a name" "$f" \
                         "(map(select(.kind==\"Role\")) | .[0].rules | sort_by(.verbs)) == [{apiGroups:[\"\"], resources:[\"secrets\"], verbs:[\"create\"]}, {apiGroups:[\"\"], resources:[\"secrets\"], resourceNames:[\"$secret\"], verbs:[\"get\",\"update\"]}]"
                 jq_check "$m: ClusterRole: get/patch on this webhook configuration by name only" "$f" \
-                        "(map(select(.kind==\"ClusterRole\")) | .[0].rules) == [{apiGroups:[\"admissionregistration.k8s.io\"], resources:[\"mutatingwebhookconfigurations\"], resourceNames:[$MWC.metadata.name], verbs:[\"get\",\"patch\"]}]"
+                        "(map(select(.kind==\"ClusterRole\")) | .[0].rules) == [{apiGroups:[\"admissionregistration.k8s.io\"], resources:[\"mutatingwebhookconfigurations\",\"validatingwebhookconfigurations\"], resourceNames:[$MWC.metadata.name], verbs:[\"get\",\"patch\"]}, {apiGroups:[\"\"], resources:[\"pods\"], verbs:[\"get\"]}]"
                 jq_check "$m: no wildcard in any RBAC rule" "$f" \
                         "[.[] | select(.kind | IN(\"Role\",\"ClusterRole\")) | .rules[] | (.verbs + .resources + .apiGroups)[]] | all(. != \"*\")"
                 jq_check "$m: bindings name the webhook's ServiceAccount" "$f" \
                         "$POD.serviceAccountName as \$sa | [.[] | select(.kind | IN(\"RoleBinding\",\"ClusterRoleBinding\")) | .subjects] | all(. == [{kind: \"ServiceAccount\", name: \$sa, namespace: \"$NS\"}]) and length == 2"
                 ;;
         cert-manager | provided)
-                jq_check "$m: no RBAC objects at all" "$f" "map(select(.kind | IN(${RBAC_KINDS}[]))) | length == 0"
-                jq_check "$m: no service-account token in the pod" "$f" "$POD.automountServiceAccountToken == false"
+                jq_check "$m: RBAC: only get on pods (the guard reads the pod a port-forward names)" "$f" \
+                        "(map(select(.kind | IN(${RBAC_KINDS}[])) | .kind) | sort) == [\"ClusterRole\",\"ClusterRoleBinding\"] and (map(select(.kind==\"ClusterRole\")) | .[0].rules) == [{apiGroups:[\"\"], resources:[\"pods\"], verbs:[\"get\"]}]"
+                jq_check "$m: service-account token in the pod (the guard's pod reads)" "$f" "$POD.automountServiceAccountToken == true"
                 secret=$FULL-tls
                 [ "$m" = provided ] && secret=hangar-webhook-serving
                 jq_check "$m: TLS directory is Secret $secret (no subPath: rotation reaches the pod)" "$f" \
@@ -223,6 +231,15 @@ for m in "${MODES[@]}"; do
         jq_check "$m: the ServiceAccount itself does not automount a token" "$f" \
                 'map(select(.kind=="ServiceAccount")) | .[0].automountServiceAccountToken == false'
 done
+
+# The guard off: no doors' configuration, and a cert-manager install goes
+# back to no RBAC and no token at all.
+"$HELM" template "$REL" "$CHART" -n "$NS" -f "$VALUES/cert-manager.yaml" --set guard.enabled=false 2>guard-off.err |
+        to_json >guard-off.json 2>>guard-off.err
+jq_check "guard off: no ValidatingWebhookConfiguration" guard-off.json \
+        'map(select(.kind=="ValidatingWebhookConfiguration")) | length == 0'
+jq_check "guard off, cert-manager: no RBAC and no token" guard-off.json \
+        "(map(select(.kind | IN(${RBAC_KINDS}[]))) | length == 0) and $POD.automountServiceAccountToken == false"
 
 echo "-- cert-manager: the CA chain (client-side checks only: no cert-manager CRDs here)"
 f=cert-manager.json
