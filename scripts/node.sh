@@ -1,0 +1,753 @@
+#!/usr/bin/env bash
+# A real one-node Kubernetes cluster on this machine: etcd + kube-apiserver
+# (scripts/control-plane.sh), kube-controller-manager, kube-scheduler,
+# containerd (runc, and gVisor's runsc as RuntimeClass "gvisor"), CNI bridge
+# networking and a kubelet, all inside a network + mount namespace of their
+# own. Nothing routes off the machine. See docs/node.md.
+#
+#   scripts/node.sh start  DIR [ARCHIVE...]  start it, load the OCI archives, wait until Ready
+#   scripts/node.sh stop   DIR               stop everything and clean up (idempotent)
+#   scripts/node.sh status DIR               exit 0 only if every part runs and the node is Ready
+#   scripts/node.sh load   DIR ARCHIVE...    import OCI image archives into the node's containerd
+#   scripts/node.sh exec   DIR CMD...        run CMD inside the node's namespaces (debugging)
+#
+# From the host: KUBECONFIG=DIR/kubeconfig kubectl ... (exec included), or
+# `source DIR/env`. The API server listens on 198.18.N.2:6443 (N = 0 for the
+# first node on the machine), reached over a veth pair from the host's
+# 198.18.N.1.
+# Binaries: $HANGAR_K8S_BIN (else scripts/k8s-tools.sh), $HANGAR_NODE_BIN (else
+# scripts/node-tools.sh), $HANGAR_RUNSC_CURRENT (else tests/pods/build-runsc.sh);
+# runc and the CNI plugins from Debian (scripts/install-deps.sh).
+# Tunables: HANGAR_NODE_START_TIMEOUT (s, default 300), HANGAR_NODE_STOP_TIMEOUT
+# (s, default 20), HANGAR_NODE_VERBOSITY (kubelet/containerd log level, default 2).
+set -euo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_dir=$(cd "$script_dir/.." && pwd)
+start_timeout=${HANGAR_NODE_START_TIMEOUT:-300}
+stop_timeout=${HANGAR_NODE_STOP_TIMEOUT:-20}
+verbosity=${HANGAR_NODE_VERBOSITY:-2}
+
+# ---- fixed facts of the node (docs/node.md lists them) ----------------------
+NODE_NAME=hangar-node
+NET_PREFIX=198.18          # RFC 2544 benchmarking range: 198.18.N.0/30 per node
+API_PORT=6443
+SERVICE_CIDR=10.0.0.0/24   # as scripts/control-plane.sh
+KUBERNETES_SVC_IP=10.0.0.1
+POD_CIDR=10.244.0.0/24     # on bridge cni0 inside the node's network namespace
+POD_GATEWAY=10.244.0.1
+PAUSE_IMAGE=registry.k8s.io/pause:3.10.2   # containerd v2.4.2's sandbox image
+# Paths the kubelet, containerd and the CNI plugins use whatever the
+# configuration says: each gets a tmpfs inside the node's mount namespace.
+HIDDEN_PATHS=(/run/containerd /var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni)
+
+log() { echo "node: $*" >&2; }
+die() { echo "node: error: $*" >&2; exit 1; }
+
+usage() {
+  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# ---- state of one node, all under DIR ----------------------------------------
+# DIR/node/      state: pids, namespace ids, configs, pki, containerd's root
+# DIR/*.log      logs (kept by stop)
+set_paths() {
+  dir=$1
+  st="$dir/node"
+  node_id=$(printf '%s' "$dir" | sha256sum | cut -c1-8)
+  cgroup_name="hangar-node-$node_id"
+  veth_host="hgn-$node_id"
+}
+
+proc_state() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1 || true; }
+
+# is_ours PID: a live process whose command line names DIR/ (a recycled pid
+# is never taken for ours).
+is_ours() {
+  local pid=$1 state
+  [ -n "$pid" ] || return 1
+  state=$(proc_state "$pid")
+  [ -n "$state" ] && [ "$state" != Z ] || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir/"
+}
+
+read_pid() { if [ -f "$st/$1.pid" ]; then cat "$st/$1.pid"; fi; }
+
+holder_pid() {
+  local pid
+  pid=$(read_pid holder)
+  is_ours "$pid" || return 1
+  echo "$pid"
+}
+
+# in_node CMD...: run CMD in the node's network and mount namespaces.
+in_node() {
+  local h
+  h=$(holder_pid) || die "the node in $dir is not running"
+  nsenter -t "$h" --net --mount -- "$@"
+}
+
+log_tail() {
+  [ -f "$1" ] || return 0
+  echo "----- last 40 lines of $1 -----" >&2
+  tail -n 40 "$1" >&2 || true
+  echo "-----" >&2
+}
+
+# launch NAME CMD...: start CMD in the node's namespaces in the background,
+# output to DIR/NAME.log. nsenter execs CMD itself, so $! is CMD's pid.
+launch() {
+  local name=$1 h
+  shift
+  h=$(holder_pid) || die "the node's namespaces are gone"
+  echo "# $(date -u +%FT%TZ) $*" >>"$dir/$name.log"
+  nsenter -t "$h" --net --mount -- "$@" </dev/null >>"$dir/$name.log" 2>&1 &
+  echo $! >"$st/$name.pid"
+}
+
+# wait_for DESC PIDNAME CMD...: poll CMD until it succeeds; fail if the
+# process PIDNAME dies or the start timeout passes.
+wait_for() {
+  local desc=$1 name=$2
+  shift 2
+  while ! "$@" >/dev/null 2>&1; do
+    if [ -n "$name" ] && ! is_ours "$(read_pid "$name")"; then
+      log_tail "$dir/$name.log"
+      die "$desc: $name exited (log: $dir/$name.log)"
+    fi
+    if ((SECONDS >= deadline)); then
+      [ -z "$name" ] || log_tail "$dir/$name.log"
+      die "$desc: not ready after ${start_timeout}s"
+    fi
+    sleep 0.5
+  done
+}
+
+# stop_proc NAME: TERM, wait up to $stop_timeout s, then KILL.
+stop_proc() {
+  local name=$1 pid i
+  pid=$(read_pid "$name")
+  is_ours "$pid" || return 0
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < stop_timeout * 10; i++)); do
+    is_ours "$pid" || return 0
+    sleep 0.1
+  done
+  log "$name (pid $pid) still running after ${stop_timeout}s: sending KILL"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# ---- binaries -----------------------------------------------------------------
+
+find_bins() {
+  if [ -n "${HANGAR_K8S_BIN:-}" ]; then k8s_bin=$HANGAR_K8S_BIN
+  else k8s_bin=$("$script_dir/k8s-tools.sh" | tail -n 1); fi
+  if [ -n "${HANGAR_NODE_BIN:-}" ]; then node_bin=$HANGAR_NODE_BIN
+  else node_bin=$("$script_dir/node-tools.sh" | tail -n 1); fi
+  if [ -n "${HANGAR_RUNSC_CURRENT:-}" ]; then runsc_bin=$HANGAR_RUNSC_CURRENT
+  else runsc_bin=$("$repo_dir/tests/pods/build-runsc.sh" | tail -n 1); fi
+  local b
+  for b in etcd kube-apiserver kubectl; do
+    [ -x "$k8s_bin/$b" ] || die "$k8s_bin/$b missing (HANGAR_K8S_BIN or scripts/k8s-tools.sh)"
+  done
+  for b in kubelet kube-scheduler kube-controller-manager containerd ctr \
+           containerd-shim-runc-v2 containerd-shim-runsc-v1; do
+    [ -x "$node_bin/$b" ] || die "$node_bin/$b missing (HANGAR_NODE_BIN or scripts/node-tools.sh)"
+  done
+  [ -x "$runsc_bin" ] || die "runsc not found at $runsc_bin (HANGAR_RUNSC_CURRENT or tests/pods/build-runsc.sh)"
+  runc_bin=$(command -v runc) || die "runc not found (scripts/install-deps.sh)"
+  for b in bridge host-local loopback; do
+    [ -x "/usr/lib/cni/$b" ] || die "/usr/lib/cni/$b missing (containernetworking-plugins, scripts/install-deps.sh)"
+  done
+}
+
+check_host() {
+  [ "$(id -u)" = 0 ] || die "must run as root (namespaces, cgroups, network devices)"
+  local c
+  for c in unshare nsenter ip nft openssl curl sha256sum; do
+    command -v "$c" >/dev/null 2>&1 || die "$c not found (scripts/install-deps.sh)"
+  done
+  [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] \
+    || die "no cgroup hierarchy under /sys/fs/cgroup"
+}
+
+# ---- namespaces, mounts, network ---------------------------------------------
+
+start_namespaces() {
+  # The holder keeps the namespaces alive; everything else joins them. Its
+  # argv[0] names DIR so is_ours recognises it.
+  # shellcheck disable=SC2016 # $1 is expanded by the inner bash
+  unshare --net --mount --propagation slave -- \
+    bash -c 'exec -a "hangar-node-ns $1/" sleep infinity' _ "$dir" </dev/null >/dev/null 2>&1 &
+  echo $! >"$st/holder.pid"
+  local h self_net i
+  h=$(cat "$st/holder.pid")
+  self_net=$(readlink /proc/self/ns/net)
+  for ((i = 0; i < 100; i++)); do
+    if is_ours "$h" && [ "$(readlink "/proc/$h/ns/net" 2>/dev/null)" != "$self_net" ]; then break; fi
+    sleep 0.05
+  done
+  is_ours "$h" || die "could not create the node's namespaces"
+  readlink "/proc/$h/ns/net" >"$st/netns"
+  readlink "/proc/$h/ns/mnt" >"$st/mntns"
+
+  # tmpfs over the paths the components use regardless of their configuration.
+  # A path missing on the host needs a mount point: it is created (and
+  # recorded first, so stop removes it even after a failed start).
+  local p
+  : >"$st/created-dirs"
+  for p in "${HIDDEN_PATHS[@]}"; do
+    if [ ! -e "$p" ]; then
+      # record every level that does not exist yet, deepest last
+      local q=$p stack=()
+      while [ ! -e "$q" ]; do stack=("$q" "${stack[@]}"); q=$(dirname "$q"); done
+      printf '%s\n' "${stack[@]}" >>"$st/created-dirs"
+      mkdir -p "$p"
+    fi
+    nsenter -t "$h" --mount -- mount -t tmpfs -o mode=0755,nosuid,nodev "hangar-node" "$p"
+  done
+}
+
+# 198.18.N.0/30 for the first N whose host address is free.
+pick_net() {
+  local n used
+  used=$(ip -4 -o addr show 2>/dev/null || true)
+  for ((n = 0; n < 256; n++)); do
+    if ! grep -qF " $NET_PREFIX.$n.1/" <<<"$used"; then
+      echo "$n"
+      return 0
+    fi
+  done
+  die "no free $NET_PREFIX.N.0/30 for the node's link"
+}
+
+start_network() {
+  local h n
+  h=$(holder_pid)
+  n=$(pick_net)
+  echo "$n" >"$st/net-index"
+  host_ip="$NET_PREFIX.$n.1"
+  node_ip="$NET_PREFIX.$n.2"
+  echo "$node_ip" >"$st/node-ip"
+  # The link: hgn-ID on the host, eth0 in the node. No IPv6 on either end.
+  ip link add "$veth_host" type veth peer name eth0 netns "$h"
+  sysctl -qw "net.ipv6.conf.$veth_host.disable_ipv6=1" 2>/dev/null || true
+  ip addr add "$host_ip/30" dev "$veth_host"
+  ip link set "$veth_host" up
+  nsenter -t "$h" --net -- sh -ec "
+    sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 2>/dev/null || true
+    ip link set lo up
+    ip addr add $node_ip/30 dev eth0
+    ip link set eth0 up"
+  # No default route in the node. Its only rules: the kubernetes Service's
+  # ClusterIP goes to the API server (there is no kube-proxy), and nothing
+  # is forwarded but pod to pod.
+  nsenter -t "$h" --net -- nft -f - <<EOF
+table ip hangar_node {
+  chain prerouting {
+    type nat hook prerouting priority dstnat; policy accept;
+    ip daddr $KUBERNETES_SVC_IP tcp dport 443 dnat to $node_ip:$API_PORT
+  }
+  chain output {
+    type nat hook output priority -100; policy accept;
+    ip daddr $KUBERNETES_SVC_IP tcp dport 443 dnat to $node_ip:$API_PORT
+  }
+  chain forward {
+    type filter hook forward priority filter; policy drop;
+    ip saddr $POD_CIDR ip daddr $POD_CIDR accept
+  }
+}
+EOF
+}
+
+# ---- certificates and configuration -------------------------------------------
+
+# node_cert NAME CA SUBJECT EXT: a key pair signed by CA (pki/CA.{crt,key}).
+node_cert() {
+  local name=$1 ca=$2 subj=$3 ext=$4 p="$st/pki" cp="$dir/pki"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$p/$name.key" -out "$p/$name.csr" -subj "$subj" 2>>"$p/openssl.log"
+  printf '%b\n' "$ext" >"$p/$name.ext"
+  openssl x509 -req -in "$p/$name.csr" -CA "$cp/$ca.crt" -CAkey "$cp/$ca.key" -CAcreateserial \
+    -CAserial "$p/$ca.srl" -days 365 -extfile "$p/$name.ext" -out "$p/$name.crt" 2>>"$p/openssl.log"
+  rm -f "$p/$name.csr" "$p/$name.ext"
+  chmod 600 "$p/$name.key"
+}
+
+# kubeconfig NAME: DIR/node/NAME.kubeconfig with pki/NAME's client cert.
+kubeconfig() {
+  local name=$1 p="$st/pki"
+  (umask 077; cat >"$st/$name.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: hangar-node
+  cluster:
+    server: https://$node_ip:$API_PORT
+    certificate-authority: $dir/pki/ca.crt
+users:
+- name: $name
+  user:
+    client-certificate: $p/$name.crt
+    client-key: $p/$name.key
+contexts:
+- name: hangar-node
+  context: {cluster: hangar-node, user: $name}
+current-context: hangar-node
+EOF
+  )
+}
+
+node_pki() {
+  mkdir -p "$st/pki"
+  chmod 700 "$st/pki"
+  local client="basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth"
+  node_cert kubelet-serving ca "/CN=$NODE_NAME" \
+    "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:$NODE_NAME,IP:$node_ip"
+  node_cert kubelet client-ca "/O=system:nodes/CN=system:node:$NODE_NAME" "$client"
+  node_cert kube-controller-manager client-ca "/CN=system:kube-controller-manager" "$client"
+  node_cert kube-scheduler client-ca "/CN=system:kube-scheduler" "$client"
+  local n
+  for n in kubelet kube-controller-manager kube-scheduler; do kubeconfig "$n"; done
+}
+
+write_configs() {
+  mkdir -p "$st/cni" "$st/containerd"
+  cat >"$st/cni/10-hangar.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "hangar",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GATEWAY"}]],
+        "routes": [{"dst": "$SERVICE_CIDR"}]
+      }
+    }
+  ]
+}
+EOF
+
+  # runsc as containerd's gVisor shim runs it (the shim reads this file).
+  cat >"$st/runsc.toml" <<EOF
+log_level = "info"
+binary_name = "$runsc_bin"
+root = "/run/containerd/runsc"
+[runsc_config]
+  platform = "systrap"
+  ignore-cgroups = "false"
+EOF
+
+  cat >"$st/containerd.toml" <<EOF
+version = 3
+root = "$st/containerd"
+state = "/run/containerd"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[ttrpc]
+  address = "/run/containerd/containerd.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$st/opt"
+[plugins."io.containerd.image-verifier.v1.bindir"]
+  bin_dir = "$st/image-verifier"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.runtime"]
+  enable_selinux = false
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = "$runc_bin"
+        SystemdCgroup = false
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc]
+      runtime_type = "io.containerd.runsc.v1"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc.options]
+        TypeUrl = "io.containerd.runsc.v1.options"
+        ConfigPath = "$st/runsc.toml"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$st/cni"
+    max_conf_num = 1
+[plugins."io.containerd.grpc.v1.cri"]
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+[plugins."io.containerd.nri.v1.nri"]
+  disable = true
+EOF
+
+  cat >"$st/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# cgroup v1 on this machine: kubelet 1.37 refuses it unless told (docs/node.md).
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$cgroup_name
+cgroupsPerQOS: true
+enforceNodeAllocatable: ["pods"]
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+address: $node_ip
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: $st/pki/kubelet-serving.crt
+tlsPrivateKeyFile: $st/pki/kubelet-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $dir/pki/client-ca.crt}
+authorization:
+  mode: Webhook
+failSwapOn: false
+# No DNS in this cluster: pods get an empty resolv.conf, not the host's.
+resolvConf: ""
+clusterDomain: cluster.local
+# Images come from OCI archives, not a registry: never collect them.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%"
+  nodefs.inodesFree: "1%"
+  imagefs.available: "1%"
+evictionPressureTransitionPeriod: 10s
+maxPods: 110
+serializeImagePulls: false
+protectKernelDefaults: false
+EOF
+}
+
+# ---- cgroups ---------------------------------------------------------------------
+
+# Every hierarchy dir under /sys/fs/cgroup (v1 controllers, named ones, the
+# v2 one at unified/, or a pure v2 mount itself).
+cgroup_hierarchies() {
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then echo /sys/fs/cgroup; return; fi
+  local d
+  for d in /sys/fs/cgroup/*/; do
+    d=${d%/}
+    [ -L "$d" ] && continue   # cpu,cpuacct style symlinks
+    { [ -f "$d/cgroup.procs" ] || [ -f "$d/tasks" ]; } && echo "$d"
+  done
+}
+
+make_cgroups() {
+  local h
+  while read -r h; do
+    mkdir -p "$h/$cgroup_name"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" >"$h/$cgroup_name/cpuset.cpus"
+      cat "$h/cpuset.mems" >"$h/$cgroup_name/cpuset.mems"
+    fi
+  done < <(cgroup_hierarchies)
+}
+
+# ---- start ---------------------------------------------------------------------
+
+started_ok=0
+on_start_exit() {
+  local rc=$?
+  [ "$started_ok" = 1 ] && return 0
+  trap - EXIT
+  log "start failed (exit $rc): stopping what was started"
+  cmd_stop >&2 || true
+  exit "$rc"
+}
+
+kctl() { "$k8s_bin/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout 10s "$@"; }
+
+node_ready() {
+  [ "$(kctl get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+cmd_start() {
+  local archives=("$@")
+  check_host
+  if holder_pid >/dev/null; then die "a node is already running in $dir (stop it first)"; fi
+  if [ -d "$st" ]; then
+    log "cleaning up what a previous run left in $dir"
+    cmd_stop >&2
+  fi
+  find_bins
+  local a
+  for a in ${archives[@]+"${archives[@]}"}; do [ -r "$a" ] || die "cannot read image archive $a"; done
+  mkdir -p "$st"
+  local f
+  for f in containerd kubelet kube-controller-manager kube-scheduler node-start; do : >"$dir/$f.log"; done
+  deadline=$((SECONDS + start_timeout))
+  trap on_start_exit EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+
+  log "namespaces, mounts and the link"
+  start_namespaces
+  start_network
+  log "node $NODE_NAME at $node_ip (host side $host_ip, link $veth_host)"
+
+  log "etcd + kube-apiserver (scripts/control-plane.sh)"
+  in_node env HANGAR_K8S_BIN="$k8s_bin" HANGAR_CP_START_TIMEOUT="$start_timeout" \
+    "$script_dir/control-plane.sh" start "$dir" --address "$node_ip" --port "$API_PORT" \
+    --service-accounts --kubelets --apiserver-arg --enable-aggregator-routing=true \
+    >>"$dir/node-start.log" 2>&1 || { log_tail "$dir/node-start.log"; die "control plane did not start"; }
+
+  node_pki
+  write_configs
+
+  log "containerd"
+  launch containerd env PATH="$node_bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    "$node_bin/containerd" --config "$st/containerd.toml" --log-level "$([ "$verbosity" -ge 4 ] && echo debug || echo info)"
+  wait_for "containerd" containerd in_node "$node_bin/ctr" --address /run/containerd/containerd.sock version
+  if [ "${#archives[@]}" -gt 0 ]; then cmd_load "${archives[@]}"; fi
+
+  log "kube-controller-manager, kube-scheduler"
+  launch kube-controller-manager "$node_bin/kube-controller-manager" \
+    --kubeconfig "$st/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$st/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$st/kube-controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 \
+    --leader-elect=false \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file "$dir/pki/sa.key" \
+    --root-ca-file "$dir/pki/ca.crt" \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --controllers '*' \
+    --v "$verbosity"
+  launch kube-scheduler "$node_bin/kube-scheduler" \
+    --kubeconfig "$st/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig "$st/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig "$st/kube-scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 \
+    --leader-elect=false \
+    --v "$verbosity"
+
+  log "kubelet"
+  make_cgroups
+  launch kubelet "$node_bin/kubelet" \
+    --config "$st/kubelet.yaml" \
+    --kubeconfig "$st/kubelet.kubeconfig" \
+    --hostname-override "$NODE_NAME" \
+    --node-ip "$node_ip" \
+    --v "$verbosity"
+
+  wait_for "node $NODE_NAME Ready" kubelet node_ready
+  wait_for "ServiceAccount default/default" kube-controller-manager kctl get serviceaccount default
+  wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager kctl get configmap kube-root-ca.crt
+  kctl apply -f - >>"$dir/node-start.log" 2>&1 <<EOF || die "could not create RuntimeClass gvisor"
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata:
+  name: gvisor
+handler: runsc
+EOF
+  {
+    printf 'export HANGAR_NODE_DIR=%q\n' "$dir"
+    printf 'export HANGAR_NODE_NAME=%q\n' "$NODE_NAME"
+    printf 'export HANGAR_NODE_IP=%q\n' "$node_ip"
+    printf 'export HANGAR_NODE_BIN=%q\n' "$node_bin"
+    printf 'export HANGAR_RUNSC_CURRENT=%q\n' "$runsc_bin"
+  } >>"$dir/env"
+  started_ok=1
+  trap - EXIT INT TERM
+  log "node $NODE_NAME Ready in $((start_timeout - (deadline - SECONDS)))s; from this shell:"
+  log "  export KUBECONFIG=$dir/kubeconfig   (or: source $dir/env)"
+  log "  scripts/node.sh load $dir IMAGE.tar ...;  scripts/node.sh stop $dir"
+}
+
+# ---- load / exec ---------------------------------------------------------------
+
+cmd_load() {
+  [ $# -gt 0 ] || usage
+  local a abs
+  [ -n "${node_bin:-}" ] || node_bin=$(sed -n 's/^export HANGAR_NODE_BIN=//p' "$dir/env" 2>/dev/null || true)
+  [ -n "$node_bin" ] || node_bin=$("$script_dir/node-tools.sh" --print-bin-dir)
+  for a in "$@"; do
+    abs=$(cd "$(dirname "$a")" && pwd -P)/$(basename "$a")
+    [ -r "$abs" ] || die "cannot read image archive $a"
+    log "importing $a"
+    in_node "$node_bin/ctr" --address /run/containerd/containerd.sock -n k8s.io \
+      images import "$abs" >&2 || die "ctr images import $a failed"
+  done
+}
+
+cmd_exec() {
+  [ $# -gt 0 ] || usage
+  local nb
+  nb=$(sed -n 's/^export HANGAR_NODE_BIN=//p' "$dir/env" 2>/dev/null || true)
+  in_node env PATH="${nb:+$nb:}/usr/sbin:/usr/bin:/sbin:/bin" "$@"
+}
+
+# ---- stop ------------------------------------------------------------------------
+
+# Processes of this node: the ones in both its network and mount namespaces,
+# the ones in a cgroup under its cgroupRoot, the ones our pid files name, and
+# every descendant of those (shims, runsc's sandbox and gofer, containers).
+# Never this script or its ancestors.
+node_procs() {
+  local netns=$1 mntns=$2 pid n m c
+  local -A seed=() keep=()
+  pid=$$
+  while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+    keep[$pid]=1
+    pid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
+  done
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
+    [ -z "${keep[$pid]:-}" ] || continue
+    if [ -n "$netns" ]; then
+      n=$(readlink "/proc/$pid/ns/net" 2>/dev/null || true)
+      m=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null || true)
+      if [ "$n" = "$netns" ] && [ "$m" = "$mntns" ]; then seed[$pid]=1; continue; fi
+    fi
+    c=$(cat "/proc/$pid/cgroup" 2>/dev/null || true)
+    if grep -q ":/$cgroup_name\(/\|$\)" <<<"$c"; then seed[$pid]=1; fi
+  done
+  for n in holder containerd kubelet kube-controller-manager kube-scheduler etcd kube-apiserver; do
+    if [ -f "$st/$n.pid" ]; then pid=$(cat "$st/$n.pid"); elif [ -f "$dir/$n.pid" ]; then pid=$(cat "$dir/$n.pid"); else continue; fi
+    if is_ours "$pid" && [ -z "${keep[$pid]:-}" ]; then seed[$pid]=1; fi
+  done
+  # descendants (one pass over ppids, repeated until nothing is added)
+  local -A parent=()
+  local p s added=1
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    s=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+    [ -n "$s" ] && parent[$p]=$s
+  done
+  while [ "$added" = 1 ]; do
+    added=0
+    for p in "${!parent[@]}"; do
+      if [ -z "${seed[$p]:-}" ] && [ -n "${seed[${parent[$p]}]:-}" ] && [ -z "${keep[$p]:-}" ]; then
+        seed[$p]=1 added=1
+      fi
+    done
+  done
+  for p in "${!seed[@]}"; do
+    s=$(proc_state "$p")
+    [ -n "$s" ] && [ "$s" != Z ] && echo "$p"
+  done
+  return 0
+}
+
+cmd_stop() {
+  local netns="" mntns="" pids="" all="" i n p
+  [ -f "$st/netns" ] && netns=$(cat "$st/netns")
+  [ -f "$st/mntns" ] && mntns=$(cat "$st/mntns")
+  # Graceful first: the kubelet (so it restarts nothing), the controllers,
+  # containerd, then the control plane.
+  for n in kubelet kube-scheduler kube-controller-manager containerd; do stop_proc "$n"; done
+  if [ -f "$dir/kube-apiserver.pid" ] || [ -f "$dir/etcd.pid" ]; then
+    "$script_dir/control-plane.sh" stop "$dir" >>"$dir/node-stop.log" 2>&1 || true
+  fi
+  # Then everything else of the node: shims, sandboxes, containers, the holder.
+  for ((i = 0; i < 50; i++)); do
+    pids=$(node_procs "$netns" "$mntns")
+    [ -n "$pids" ] || break
+    [ "$i" -gt 0 ] || log "killing the node's remaining processes: $(echo "$pids" | tr '\n' ' ')"
+    all+=" $pids"
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+    sleep 0.2
+  done
+  [ -z "$pids" ] || log "warning: processes still alive: $pids"
+  # Let init reap them, so no zombie of ours is left and the cgroups empty.
+  for ((i = 0; i < 50; i++)); do
+    n=0
+    for p in $all; do [ ! -e "/proc/$p" ] || n=1; done
+    [ "$n" = 0 ] && break
+    sleep 0.1
+  done
+
+  # Cgroups: depth first, retried while the last tasks leave.
+  local hier left
+  for ((i = 0; i < 50; i++)); do
+    left=0
+    while read -r hier; do
+      [ -d "$hier/$cgroup_name" ] || continue
+      find "$hier/$cgroup_name" -depth -type d -exec rmdir {} + 2>/dev/null || true
+      [ ! -d "$hier/$cgroup_name" ] || left=1
+    done < <(cgroup_hierarchies)
+    [ "$left" = 0 ] && break
+    sleep 0.1
+  done
+  [ "$left" = 0 ] || log "warning: cgroup $cgroup_name could not be removed everywhere"
+
+  # The link goes with the node's network namespace; the kernel frees that a
+  # moment after its last process. Delete it ourselves if it stays.
+  for ((i = 0; i < 50; i++)); do
+    ip link show "$veth_host" >/dev/null 2>&1 || break
+    sleep 0.1
+  done
+  if ip link show "$veth_host" >/dev/null 2>&1; then
+    ip link del "$veth_host" 2>/dev/null || log "warning: could not delete link $veth_host"
+  fi
+
+  # Mount points created on the host for the tmpfs (deepest first).
+  if [ -f "$st/created-dirs" ]; then
+    local d
+    while read -r d; do
+      [ -n "$d" ] || continue
+      rmdir "$d" 2>/dev/null || [ ! -e "$d" ] || log "warning: $d is not empty: left in place"
+    done < <(tac "$st/created-dirs")
+  fi
+  rm -rf "$st"
+  rm -f "$dir/env"
+  log "stopped; logs kept in $dir/*.log"
+}
+
+# ---- status ---------------------------------------------------------------------
+
+cmd_status() {
+  local rc=0 n pid
+  if ! holder_pid >/dev/null; then echo "namespaces: gone"; rc=1; else echo "namespaces: held by pid $(holder_pid)"; fi
+  for n in containerd kubelet kube-controller-manager kube-scheduler; do
+    pid=$(read_pid "$n")
+    if is_ours "$pid"; then echo "$n: running (pid $pid)"; else echo "$n: stopped"; rc=1; fi
+  done
+  "$script_dir/control-plane.sh" status "$dir" || rc=1
+  if [ "$rc" = 0 ]; then
+    k8s_bin=$(sed -n 's/^export HANGAR_K8S_BIN=//p' "$dir/env")
+    if node_ready; then echo "node $NODE_NAME: Ready ($(cat "$st/node-ip"))"; else echo "node $NODE_NAME: not Ready"; rc=1; fi
+  fi
+  return "$rc"
+}
+
+# ---- main ------------------------------------------------------------------------
+
+[ $# -ge 2 ] || usage
+cmd=$1 arg=$2
+shift 2
+case "$cmd" in
+  start) mkdir -p "$arg" || die "cannot create $arg" ;;
+  stop | status | load | exec) ;;
+  *) usage ;;
+esac
+if [ ! -d "$arg" ]; then
+  case "$cmd" in
+    stop) log "$arg does not exist: nothing to stop"; exit 0 ;;
+    status) echo "namespaces: gone"; exit 1 ;;
+    *) die "$arg does not exist" ;;
+  esac
+fi
+set_paths "$(cd "$arg" && pwd -P)"
+case "$cmd" in
+  start) cmd_start "$@" ;;
+  stop) [ $# -eq 0 ] || usage; cmd_stop ;;
+  status) [ $# -eq 0 ] || usage; cmd_status ;;
+  load) cmd_load "$@" ;;
+  exec) cmd_exec "$@" ;;
+esac
