@@ -13,9 +13,16 @@ ROOT=$(cd "$HERE/../.." && pwd)
 t_begin "hangar-probe spec (files and the real API)"
 cd "$T_TMP" || exit 1
 
-"$WEBHOOK" inject -f "$ROOT/tests/golden/cases/existing-volumes/pod.yaml" >injected.json 2>/dev/null
+# The manifest sets no runAsUser: its image's USER decides, which no spec
+# shows, so it fails (on the uid alone) until the pod says who it runs as.
+"$WEBHOOK" inject -f "$ROOT/tests/golden/cases/existing-volumes/pod.yaml" >no-uid.json 2>/dev/null
+"$PROBE" spec --pod-file no-uid.json >no-uid.report.json
+t_eq "the webhook's output without a runAsUser fails (exit 1)" 1 "$?"
+t_eq "... on the agent's unknown uid alone" spec.agent-uid \
+        "$(jq -r '[.checks[] | select(.status == "fail") | .code] | unique | join(",")' no-uid.report.json)"
+jq '.spec.securityContext.runAsUser = 1000' no-uid.json >injected.json
 "$PROBE" spec --pod-file injected.json >ok.json
-t_eq "the webhook's output passes (exit 0)" 0 "$?"
+t_eq "the webhook's output with the pod's runAsUser passes (exit 0)" 0 "$?"
 t_eq "the webhook's output passes" pass "$(jq -r .result ok.json)"
 for c in "$ROOT"/tests/golden/cases/*/expected.json; do
         name=$(basename "$(dirname "$c")")
@@ -23,7 +30,10 @@ for c in "$ROOT"/tests/golden/cases/*/expected.json; do
         [ "$status" = injected ] || continue
         cfg=$(dirname "$c")/config.yaml
         [ -f "$cfg" ] || cfg=$ROOT/tests/golden/default-config.yaml
-        t_eq "golden $name (injected) passes" pass "$("$PROBE" spec --pod-file "$c" --config "$cfg" | jq -r .result)"
+        # Those without the pod's uid get one (the uid rule is above).
+        jq '.spec.securityContext.runAsUser //= 1000' "$c" >"golden-$name.json"
+        t_eq "golden $name (injected) passes" pass \
+                "$("$PROBE" spec --pod-file "golden-$name.json" --config "$cfg" | jq -r .result)"
 done
 
 # fault NAME JQ_EDIT EXPECTED_CODE
@@ -54,6 +64,26 @@ fault agent-as-driver "$A.securityContext.runAsUser = 1001" spec.agent-uid
 fault ctl-on-disk "(.spec.volumes[] | select(.name == \"hangar-ctl\")).emptyDir = {}" spec.volume
 fault no-driver "del($D)" spec.no-driver
 fault init-mounts-ctl ".spec.initContainers = [{name: \"i\", image: \"x\", volumeMounts: [{name: \"hangar-ctl\", mountPath: \"/c\"}]}]" spec.mount
+# The driver in any other member than its mounts (issue 11).
+fault driver-command "$D.command = [\"sh\", \"-c\", \"x\"]" spec.driver
+fault driver-args "$D.args = [\"x\"]" spec.driver
+fault driver-poststart "$D.lifecycle = {postStart: {exec: {command: [\"sh\"]}}}" spec.driver
+fault driver-liveness "$D.livenessProbe = {exec: {command: [\"sh\"]}}" spec.driver
+fault driver-env "$D.env = [{name: \"LD_PRELOAD\", value: \"/tmp/x.so\"}]" spec.driver
+fault driver-envfrom "$D.envFrom = [{secretRef: {name: \"s\"}}]" spec.driver
+fault driver-workdir "$D.workingDir = \"/tmp\"" spec.driver
+fault driver-stdin "$D.stdin = true | $D.tty = true" spec.driver
+fault driver-ports "$D.ports = [{containerPort: 80}]" spec.driver
+fault driver-image "$D.image = \"evil:1\"" spec.driver
+fault other-writes-home ".spec.containers += [{name: \"o\", image: \"x\", securityContext: {runAsUser: 2000}, volumeMounts: [{name: \"hangar-home\", mountPath: \"/h\"}]}]" spec.mount
+fault init-reads-home ".spec.initContainers = [{name: \"i\", image: \"x\", securityContext: {runAsUser: 2000}, volumeMounts: [{name: \"hangar-home\", mountPath: \"/h\", readOnly: true}]}]" spec.mount
+fault ephemeral-targets-driver ".spec.ephemeralContainers = [{name: \"dbg\", image: \"x\", targetContainerName: \"hangar-driver\", securityContext: {runAsUser: 2000}}]" spec.target-driver
+fault other-as-driver ".spec.containers += [{name: \"o\", image: \"x\", securityContext: {runAsUser: 1001}}]" spec.uid
+fault init-as-root ".spec.initContainers = [{name: \"i\", image: \"x\", securityContext: {runAsUser: 0}}]" spec.uid
+fault agent-no-uid "del(.spec.securityContext.runAsUser)" spec.agent-uid
+fault other-caps ".spec.containers += [{name: \"o\", image: \"x\", securityContext: {runAsUser: 2000, capabilities: {add: [\"NET_ADMIN\"]}}}]" spec.capabilities
+fault host-network ".spec.hostNetwork = true" spec.host-network
+fault host-ipc ".spec.hostIPC = true" spec.host-ipc
 
 t_eq "unreadable pod file: inconclusive (3)" 3 "$("$PROBE" spec --pod-file /nonexistent >/dev/null 2>&1; echo $?)"
 
