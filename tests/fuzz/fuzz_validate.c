@@ -1,0 +1,89 @@
+/* libFuzzer target: the doors' reviews (/validate) as anyone who can reach
+ * the port would send them: UPDATEs with two pods, ephemeral containers,
+ * CONNECT options, hostile userInfo. Beyond "no crash, no leak", every
+ * well-formed review gets an answer that echoes its uid, is allowed exactly
+ * when the decision is, carries no patch, and, when refused, a Failure
+ * status whose message leads with "hangar <reason>:". The pod a port-forward
+ * names is the review's own oldObject (so it is fuzzed too), or unreadable. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission.h"
+#include "cleanup.h"
+#include "config.h"
+#include "jsonx.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static hg_config_t *config(void)
+{
+        static hg_config_t cfg;
+        static int ready;
+        if (!ready) {
+                hg_error_t err = {0};
+                if (config_init_defaults(&cfg) < 0 ||
+                    config_set(&cfg, "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]",
+                               &err) < 0 ||
+                    config_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err) < 0)
+                        abort();
+                cfg.driver_sidecar = true;
+                ready = 1;
+        }
+        return &cfg;
+}
+
+/* The "stored pod": the review's oldObject if it has one, else unreadable. */
+static int lookup(void *ctx, const char *ns, const char *name, json_t **ret, hg_error_t *err)
+{
+        json_t *old = json_object_get(json_object_get(ctx, "request"), "oldObject");
+        if (!json_is_object(old))
+                return error_set(err, -EIO, "no such pod");
+        *ret = json_incref(old);
+        return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        /* The lookup reads the same bytes through jansson, independently. */
+        json_error_t jerr;
+        json_t *doc = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &jerr);
+        admission_outcome_t o;
+        hg_error_t err = {0};
+        _cleanup_free_ char *resp = NULL;
+        int r =
+            admission_validate(config(), (const char *)data, size, lookup, doc, &resp, &o, &err);
+        if (r == 0) {
+                json_t *answer = json_loads(resp, 0, &jerr);
+                json_t *response = json_object_get(answer, "response");
+                const char *uid = NULL, *message = NULL;
+                if (!response || jsonx_string(response, "uid", &uid) < 0 || strcmp(uid, o.uid) != 0)
+                        abort();
+                bool allowed = json_is_true(json_object_get(response, "allowed"));
+                if (allowed != (o.result.decision != DECISION_DENY))
+                        abort();
+                if (json_object_get(response, "patch") || o.result.patch)
+                        abort();
+                if (!allowed) {
+                        char prefix[96];
+                        int w = snprintf(prefix, sizeof(prefix),
+                                         "hangar %s:", mutate_reason_name(o.result.reason));
+                        if (jsonx_string(json_object_get(response, "status"), "message", &message) <
+                                0 ||
+                            w < 0 || strncmp(message, prefix, (size_t)w) != 0)
+                                abort();
+                }
+                json_decref(answer);
+        } else if (r == -EINVAL) {
+                if (!err.message[0] || resp)
+                        abort();
+        } else if (r != -ENOMEM) {
+                abort();
+        }
+        admission_outcome_free(&o);
+        json_decref(doc);
+        return 0;
+}
