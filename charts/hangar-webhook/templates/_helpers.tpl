@@ -212,6 +212,7 @@ double-quoted scalar), so no value can break the document.
 {{- define "hangar-webhook.config" -}}
 {{- $v := .Values -}}
 driverSidecar: {{ $v.driverSidecar.enabled }}
+agentServiceAccountToken: {{ $v.driverSidecar.agentServiceAccountToken | toJson }}
 selector:
   key: {{ $v.selector.key | toJson }}
   value: {{ $v.selector.value | toJson }}
