@@ -328,7 +328,7 @@ void creds_free(creds_observation_t *o)
                 creds_token_t *t = &o->tokens[i];
                 json_decref(t->review.body);
                 t->review.body = NULL;
-                for (size_t q = 0; q < t->nasked; q++) {
+                for (size_t q = 0; q < RBAC_MAX_QUERIES; q++) { /* not only the asked */
                         json_decref(t->replies[q].body);
                         t->replies[q].body = NULL;
                 }
