@@ -11,6 +11,8 @@
 #   - kubectl exec from the host into both, with stdin, and exit statuses;
 #   - a Deployment (controller-manager: ReplicaSet, EndpointSlice) behind a
 #     Service, reached by the API server at the pod's IP (service proxy);
+#   - a mutating admission webhook behind a Service, called by the API server
+#     at its pod's IP (--enable-aggregator-routing; there is no kube-proxy);
 #   - a pod reaches the API server through the kubernetes Service's ClusterIP
 #     with its service-account token (ServiceAccount admission is on);
 #   - a Job completes;
@@ -20,7 +22,8 @@
 #   K8S_BIN: scripts/k8s-tools.sh's bin dir; NODE_BIN: scripts/node-tools.sh's;
 #   RUNSC: a current runsc (tests/pods/build-runsc.sh); PAUSE_ARCHIVE: an OCI
 #   archive of registry.k8s.io/pause:3.10.2; TEST_ARCHIVE: an OCI archive of
-#   TEST_IMAGE, which has busybox (sh, cat, sleep, dmesg, httpd, wget).
+#   TEST_IMAGE, which has busybox (sh, cat, wc, sleep, dmesg, httpd, chroot).
+# The webhook pod runs the host's python3 (chroot into a read-only hostPath /).
 # Needs root. T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -212,6 +215,99 @@ ep=$(kc get endpointslices -l kubernetes.io/service-name=web -o jsonpath='{.item
 t_check "the endpoint is a pod address ($ep) in 10.244.0.0/24" grep -q '^10\.244\.0\.' <<<"$ep"
 got=$(kc get --raw "/api/v1/namespaces/default/services/http:web:80/proxy/index.html" 2>&1)
 t_eq "the API server reaches the Service's pod (service proxy)" "$token" "$got"
+
+echo "-- an admission webhook Service called by the API server at its pod's IP"
+# The webhook: a few lines of the host's python3 (the pod chroots into the
+# host's root, read-only), TLS with a certificate for hook.default.svc.
+H=$T_TMP/hook
+mkdir -p "$H"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=hook-ca \
+	-keyout "$H/ca.key" -out "$H/ca.crt" -addext basicConstraints=critical,CA:TRUE 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=hook.default.svc \
+	-keyout "$H/tls.key" -out "$H/tls.csr" 2>/dev/null
+printf 'subjectAltName=DNS:hook.default.svc\nextendedKeyUsage=serverAuth\n' >"$H/ext"
+openssl x509 -req -in "$H/tls.csr" -CA "$H/ca.crt" -CAkey "$H/ca.key" -CAcreateserial -days 1 \
+	-extfile "$H/ext" -out "$H/tls.crt" 2>/dev/null
+chmod 644 "$H/tls.key"
+mark="hooked-$RANDOM$RANDOM"
+cat >"$H/hook.py" <<EOF
+import base64, http.server, json, ssl, sys
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        patch = [{"op": "add", "path": "/metadata/labels/hooked", "value": "$mark"}]
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                           "response": {"uid": review["request"]["uid"], "allowed": True,
+                                        "patchType": "JSONPatch",
+                                        "patch": base64.b64encode(json.dumps(patch).encode()).decode()}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        print("reviewed", review["request"]["name"], flush=True)
+server = http.server.HTTPServer(("0.0.0.0", 8443), Hook)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain("$H/tls.crt", "$H/tls.key")
+server.socket = ctx.wrap_socket(server.socket, server_side=True)
+print("listening", flush=True)
+server.serve_forever()
+EOF
+kc apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: hook, labels: {app: hook}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: hook
+    image: $TEST_IMAGE
+    imagePullPolicy: Never
+    command: ["sh", "-c", "exec chroot /host python3 $H/hook.py"]
+    readinessProbe: {tcpSocket: {port: 8443}, periodSeconds: 1}
+    volumeMounts: [{name: host, mountPath: /host, readOnly: true}]
+  volumes: [{name: host, hostPath: {path: /, type: Directory}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: hook}
+spec:
+  selector: {app: hook}
+  ports: [{port: 443, targetPort: 8443}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: node-test-hook}
+webhooks:
+- name: hook.node-test.hangar.dev
+  objectSelector: {matchLabels: {hook-me: "yes"}}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  clientConfig:
+    service: {name: hook, namespace: default, path: /mutate, port: 443}
+    caBundle: $(base64 -w0 "$H/ca.crt")
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 10
+EOF
+if t_wait_for '[ -n "$(kc get endpointslices -l kubernetes.io/service-name=hook -o jsonpath="{.items[*].endpoints[?(@.conditions.ready==true)].addresses[0]}" 2>/dev/null)" ]' 180; then
+	t_check "the webhook pod is a ready endpoint of Service hook" true
+else
+	t_fail "webhook pod not ready: $(kc logs hook 2>&1 | tail -n 5)"
+fi
+hooked_pod() {
+	kc create --dry-run=server -o 'jsonpath={.metadata.labels.hooked}' -f - 2>&1 <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: to-hook, labels: {hook-me: "yes"}}
+spec: {containers: [{name: c, image: $TEST_IMAGE, imagePullPolicy: Never}]}
+EOF
+}
+# A new webhook configuration takes a moment to be picked up.
+t_wait_for '[ "$(hooked_pod)" = "$mark" ]' 30
+t_eq "a pod created through the API server comes back patched by the webhook" "$mark" "$(hooked_pod)"
+t_check "the webhook pod logged the review" grep -q "reviewed to-hook" <<<"$(kc logs hook 2>&1)"
+kc delete mutatingwebhookconfiguration node-test-hook >/dev/null
 
 echo "-- a pod reaches the API server through the kubernetes Service"
 t_eq "the kubernetes Service's endpoint is the API server on the node's address" "$HANGAR_NODE_IP:6443" \
