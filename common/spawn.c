@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -21,7 +22,7 @@ static void close_from_3(void)
                 (void)close((int)fd);
 }
 
-/* dup2 onto a stdio number. A pipe end already there (the parent ran with
+/* dup2 onto a stdio number. A socket end already there (the parent ran with
  * that fd closed) only loses FD_CLOEXEC: dup2 onto itself would keep the
  * flag, and exec would close the child's stdin or stdout. */
 static int move_fd(int fd, int target)
@@ -68,24 +69,48 @@ static int set_nonblock(int fd)
         return flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
+/* One direction of the child's stdio: a connected AF_UNIX stream pair, not
+ * a pipe. /proc/PID/fd/N of a socket cannot be opened (ENXIO), so no other
+ * process of the same uid can reopen the child's stdin to write into it or
+ * its stdout to read from it; a pipe (or a FIFO) reopens through /proc.
+ * ret[0] is the child's end, ret[1] the parent's; each carries bytes one way
+ * only (the other direction is shut down). */
+static int stdio_pair(bool child_reads, int ret[2])
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        if (shutdown(sv[0], child_reads ? SHUT_WR : SHUT_RD) < 0 ||
+            shutdown(sv[1], child_reads ? SHUT_RD : SHUT_WR) < 0) {
+                int e = -errno;
+                (void)close(sv[0]);
+                (void)close(sv[1]);
+                return e;
+        }
+        ret[0] = sv[0];
+        ret[1] = sv[1];
+        return 0;
+}
+
 int spawn_start(const spawn_opts_t *o, spawn_child_t *ret, hg_error_t *err)
 {
         if (!o->argv || !o->argv[0] || !o->argv[0][0])
                 return error_set(err, -EINVAL, "no command to run");
         int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
         _cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
+        int r;
         if (!o->stdin_null) {
-                if (pipe2(in_p, O_CLOEXEC) < 0)
-                        return error_set(err, -errno, "pipe: %s", strerror(errno));
+                if ((r = stdio_pair(true, in_p)) < 0)
+                        return error_set(err, r, "socketpair: %s", strerror(-r));
                 in_r = in_p[0], in_w = in_p[1];
         }
-        if (pipe2(out_p, O_CLOEXEC) < 0)
-                return error_set(err, -errno, "pipe: %s", strerror(errno));
-        out_r = out_p[0], out_w = out_p[1];
+        if ((r = stdio_pair(false, out_p)) < 0)
+                return error_set(err, r, "socketpair: %s", strerror(-r));
+        out_w = out_p[0], out_r = out_p[1];
         if (!o->merge_stderr) {
-                if (pipe2(err_p, O_CLOEXEC) < 0)
-                        return error_set(err, -errno, "pipe: %s", strerror(errno));
-                err_r = err_p[0], err_w = err_p[1];
+                if ((r = stdio_pair(false, err_p)) < 0)
+                        return error_set(err, r, "socketpair: %s", strerror(-r));
+                err_w = err_p[0], err_r = err_p[1];
         }
         sigset_t all, old;
         sigfillset(&all);
@@ -103,9 +128,9 @@ int spawn_start(const spawn_opts_t *o, spawn_child_t *ret, hg_error_t *err)
         (void)setpgid(pid, pid);
         if ((in_w >= 0 && set_nonblock(in_w) < 0) || set_nonblock(out_r) < 0 ||
             (err_r >= 0 && set_nonblock(err_r) < 0)) {
-                /* Cannot happen on a fresh pipe; the child still must not run on. */
+                /* Cannot happen on a fresh socket; the child still must not run on. */
                 (void)kill(-pid, SIGKILL);
-                return error_set(err, -EIO, "cannot make the child's pipes non-blocking");
+                return error_set(err, -EIO, "cannot make the child's stdio non-blocking");
         }
         *ret = (spawn_child_t){
             .pid = pid, .in_fd = TAKE_FD(in_w), .out_fd = TAKE_FD(out_r), .err_fd = TAKE_FD(err_r)};

@@ -1,8 +1,10 @@
 /* Starting a child the way conmon and crun do: signals blocked around fork,
  * the child in its own process group (so a signal or a timeout reaches
  * everything it started), PR_SET_PDEATHSIG so it dies with its parent, the
- * signal mask and dispositions restored, stdio on pipes, every other
- * descriptor closed, exec, _exit(127) on failure. */
+ * signal mask and dispositions restored, stdio on one-way AF_UNIX socket
+ * pairs (not pipes: a socket cannot be reopened through /proc/PID/fd, so
+ * no other process of the child's uid can write into its stdin or read its
+ * stdout), every other descriptor closed, exec, _exit(127) on failure. */
 #pragma once
 
 #include <stdbool.h>
@@ -19,9 +21,9 @@ typedef struct spawn_opts {
 
 typedef struct spawn_child {
         pid_t pid;  /* also its process group id */
-        int in_fd;  /* write end of its stdin, non-blocking, CLOEXEC; -1 if none */
-        int out_fd; /* read end of its stdout, non-blocking, CLOEXEC */
-        int err_fd; /* read end of its stderr, non-blocking, CLOEXEC; -1 if merged */
+        int in_fd;  /* our end of its stdin (write only), non-blocking, CLOEXEC; -1 if none */
+        int out_fd; /* our end of its stdout (read only), non-blocking, CLOEXEC */
+        int err_fd; /* our end of its stderr (read only), non-blocking, CLOEXEC; -1 if merged */
 } spawn_child_t;
 
 /* Starts the child. A failure before fork is -errno with err set; an exec

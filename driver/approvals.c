@@ -49,8 +49,17 @@ static void consider_line(approvals_t *a, approvals_request_fn fn, void *userdat
         const char *type = json_string_value(json_object_get(j, "type"));
         const char *id = json_string_value(json_object_get(j, "id"));
         if (!type || strcmp(type, "approval_request") != 0 || !id || !id[0] ||
-            strlen(id) > APPROVALS_ID_MAX || find(a, id) || a->n == APPROVALS_MAX)
+            strlen(id) > APPROVALS_ID_MAX)
                 return;
+        /* Counted, never silently dropped: the driver reports both. */
+        if (find(a, id)) {
+                a->duplicates++;
+                return;
+        }
+        if (a->n == APPROVALS_MAX) {
+                a->over_limit++;
+                return;
+        }
         approval_t *ap = &a->items[a->n++];
         memcpy(ap->id, id, strlen(id) + 1);
         ap->request = json_incref(j);
@@ -87,13 +96,11 @@ void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_req
         }
 }
 
-char *approvals_decide(approvals_t *a, const char *id, bool approve, const char *by)
+char *approvals_response_line(const approvals_t *a, const char *id, bool approve)
 {
         approval_t *ap = find(a, id);
         if (!ap || ap->state != APPROVAL_PENDING)
                 return NULL;
-        /* The line first: out of memory leaves the request pending, never
-         * recorded as decided without a response for the harness. */
         _cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:s}", "type", "approval_response", "id",
                                              id, "decision", approve ? "approve" : "deny");
         char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -107,8 +114,26 @@ char *approvals_decide(approvals_t *a, const char *id, bool approve, const char 
         }
         line[len] = '\n';
         line[len + 1] = '\0';
-        ap->state = approve ? APPROVAL_APPROVED : APPROVAL_DENIED;
-        snprintf(ap->by, sizeof(ap->by), "%s", by);
+        return line;
+}
+
+int approvals_set_state(approvals_t *a, const char *id, approval_state_t state, const char *by)
+{
+        approval_t *ap = find(a, id);
+        if (!ap)
+                return -ENOENT;
+        ap->state = state;
+        snprintf(ap->by, sizeof(ap->by), "%s", state == APPROVAL_PENDING ? "" : by);
+        return 0;
+}
+
+char *approvals_decide(approvals_t *a, const char *id, bool approve, const char *by)
+{
+        /* The line first: out of memory leaves the request pending, never
+         * recorded as decided without a response for the harness. */
+        char *line = approvals_response_line(a, id, approve);
+        if (line)
+                (void)approvals_set_state(a, id, approve ? APPROVAL_APPROVED : APPROVAL_DENIED, by);
         return line;
 }
 

@@ -35,6 +35,8 @@ typedef struct approvals {
         uint8_t *line; /* the stdout line being assembled */
         size_t line_len;
         bool line_overflow;
+        uint64_t over_limit; /* well-formed requests past APPROVALS_MAX, not kept */
+        uint64_t duplicates; /* requests repeating a known id, ignored */
 } approvals_t;
 
 typedef void (*approvals_request_fn)(void *userdata, const char *id, json_t *request);
@@ -46,8 +48,16 @@ void approvals_free(approvals_t *a);
  * unique: a repeated id is ignored, never re-opened). */
 void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
                     void *userdata);
-/* Records the decision for a pending id and returns the line for the
- * harness's stdin (caller frees), or NULL if id is not pending. */
+/* The line for the harness's stdin deciding a pending id (caller frees), or
+ * NULL if id is not pending (or out of memory). Changes nothing: the driver
+ * records the decision and makes room for the line first, and only then
+ * marks it (approvals_set_state), so a decision it could not deliver or
+ * record leaves the request pending for hangar to retry. */
+char *approvals_response_line(const approvals_t *a, const char *id, bool approve);
+/* Sets id's state (PENDING again undoes a decision); -ENOENT if unknown. */
+int approvals_set_state(approvals_t *a, const char *id, approval_state_t state, const char *by);
+/* approvals_response_line, then the state set: for callers with nothing
+ * that can fail in between (tests, fuzzing). */
 char *approvals_decide(approvals_t *a, const char *id, bool approve, const char *by);
 bool approvals_is_pending(const approvals_t *a, const char *id);
 size_t approvals_pending(const approvals_t *a);

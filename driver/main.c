@@ -3,10 +3,13 @@
  *   ctl OP [ARGS]         hangar's control of the running turn
  *   version */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -83,22 +86,40 @@ static int cmd_relay(int argc, char **argv)
         _cleanup_config_ hg_config_t cfg = {0};
         if (load_config(config_path, &cfg) < 0)
                 return TURN_EXIT_USAGE;
-        _cleanup_free_ char *text = NULL;
+        /* One buffer for the spec, wiped on every path: it holds the run key. */
+        char *text = malloc(SPEC_MAX_BYTES + 1);
         size_t len = 0;
-        int r = strcmp(spec_path, "-") == 0
-                    ? fd_read_bounded(STDIN_FILENO, SPEC_MAX_BYTES, &text, &len)
-                    : file_read_bounded(spec_path, SPEC_MAX_BYTES, &text, &len);
+        int r = text ? 0 : -ENOMEM;
+        _cleanup_close_ int fd = -1;
+        if (r == 0 && strcmp(spec_path, "-") != 0 &&
+            (fd = open(spec_path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+                r = -errno;
+        while (r == 0) {
+                ssize_t n = read(fd >= 0 ? fd : STDIN_FILENO, text + len, SPEC_MAX_BYTES + 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        r = -errno;
+                else if (n == 0)
+                        break;
+                else if ((len += (size_t)n) > SPEC_MAX_BYTES)
+                        r = -EFBIG;
+        }
         turn_spec_t spec;
         hg_error_t err = {0};
         if (r < 0) {
+                if (text)
+                        token_wipe(text, len);
+                free(text);
                 fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, strerror(-r));
                 return TURN_EXIT_USAGE;
         }
-        if (spec_parse(text, len, &spec, &err) < 0) {
+        r = spec_parse_wipe(text, len, &spec, &err);
+        free(text);
+        if (r < 0) {
                 fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, err.message);
                 return TURN_EXIT_USAGE;
         }
-        token_wipe(text, len); /* it held the run key */
         int status = turn_run(&cfg, &spec);
         spec_free(&spec);
         return status;
@@ -165,22 +186,28 @@ static int ctl_request(const char *sock, json_t *req, bool is_run)
                         return 128 + value;
                 return value;
         }
+        /* watch, events and approvals stream after the header line: the
+         * rest is copied as it comes, whatever its size. */
         const char *op = json_string_value(json_object_get(req, "op"));
-        if (op && strcmp(op, "watch") == 0) {
-                (void)fd_write_all(STDOUT_FILENO, nl + 1, len - line_len - 1);
+        if (op && (strcmp(op, "watch") == 0 || strcmp(op, "events") == 0 ||
+                   strcmp(op, "approvals") == 0)) {
+                bool complete = strcmp(op, "watch") == 0;
+                if (fd_write_all(STDOUT_FILENO, nl + 1, len - line_len - 1) < 0)
+                        return 1;
                 char buf[16384];
                 for (;;) {
                         ssize_t n = read(fd, buf, sizeof(buf));
                         if (n < 0 && errno == EINTR)
                                 continue;
+                        if (n == 0)
+                                complete = true;
                         if (n <= 0 || fd_write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
                                 break;
                 }
-                return 0;
-        }
-        if (op && strcmp(op, "events") == 0) {
-                const char *lines = json_string_value(json_object_get(reply, "lines"));
-                fputs(lines ? lines : "", stdout);
+                if (!complete) {
+                        fprintf(stderr, "hangar-driver ctl %s: the reply was cut short\n", op);
+                        return 1;
+                }
                 return 0;
         }
         (void)fd_write_all(STDOUT_FILENO, line, line_len + 1);
@@ -336,8 +363,31 @@ static int cmd_gate(int argc, char **argv)
         return 127;
 }
 
+/* jansson's copies of the spec (the run key) and of the replies are wiped
+ * before their memory goes back to the allocator. */
+static void *wiping_malloc(size_t n)
+{
+        return malloc(n);
+}
+
+static void wiping_free(void *p)
+{
+        if (p)
+                token_wipe(p, malloc_usable_size(p));
+        free(p);
+}
+
 int main(int argc, char **argv)
 {
+        /* First thing: no uid-1001 process (an exec into hangar-driver) may
+         * read the run key or the token from this process's memory, and no
+         * core dump may hold them. Checked: a driver that stays dumpable
+         * refuses to run. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
+                fputs("hangar-driver: cannot make itself non-dumpable; refusing to run\n", stderr);
+                return 1;
+        }
+        json_set_alloc_funcs(wiping_malloc, wiping_free);
         if (argc < 2) {
                 fputs(usage, stderr);
                 return 2;

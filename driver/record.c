@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,28 +57,62 @@ void record_close(record_t *r)
         *r = (record_t){.events_fd = -1, .log_fd = -1};
 }
 
-void record_event(record_t *r, const char *event, json_t *fields)
+/* One whole line or nothing: a write that fails part-way (hangar-ctl full)
+ * is cut back, so a reader never sees a torn line. */
+static int append_line(int fd, char *text)
+{
+        struct stat st;
+        if (fd < 0)
+                return -EBADF;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        size_t len = strlen(text);
+        text[len] = '\n'; /* replaces the NUL: one write per line */
+        int r = fd_write_all(fd, text, len + 1);
+        text[len] = '\0';
+        if (r < 0)
+                (void)!ftruncate(fd, st.st_size);
+        return r;
+}
+
+int record_event(record_t *r, const char *event, json_t *fields)
 {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        _cleanup_json_ json_t *j = json_pack("{s:I, s:f, s:s}", "seq", (json_int_t)++r->seq, "ts",
-                                             (double)ts.tv_sec + ts.tv_nsec / 1e9, "event", event);
-        if (j && fields)
-                json_object_update(j, fields);
+        _cleanup_json_ json_t *j =
+            json_pack("{s:I, s:f, s:s}", "seq", (json_int_t)(r->seq + 1), "ts",
+                      (double)ts.tv_sec + ts.tv_nsec / 1e9, "event", event);
+        if (j && fields && json_object_update(j, fields) < 0)
+                json_decref(TAKE_PTR(j));
         json_decref(fields);
         _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        if (!text || r->events_fd < 0)
-                return;
-        size_t len = strlen(text);
-        text[len] = '\n'; /* replaces the NUL: one write per line */
-        (void)fd_write_all(r->events_fd, text, len + 1);
-        text[len] = '\0';
+        if (!text)
+                return -ENOMEM;
+        int e = append_line(r->events_fd, text);
+        if (e < 0)
+                return e;
+        r->seq++;
+        return 0;
 }
 
-void record_log(record_t *r, const void *data, size_t n)
+int record_log(record_t *r, const void *data, size_t n)
 {
-        if (r->log_fd >= 0 && n)
-                (void)fd_write_all(r->log_fd, data, n);
+        if (r->log_fd < 0)
+                return -EBADF;
+        return n ? fd_write_all(r->log_fd, data, n) : 0;
+}
+
+int record_append_json(const char *dir, const char *name, json_t *j)
+{
+        _cleanup_free_ char *path = record_path(dir, name);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!path || !text)
+                return -ENOMEM;
+        _cleanup_close_ int fd =
+            open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        return append_line(fd, text);
 }
 
 int record_write_json(const char *dir, const char *name, json_t *j, unsigned mode)

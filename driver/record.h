@@ -19,10 +19,14 @@ typedef struct record {
 int record_open(record_t *r, const char *home, const char *ctl);
 void record_close(record_t *r);
 
-/* Appends {"seq", "ts", "event", ...fields} to events.jsonl; takes fields. */
-void record_event(record_t *r, const char *event, json_t *fields);
-/* Appends harness output to the run's log. */
-void record_log(record_t *r, const void *data, size_t n);
+/* Appends {"seq", "ts", "event", ...fields} to events.jsonl as one whole
+ * line; takes fields. 0, or -errno (-ENOSPC: hangar-ctl is full) with
+ * nothing written: the caller decides how loudly that fails. */
+int record_event(record_t *r, const char *event, json_t *fields);
+/* Appends harness output to the run's log. 0 or -errno. */
+int record_log(record_t *r, const void *data, size_t n);
+/* Appends j as one line to dir/name (0600), whole or not at all. */
+int record_append_json(const char *dir, const char *name, json_t *j);
 /* Writes a JSON file under home or ctl atomically (mode as given). */
 int record_write_json(const char *dir, const char *name, json_t *j, unsigned mode);
 /* path = dir + "/" + name, allocated; NULL on ENOMEM. */

@@ -135,6 +135,13 @@ fail:
         return r;
 }
 
+int spec_parse_wipe(char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
+{
+        int r = spec_parse(text, len, ret, err);
+        token_wipe(text, len);
+        return r;
+}
+
 void spec_free(turn_spec_t *s)
 {
         free(s->turn);

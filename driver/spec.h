@@ -39,5 +39,7 @@ typedef struct turn_spec {
 } turn_spec_t;
 
 int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err);
+/* spec_parse, then text is wiped whatever the result: it held the run key. */
+int spec_parse_wipe(char *text, size_t len, turn_spec_t *ret, hg_error_t *err);
 void spec_free(turn_spec_t *s);
 const char *spec_mode_name(turn_mode_t m);

@@ -31,6 +31,13 @@
 #define WATCH_CHUNK           16384u
 #define RUN_TIMEOUT_DEFAULT_S 600u
 #define DRAIN_GRACE_MS        2000 /* after EXIT, for the rest of stdout */
+/* What the relay (the agent's side) can make the driver record is capped:
+ * past a cap it is counted (status "capped") and one record.capped event
+ * says so, so the record can neither be flooded nor silently thinned. */
+#define RELAY_SIGNAL_EVENTS_MAX 64u  /* harness.signal events from the relay */
+#define UNREQUESTED_EVENTS_MAX  16u  /* run.unrequested events */
+#define RUN_OUTSTANDING_MAX     64u  /* run requests sent and not yet answered */
+#define FAILED_TAIL_MAX         300u /* bytes of a failed tree's output in its reply */
 
 typedef enum turn_state {
         STATE_WAITING, /* for the relay's two connections */
@@ -40,10 +47,11 @@ typedef enum turn_state {
 } turn_state_t;
 
 typedef enum client_state {
-        CLIENT_READING,  /* the request, until the client's EOF */
-        CLIENT_REPLYING, /* the reply, then close */
-        CLIENT_WAIT_RUN, /* for the relay's RUN_RESULT */
-        CLIENT_WATCHING, /* the log, live, until the turn ends */
+        CLIENT_READING,   /* the request, until the client's EOF */
+        CLIENT_REPLYING,  /* the reply, then close */
+        CLIENT_WAIT_RUN,  /* for the relay's RUN_RESULT */
+        CLIENT_WATCHING,  /* the log, live, until the turn ends */
+        CLIENT_STREAMING, /* a file up to its size at the request (events), then close */
 } client_state_t;
 
 /* What a run request is for: how its result is recorded. */
@@ -64,6 +72,8 @@ typedef struct client {
         uint32_t run_id;
         run_kind_t run_kind;
         off_t watch_off;
+        int stream_fd;    /* CLIENT_STREAMING: the file */
+        off_t stream_end; /* its size when asked */
 } client_t;
 
 typedef struct turn {
@@ -93,7 +103,13 @@ typedef struct turn {
 
         approvals_t approvals;
         uint32_t next_run_id;
+        uint32_t outstanding[RUN_OUTSTANDING_MAX]; /* run ids sent, not answered */
+        size_t n_outstanding;
         client_t clients[CLIENTS_MAX];
+
+        /* Relay-originated events past their caps (reported in status). */
+        uint64_t relay_signals, unrequested_results;
+        bool signals_capped, unrequested_capped, approvals_capped, duplicates_noted;
 } turn_t;
 
 static const char *state_name(turn_state_t s)
@@ -139,6 +155,13 @@ static json_t *status_json(const turn_t *t)
                                            t->lis.rejected[LISTENER_REJECT_FLOOD] +
                                            t->lis.rejected[LISTENER_REJECT_LATE]),
                               "pending_approvals", (int)approvals_pending(&t->approvals));
+        if (j)
+                json_object_set_new(
+                    j, "capped",
+                    json_pack("{s:I, s:I, s:I, s:I}", "relay_signals", (json_int_t)t->relay_signals,
+                              "unrequested_run_results", (json_int_t)t->unrequested_results,
+                              "approvals_over_limit", (json_int_t)t->approvals.over_limit,
+                              "approvals_duplicate", (json_int_t)t->approvals.duplicates));
         if (j && t->have_exit)
                 json_object_set_new(
                     j, "harness",
@@ -147,18 +170,6 @@ static json_t *status_json(const turn_t *t)
                 json_object_set_new(j, "end",
                                     json_pack("{s:s, s:s}", "end", t->end, "reason", t->reason));
         return j;
-}
-
-static void save_status(turn_t *t)
-{
-        _cleanup_json_ json_t *j = status_json(t);
-        (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_STATUS, j, 0600);
-}
-
-static void set_state(turn_t *t, turn_state_t s)
-{
-        t->state = s;
-        save_status(t);
 }
 
 static void end_turn(turn_t *t, const char *end, const char *fmt, ...)
@@ -173,6 +184,47 @@ static void end_turn(turn_t *t, const char *end, const char *fmt, ...)
         vsnprintf(t->reason, sizeof(t->reason), fmt, ap);
         va_end(ap);
         t->state = STATE_ENDED;
+}
+
+/* The record could not be written (hangar-ctl or hangar-home full, an I/O
+ * error): a turn that goes on unrecorded would be a blind one, so it ends,
+ * loudly, as record-failed. */
+static void record_failed(turn_t *t, const char *what, int r)
+{
+        end_turn(t, "record-failed", "cannot record %s: %s", what, strerror(-r));
+}
+
+/* An event the turn or the relay caused. */
+static void rec(turn_t *t, const char *event, json_t *fields)
+{
+        int r = record_event(&t->rec, event, fields);
+        if (r < 0)
+                record_failed(t, event, r);
+}
+
+static void save_status(turn_t *t)
+{
+        _cleanup_json_ json_t *j = status_json(t);
+        int r = record_write_json(t->cfg->ctl_path, LAYOUT_CTL_STATUS, j, 0600);
+        if (r < 0)
+                record_failed(t, LAYOUT_CTL_STATUS, r);
+}
+
+static void set_state(turn_t *t, turn_state_t s)
+{
+        t->state = s;
+        save_status(t);
+}
+
+/* A cap reached for the first time: one event says so; the count goes on
+ * in status. */
+static void note_cap(turn_t *t, bool *noted, const char *what, unsigned limit)
+{
+        if (*noted)
+                return;
+        *noted = true;
+        rec(t, "record.capped", json_pack("{s:s, s:i}", "what", what, "limit", (int)limit));
+        save_status(t);
 }
 
 /* ---- stdin for the harness ---- */
@@ -204,41 +256,58 @@ static void stdin_pump(turn_t *t)
         if (t->stdin_close_pending && !t->stdin_closed && conn_can_queue(&t->io, 0)) {
                 (void)conn_queue(&t->io, FRAME_STDIN, NULL, 0, NULL, 0);
                 t->stdin_closed = true;
-                record_event(&t->rec, "harness.stdin-closed", NULL);
+                rec(t, "harness.stdin-closed", NULL);
         }
 }
 
 /* ---- approvals: the harness asks on stdout, hangar (or the mode) decides ---- */
 
-/* Records a decision and sends it to the harness's stdin. A harness whose
- * stdin is closed cannot receive one: the request stays pending (-EPIPE). */
+/* Decides a pending request: recorded first (approvals.json, then the
+ * approval.decided event), and only then queued for the harness, with room
+ * for it checked before anything changes. So a decision that could not be
+ * recorded or delivered leaves the request pending for hangar to retry:
+ * -EPIPE (the harness's stdin is closed), -ENOBUFS (its input is full),
+ * -ENOENT (not pending), or the record's -errno. */
 static int decide(turn_t *t, const char *id, bool approve, const char *by)
 {
         if (t->stdin_closed || t->stdin_close_pending)
                 return -EPIPE;
-        _cleanup_free_ char *line = approvals_decide(&t->approvals, id, approve, by);
+        _cleanup_free_ char *line = approvals_response_line(&t->approvals, id, approve);
         if (!line)
-                return -ENOENT;
-        if (stdin_append(t, line, strlen(line)) < 0)
+                return approvals_is_pending(&t->approvals, id) ? -ENOMEM : -ENOENT;
+        size_t len = strlen(line);
+        if (len > STDIN_Q_MAX - t->stdin_len)
                 return -ENOBUFS;
-        record_event(&t->rec, "approval.decided",
-                     json_pack("{s:s, s:s, s:s}", "id", id, "decision",
-                               approve ? "approve" : "deny", "by", by));
+        (void)approvals_set_state(&t->approvals, id, approve ? APPROVAL_APPROVED : APPROVAL_DENIED,
+                                  by);
         _cleanup_json_ json_t *j = approvals_json(&t->approvals);
-        (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+        int r = record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+        if (r == 0)
+                r = record_event(&t->rec, "approval.decided",
+                                 json_pack("{s:s, s:s, s:s}", "id", id, "decision",
+                                           approve ? "approve" : "deny", "by", by));
+        if (r < 0) {
+                (void)approvals_set_state(&t->approvals, id, APPROVAL_PENDING, "");
+                _cleanup_json_ json_t *back = approvals_json(&t->approvals);
+                (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, back, 0600);
+                return r == -ENOBUFS || r == -EPIPE || r == -ENOENT ? -EIO : r;
+        }
+        (void)stdin_append(t, line, len); /* fits: checked above */
         return 0;
 }
 
 static void on_approval_request(void *userdata, const char *id, json_t *request)
 {
         turn_t *t = userdata;
-        record_event(&t->rec, "approval.requested",
-                     json_pack("{s:s, s:O}", "id", id, "request", request));
+        rec(t, "approval.requested", json_pack("{s:s, s:O}", "id", id, "request", request));
         _cleanup_json_ json_t *j = approvals_json(&t->approvals);
-        (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+        int r = record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, j, 0600);
+        if (r < 0)
+                record_failed(t, LAYOUT_CTL_APPROVALS, r);
         /* deny-risky: the driver itself denies whatever the harness asks. */
-        if (t->spec->mode == TURN_MODE_DENY_RISKY)
-                (void)decide(t, id, false, "driver");
+        if (t->spec->mode == TURN_MODE_DENY_RISKY && t->state != STATE_ENDED &&
+            (r = decide(t, id, false, "driver")) < 0 && r != -EPIPE && r != -ENOBUFS)
+                record_failed(t, "a deny-risky decision", r);
         save_status(t);
 }
 
@@ -256,8 +325,9 @@ static void relay_lost(turn_t *t, const char *what)
 /* A tree hash's result: the JSON `hangar-driver tree` printed, recorded as
  * the agent's and untrusted (design page 001: the agent could change what a
  * hash in its own container returns). NULL if the output is not one. */
-static json_t *tree_record(turn_t *t, const frame_run_result_t *rr)
+static json_t *tree_record(turn_t *t, const frame_run_result_t *rr, int *ret_errno)
 {
+        *ret_errno = 0;
         _cleanup_json_ json_t *tree = NULL;
         if (rr->exit.end != FRAME_END_EXITED || rr->exit.value != 0 || rr->truncated ||
             jsonx_load((const char *)rr->tail, rr->tail_len, 4, &tree, NULL) < 0 ||
@@ -265,17 +335,40 @@ static json_t *tree_record(turn_t *t, const frame_run_result_t *rr)
                 return NULL;
         json_t *rec = json_pack("{s:s, s:O, s:s, s:b}", "turn", t->spec->turn, "tree", tree, "by",
                                 "agent", "trusted", 0);
-        _cleanup_free_ char *line = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
-        _cleanup_free_ char *path = record_path(t->cfg->ctl_path, LAYOUT_CTL_TREES);
-        _cleanup_close_ int fd =
-            path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
-        if (line && fd >= 0) {
-                size_t len = strlen(line);
-                line[len] = '\n';
-                (void)fd_write_all(fd, line, len + 1);
-                line[len] = '\0';
+        int r = rec ? record_append_json(t->cfg->ctl_path, LAYOUT_CTL_TREES, rec) : -ENOMEM;
+        if (r < 0) {
+                json_decref(rec);
+                *ret_errno = r;
+                return NULL;
         }
         return rec;
+}
+
+/* A failed run's output for a reply: at most FAILED_TAIL_MAX bytes of the
+ * tail the relay sent (tail_len of them, never more: the frame is not
+ * NUL-terminated), printable ASCII only. */
+static char *failed_tail_text(const frame_run_result_t *rr)
+{
+        size_t n = rr->tail_len < FAILED_TAIL_MAX ? rr->tail_len : FAILED_TAIL_MAX;
+        char *text = malloc(n + 1);
+        if (!text)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                uint8_t b = rr->tail[i];
+                text[i] = b >= 0x20 && b < 0x7f ? (char)b : b == '\n' ? ' ' : '?';
+        }
+        text[n] = '\0';
+        return text;
+}
+
+static bool take_outstanding(turn_t *t, uint32_t id)
+{
+        for (size_t i = 0; i < t->n_outstanding; i++)
+                if (t->outstanding[i] == id) {
+                        t->outstanding[i] = t->outstanding[--t->n_outstanding];
+                        return true;
+                }
+        return false;
 }
 
 static void on_run_result(turn_t *t, const frame_t *f)
@@ -284,38 +377,54 @@ static void on_run_result(turn_t *t, const frame_t *f)
         hg_error_t err = {0};
         if (frame_run_result_decode(f, &rr, &err) < 0)
                 return end_turn(t, "protocol-error", "ctl: %s", err.message);
-        record_event(&t->rec, "run.finished",
-                     json_pack("{s:i, s:s, s:i, s:b}", "id", (int)rr.id, "end",
-                               end_name(rr.exit.end), "value", rr.exit.value, "truncated",
-                               rr.truncated));
+        /* A result nobody asked for (the relay is the agent's): counted,
+         * the first few recorded, never answered to a client. */
+        if (!take_outstanding(t, rr.id)) {
+                if (++t->unrequested_results <= UNREQUESTED_EVENTS_MAX)
+                        rec(t, "run.unrequested", json_pack("{s:I}", "id", (json_int_t)rr.id));
+                else
+                        note_cap(t, &t->unrequested_capped, "run.unrequested",
+                                 UNREQUESTED_EVENTS_MAX);
+                return;
+        }
+        rec(t, "run.finished",
+            json_pack("{s:i, s:s, s:i, s:b}", "id", (int)rr.id, "end", end_name(rr.exit.end),
+                      "value", rr.exit.value, "truncated", rr.truncated));
         for (size_t i = 0; i < CLIENTS_MAX; i++) {
                 client_t *c = &t->clients[i];
                 if (!c->used || c->state != CLIENT_WAIT_RUN || c->run_id != rr.id)
                         continue;
                 json_t *reply = NULL;
                 if (c->run_kind == RUN_TREE) {
-                        json_t *rec = tree_record(t, &rr);
-                        if (rec) {
-                                record_event(&t->rec, "tree", json_incref(rec));
-                                json_object_set_new(rec, "ok", json_true());
-                                reply = rec;
+                        int r = 0;
+                        json_t *tr = tree_record(t, &rr, &r);
+                        if (tr && record_event(&t->rec, "tree", json_incref(tr)) == 0) {
+                                json_object_set_new(tr, "ok", json_true());
+                                reply = tr;
+                        } else if (tr || r < 0) {
+                                json_decref(tr);
+                                reply = reply_error("the tree hash could not be recorded: %s",
+                                                    strerror(r < 0 ? -r : ENOSPC));
                         } else {
-                                _cleanup_free_ char *out = strndup((const char *)rr.tail, 300);
+                                _cleanup_free_ char *out = failed_tail_text(&rr);
                                 reply = reply_error("the tree hash failed (%s %d): %s",
                                                     end_name(rr.exit.end), rr.exit.value,
                                                     out ? out : "");
                         }
                 } else {
+                        int r = 0;
                         if (c->run_kind == RUN_VERIFY)
-                                record_event(&t->rec, "verify",
-                                             json_pack("{s:s, s:i, s:s, s:b}", "end",
-                                                       end_name(rr.exit.end), "value",
-                                                       rr.exit.value, "by", "agent", "trusted", 0));
+                                r = record_event(
+                                    &t->rec, "verify",
+                                    json_pack("{s:s, s:i, s:s, s:b}", "end", end_name(rr.exit.end),
+                                              "value", rr.exit.value, "by", "agent", "trusted", 0));
                         _cleanup_free_ char *tail = base64_encode(rr.tail, rr.tail_len);
-                        reply =
-                            json_pack("{s:b, s:i, s:s, s:i, s:b, s:s}", "ok", 1, "id", (int)rr.id,
-                                      "end", end_name(rr.exit.end), "value", rr.exit.value,
-                                      "truncated", rr.truncated, "tail_base64", tail ? tail : "");
+                        reply = r < 0 ? reply_error("the verify round could not be recorded: %s",
+                                                    strerror(-r))
+                                      : json_pack("{s:b, s:i, s:s, s:i, s:b, s:s}", "ok", 1, "id",
+                                                  (int)rr.id, "end", end_name(rr.exit.end), "value",
+                                                  rr.exit.value, "truncated", rr.truncated,
+                                                  "tail_base64", tail ? tail : "");
                 }
                 client_reply(c, reply);
         }
@@ -338,8 +447,13 @@ static void pump_relay_io(turn_t *t)
                         t->io_eof_seen = true;
                         continue;
                 }
-                record_log(&t->rec, f.payload, f.length);
+                if ((r = record_log(&t->rec, f.payload, f.length)) < 0)
+                        return record_failed(t, LAYOUT_HOME_LOG, r);
                 approvals_scan(&t->approvals, f.payload, f.length, on_approval_request, t);
+                if (t->approvals.over_limit)
+                        note_cap(t, &t->approvals_capped, "approval.requested", APPROVALS_MAX);
+                if (t->approvals.duplicates)
+                        note_cap(t, &t->duplicates_noted, "approval.duplicate", 0);
         }
 }
 
@@ -355,16 +469,17 @@ static void pump_relay_ctl(turn_t *t)
                         return end_turn(t, "protocol-error", "ctl: %s", err.message);
                 switch (f.type) {
                 case FRAME_STDERR:
-                        record_log(&t->rec, f.payload, f.length);
+                        if ((r = record_log(&t->rec, f.payload, f.length)) < 0)
+                                return record_failed(t, LAYOUT_HOME_LOG, r);
                         break;
                 case FRAME_EXIT:
                         if (t->have_exit || frame_exit_decode(&f, &t->exit, &err) < 0)
                                 return end_turn(t, "protocol-error", "ctl: %s",
                                                 t->have_exit ? "a second EXIT" : err.message);
                         t->have_exit = true;
-                        record_event(&t->rec, "harness.exited",
-                                     json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value",
-                                               t->exit.value));
+                        rec(t, "harness.exited",
+                            json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value",
+                                      t->exit.value));
                         t->linger_deadline = conn_now_ms() + (int64_t)t->spec->linger_s * 1000;
                         t->drain_deadline = t->linger_deadline > conn_now_ms() + DRAIN_GRACE_MS
                                                 ? t->linger_deadline
@@ -375,8 +490,12 @@ static void pump_relay_ctl(turn_t *t)
                         int signo = 0;
                         if (frame_signal_decode(&f, &signo, &err) < 0)
                                 return end_turn(t, "protocol-error", "ctl: %s", err.message);
-                        record_event(&t->rec, "harness.signal",
-                                     json_pack("{s:i, s:s}", "signal", signo, "from", "relay"));
+                        if (++t->relay_signals <= RELAY_SIGNAL_EVENTS_MAX)
+                                rec(t, "harness.signal",
+                                    json_pack("{s:i, s:s}", "signal", signo, "from", "relay"));
+                        else
+                                note_cap(t, &t->signals_capped, "harness.signal",
+                                         RELAY_SIGNAL_EVENTS_MAX);
                         break;
                 }
                 case FRAME_RUN_RESULT:
@@ -395,16 +514,17 @@ static void pump_relay_ctl(turn_t *t)
 static void on_reject(void *userdata, listener_reject_t why, const char *detail)
 {
         turn_t *t = userdata;
-        record_event(
-            &t->rec, "relay.rejected",
+        /* Bounded by the listener's own rules (16 pending, a deadline each)
+         * only per second: the counts are in status; the events too. */
+        rec(t, "relay.rejected",
             json_pack("{s:s, s:s}", "reason", listener_reject_name(why), "detail", detail));
 }
 
 static void on_accept(void *userdata, frame_channel_t channel)
 {
         turn_t *t = userdata;
-        record_event(&t->rec, "relay.connected",
-                     json_pack("{s:s}", "channel", channel == FRAME_CHANNEL_IO ? "io" : "ctl"));
+        rec(t, "relay.connected",
+            json_pack("{s:s}", "channel", channel == FRAME_CHANNEL_IO ? "io" : "ctl"));
 }
 
 /* ---- control clients (hangar, through pods/exec into hangar-driver) ---- */
@@ -413,14 +533,23 @@ static void client_close(client_t *c)
 {
         if (c->fd >= 0)
                 (void)close(c->fd);
+        if (c->stream_fd >= 0)
+                (void)close(c->stream_fd);
+        /* A reply may have held the token (ctl token), a request steer text. */
+        if (c->in)
+                token_wipe(c->in, c->in_len);
+        if (c->out)
+                token_wipe(c->out, c->out_len);
         free(c->in);
         free(c->out);
-        *c = (client_t){.fd = -1};
+        *c = (client_t){.fd = -1, .stream_fd = -1};
 }
 
 static void client_reply(client_t *c, json_t *j)
 {
         _cleanup_json_ json_t *owned = j;
+        if (c->out)
+                token_wipe(c->out, c->out_len);
         free(c->out);
         c->out = owned ? json_dumps(owned, JSON_COMPACT) : NULL;
         if (!c->out) {
@@ -503,10 +632,18 @@ static json_t *start_run(turn_t *t, client_t *c, json_t *req, json_t *argv_j, ru
                 return reply_error("the command does not fit in a run request");
         if (!conn_can_queue(&t->ctl, len))
                 return reply_error("the relay is not reading; try again");
+        if (t->n_outstanding == RUN_OUTSTANDING_MAX)
+                return reply_error("%u run requests are waiting for the relay; try again",
+                                   RUN_OUTSTANDING_MAX);
+        /* Recorded before it is sent: a run hangar cannot see in the record
+         * does not run. */
+        int r = record_event(&t->rec, "run.requested",
+                             json_pack("{s:i, s:O, s:i}", "id", (int)id, "argv", argv_j,
+                                       "timeout_s", (int)timeout_s));
+        if (r < 0)
+                return reply_error("the run request could not be recorded: %s", strerror(-r));
         (void)conn_queue(&t->ctl, FRAME_RUN, payload, len, NULL, 0);
-        record_event(&t->rec, "run.requested",
-                     json_pack("{s:i, s:O, s:i}", "id", (int)id, "argv", argv_j, "timeout_s",
-                               (int)timeout_s));
+        t->outstanding[t->n_outstanding++] = id;
         c->run_id = id;
         c->run_kind = kind;
         c->state = CLIENT_WAIT_RUN;
@@ -533,22 +670,72 @@ static json_t *op_signal(turn_t *t, json_t *req)
         if (t->state != STATE_RUNNING)
                 return reply_error("the harness is not running (%s)", state_name(t->state));
         uint8_t b = (uint8_t)signo;
-        if (conn_queue(&t->ctl, FRAME_SIGNAL, &b, 1, NULL, 0) < 0)
+        if (!conn_can_queue(&t->ctl, 1))
                 return reply_error("the relay is not reading; try again");
-        record_event(&t->rec, "harness.signal",
-                     json_pack("{s:i, s:s}", "signal", signo, "from", "hangar"));
+        int r = record_event(&t->rec, "harness.signal",
+                             json_pack("{s:i, s:s}", "signal", signo, "from", "hangar"));
+        if (r < 0)
+                return reply_error("the signal could not be recorded: %s", strerror(-r));
+        (void)conn_queue(&t->ctl, FRAME_SIGNAL, &b, 1, NULL, 0);
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *read_file_json(const char *dir, const char *name, bool as_lines)
+/* ctl events: a header line, then events.jsonl as it is now, streamed in
+ * chunks (never one reply in memory: the file has no size bound but the
+ * volume's). */
+static json_t *op_events(turn_t *t, client_t *c)
 {
-        _cleanup_free_ char *path = record_path(dir, name), *text = NULL;
-        size_t len = 0;
-        if (!path || file_read_bounded(path, 16u * 1024 * 1024, &text, &len) < 0)
-                return reply_error("cannot read %s", name);
-        json_t *j = json_pack("{s:b}", "ok", 1);
-        json_object_set_new(j, as_lines ? "lines" : "text", json_stringn(text, len));
-        return j;
+        _cleanup_free_ char *path = record_path(t->cfg->ctl_path, LAYOUT_CTL_EVENTS);
+        _cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return reply_error("cannot read %s", LAYOUT_CTL_EVENTS);
+        client_reply(c, json_pack("{s:b, s:s, s:I}", "ok", 1, "stream", "events", "bytes",
+                                  (json_int_t)st.st_size));
+        c->stream_fd = TAKE_FD(fd);
+        c->stream_end = st.st_size;
+        c->watch_off = 0;
+        c->state = CLIENT_STREAMING;
+        return NULL;
+}
+
+/* ctl approvals: a header line, then the document (it can be large: 256
+ * requests of up to 64 KiB each), written out as the client reads it. */
+static json_t *op_approvals(turn_t *t, client_t *c)
+{
+        _cleanup_json_ json_t *doc =
+            json_pack("{s:b, s:o}", "ok", 1, "approvals", approvals_json(&t->approvals));
+        _cleanup_free_ char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        static const char header[] = "{\"ok\":true,\"stream\":\"approvals\"}\n";
+        size_t blen = body ? strlen(body) : 0;
+        char *out = body ? malloc(sizeof(header) - 1 + blen + 1) : NULL;
+        if (!out)
+                return reply_error("out of memory");
+        memcpy(out, header, sizeof(header) - 1);
+        memcpy(out + sizeof(header) - 1, body, blen);
+        out[sizeof(header) - 1 + blen] = '\n';
+        free(c->out);
+        c->out = out;
+        c->out_len = sizeof(header) - 1 + blen + 1;
+        c->out_off = 0;
+        c->state = CLIENT_REPLYING;
+        return NULL;
+}
+
+/* Steer text is one line for the harness's stdin: a newline (or any other
+ * control character but tab) would let it carry a second line, such as a
+ * forged approval_response. Refused, not escaped: the harness gets exactly
+ * what hangar sent or nothing. */
+static bool steer_text_ok(const char *text, size_t len)
+{
+        if (strlen(text) != len)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                unsigned char b = (unsigned char)text[i];
+                if ((b < 0x20 && b != '\t') || b == 0x7f)
+                        return false;
+        }
+        return true;
 }
 
 /* One request: a JSON object {"op": ..., ...}. NULL: the reply comes later. */
@@ -573,12 +760,9 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 return j;
         }
         if (strcmp(op, "events") == 0)
-                return read_file_json(t->cfg->ctl_path, LAYOUT_CTL_EVENTS, true);
-        if (strcmp(op, "approvals") == 0) {
-                json_t *j = json_pack("{s:b}", "ok", 1);
-                json_object_set_new(j, "approvals", approvals_json(&t->approvals));
-                return j;
-        }
+                return op_events(t, c);
+        if (strcmp(op, "approvals") == 0)
+                return op_approvals(t, c);
         if (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0) {
                 const char *id = json_string_value(json_object_get(req, "id"));
                 if (!id || !approvals_is_pending(&t->approvals, id))
@@ -587,22 +771,36 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 if (r == -EPIPE)
                         return reply_error("the harness's stdin is closed: it cannot receive a "
                                            "decision (the request stays pending)");
+                if (r == -ENOBUFS)
+                        return reply_error("the harness's input is full: the decision could not "
+                                           "be queued (the request stays pending; try again)");
                 if (r < 0)
-                        return reply_error("the decision could not be queued: %s", strerror(-r));
+                        return reply_error("the decision could not be recorded: %s (the request "
+                                           "stays pending)",
+                                           strerror(-r));
                 return json_pack("{s:b}", "ok", 1);
         }
         if (strcmp(op, "steer") == 0) {
-                const char *text = json_string_value(json_object_get(req, "text"));
+                json_t *text_j = json_object_get(req, "text");
+                const char *text = json_string_value(text_j);
                 if (!text)
                         return reply_error("\"text\" is required");
-                int r = stdin_append(t, text, strlen(text));
-                if (r == 0)
-                        r = stdin_append(t, "\n", 1);
+                size_t len = json_string_length(text_j);
+                if (!steer_text_ok(text, len))
+                        return reply_error("steer text is one line: no newline or other control "
+                                           "character");
+                if (t->stdin_closed || t->stdin_close_pending)
+                        return reply_error("the harness's stdin is closed");
+                if (len + 1 > STDIN_Q_MAX - t->stdin_len)
+                        return reply_error("too much input waiting");
+                /* hangar's commands are kept in hangar-ctl, with the events:
+                 * recorded first, sent only if recorded. */
+                int r = record_event(&t->rec, "harness.steer", json_pack("{s:s}", "text", text));
                 if (r < 0)
-                        return reply_error("%s", r == -EPIPE ? "the harness's stdin is closed"
-                                                             : "too much input waiting");
-                /* hangar's commands are kept in hangar-ctl, with the events. */
-                record_event(&t->rec, "harness.steer", json_pack("{s:s}", "text", text));
+                        return reply_error("the steer command could not be recorded: %s",
+                                           strerror(-r));
+                (void)stdin_append(t, text, len);
+                (void)stdin_append(t, "\n", 1);
                 return json_pack("{s:b}", "ok", 1);
         }
         if (strcmp(op, "close-stdin") == 0) {
@@ -695,6 +893,26 @@ static void client_write(turn_t *t, client_t *c)
                         client_close(c);
                 return;
         }
+        if (c->state == CLIENT_STREAMING) {
+                char buf[WATCH_CHUNK];
+                off_t left = c->stream_end - c->watch_off;
+                ssize_t n = left <= 0
+                                ? 0
+                                : pread(c->stream_fd, buf,
+                                        left < (off_t)sizeof(buf) ? (size_t)left : sizeof(buf),
+                                        c->watch_off);
+                if (n <= 0)
+                        return client_close(c);
+                free(c->out);
+                c->out = malloc((size_t)n);
+                if (!c->out)
+                        return client_close(c);
+                memcpy(c->out, buf, (size_t)n);
+                c->out_len = (size_t)n;
+                c->out_off = 0;
+                c->watch_off += n;
+                return;
+        }
         if (c->state == CLIENT_REPLYING)
                 client_close(c);
 }
@@ -708,7 +926,7 @@ static void accept_clients(turn_t *t)
                 if (r == -EAGAIN)
                         return;
                 if (r == -EPERM) {
-                        record_event(&t->rec, "ctl.refused", json_pack("{s:i}", "uid", (int)peer));
+                        rec(t, "ctl.refused", json_pack("{s:i}", "uid", (int)peer));
                         continue;
                 }
                 if (r < 0)
@@ -723,6 +941,7 @@ static void accept_clients(turn_t *t)
                 }
                 c->used = true;
                 c->fd = fd;
+                c->stream_fd = -1;
                 c->state = CLIENT_READING;
         }
 }
@@ -747,7 +966,13 @@ static void after_relay_connected(turn_t *t)
         t->ctl = t->lis.ctl;
         t->lis.have_io = t->lis.have_ctl = false; /* handed over */
         t->io_open = t->ctl_open = true;
-        record_event(&t->rec, "harness.started", NULL);
+        /* The token is spent: out of memory and out of hangar-ctl. */
+        token_wipe(&t->token, sizeof(t->token));
+        token_wipe(&t->lis.token, sizeof(t->lis.token));
+        _cleanup_free_ char *token_path = record_path(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
+        if (!token_path || (unlink(token_path) < 0 && errno != ENOENT))
+                record_failed(t, "the removal of " LAYOUT_CTL_TOKEN, token_path ? -errno : -ENOMEM);
+        rec(t, "harness.started", NULL);
         if (t->spec->input[0])
                 (void)stdin_append(t, t->spec->input, strlen(t->spec->input));
         if (t->spec->close_stdin)
@@ -815,10 +1040,10 @@ static void loop(turn_t *t)
                         client_t *c = &t->clients[i];
                         if (!c->used)
                                 continue;
-                        short ev = c->state == CLIENT_READING ? POLLIN
-                                   : c->state == CLIENT_WAIT_RUN
-                                       ? 0
-                                       : (c->out_off < c->out_len ? POLLOUT : 0);
+                        short ev = c->state == CLIENT_READING    ? POLLIN
+                                   : c->state == CLIENT_WAIT_RUN ? 0
+                                   : c->out_off < c->out_len     ? POLLOUT
+                                                                 : 0;
                         p[P_CLIENTS + i] = (struct pollfd){.fd = ev ? c->fd : -1, .events = ev};
                 }
                 size_t nl = listener_pollfds(&t->lis, &p[P_LISTENER]);
@@ -865,7 +1090,8 @@ static void loop(turn_t *t)
                         if (c->state == CLIENT_READING && p[P_CLIENTS + i].revents)
                                 client_read(t, c);
                         else if (c->used &&
-                                 (c->state == CLIENT_REPLYING || c->state == CLIENT_WATCHING))
+                                 (c->state == CLIENT_REPLYING || c->state == CLIENT_WATCHING ||
+                                  c->state == CLIENT_STREAMING))
                                 client_write(t, c);
                 }
                 if (t->io_open && conn_out_pending(&t->io) && conn_flush(&t->io) < 0)
@@ -970,7 +1196,7 @@ int turn_run(const hg_config_t *cfg, turn_spec_t *spec)
                      .ctl = {.fd = -1},
                      .lis = {.fd = -1}};
         for (size_t i = 0; i < CLIENTS_MAX; i++)
-                t.clients[i].fd = -1;
+                t.clients[i] = (client_t){.fd = -1, .stream_fd = -1};
         hg_error_t err = {0};
         umask(022);
         (void)signal(SIGPIPE, SIG_IGN);
@@ -1003,14 +1229,14 @@ int turn_run(const hg_config_t *cfg, turn_spec_t *spec)
         }
         if (r < 0) {
                 if (t.rec.events_fd >= 0)
-                        record_event(&t.rec, "turn.failed",
-                                     json_pack("{s:s}", "reason", err.message));
+                        (void)record_event(&t.rec, "turn.failed",
+                                           json_pack("{s:s}", "reason", err.message));
                 status = print_result(TURN_EXIT_FAILED, "failed", err.message, NULL);
                 goto out;
         }
-        record_event(&t.rec, "relay.listening",
-                     json_pack("{s:i, s:s, s:s}", "port", t.lis.port, "turn", spec->turn, "mode",
-                               spec_mode_name(spec->mode)));
+        rec(&t, "relay.listening",
+            json_pack("{s:i, s:s, s:s}", "port", t.lis.port, "turn", spec->turn, "mode",
+                      spec_mode_name(spec->mode)));
         t.connect_deadline = conn_now_ms() + (int64_t)spec->connect_timeout_s * 1000;
         save_status(&t);
         loop(&t);
@@ -1022,8 +1248,8 @@ int turn_run(const hg_config_t *cfg, turn_spec_t *spec)
                     exit_j, "harness",
                     json_pack("{s:s, s:i}", "end", end_name(t.exit.end), "value", t.exit.value));
         (void)record_write_json(cfg->home_path, LAYOUT_HOME_EXIT, exit_j, 0644);
-        record_event(&t.rec, "turn.ended",
-                     json_pack("{s:s, s:s}", "end", t.end, "reason", t.reason));
+        (void)record_event(&t.rec, "turn.ended",
+                           json_pack("{s:s, s:s}", "end", t.end, "reason", t.reason));
         save_status(&t);
         /* Watchers get the rest of the log before the socket goes. */
         int64_t deadline = conn_now_ms() + 2000;

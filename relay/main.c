@@ -1,11 +1,12 @@
 /* hangar-relay: started by hangar in the agent's container, as the agent,
- * through pods/exec. Makes itself non-dumpable, reads the run's token from
- * stdin, connects twice to the driver (io, then ctl) on the port the driver
- * wrote into hangar-home, and relays the harness (docs/turn.md). */
+ * through pods/exec. Makes itself non-dumpable, checks hangar-home, says
+ * ready, reads the run's token from stdin, connects twice to the driver (io, then ctl) on the port
+ * the driver wrote into hangar-home, and relays the harness (docs/turn.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "config.h"
 #include "conn.h"
 #include "fileio.h"
+#include "home.h"
 #include "jsonx.h"
 #include "layout.h"
 #include "scratch.h"
@@ -36,10 +38,12 @@
 static const char usage[] =
     "usage: hangar-relay [--config FILE] [--connect-timeout SECONDS]\n"
     "\n"
-    "Run by hangar in the agent's container, as the agent. Reads the run's relay\n"
-    "token (64 hex digits) on stdin, connects to hangar-driver on the port in\n"
-    "hangar-home, starts the run's script with /bin/sh from the turn's directory,\n"
-    "and relays it. Prints one JSON line on stdout when done. Exit status: the\n"
+    "Run by hangar in the agent's container, as the agent. Checks that hangar-home\n"
+    "is the driver's read-only mount, prints {\"relay\":\"ready\"} once hardened,\n"
+    "then reads the run's relay token (64 hex digits) on stdin (written by hangar\n"
+    "only after that line), connects to hangar-driver on the port in hangar-home,\n"
+    "starts the run's script with /bin/sh from the turn's directory, and relays\n"
+    "it. Prints one JSON line on stdout when done. Exit status: the\n"
     "harness's (128+N for a signal), 3 single-user, 4 refused (HANGAR_UID_SPLIT),\n"
     "125 the relay failed, 2 usage.\n";
 
@@ -61,27 +65,85 @@ static int fail(const char *fmt, ...)
         return report(EXIT_RELAY_FAIL, "failed", msg, NULL);
 }
 
-/* Before any secret is in memory: no ptrace or /proc/PID/mem by the agent's
- * other processes (same uid, no CAP_SYS_PTRACE), no core dumps. Checked. */
-static int harden(void)
+/* Before any secret is in memory: no ptrace, /proc/PID/mem or
+ * /proc/PID/fd by the agent's other processes (same uid, no
+ * CAP_SYS_PTRACE), no core dumps. Done in a constructor as well as first in
+ * main, so the window after execve in which the relay is still dumpable is
+ * only the dynamic loader's; what an agent process may have opened in it is
+ * harmless because the token is only written after the relay says "ready"
+ * (see main). Checked in main. */
+static void harden_now(void)
 {
         struct rlimit none = {0, 0};
-        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        (void)setrlimit(RLIMIT_CORE, &none);
+}
+
+/* Whether execve already made the relay non-dumpable: the kernel does so
+ * when the binary is not readable by the user running it (mode 0711,
+ * owned by another uid), and then there is no window at all. */
+static int dumpable_at_exec = -1;
+
+__attribute__((constructor)) static void harden_early(void)
+{
+        dumpable_at_exec = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        harden_now();
+}
+
+static int harden(void)
+{
+        harden_now();
+        struct rlimit core;
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
                 return -EPERM;
-        if (setrlimit(RLIMIT_CORE, &none) < 0)
-                return -errno;
+        if (getrlimit(RLIMIT_CORE, &core) < 0 || core.rlim_cur != 0)
+                return -EPERM;
         /* Orphans of the harness come back to the relay, which reaps them. */
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         return 0;
 }
 
+/* hangar writes the token only after this line (docs/protocol.md). */
+static const char ready_line[] = "{\"relay\":\"ready\",\"window\":false}\n";
+static const char ready_line_window[] = "{\"relay\":\"ready\",\"window\":true}\n";
+
+/* Before the ready line, stdin must hold nothing: bytes already there were
+ * written before the relay was hardened, when any process of the agent's
+ * could have opened /proc/RELAY/fd/0 and read them too. Refused. */
+static int stdin_is_empty(hg_error_t *err)
+{
+        struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+        int n;
+        do
+                n = poll(&p, 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return error_set(err, -errno, "poll: %s", strerror(errno));
+        if (n > 0 && (p.revents & POLLIN))
+                return error_set(err, -EPROTO,
+                                 "the token was on stdin before the relay said it was ready "
+                                 "(hangar must wait for {\"relay\":\"ready\"}): refusing it");
+        return 0;
+}
+
 /* One line from stdin, at most TOKEN_HEX_LEN + 1 bytes: no allocation, and
  * the buffer is wiped once parsed. */
-static int read_token(token_t *ret, hg_error_t *err)
+static int read_token(int64_t deadline, token_t *ret, hg_error_t *err)
 {
         char buf[TOKEN_HEX_LEN + 2];
         size_t len = 0;
         while (len < sizeof(buf)) {
+                struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+                int64_t left = deadline - conn_now_ms();
+                int pr = poll(&p, 1, left <= 0 ? 0 : left > 60000 ? 60000 : (int)left);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr == 0 && conn_now_ms() < deadline)
+                        continue;
+                if (pr <= 0) {
+                        token_wipe(buf, sizeof(buf));
+                        return error_set(err, -ETIMEDOUT, "no token within the connect timeout");
+                }
                 ssize_t n = read(STDIN_FILENO, buf + len, 1);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -95,35 +157,33 @@ static int read_token(token_t *ret, hg_error_t *err)
         return r;
 }
 
-static int read_port(const char *home, uint16_t *ret, hg_error_t *err)
+static int read_port(int home_fd, uint16_t *ret, hg_error_t *err)
 {
-        _cleanup_free_ char *path = NULL, *text = NULL;
+        _cleanup_free_ char *text = NULL;
         size_t len = 0;
         uint32_t port = 0;
-        if (asprintf(&path, "%s/%s", home, LAYOUT_HOME_PORT) < 0)
-                return -ENOMEM;
-        int r = file_read_bounded(path, 16, &text, &len);
+        int r = home_read(home_fd, LAYOUT_HOME_PORT, 16, &text, &len, err);
         if (r < 0)
-                return error_set(err, r, "%s: %s", path, strerror(-r));
+                return r;
         if (len && text[len - 1] == '\n')
                 text[--len] = '\0';
         if (parse_u32(text, &port) < 0 || port == 0 || port > 65535)
-                return error_set(err, -EINVAL, "%s: not a port number", path);
+                return error_set(err, -EINVAL, "hangar-home/%s: not a port number",
+                                 LAYOUT_HOME_PORT);
         *ret = (uint16_t)port;
         return 0;
 }
 
 /* The turn's id and directory, from the driver's turn file. */
-static int read_turn(const char *home, char **ret_turn, char **ret_cwd, hg_error_t *err)
+static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, hg_error_t *err)
 {
-        _cleanup_free_ char *path = NULL, *text = NULL;
+        static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
+        _cleanup_free_ char *text = NULL;
         size_t len = 0;
         _cleanup_json_ json_t *turn = NULL;
-        if (asprintf(&path, "%s/%s", home, LAYOUT_HOME_TURN) < 0)
-                return -ENOMEM;
-        int r = file_read_bounded(path, 64 * 1024, &text, &len);
+        int r = home_read(home_fd, LAYOUT_HOME_TURN, 64 * 1024, &text, &len, err);
         if (r < 0)
-                return error_set(err, r, "%s: %s", path, strerror(-r));
+                return r;
         if ((r = jsonx_load(text, len, 8, &turn, err)) < 0)
                 return error_prefix(err, "%s: ", path);
         const char *cwd = json_string_value(json_object_get(turn, "cwd"));
@@ -228,8 +288,13 @@ int main(int argc, char **argv)
         split_mode_t mode;
         if (split_mode_from_env(&mode, &err) < 0)
                 return fail("%s", err.message);
+        /* Nothing in hangar-home is believed before it is known to be the
+         * driver's read-only mount; then it is read through that directory. */
+        _cleanup_close_ int home_fd = -1;
+        if (home_open(home, &home_fd, &err) < 0)
+                return fail("%s", err.message);
         _cleanup_free_ char *verdict_path = NULL;
-        if (asprintf(&verdict_path, "%s/%s", home, LAYOUT_HOME_VERDICT) < 0)
+        if (asprintf(&verdict_path, "/proc/self/fd/%d/%s", home_fd, LAYOUT_HOME_VERDICT) < 0)
                 return fail("out of memory");
         split_decision_t gate;
         split_gate_decide(mode, verdict_path, &gate);
@@ -239,17 +304,26 @@ int main(int argc, char **argv)
                 return report(single ? EXIT_SINGLE_USER : EXIT_REFUSED, split_gate_name(gate.gate),
                               gate.reason, NULL);
         }
-
-        token_t token;
-        if (read_token(&token, &err) < 0)
-                return fail("stdin: %s", err.message);
         uint16_t port = 0;
         _cleanup_free_ char *cwd = NULL, *turn = NULL;
-        if (read_port(home, &port, &err) < 0 || read_turn(home, &turn, &cwd, &err) < 0) {
-                token_wipe(&token, sizeof(token));
+        if (read_port(home_fd, &port, &err) < 0 || read_turn(home_fd, &turn, &cwd, &err) < 0)
                 return fail("%s", err.message);
-        }
+
+        /* The order hangar keeps (docs/protocol.md): the relay is hardened
+         * (above), stdin is still empty, the relay says ready, and only then
+         * does hangar write the token. */
         int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
+        if (stdin_is_empty(&err) < 0)
+                return fail("%s", err.message);
+        /* "window": whether the relay was dumpable for a moment after execve
+         * (a readable binary), when another process of the agent's could have
+         * opened its stdin (docs/security-model.md). */
+        const char *ready = dumpable_at_exec == 0 ? ready_line : ready_line_window;
+        if (fd_write_all(STDOUT_FILENO, ready, strlen(ready)) < 0)
+                return fail("cannot say ready on stdout");
+        token_t token;
+        if (read_token(deadline, &token, &err) < 0)
+                return fail("stdin: %s", err.message);
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
         int r = open_channel(port, &token, FRAME_CHANNEL_IO, deadline, &io, &err);
         if (r == 0)

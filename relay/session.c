@@ -589,8 +589,11 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
         /* Nothing of the agent's outlives the relay's turn. */
         stop_group(&s, s.h_started ? s.h.pid : 0, &s.h_reaped, &s.h_status);
         if (s.run.active) {
-                bool reaped = s.run.reaped;
-                stop_group(&s, s.run.child.pid, &reaped, &s.run.status);
+                /* s.run.reaped itself: read_signals() reaps into it while
+                 * stop_group waits (a copy would never change: a stall of the
+                 * whole grace, then a waitpid on a pid already reaped). */
+                if (s.run.child.pid > 0)
+                        stop_group(&s, s.run.child.pid, &s.run.reaped, &s.run.status);
                 close_fd(&s.run.child.out_fd);
                 tail_free(&s.run.tail);
                 frame_run_free(&s.run.req);

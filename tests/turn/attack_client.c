@@ -14,6 +14,13 @@
  *   flood N        N silent connections held for 3 s
  *   bind N         bind N loopback ports from 32768 and hold them (SECS in ARG2)
  *   lie HEX        with the token: take io and ctl, then send an oversize frame
+ *   flood-record HEX  with the token: take io and ctl, then try to blind the
+ *                  record: 200 SIGNAL frames, 40 RUN_RESULTs nobody asked for,
+ *                  300 approval requests of 1 KiB (past the driver's 256);
+ *                  prints "sent", then holds both connections 10 s
+ *   listen PORTFILE SECS  a listener of the agent's own (port written to
+ *                  PORTFILE): prints "hello" if a relay sent it a HELLO (the
+ *                  token) within SECS, else "nothing"
  *
  * Output: "welcome" (the driver accepted), "closed" (it hung up on us),
  * "refused" (nothing listens), "held" (nothing happened before we gave up),
@@ -21,6 +28,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +37,7 @@
 
 #include <openssl/rand.h>
 
+#include "conn.h"
 #include "frame.h"
 #include "strparse.h"
 #include "token.h"
@@ -115,6 +124,31 @@ int main(int argc, char **argv)
                 sleep(3);
                 return 0;
         }
+        if (strcmp(mode, "listen") == 0 && argc == 5) {
+                uint32_t secs = 0;
+                if (parse_u32(argv[4], &secs) < 0)
+                        return 2;
+                int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                struct sockaddr_in sa = {.sin_family = AF_INET,
+                                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                socklen_t sl = sizeof(sa);
+                if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0 ||
+                    getsockname(l, (struct sockaddr *)&sa, &sl) < 0)
+                        return 1;
+                FILE *f = fopen(argv[3], "we");
+                if (!f || fprintf(f, "%u\n", ntohs(sa.sin_port)) < 0 || fclose(f) != 0)
+                        return 1;
+                struct pollfd p = {.fd = l, .events = POLLIN};
+                int c =
+                    poll(&p, 1, (int)secs * 1000) > 0 ? accept4(l, NULL, NULL, SOCK_CLOEXEC) : -1;
+                uint8_t hdr[FRAME_HEADER_SIZE];
+                p = (struct pollfd){.fd = c, .events = POLLIN};
+                bool hello = c >= 0 && poll(&p, 1, 3000) > 0 &&
+                             recv(c, hdr, sizeof(hdr), MSG_WAITALL) == (ssize_t)sizeof(hdr) &&
+                             hdr[1] == FRAME_HELLO;
+                puts(hello ? "hello" : "nothing");
+                return 0;
+        }
         int fd = dial((uint16_t)port);
         if (fd < 0) {
                 puts("refused");
@@ -178,6 +212,62 @@ int main(int argc, char **argv)
                         }
                 }
                 puts("held");
+                return 0;
+        } else if (strcmp(mode, "flood-record") == 0 && argc == 4) {
+                token_t t;
+                if (parse_token(argv[3], &t) < 0)
+                        return 2;
+                send_hello(fd, t.bytes, FRAME_CHANNEL_IO);
+                const char *o = outcome(fd, 4000);
+                int ctl = strcmp(o, "welcome") == 0 ? dial((uint16_t)port) : -1;
+                if (ctl >= 0) {
+                        send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL);
+                        o = outcome(ctl, 4000);
+                }
+                if (strcmp(o, "welcome") != 0) {
+                        puts(o);
+                        return 0;
+                }
+                uint8_t hdr[FRAME_HEADER_SIZE];
+                for (int i = 0; i < 200; i++) {
+                        uint8_t sig = 1; /* SIGHUP */
+                        (void)frame_header_encode(FRAME_SIGNAL, 1, hdr);
+                        (void)!write(ctl, hdr, sizeof(hdr));
+                        (void)!write(ctl, &sig, 1);
+                }
+                for (uint32_t i = 0; i < 40; i++) {
+                        frame_run_result_t rr = {.id = 1000 + i,
+                                                 .exit = {.end = FRAME_END_EXITED, .value = 0}};
+                        uint8_t fixed[FRAME_RUN_RESULT_FIXED];
+                        frame_run_result_encode_fixed(&rr, fixed);
+                        (void)frame_header_encode(FRAME_RUN_RESULT, sizeof(fixed), hdr);
+                        (void)!write(ctl, hdr, sizeof(hdr));
+                        (void)!write(ctl, fixed, sizeof(fixed));
+                }
+                static char line[1200];
+                for (int i = 0; i < 300; i++) {
+                        int len = snprintf(line, sizeof(line),
+                                           "{\"type\":\"approval_request\",\"id\":\"f%d\","
+                                           "\"pad\":\"%01000d\"}\n",
+                                           i, 0);
+                        (void)frame_header_encode(FRAME_STDOUT, (uint32_t)len, hdr);
+                        (void)!write(fd, hdr, sizeof(hdr));
+                        (void)!write(fd, line, (size_t)len);
+                }
+                puts("sent");
+                fflush(stdout);
+                /* Hold, reading (and dropping) what the driver sends. */
+                for (int64_t end = conn_now_ms() + 10000; conn_now_ms() < end;) {
+                        char b[4096];
+                        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                                              {.fd = ctl, .events = POLLIN}};
+                        if (poll(p, 2, 100) > 0) {
+                                if (p[0].revents)
+                                        (void)!recv(fd, b, sizeof(b), 0);
+                                if (p[1].revents)
+                                        (void)!recv(ctl, b, sizeof(b), 0);
+                        }
+                }
                 return 0;
         } else {
                 fputs("hangar-test-attack: unknown mode\n", stderr);

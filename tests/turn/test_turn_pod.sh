@@ -101,7 +101,8 @@ t_eq "the driver's line says done, harness exited 42" "done 42" \
         "$(jq -r '"\(.end) \(.harness.value)"' main.driver.out 2>/dev/null)"
 t_wait_pid main.relay.pid 30
 t_eq "the relay exits as the harness did (42)" 42 "$?"
-t_eq "the relay's line says done" done "$(jq -r .relay main.relay.out 2>/dev/null)"
+t_eq "the relay's line says done" done "$(relay_result main | jq -r .relay 2>/dev/null)"
+t_eq "the relay said ready before it got the token" '"ready"' "$(head -n 1 main.relay.out | jq .relay)"
 t_eq "exit.json in hangar-home, readable by the agent" "done exited 42" \
         "$(in_agent cat $HOME_DIR/run/exit.json | jq -r '"\(.end) \(.harness.end) \(.harness.value)"')"
 echo $WATCH >watch.pid
@@ -155,7 +156,7 @@ t_check "the harness runs and logs" t_wait_for "log_has 'tick 2'" 30
 in_driver sh -c 'kill -9 $(pidof hangar-driver)'
 t_wait_pid kdriver.relay.pid 30
 t_eq "driver killed: the relay exits 125" 125 "$?"
-t_eq "... saying the driver went away" driver-gone "$(jq -r .end kdriver.relay.out 2>/dev/null)"
+t_eq "... saying the driver went away" driver-gone "$(relay_result kdriver | jq -r .end 2>/dev/null)"
 t_check "... and the harness is gone from the agent's container" t_wait_for harness_gone 10
 log_kept 'tick 2'
 t_wait_pid kdriver.driver.pid 10

@@ -72,17 +72,27 @@ start_driver() {
         echo $! >"$name.driver.pid"
         t_cleanup_pid "$(cat "$name.driver.pid")"
 }
-# start_relay NAME [ENV...]: the token from ctl, hangar-relay as the agent.
+# start_relay NAME [ENV...]: the token from ctl, hangar-relay as the agent, in
+# hangar's order (docs/protocol.md): the relay's stdout streams (a pipe, not a
+# file), and the token is written only after its {"relay":"ready",...} line.
 start_relay() {
         local name=$1 token
         shift
         t_wait_for "ctl token >$name.token.json 2>/dev/null" 30 ||
                 { t_fail "$name: the driver never served a token: $(cat "$name.driver.err")"; return 1; }
         token=$(jq -r .token "$name.token.json")
-        printf '%s\n' "$token" | "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- \
-                hangar-relay >"$name.relay.out" 2>"$name.relay.err" &
+        : >"$name.relay.out"
+        { t_wait_for "grep -q '\"relay\":' '$name.relay.out'" 120 &&
+                grep -q '"relay":"ready"' "$name.relay.out" && printf '%s\n' "$token"; } |
+                "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- hangar-relay \
+                        > >(exec cat >>"$name.relay.out") 2>"$name.relay.err" &
         echo $! >"$name.relay.pid"
         t_cleanup_pid "$(cat "$name.relay.pid")"
+}
+# relay_result NAME: the relay's last line (its outcome), once it is there.
+relay_result() {
+        t_wait_for "tail -n 1 '$1.relay.out' 2>/dev/null | grep -qv '\"relay\":\"ready\"'" 5
+        tail -n 1 "$1.relay.out"
 }
 # log_has TEXT: the run's log, read by the agent, has TEXT. Read whole first:
 # grep -q closing the pipe early would fail the reader under pipefail.
