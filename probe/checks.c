@@ -384,6 +384,9 @@ static check_status_t judge_token(const creds_token_t *t, json_t *obj)
                 return CHECK_UNKNOWN;
         }
         json_object_set_new(obj, "namespace", json_string(t->namespace));
+        if (t->pod[0])
+                json_object_set_new(obj, "asked_about_pod",
+                                    json_pack("{s:s, s:s}", "name", t->pod, "from", t->pod_source));
         json_object_set_new(obj, "namespace_source", json_string(t->namespace_source));
         json_t *granted = json_array(), *unknown = json_array();
         json_object_set_new(obj, "granted", granted);

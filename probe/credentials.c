@@ -12,6 +12,7 @@
 #include "cleanup.h"
 #include "fileio.h"
 #include "k8sclient.h"
+#include "k8sname.h"
 
 extern char **environ;
 
@@ -292,7 +293,17 @@ static void ask(creds_token_t *t, const candidate_t *c)
                                K8S_SA_DIR);
                 goto out;
         }
-        (void)snprintf(t->pod, sizeof(t->pod), "%s", id.pod_name);
+        /* The pod's name: the one the token is bound to, else the hostname
+         * (the kubelet's default for it, unless spec.hostname says otherwise;
+         * a wrong guess only asks about a name no rule grants). */
+        char host[256] = "";
+        if (id.pod_name[0]) {
+                (void)snprintf(t->pod, sizeof(t->pod), "%s", id.pod_name);
+                (void)snprintf(t->pod_source, sizeof(t->pod_source), "the token's bound pod");
+        } else if (gethostname(host, sizeof(host) - 1) == 0 && k8s_is_dns1123_subdomain(host)) {
+                (void)snprintf(t->pod, sizeof(t->pod), "%s", host);
+                (void)snprintf(t->pod_source, sizeof(t->pod_source), "the hostname");
+        }
         t->nqueries = rbac_queries(t->pod[0] != '\0', t->queries);
         for (size_t i = 0; i < t->nqueries; i++) {
                 t->nasked = i + 1;

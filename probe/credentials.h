@@ -34,6 +34,7 @@ typedef struct creds_token {
         char namespace[64];         /* where the questions were asked */
         char namespace_source[128]; /* where that namespace came from */
         char pod[254];              /* the pod named in the named questions, "" if none */
+        char pod_source[64];        /* the token's bound pod, or the hostname */
         rbac_query_t queries[RBAC_MAX_QUERIES];
         creds_reply_t replies[RBAC_MAX_QUERIES];
         size_t nasked; /* replies[0..nasked) were asked, in queries order */

@@ -9,7 +9,8 @@
 #   - each dangerous permission granted alone by a Role/RoleBinding (a
 #     ClusterRole/ClusterRoleBinding for cluster-wide ones): fail, naming it;
 #     the verdict gives agent-credentials-failed with the permission;
-#   - a Role naming only this pod (resourceNames): fail with the bound token;
+#   - a Role naming only this pod (resourceNames): fail with the bound token,
+#     and with an unbound one when the hostname is the pod's name;
 #   - the API server unreachable, or no address: inconclusive with the reason;
 #     the verdict gives agent-credentials-inconclusive;
 #   - no token mounted: pass, and says so;
@@ -71,7 +72,8 @@ projected vol-audience sa-audience
 
 # in_pod OUT [SA_DIR|-] [VOLUME_DIR|-] [PORT|-|unset] [ENV=VALUE...]: runs
 # `hangar-probe check --role agent` as the agent's container would, writing
-# the report to OUT.json and stderr to OUT.err.
+# the report to OUT.json and stderr to OUT.err. The hostname is
+# $POD_HOSTNAME (default not-the-pod), in its own UTS namespace.
 in_pod() {
         local out=$1 sa=$2 vol=$3 port=$4
         shift 4
@@ -82,8 +84,8 @@ in_pod() {
         *) env+=(KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$port") ;;
         esac
         env+=("$@")
-        unshare --mount bash -c '
-                mount --make-rprivate / && mount -t tmpfs tmpfs /run || exit 99
+        POD_HOSTNAME=${POD_HOSTNAME:-not-the-pod} unshare --mount --uts bash -c '
+                hostname "$POD_HOSTNAME" && mount --make-rprivate / && mount -t tmpfs tmpfs /run || exit 99
                 if [ "$0" != - ]; then
                         mkdir -p /run/secrets/kubernetes.io/serviceaccount &&
                                 cp "$0"/* /run/secrets/kubernetes.io/serviceaccount/ || exit 99
@@ -212,7 +214,20 @@ t_wait_for "can_i create '' pods/exec ns" 10
 in_pod admin "$T_TMP/sa-unbound" - -
 t_eq "cluster-admin: the questions asked are exactly the list above, each a yes" \
         "$(cut -d'|' -f1 <<<"$PERMISSIONS" | sort | tr '\n' ,)" \
-        "$(creds admin '.observed.tokens[0].granted[]' | sort | tr '\n' ,)"
+        "$(creds admin '.observed.tokens[0].granted[] | select(contains(" on pod ") | not)' | sort | tr '\n' ,)"
+PER_POD='create pods/exec
+get pods/exec
+create pods/attach
+get pods/attach
+create pods/portforward
+get pods/portforward
+update pods/ephemeralcontainers
+patch pods/ephemeralcontainers
+update pods
+patch pods'
+t_eq "... and the pod's own subresources and updates again, naming it (the hostname, for an unbound token)" \
+        "$(sed 's/$/ on pod not-the-pod/' <<<"$PER_POD" | sort | tr '\n' ,)" \
+        "$(creds admin '.observed.tokens[0].granted[] | select(contains(" on pod "))' | sort | tr '\n' ,)"
 "${K[@]}" delete clusterrolebinding agent-admin >/dev/null
 t_wait_for "! can_i create '' pods/exec ns" 10
 
@@ -235,9 +250,13 @@ t_wait_for "can_i create '' pods/exec ns sandbox-1" 10
 in_pod named-bound "$T_TMP/sa-bound" - -
 t_eq "exec granted on this pod by name, bound token: fail naming the pod" "fail create pods/exec on pod sandbox-1" \
         "$(creds named-bound '"\(.status) \(.observed.tokens[0].granted | join(","))"')"
-in_pod named-unbound "$T_TMP/sa-unbound" - -
-t_eq "... an unbound token tells no pod name: only unnamed grants are asked (documented limit)" "pass null" \
-        "$(creds named-unbound '"\(.status) \(.observed.tokens[0].pod)"')"
+POD_HOSTNAME=sandbox-1 in_pod named-unbound "$T_TMP/sa-unbound" - -
+t_eq "... an unbound token: the pod's name from the hostname, fail naming it" \
+        "fail create pods/exec on pod sandbox-1 the hostname" \
+        "$(creds named-unbound '"\(.status) \(.observed.tokens[0].granted | join(",")) \(.observed.tokens[0].asked_about_pod.from)"')"
+POD_HOSTNAME=elsewhere in_pod named-elsewhere "$T_TMP/sa-unbound" - -
+t_eq "... an unbound token in a pod whose hostname is not its name: the named grant is not seen (documented limit)" \
+        "pass elsewhere" "$(creds named-elsewhere '"\(.status) \(.observed.tokens[0].asked_about_pod.name)"')"
 revoke named ns
 
 # ---- the API server unreachable, or no address ----
@@ -267,7 +286,7 @@ t_eq "no token mounted: pass, and says none is mounted" "pass false 0" \
 t_wait_for "'${K[0]}' --kubeconfig '$KC' -n $NS auth can-i create pods --subresource=exec --as=system:serviceaccount:$NS:other >/dev/null 2>&1" 10
 in_pod projected "$T_TMP/sa-bound" "$T_TMP/vol-other" -
 t_eq "a projected token of another account that may exec: fail, found in its volume" \
-        "fail /run/projected/token system:serviceaccount:$NS:other create pods/exec" \
+        "fail /run/projected/token system:serviceaccount:$NS:other create pods/exec,create pods/exec on pod not-the-pod" \
         "$(creds projected '"\(.status) " + (.observed.tokens[] | select(.status == "fail") | "\(.source) \(.user) \(.granted | join(","))")')"
 t_eq "... the pod's own token beside it still passes" pass \
         "$(creds projected '.observed.tokens[] | select(.standard) | .status')"
