@@ -275,6 +275,7 @@ static void ask(creds_token_t *t, const candidate_t *c)
         }
         t->reviewed = true;
         rbac_identity_t id;
+        char host[256] = "";
         if (!send(k, RBAC_SSR_PATH, rbac_ssr_body(), &t->review) ||
             rbac_parse_ssr(t->review.status, t->review.body, &id, NULL) < 0)
                 goto out;
@@ -296,7 +297,6 @@ static void ask(creds_token_t *t, const candidate_t *c)
         /* The pod's name: the one the token is bound to, else the hostname
          * (the kubelet's default for it, unless spec.hostname says otherwise;
          * a wrong guess only asks about a name no rule grants). */
-        char host[256] = "";
         if (id.pod_name[0]) {
                 (void)snprintf(t->pod, sizeof(t->pod), "%s", id.pod_name);
                 (void)snprintf(t->pod_source, sizeof(t->pod_source), "the token's bound pod");
