@@ -160,8 +160,23 @@ if pod_manifest forged true "$forged" | jq '.metadata.annotations = {"hangar.dev
         t_fail "a pod with a forged injected annotation and hangar-ctl in the agent was created"
 else
         t_check "forged injected pod denied ($(head -c 200 forged.err))" \
-                grep -q 'is marked hangar.dev/driver-sidecar: injected, but container "sandbox" has hangar-' forged.err
+                grep -q 'is marked hangar.dev/driver-sidecar: injected, but hangar-driver.command is missing (spec.driver)' forged.err
 fi
+# ... and so is one whose hangar-driver is not the shape's in another member:
+# the whole spec check, not only the mounts (here: args run by the driver).
+kubectl get pod -n e2e sandbox-1 -o json | jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .status)
+        | .metadata.name = "forged-args" | (.spec.containers[] | select(.name == "hangar-driver")).args = ["-c", "id"]' >forged-args.json
+if kubectl create -f forged-args.json 2>forged-args.err >/dev/null; then
+        t_fail "a pod marked injected whose driver has args was created"
+else
+        t_check "forged driver (args) denied ($(head -c 200 forged-args.err))" \
+                grep -q 'hangar-driver.args is not part of the shape (only the API server.s defaults may be added) (spec.driver)' forged-args.err
+fi
+# A pod on the node's network: no sidecar, a warning, the reason recorded.
+pod_manifest hostnet true '{"hostNetwork":true}' | kubectl create -f - >/dev/null 2>hostnet.err
+t_eq "hostNetwork pod keeps its one container, annotated host-network" '["sandbox"] host-network' \
+        "$(kubectl get pod -n e2e hostnet -o json | jq -r '(.spec.containers | map(.name) | tojson) + " " + .metadata.annotations["hangar.dev/driver-sidecar-reason"]')"
+t_check "kubectl shows the hostNetwork warning" grep -q "driver sidecar not injected: the pod shares the node's network namespace" hostnet.err
 
 # 200 sandbox pods created in parallel: all injected, none failed.
 mkdir -p many
