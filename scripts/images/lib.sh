@@ -10,7 +10,13 @@
 # Everything is logged to stderr.
 
 # Bump when a rootfs recipe or its post-processing changes: new cache keys.
-IMG_ROOTFS_RECIPE=3
+IMG_ROOTFS_RECIPE=4
+# The root file systems' own epoch (bookworm's release day), independent of
+# the images' SOURCE_DATE_EPOCH so that one cached rootfs serves any commit:
+# whatever mmdebstrap and dpkg create is stamped with it, and files Debian
+# ships keep their own (older) times. In an image, anything newer than this
+# epoch was made by the image's build and gets IMG_SDE (img_normalize).
+IMG_ROOTFS_EPOCH=1686355200
 
 img_log() { echo "build-images: $*" >&2; }
 img_die() { echo "build-images: error: $*" >&2; exit 1; }
@@ -118,11 +124,14 @@ img_rootfs() {
         if [ "$variant" != extract ]; then
                 # Offer the cached .debs; in extract mode everything in the
                 # archive directory would be unpacked, so it downloads (small).
-                hooks=(--setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$IMG_CACHE/debs' -maxdepth 1 -name '*.deb' -exec cp -l -t \"\$1/var/cache/apt/archives\" {} +")
+                # Merged /usr from the start, as Debian installs it (without
+                # the hook apt picks usrmerge, which converts and needs perl).
+                hooks=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
+                        --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$IMG_CACHE/debs' -maxdepth 1 -name '*.deb' -exec cp -l -t \"\$1/var/cache/apt/archives\" {} +")
         fi
         local sources t0=$SECONDS
         mapfile -t sources < <(img_sources)
-        SOURCE_DATE_EPOCH=$IMG_SDE nice -n 10 mmdebstrap --quiet --mode=root --variant="$variant" \
+        SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH nice -n 10 mmdebstrap --quiet --mode=root --variant="$variant" \
                 --format=directory --skip=cleanup/apt/cache --skip=essential/unlink \
                 --include="$pkgs" "${hooks[@]}" "$IMG_SUITE" "$dir" "${sources[@]}" >&2 ||
                 img_die "mmdebstrap failed for $name"
@@ -154,6 +163,7 @@ img_rootfs() {
                 fi
         done
         rm -rf "$dir/var/cache/apt/archives/partial"
+        find "$dir" -newermt "@$IMG_ROOTFS_EPOCH" -print0 | xargs -0r touch -h -d "@$IMG_ROOTFS_EPOCH"
         tar -C "$dir" --sort=name --numeric-owner --xattrs --format=posix \
                 --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
                 -cf "$tarball.tmp" . || img_die "cannot write $tarball"
@@ -174,7 +184,8 @@ img_unpack_rootfs() {
 }
 
 # img_normalize DIR: removes what differs between two builds of the same
-# inputs, and clamps every timestamp to IMG_SDE.
+# inputs, and stamps what the image's build made (newer than
+# IMG_ROOTFS_EPOCH) with IMG_SDE.
 img_normalize() {
         local d=$1
         # The runtime writes these (kubelet mounts resolv.conf, hostname, hosts).
@@ -199,7 +210,7 @@ img_normalize() {
         mkdir -p "$d/tmp" "$d/dev" "$d/proc" "$d/sys"
         chmod 1777 "$d/tmp"
         chmod 0755 "$d"
-        find "$d" -newermt "@$IMG_SDE" -print0 | xargs -0r touch -h -d "@$IMG_SDE"
+        find "$d" -newermt "@$IMG_ROOTFS_EPOCH" -print0 | xargs -0r touch -h -d "@$IMG_SDE"
 }
 
 # img_layer DIR TAR: DIR as an uncompressed layer tarball, entries sorted,

@@ -28,6 +28,10 @@ im_inputs() {
         export SOURCE_DATE_EPOCH HANGAR_IMAGE_REVISION
 }
 
+# im_quiet CMD...: CMD with its stdout discarded (for t_check, whose own
+# line must still show).
+im_quiet() { "$@" >/dev/null; }
+
 # im_archive DIR REF: the archive images.list in DIR names for REF.
 im_archive() { awk -v r="$2" '$1 == r { print $3 }' "$1/images.list"; }
 im_digest() { awk -v r="$2" '$1 == r { print $2 }' "$1/images.list"; }

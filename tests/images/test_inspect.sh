@@ -24,7 +24,7 @@ while read -r ref digest archive; do
         fi
         t_eq "skopeo's digest is images.list's" "$digest" "$(jq -r .Digest "$T_TMP/inspect.json")"
         t_check "skopeo inspect oci-archive:FILE:REF finds it by name" \
-                skopeo inspect "oci-archive:$archive:$ref" >/dev/null
+                im_quiet skopeo inspect "oci-archive:$archive:$ref"
         t_check "skopeo copy to an OCI layout verifies every blob" \
                 skopeo copy --quiet "oci-archive:$archive" "oci:$T_TMP/copy:x"
         rm -rf "$T_TMP/copy"
@@ -136,7 +136,7 @@ EOF
         ctr() { "$ctr_dir/ctr" --address "$c/sock" --namespace k8s.io "$@"; }
         if t_wait_for "ctr version >/dev/null 2>&1" 20; then
                 while read -r ref digest archive; do
-                        t_check "ctr images import $(basename "$archive")" ctr images import "$archive" >/dev/null
+                        t_check "ctr images import $(basename "$archive")" im_quiet ctr images import "$archive"
                         t_eq "ctr names it $ref with the archive's digest" "$ref $digest" \
                                 "$(ctr images ls | awk -v r="$ref" '$1 == r { print $1, $3 }')"
                 done <"$OUT/a/images.list"
