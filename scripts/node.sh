@@ -124,19 +124,28 @@ wait_for() {
   done
 }
 
-# stop_proc NAME: TERM, wait up to $stop_timeout s, then KILL.
-stop_proc() {
-  local name=$1 pid i
-  pid=$(read_pid "$name")
-  is_ours "$pid" || return 0
-  log "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
+# stop_procs NAME...: TERM them all, wait up to $stop_timeout s, then KILL.
+stop_procs() {
+  local name pid i left
+  local -A procs=()
+  for name in "$@"; do
+    pid=$(read_pid "$name")
+    is_ours "$pid" || continue
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    procs[$name]=$pid
+  done
   for ((i = 0; i < stop_timeout * 10; i++)); do
-    is_ours "$pid" || return 0
+    left=0
+    for name in "${!procs[@]}"; do ! is_ours "${procs[$name]}" || left=1; done
+    [ "$left" = 1 ] || return 0
     sleep 0.1
   done
-  log "$name (pid $pid) still running after ${stop_timeout}s: sending KILL"
-  kill -KILL "$pid" 2>/dev/null || true
+  for name in "${!procs[@]}"; do
+    is_ours "${procs[$name]}" || continue
+    log "$name (pid ${procs[$name]}) still running after ${stop_timeout}s: sending KILL"
+    kill -KILL "${procs[$name]}" 2>/dev/null || true
+  done
 }
 
 # ---- binaries -----------------------------------------------------------------
@@ -495,6 +504,8 @@ cmd_start() {
   trap 'exit 143' TERM
 
   log "namespaces, mounts and the link"
+  # What stop may kill in the node's network namespace (see node_procs).
+  printf '%s\n' "$node_bin" "$k8s_bin" "$runsc_bin" "$runc_bin" >"$st/bins"
   start_namespaces
   start_network
   log "node $NODE_NAME at $node_ip (host side $host_ip, link $veth_host)"
@@ -598,47 +609,53 @@ cmd_exec() {
 # every descendant of those (shims, runsc's sandbox and gofer, containers).
 # Never this script or its ancestors.
 node_procs() {
-  local netns=$1 mntns=$2 pid n m c
-  local -A seed=() keep=()
+  local netns=$1 mntns=$2 pid ppid n
+  local -A seed=() keep=() parent=() inmnt=()
   pid=$$
   while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
     keep[$pid]=1
     pid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
   done
-  for pid in /proc/[0-9]*; do
-    pid=${pid#/proc/}
-    [ -z "${keep[$pid]:-}" ] || continue
-    if [ -n "$netns" ]; then
-      n=$(readlink "/proc/$pid/ns/net" 2>/dev/null || true)
-      m=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null || true)
-      if [ "$n" = "$netns" ] && [ "$m" = "$mntns" ]; then seed[$pid]=1; continue; fi
-    fi
-    c=$(cat "/proc/$pid/cgroup" 2>/dev/null || true)
-    if grep -q ":/$cgroup_name\(/\|$\)" <<<"$c"; then seed[$pid]=1; fi
-  done
+  # One pass each (no fork per process): namespaces, cgroups, parents.
+  # In the node's network namespace: ours if also in its mount namespace, or
+  # if it runs one of the node's binaries (containerd's shims make mount
+  # namespaces of their own and are reparented to init).
+  local exe bins=()
+  [ -f "$st/bins" ] && mapfile -t bins <"$st/bins"
+  if [ -n "$netns" ]; then
+    while read -r pid; do inmnt[$pid]=1; done < <(
+      find /proc/[0-9]*/ns -maxdepth 1 -name mnt -lname "mnt:?${mntns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)
+    while read -r pid; do
+      if [ -n "${inmnt[$pid]:-}" ]; then seed[$pid]=1; continue; fi
+      exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+      for n in ${bins[@]+"${bins[@]}"}; do
+        case "$exe" in "$n" | "$n"/*) seed[$pid]=1 ;; esac
+      done
+    done < <(find /proc/[0-9]*/ns -maxdepth 1 -name net -lname "net:?${netns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)
+  fi
+  while read -r pid; do seed[$pid]=1; done < <(
+    grep -l ":/$cgroup_name\(/\|$\)" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3)
   for n in holder containerd kubelet kube-controller-manager kube-scheduler etcd kube-apiserver; do
     if [ -f "$st/$n.pid" ]; then pid=$(cat "$st/$n.pid"); elif [ -f "$dir/$n.pid" ]; then pid=$(cat "$dir/$n.pid"); else continue; fi
-    if is_ours "$pid" && [ -z "${keep[$pid]:-}" ]; then seed[$pid]=1; fi
+    if is_ours "$pid"; then seed[$pid]=1; fi
   done
-  # descendants (one pass over ppids, repeated until nothing is added)
-  local -A parent=()
-  local p s added=1
-  for p in /proc/[0-9]*; do
-    p=${p#/proc/}
-    s=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
-    [ -n "$s" ] && parent[$p]=$s
-  done
+  while read -r pid ppid; do parent[$pid]=$ppid; done < <(
+    awk '/^PPid:/ { split(FILENAME, f, "/"); print f[3], $2; nextfile }' /proc/[0-9]*/status 2>/dev/null)
+  # descendants, repeated until nothing is added
+  local added=1
   while [ "$added" = 1 ]; do
     added=0
-    for p in "${!parent[@]}"; do
-      if [ -z "${seed[$p]:-}" ] && [ -n "${seed[${parent[$p]}]:-}" ] && [ -z "${keep[$p]:-}" ]; then
-        seed[$p]=1 added=1
+    for pid in "${!parent[@]}"; do
+      if [ -z "${seed[$pid]:-}" ] && [ -n "${seed[${parent[$pid]}]:-}" ]; then
+        seed[$pid]=1 added=1
       fi
     done
   done
-  for p in "${!seed[@]}"; do
-    s=$(proc_state "$p")
-    [ -n "$s" ] && [ "$s" != Z ] && echo "$p"
+  # live ones only, never this script or its ancestors
+  for pid in "${!seed[@]}"; do
+    [ -z "${keep[$pid]:-}" ] || continue
+    n=$(proc_state "$pid")
+    [ -n "$n" ] && [ "$n" != Z ] && echo "$pid"
   done
   return 0
 }
@@ -649,7 +666,8 @@ cmd_stop() {
   [ -f "$st/mntns" ] && mntns=$(cat "$st/mntns")
   # Graceful first: the kubelet (so it restarts nothing), the controllers,
   # containerd, then the control plane.
-  for n in kubelet kube-scheduler kube-controller-manager containerd; do stop_proc "$n"; done
+  stop_procs kubelet kube-scheduler kube-controller-manager
+  stop_procs containerd
   if [ -f "$dir/kube-apiserver.pid" ] || [ -f "$dir/etcd.pid" ]; then
     "$script_dir/control-plane.sh" stop "$dir" >>"$dir/node-stop.log" 2>&1 || true
   fi
@@ -686,12 +704,8 @@ cmd_stop() {
   done
   [ "$left" = 0 ] || log "warning: cgroup $cgroup_name could not be removed everywhere"
 
-  # The link goes with the node's network namespace; the kernel frees that a
-  # moment after its last process. Delete it ourselves if it stays.
-  for ((i = 0; i < 50; i++)); do
-    ip link show "$veth_host" >/dev/null 2>&1 || break
-    sleep 0.1
-  done
+  # The link would go with the node's network namespace, but the kernel frees
+  # that seconds after its last process: delete it now.
   if ip link show "$veth_host" >/dev/null 2>&1; then
     ip link del "$veth_host" 2>/dev/null || log "warning: could not delete link $veth_host"
   fi

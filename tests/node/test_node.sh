@@ -22,7 +22,9 @@
 #   K8S_BIN: scripts/k8s-tools.sh's bin dir; NODE_BIN: scripts/node-tools.sh's;
 #   RUNSC: a current runsc (tests/pods/build-runsc.sh); PAUSE_ARCHIVE: an OCI
 #   archive of registry.k8s.io/pause:3.10.2; TEST_ARCHIVE: an OCI archive of
-#   TEST_IMAGE, which has busybox (sh, cat, wc, sleep, dmesg, httpd, chroot).
+#   TEST_IMAGE, which has sh, cat, wc, sleep, dmesg, chroot and busybox (for
+#   httpd): scripts/build-images.sh's pause and hangar-sandbox images. The
+#   pods run as root (chroot, dmesg), whatever the image's user.
 # The webhook pod runs the host's python3 (chroot into a read-only hostPath /).
 # Needs root. T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -141,6 +143,7 @@ metadata: {name: $1, labels: {app: $1}}
 spec:
   ${2:+runtimeClassName: $2}
   terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 0, runAsGroup: 0}
   containers:
   - name: main
     image: $TEST_IMAGE
@@ -191,11 +194,12 @@ spec:
     metadata: {labels: {app: web}}
     spec:
       terminationGracePeriodSeconds: 1
+      securityContext: {runAsUser: 0, runAsGroup: 0}
       containers:
       - name: httpd
         image: $TEST_IMAGE
         imagePullPolicy: Never
-        command: ["sh", "-c", "mkdir -p /tmp/www && echo $token >/tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"]
+        command: ["sh", "-c", "mkdir -p /tmp/www && echo $token >/tmp/www/index.html && exec busybox httpd -f -p 8080 -h /tmp/www"]
         ports: [{containerPort: 8080}]
         readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
 ---
@@ -259,6 +263,7 @@ kind: Pod
 metadata: {name: hook, labels: {app: hook}}
 spec:
   terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 0, runAsGroup: 0}
   containers:
   - name: hook
     image: $TEST_IMAGE
