@@ -1,6 +1,7 @@
 #include "k8sname.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <string.h>
 
 static bool is_alnum(char c)
@@ -108,4 +109,49 @@ bool k8s_is_quantity(const char *s)
                 if (strcmp(p, suffixes[i]) == 0)
                         return true;
         return false;
+}
+
+int k8s_quantity_value(const char *s, long double *ret)
+{
+        static const struct {
+                const char *suffix;
+                long double factor;
+        } suffixes[] = {
+            {"Ki", 0x1p10L}, {"Mi", 0x1p20L}, {"Gi", 0x1p30L}, {"Ti", 0x1p40L},
+            {"Pi", 0x1p50L}, {"Ei", 0x1p60L}, {"n", 1e-9L},    {"u", 1e-6L},
+            {"m", 1e-3L},    {"k", 1e3L},     {"M", 1e6L},     {"G", 1e9L},
+            {"T", 1e12L},    {"P", 1e15L},    {"E", 1e18L},    {"", 1.0L},
+        };
+        if (!k8s_is_quantity(s))
+                return -EINVAL;
+        long double v = 0, scale = 1;
+        const char *p = s;
+        for (; *p >= '0' && *p <= '9'; p++)
+                v = v * 10 + (*p - '0');
+        if (*p == '.')
+                for (p++; *p >= '0' && *p <= '9'; p++) {
+                        scale /= 10;
+                        v += (*p - '0') * scale;
+                }
+        if ((*p == 'e' || *p == 'E') && p[1] != '\0') {
+                /* An exponent (k8s_is_quantity checked its digits). */
+                const char *q = p + 1;
+                bool negative = *q == '-';
+                if (*q == '+' || *q == '-')
+                        q++;
+                unsigned e = 0;
+                for (; *q >= '0' && *q <= '9'; q++)
+                        if (e < 10000)
+                                e = e * 10 + (unsigned)(*q - '0');
+                for (unsigned i = 0; i < e && v != 0 && v < 1e4000L && v > 1e-4000L; i++)
+                        v = negative ? v / 10 : v * 10;
+                *ret = v;
+                return 0;
+        }
+        for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+                if (strcmp(p, suffixes[i].suffix) == 0) {
+                        *ret = v * suffixes[i].factor;
+                        return 0;
+                }
+        return -EINVAL;
 }

@@ -15,3 +15,8 @@ bool k8s_is_qualified_name(const char *s);
 bool k8s_is_label_value(const char *s);
 /* A non-negative resource quantity: "50m", "64Mi", "1.5", "1e3". */
 bool k8s_is_quantity(const char *s);
+/* The value of a quantity (k8s_is_quantity's syntax) as a number of units:
+ * "50m" is 0.05, "64Mi" 67108864, "1e3" 1000. 0, or -EINVAL for anything
+ * else. For comparing what was written with what the API server stores (it
+ * writes quantities in its canonical form: "0.05" becomes "50m"). */
+int k8s_quantity_value(const char *s, long double *ret);

@@ -7,6 +7,7 @@
 
 #include "cleanup.h"
 #include "jsonx.h"
+#include "k8sname.h"
 #include "pathnorm.h"
 #include "shape.h"
 #include "strbuf.h"
@@ -141,6 +142,35 @@ bool shapecheck_is_plugin_token_mount(json_t *m)
                json_is_true(json_object_get(m, "readOnly"));
 }
 
+/* want and have equal as the API server stores them: JSON-equal, but a
+ * quantity is written in its canonical form ("0.05" is stored as "50m",
+ * "65536Ki" as "64Mi"), so two quantities are equal when their values are.
+ * For resources and volumes, where the shape writes quantities. */
+static bool same_stored(json_t *want, json_t *have)
+{
+        if (json_is_string(want) && json_is_string(have)) {
+                long double a, b;
+                if (json_equal(want, have))
+                        return true;
+                if (k8s_quantity_value(json_string_value(want), &a) < 0 ||
+                    k8s_quantity_value(json_string_value(have), &b) < 0)
+                        return false;
+                long double d = a > b ? a - b : b - a, m = a > b ? a : b;
+                return d <= m * 1e-12L;
+        }
+        if (json_is_object(want) && json_is_object(have)) {
+                if (json_object_size(want) != json_object_size(have))
+                        return false;
+                const char *key;
+                json_t *v;
+                json_object_foreach (want, key, v)
+                        if (!same_stored(v, json_object_get(have, key)))
+                                return false;
+                return true;
+        }
+        return json_equal(want, have);
+}
+
 static bool is_api_default(const char *key, json_t *value)
 {
         for (size_t i = 0; i < ARRAY_SIZE(api_defaults); i++)
@@ -180,7 +210,8 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
          * agent's image, the whole securityContext, exactly the two mounts. */
         json_object_foreach (want, key, v) {
                 json_t *have = json_object_get(driver, key);
-                bool ok = json_equal(v, have);
+                bool ok =
+                    strcmp(key, "resources") == 0 ? same_stored(v, have) : json_equal(v, have);
                 add(f, "spec.driver", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_DRIVER_CONTAINER,
                     key,
                     ok      ? "as the shape says"
@@ -219,7 +250,7 @@ static void check_volumes(const hg_config_t *cfg, findings_t *f, json_t *pod)
                                 n++;
                         }
                 }
-                bool ok = n == 1 && json_equal(want, have);
+                bool ok = n == 1 && same_stored(want, have);
                 add(f, "spec.volume", SHAPECHECK_SIDECAR, ok, "volume %s %s", shape_volume_name(v),
                     ok       ? "as the shape says"
                     : n == 0 ? "is missing"

@@ -33,14 +33,16 @@ kubectl create serviceaccount default -n tok >/dev/null
 kubectl create serviceaccount agent -n tok >/dev/null
 
 "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
-# mode SELECTOR_KEY: a release with that selector and agentServiceAccountToken
-# mode, its webhook run locally on the configuration the chart rendered.
+# mode SELECTOR_KEY [HELM_ARGS...]: a release with that selector and
+# agentServiceAccountToken mode, its webhook run locally on the
+# configuration the chart rendered.
 release() {
         local mode=$1 key=$2 port
+        shift 2
         port=$(t_free_port)
         helm install "tok-$mode" "$CHART" -n hangar-system --set webhook.url="https://127.0.0.1:$port/mutate" \
                 --set webhook.caBundle="$(base64 -w0 pki/ca.crt)" --set driverSidecar.enabled=true \
-                --set selector.key="$key" --set driverSidecar.agentServiceAccountToken="$mode" >>helm.log 2>&1 ||
+                --set selector.key="$key" --set driverSidecar.agentServiceAccountToken="$mode" "$@" >>helm.log 2>&1 ||
                 { cat helm.log; exit 1; }
         kubectl get configmap -n hangar-system -l app.kubernetes.io/instance="tok-$mode" \
                 -o jsonpath='{.items[0].data.config\.yaml}' >"chart-$mode.yaml"
@@ -54,7 +56,9 @@ release() {
         t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$port/readyz >/dev/null" 10 ||
                 { cat "webhook-$mode.log"; exit 1; }
 }
-release keep hangar.dev/sandbox
+# keep also asks for its driver's CPU as 0.05, which the API server stores
+# as 50m: the reinvocation's spec check compares quantities by value.
+release keep hangar.dev/sandbox --set-string driver.resources.requests.cpu=0.05
 release remove hangar.dev/notoken
 t_eq "the chart renders agentServiceAccountToken: keep by default... " '"keep"' \
         "$(sed -n 's/^agentServiceAccountToken: //p' chart-keep.yaml)"
@@ -99,9 +103,11 @@ for mode in keep remove; do
         # (the driver's token mount came back then, and went again).
         t_check "$mode: the reinvocation took the plugin's mount out of the driver again" \
                 grep -q "the service-account token's mounts taken out again" "webhook-$mode.log"
-        "$PROBE" spec --pod-file "$mode.json" >"$mode.spec.json"
+        "$PROBE" spec --pod-file "$mode.json" --config "chart-$mode.yaml" >"$mode.spec.json"
         t_eq "$mode: the stored pod passes hangar-probe spec" pass "$(jq -r .result "$mode.spec.json")"
 done
+t_eq "keep: the driver's CPU request 0.05 was stored as 50m (and the reinvocation allowed it)" 50m \
+        "$(jq -r '.spec.containers[] | select(.name == "hangar-driver") | .resources.requests.cpu' keep.json)"
 t_eq "keep: the agent keeps its token mount" 1 "$(token_mounts keep.json sandbox)"
 t_eq "remove: the agent has no mount of the token" 0 "$(token_mounts remove.json sandbox)"
 t_eq "remove: nothing of the agent's is at the token's directory" "" \

@@ -1,6 +1,8 @@
 /* Unit tests for common/k8sname: Kubernetes name, label and quantity syntax. */
+#include <errno.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "k8sname.h"
 #include "unit.h"
 
@@ -118,6 +120,34 @@ START_TEST(quantity)
 }
 END_TEST
 
+START_TEST(quantity_value)
+{
+        /* Spellings the API server stores in another form are the same value. */
+        static const struct {
+                const char *a, *b;
+        } same[] = {
+            {"0.05", "50m"},  {"1000m", "1"},     {"65536Ki", "64Mi"}, {"1e3", "1k"},
+            {"1.5", "1500m"}, {"0.5Gi", "512Mi"}, {"1E", "1e18"},      {"67108864", "64Mi"},
+            {"100n", "0.1u"}, {".5", "500m"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(same); i++) {
+                long double a, b;
+                ck_assert_int_eq(k8s_quantity_value(same[i].a, &a), 0);
+                ck_assert_int_eq(k8s_quantity_value(same[i].b, &b), 0);
+                ck_assert_msg(a == b || ((a - b) / b < 1e-12L && (b - a) / b < 1e-12L), "%s != %s",
+                              same[i].a, same[i].b);
+        }
+        long double v;
+        ck_assert_int_eq(k8s_quantity_value("64Mi", &v), 0);
+        ck_assert(v == 67108864.0L);
+        ck_assert_int_eq(k8s_quantity_value("50m", &v), 0);
+        ck_assert(v > 0.0499L && v < 0.0501L);
+        ck_assert_int_eq(k8s_quantity_value("1MiB", &v), -EINVAL);
+        ck_assert_int_eq(k8s_quantity_value("", &v), -EINVAL);
+        ck_assert_int_eq(k8s_quantity_value("1e99999", &v), 0); /* bounded, no hang */
+}
+END_TEST
+
 static Suite *k8sname_suite(void)
 {
         Suite *s = suite_create("k8sname");
@@ -126,6 +156,7 @@ static Suite *k8sname_suite(void)
         tcase_add_test(tc, qualified_name);
         tcase_add_test(tc, label_value);
         tcase_add_test(tc, quantity);
+        tcase_add_test(tc, quantity_value);
         suite_add_tcase(s, tc);
         return s;
 }

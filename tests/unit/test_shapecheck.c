@@ -249,6 +249,34 @@ START_TEST(departures_fail_with_their_code)
 }
 END_TEST
 
+START_TEST(quantities_compared_by_value)
+{
+        /* The API server stores quantities in canonical form: a configured
+         * "0.05" comes back as "50m", "65536Ki" as "64Mi". Same value, same
+         * shape; another value is not. */
+        free(cfg.driver_cpu_request);
+        cfg.driver_cpu_request = strdup("0.05");
+        free(cfg.ctl_size_limit);
+        cfg.ctl_size_limit = strdup("65536Ki");
+        ck_assert_ptr_nonnull(cfg.driver_cpu_request);
+        ck_assert_ptr_nonnull(cfg.ctl_size_limit);
+        _unit_json_ json_t *pod = in_shape();
+        ck_assert_str_eq(failing(pod), "");
+        add(pod, "/spec/containers/1/resources/requests/cpu", "\"50m\"");
+        add(pod, "/spec/volumes/1/emptyDir/sizeLimit", "\"64Mi\"");
+        ck_assert_str_eq(failing(pod), "");
+        add(pod, "/spec/containers/1/resources/requests/cpu", "\"51m\"");
+        ck_assert_str_eq(failing(pod), "spec.driver");
+        _unit_json_ json_t *vol = in_shape();
+        add(vol, "/spec/volumes/1/emptyDir/sizeLimit", "\"65Mi\"");
+        ck_assert_str_eq(failing(vol), "spec.volume");
+        /* A limit the shape does not set is no default either. */
+        _unit_json_ json_t *lim = in_shape();
+        add(lim, "/spec/containers/1/resources/limits", "{\"cpu\": \"1\"}");
+        ck_assert_str_eq(failing(lim), "spec.driver");
+}
+END_TEST
+
 START_TEST(uid_from_container_or_pod)
 {
         /* The container's runAsUser wins over the pod's. */
@@ -376,6 +404,7 @@ static Suite *shapecheck_suite(void)
         tcase_add_test(tc, generated_pod_passes);
         tcase_add_test(tc, driver_differs_in_any_member);
         tcase_add_test(tc, departures_fail_with_their_code);
+        tcase_add_test(tc, quantities_compared_by_value);
         tcase_add_test(tc, uid_from_container_or_pod);
         tcase_add_test(tc, long_agent_paths_fail_closed);
         tcase_add_test(tc, webhook_reads_the_sidecar_scope);
