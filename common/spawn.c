@@ -73,15 +73,14 @@ static int set_nonblock(int fd)
  * a pipe. /proc/PID/fd/N of a socket cannot be opened (ENXIO), so no other
  * process of the same uid can reopen the child's stdin to write into it or
  * its stdout to read from it; a pipe (or a FIFO) reopens through /proc.
- * ret[0] is the child's end, ret[1] the parent's; each carries bytes one way
- * only (the other direction is shut down). */
-static int stdio_pair(bool child_reads, int ret[2])
+ * Laid out as pipe2's: ret[0] only reads, ret[1] only writes (the other
+ * direction of each is shut down). */
+static int stdio_pair(int ret[2])
 {
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
-        if (shutdown(sv[0], child_reads ? SHUT_WR : SHUT_RD) < 0 ||
-            shutdown(sv[1], child_reads ? SHUT_RD : SHUT_WR) < 0) {
+        if (shutdown(sv[0], SHUT_WR) < 0 || shutdown(sv[1], SHUT_RD) < 0) {
                 int e = -errno;
                 (void)close(sv[0]);
                 (void)close(sv[1]);
@@ -100,17 +99,17 @@ int spawn_start(const spawn_opts_t *o, spawn_child_t *ret, hg_error_t *err)
         _cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
         int r;
         if (!o->stdin_null) {
-                if ((r = stdio_pair(true, in_p)) < 0)
+                if ((r = stdio_pair(in_p)) < 0)
                         return error_set(err, r, "socketpair: %s", strerror(-r));
                 in_r = in_p[0], in_w = in_p[1];
         }
-        if ((r = stdio_pair(false, out_p)) < 0)
+        if ((r = stdio_pair(out_p)) < 0)
                 return error_set(err, r, "socketpair: %s", strerror(-r));
-        out_w = out_p[0], out_r = out_p[1];
+        out_r = out_p[0], out_w = out_p[1];
         if (!o->merge_stderr) {
-                if ((r = stdio_pair(false, err_p)) < 0)
+                if ((r = stdio_pair(err_p)) < 0)
                         return error_set(err, r, "socketpair: %s", strerror(-r));
-                err_w = err_p[0], err_r = err_p[1];
+                err_r = err_p[0], err_w = err_p[1];
         }
         sigset_t all, old;
         sigfillset(&all);

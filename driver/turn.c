@@ -514,10 +514,16 @@ static void pump_relay_ctl(turn_t *t)
 static void on_reject(void *userdata, listener_reject_t why, const char *detail)
 {
         turn_t *t = userdata;
-        /* Bounded by the listener's own rules (16 pending, a deadline each)
-         * only per second: the counts are in status; the events too. */
         rec(t, "relay.rejected",
             json_pack("{s:s, s:s}", "reason", listener_reject_name(why), "detail", detail));
+        /* The right token out of order (a channel taken twice, ctl before
+         * io): the real relay never does that, so the token has leaked to
+         * someone else (for instance read from the relay's stdin in the
+         * moment before it hardened itself). Whoever holds the other
+         * connection, the turn is not trusted on: it ends. */
+        if (why == LISTENER_REJECT_REPLAYED)
+                end_turn(t, "token-misused", "the relay token was presented out of order (%s)",
+                         detail);
 }
 
 static void on_accept(void *userdata, frame_channel_t channel)

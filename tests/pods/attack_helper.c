@@ -19,6 +19,17 @@
  *   hangar-test-ptrace kill PID  kill(PID, SIGKILL): prints "ok" or the errno name
  *   hangar-test-ptrace write PATH
  *       creates PATH with the text "written by UID\n": prints "ok" or the errno name
+ *   hangar-test-ptrace snoop NAME SECS
+ *       the relay-token race (issue 11): spins over /proc for SECS seconds;
+ *       for every new process called NAME, tries at once and again to open
+ *       /proc/PID/fd/0 (its stdin, where hangar writes the token) before it
+ *       hardens itself, and reads whatever arrives on each descriptor it got.
+ *       One JSON line: processes seen, descriptors opened, bytes stolen, and
+ *       the last refusal (EACCES once it is non-dumpable).
+ *   hangar-test-ptrace reopen PID FD
+ *       opens /proc/PID/fd/FD for writing and writes a forged
+ *       approval_response line: prints "ok" or the errno name (ENXIO: a
+ *       socket, which cannot be reopened)
  * Exit status 0 when the report was printed (whatever it says), 1 for a
  * failed write or kill, 2 usage. */
 #include <dirent.h>
@@ -34,6 +45,7 @@
 #include <sys/ptrace.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "strparse.h"
@@ -41,7 +53,8 @@
 static const char usage_text[] =
     "usage: hangar-test-ptrace target [--nondumpable] [--ptracer-any] [--pidfile PATH] "
     "[--seconds N]\n"
-    "       hangar-test-ptrace attack PID | ps | scan MAX | kill PID | write PATH\n";
+    "       hangar-test-ptrace attack PID | ps | scan MAX | kill PID | write PATH\n"
+    "       hangar-test-ptrace snoop NAME SECS | reopen PID FD\n";
 
 static int usage(void)
 {
@@ -332,6 +345,101 @@ static int cmd_write(int argc, char **argv)
         return e ? 1 : 0;
 }
 
+static int cmd_reopen(int argc, char **argv)
+{
+        pid_t pid;
+        uint32_t n;
+        if (argc != 2 || parse_pid(argv[0], &pid) < 0 || parse_u32(argv[1], &n) < 0)
+                return usage();
+        char path[64];
+        (void)snprintf(path, sizeof(path), "/proc/%d/fd/%u", (int)pid, n);
+        int fd = open(path, O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+        int e = fd < 0 ? errno : 0;
+        if (fd >= 0) {
+                static const char forged[] =
+                    "{\"type\":\"approval_response\",\"id\":\"forged\",\"decision\":\"approve\"}\n";
+                if (write(fd, forged, sizeof(forged) - 1) != (ssize_t)sizeof(forged) - 1)
+                        e = errno ? errno : EIO;
+                close(fd);
+        }
+        puts(err_name(e));
+        return 0;
+}
+
+#define SNOOP_MAX 64
+
+static int cmd_snoop(int argc, char **argv)
+{
+        uint32_t secs;
+        if (argc != 2 || parse_u32(argv[1], &secs) < 0)
+                return usage();
+        const char *name = argv[0];
+        pid_t seen[SNOOP_MAX];
+        int fds[SNOOP_MAX];
+        size_t n_seen = 0, n_fds = 0;
+        uint64_t stolen = 0, opens = 0;
+        int last_refusal = 0;
+        char sample[65] = "";
+        time_t end = time(NULL) + (time_t)secs;
+        while (time(NULL) < end) {
+                DIR *d = opendir("/proc");
+                struct dirent *e;
+                while (d && (e = readdir(d))) {
+                        pid_t pid;
+                        if (parse_pid(e->d_name, &pid) < 0 || pid == getpid())
+                                continue;
+                        bool known = false;
+                        for (size_t i = 0; i < n_seen; i++)
+                                known = known || seen[i] == pid;
+                        char comm[64];
+                        if (known)
+                                continue;
+                        proc_name(pid, comm, sizeof(comm));
+                        if (strcmp(comm, name) != 0)
+                                continue;
+                        if (n_seen < SNOOP_MAX)
+                                seen[n_seen++] = pid;
+                        /* As fast as we can, while it may still be dumpable. */
+                        char path[64];
+                        (void)snprintf(path, sizeof(path), "/proc/%d/fd/0", (int)pid);
+                        for (int tries = 0; tries < 2000; tries++) {
+                                int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                                if (fd >= 0) {
+                                        opens++;
+                                        if (n_fds < SNOOP_MAX)
+                                                fds[n_fds++] = fd;
+                                        else
+                                                close(fd);
+                                        break;
+                                }
+                                last_refusal = errno;
+                                if (errno == ENOENT || errno == ESRCH)
+                                        break;
+                        }
+                }
+                if (d)
+                        closedir(d);
+                for (size_t i = 0; i < n_fds; i++) {
+                        char buf[256];
+                        ssize_t r = read(fds[i], buf, sizeof(buf));
+                        if (r > 0) {
+                                if (!stolen)
+                                        (void)snprintf(sample, sizeof(sample), "%.*s",
+                                                       (int)(r < 64 ? r : 64), buf);
+                                stolen += (uint64_t)r;
+                        }
+                }
+        }
+        for (size_t i = 0; i < strlen(sample); i++)
+                if (sample[i] < 0x20 || sample[i] > 0x7e || sample[i] == '"' || sample[i] == '\\')
+                        sample[i] = '.';
+        printf("{\"seen\": %zu, \"opened\": %llu, \"stolen\": %llu, \"sample\": \"%s\", "
+               "\"last_refusal\": \"%s\"}\n",
+               n_seen, (unsigned long long)opens, (unsigned long long)stolen, sample,
+               err_name(last_refusal));
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 2)
@@ -349,5 +457,9 @@ int main(int argc, char **argv)
                 return cmd_kill(argc - 2, argv + 2);
         if (strcmp(cmd, "write") == 0)
                 return cmd_write(argc - 2, argv + 2);
+        if (strcmp(cmd, "snoop") == 0)
+                return cmd_snoop(argc - 2, argv + 2);
+        if (strcmp(cmd, "reopen") == 0)
+                return cmd_reopen(argc - 2, argv + 2);
         return usage();
 }

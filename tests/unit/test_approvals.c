@@ -1,7 +1,9 @@
 /* Unit tests for driver/approvals: finding approval requests in the
  * harness's stdout however it is chunked, ignoring everything else (other
  * lines, bad JSON, repeats, over-long lines, more than APPROVALS_MAX), the
- * exact response line a decision produces, and the JSON listing. */
+ * exact response line a decision produces (without marking it decided
+ * until the driver says so), the counts of requests past the limit and of
+ * repeats, and the JSON listing. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -384,6 +386,59 @@ START_TEST(max_requests)
 }
 END_TEST
 
+/* The response line changes nothing: the driver records the decision and
+ * makes room for it before it marks the request (issue 11: a decision it
+ * could not deliver must stay pending for hangar to retry). */
+START_TEST(response_line_leaves_pending)
+{
+        approvals_t a;
+        seen_t s = {0};
+        init(&a);
+        scan_str(&a, "{\"type\":\"approval_request\",\"id\":\"p\"}\n", &s);
+        _cleanup_free_ char *line = approvals_response_line(&a, "p", true);
+        ck_assert_str_eq(line, "{\"type\":\"approval_response\",\"id\":\"p\",\"decision\":"
+                               "\"approve\"}\n");
+        ck_assert(approvals_is_pending(&a, "p"));
+        ck_assert_uint_eq(approvals_pending(&a), 1);
+        ck_assert_ptr_null(approvals_response_line(&a, "nope", true));
+        ck_assert_int_eq(approvals_set_state(&a, "p", APPROVAL_APPROVED, "hangar"), 0);
+        ck_assert(!approvals_is_pending(&a, "p"));
+        ck_assert_str_eq(a.items[0].by, "hangar");
+        ck_assert_ptr_null(approvals_response_line(&a, "p", false)); /* decided: no line */
+        /* Undone (the record could not be written): pending again, no "by". */
+        ck_assert_int_eq(approvals_set_state(&a, "p", APPROVAL_PENDING, "hangar"), 0);
+        ck_assert(approvals_is_pending(&a, "p"));
+        ck_assert_str_eq(a.items[0].by, "");
+        ck_assert_int_eq(approvals_set_state(&a, "nope", APPROVAL_DENIED, "x"), -ENOENT);
+        approvals_free(&a);
+}
+END_TEST
+
+/* Requests past the limit and repeated ids are counted, not silently dropped. */
+START_TEST(over_limit_and_duplicates_counted)
+{
+        approvals_t a;
+        seen_t s = {0};
+        init(&a);
+        char line[128];
+        for (unsigned i = 0; i < APPROVALS_MAX + 7; i++) {
+                (void)snprintf(line, sizeof(line),
+                               "{\"type\":\"approval_request\",\"id\":\"r%u\"}\n", i);
+                scan_str(&a, line, &s);
+        }
+        scan_str(&a, "{\"type\":\"approval_request\",\"id\":\"r1\"}\n", &s);
+        scan_str(&a, "{\"type\":\"approval_request\",\"id\":\"r2\"}\n", &s);
+        ck_assert_uint_eq(a.n, APPROVALS_MAX);
+        ck_assert_uint_eq(a.over_limit, 7);
+        ck_assert_uint_eq(a.duplicates, 2);
+        /* Not requests at all are not counted. */
+        scan_str(&a, "{\"type\":\"other\",\"id\":\"r1\"}\nplain text\n", &s);
+        ck_assert_uint_eq(a.over_limit, 7);
+        ck_assert_uint_eq(a.duplicates, 2);
+        approvals_free(&a);
+}
+END_TEST
+
 START_TEST(json_listing)
 {
         approvals_t a;
@@ -449,6 +504,8 @@ static Suite *approvals_suite(void)
         tcase_add_test(tc, decide_escapes_id);
         tcase_add_test(tc, decided_by_is_bounded);
         tcase_add_test(tc, json_listing);
+        tcase_add_test(tc, response_line_leaves_pending);
+        tcase_add_test(tc, over_limit_and_duplicates_counted);
         suite_add_tcase(s, tc);
         return s;
 }

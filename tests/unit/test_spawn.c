@@ -1,8 +1,7 @@
-/* Unit tests for common/spawn, running /bin/sh -c scripts: the stdio pipes
- * (separate, merged, /dev/null), the working directory, exit statuses, exec
- * failures (127), the process group, group signals reaching grandchildren,
- * the child's clean signal mask and dispositions, closed descriptors and
- * PR_SET_PDEATHSIG. */
+/* Unit tests for common/spawn, running /bin/sh -c scripts: the stdio socket
+ * pairs (separate, merged, /dev/null; never reopenable through /proc), the working directory, exit
+ * statuses, exec failures (127), the process group, group signals reaching grandchildren, the
+ * child's clean signal mask and dispositions, closed descriptors and PR_SET_PDEATHSIG. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -118,6 +117,35 @@ START_TEST(stdout_and_stderr_pipes)
         int st = wait_status(c.pid);
         ck_assert(WIFEXITED(st));
         ck_assert_int_eq(WEXITSTATUS(st), 3);
+}
+END_TEST
+
+/* The child's stdio are sockets: no other process can reopen them through
+ * /proc/PID/fd/N (ENXIO), so nothing of the same uid writes into the
+ * harness's stdin (a forged approval_response) or reads its stdout. */
+START_TEST(stdio_cannot_be_reopened)
+{
+        spawn_child_t c = start_sh("echo ready; read l; echo \"got $l\"", NULL, false, false);
+        char out[64];
+        read_fd(c.out_fd, out, sizeof(out), true); /* its stdio are in place */
+        char path[64];
+        const struct {
+                int fd, flags;
+        } tries[] = {{0, O_WRONLY}, {0, O_RDONLY}, {1, O_RDONLY}, {1, O_WRONLY}, {2, O_RDONLY}};
+        for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+                (void)snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)c.pid, tries[i].fd);
+                int fd = open(path, tries[i].flags | O_CLOEXEC | O_NONBLOCK);
+                ck_assert_msg(fd < 0, "%s reopened (flags %d)", path, tries[i].flags);
+                ck_assert_msg(errno == ENXIO, "%s: %s, want ENXIO", path, strerror(errno));
+        }
+        /* Our own ends carry one direction only. */
+        char b;
+        ck_assert_int_eq(read(c.in_fd, &b, 1), 0); /* shut for reading: EOF at once */
+        ck_assert_int_eq(write(c.in_fd, "in\n", 3), 3);
+        read_fd(c.out_fd, out, sizeof(out), true);
+        ck_assert_str_eq(out, "got in\n");
+        close_child(&c);
+        ck_assert_int_eq(wait_status(c.pid), 0);
 }
 END_TEST
 
@@ -363,9 +391,9 @@ START_TEST(other_descriptors_closed)
 END_TEST
 
 /* Regression test (this was a bug, now fixed): with the parent's stdin and
- * stdout closed, the new pipes take fds 0 and 1, so the child's stdin pipe
- * is already fd 0 (or, with stdin_null, its stdout pipe is already fd 1);
- * dup2 onto the same number keeps FD_CLOEXEC, and exec closed it. */
+ * stdout closed, the new socket pairs (laid out as pipes) take fds 0 and 1, so the child's stdin
+ * pipe is already fd 0 (or, with stdin_null, its stdout pipe is already fd 1); dup2 onto the same
+ * number keeps FD_CLOEXEC, and exec closed it. */
 START_TEST(parent_without_stdio)
 {
         for (int round = 0; round < 2; round++) {
@@ -438,6 +466,7 @@ static Suite *spawn_suite(void)
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, stdout_and_stderr_pipes);
         tcase_add_test(tc, stdin_eof_when_closed);
+        tcase_add_test(tc, stdio_cannot_be_reopened);
         tcase_add_test(tc, merge_stderr);
         tcase_add_test(tc, stdin_null);
         tcase_add_test(tc, working_directory);

@@ -375,6 +375,35 @@ START_TEST(free_zeroed)
 }
 END_TEST
 
+/* spec_parse_wipe wipes the text (it holds the run key) whether or not the
+ * spec parses (issue 11: a spec that failed to parse kept the key). */
+static void assert_wiped(const char *text, int want)
+{
+        size_t len = strlen(text);
+        char *buf = strdup(text);
+        ck_assert_ptr_nonnull(buf);
+        turn_spec_t s;
+        hg_error_t err = {0};
+        int r = spec_parse_wipe(buf, len, &s, &err);
+        ck_assert_int_eq(r, want);
+        for (size_t i = 0; i < len; i++)
+                ck_assert_msg(buf[i] == 0, "byte %zu not wiped (%s)", i, text);
+        if (r == 0) {
+                ck_assert_str_eq(s.run_key, "KEY-SECRET");
+                spec_free(&s);
+        }
+        free(buf);
+}
+
+START_TEST(wiped_on_every_path)
+{
+        assert_wiped("{" MINIMAL ",\"run_key\":\"KEY-SECRET\"}", 0);
+        assert_wiped("{" MINIMAL ",\"run_key\":\"KEY-SECRET\",\"bogus\":1}", -EINVAL);
+        assert_wiped("{" MINIMAL ",\"run_key\":\"KEY-SECRET\",\"linger_s\":-1}", -EINVAL);
+        assert_wiped("{\"run_key\":\"KEY-SECRET\"", -EINVAL);
+}
+END_TEST
+
 static Suite *spec_suite(void)
 {
         Suite *s = suite_create("spec");
@@ -394,6 +423,7 @@ static Suite *spec_suite(void)
         tcase_add_test(tc, not_a_spec);
         tcase_add_test(tc, size_limit);
         tcase_add_test(tc, free_zeroed);
+        tcase_add_test(tc, wiped_on_every_path);
         suite_add_tcase(s, tc);
         return s;
 }
