@@ -107,6 +107,17 @@ t_eq "hangar-sidecar installed by dpkg" "install ok installed $VERSION" \
 out=$(in_crun "$T_TMP/hangar-sandbox" bash -c \
         'tmux -S /tmp/t new-session -d -s probe "sleep 5" && tmux -S /tmp/t list-sessions -F "#{session_name}" && tmux -S /tmp/t kill-server && id -u && hangar-probe version' 2>&1)
 t_eq "under crun as the image's user: tmux session, hangar-probe" "probe 1000 hangar-probe $VERSION" "$(tr '\n' ' ' <<<"$out" | sed 's/ $//')"
+# The same under gVisor (the sandbox pods' runtime), when runsc is here.
+if command -v runsc >/dev/null 2>&1; then
+        id=hangar-img-runsc-$$
+        out=$(timeout 120 runsc --root "$T_TMP/runsc" --network=none --platform=ptrace run \
+                --bundle "$T_TMP/hangar-sandbox" "$id" </dev/null 2>&1)
+        t_eq "under runsc as the image's user: tmux session, hangar-probe" "probe 1000 hangar-probe $VERSION" \
+                "$(tr '\n' ' ' <<<"$out" | sed 's/ $//')"
+        runsc --root "$T_TMP/runsc" delete -force "$id" >/dev/null 2>&1
+else
+        echo "  (runsc not installed: the sandbox under gVisor not checked)"
+fi
 
 echo "-- pause"
 t_check "pause is static" bash -c '! file "$1" | grep -q dynamic' _ "$P/pause"
