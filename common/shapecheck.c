@@ -417,6 +417,18 @@ static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, j
                     ", neither root nor the driver's",
                     name, json_integer_value(uid));
 
+        /* Nor in the driver's group (group-owned files of the driver). */
+        json_t *gid = json_object_get(sc, "runAsGroup");
+        if (!gid || json_is_null(gid))
+                gid =
+                    json_object_get(json_object_get(spec_of(pod), "securityContext"), "runAsGroup");
+        bool driver_gid =
+            json_is_integer(gid) && json_integer_value(gid) == (json_int_t)cfg->driver_gid;
+        add(f, uid_code, SHAPECHECK_POD,
+            !driver_gid && (!gid || json_is_null(gid) || json_is_integer(gid)),
+            "container \"%s\" %s", name,
+            driver_gid ? "runs in the driver's group" : "runs in a group of its own (runAsGroup)");
+
         json_t *caps = json_object_get(json_object_get(sc, "capabilities"), "add");
         if (!caps || json_is_null(caps) || (json_is_array(caps) && json_array_size(caps) == 0)) {
                 add(f, cap_code, SHAPECHECK_POD, true, "container \"%s\" adds no capabilities",

@@ -219,6 +219,10 @@ START_TEST(departures_fail_with_their_code)
             /* Containers beside the driver: as its uid, as root, unknown, caps. */
             {"/spec/containers/-", "{\"name\": \"o\", \"securityContext\": {\"runAsUser\": 1001}}",
              "spec.uid"},
+            {"/spec/containers/-",
+             "{\"name\": \"o\", \"securityContext\": {\"runAsUser\": 2000, \"runAsGroup\": 1001}}",
+             "spec.uid"},
+            {"/spec/securityContext/runAsGroup", "1001", "spec.agent-uid"},
             {"/spec/initContainers", "[{\"name\": \"i\", \"securityContext\": {\"runAsUser\": 0}}]",
              "spec.uid"},
             {"/spec/ephemeralContainers",
