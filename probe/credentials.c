@@ -239,11 +239,27 @@ static void search_environment(search_t *s)
         }
 }
 
+/* An answer that says "not now" (priority and fairness, an overloaded or
+ * restarting server): asked again, twice at most, a moment apart. */
+static bool transient(long status)
+{
+        return status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 static bool send(k8s_client_t *k, const char *path, char *body, creds_reply_t *reply)
 {
         hg_error_t err = {0};
-        int r = body ? k8s_request(k, "POST", path, NULL, body, &reply->status, &reply->body, &err)
-                     : -ENOMEM;
+        int r = body ? 0 : -ENOMEM;
+        for (int attempt = 0; r == 0 && attempt < 3; attempt++) {
+                if (attempt > 0) {
+                        json_decref(reply->body);
+                        reply->body = NULL;
+                        (void)usleep(250 * 1000);
+                }
+                r = k8s_request(k, "POST", path, NULL, body, &reply->status, &reply->body, &err);
+                if (r == 0 && !transient(reply->status))
+                        break;
+        }
         free(body);
         if (r < 0) {
                 reply->transport_failed = true;

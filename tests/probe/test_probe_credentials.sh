@@ -105,9 +105,17 @@ creds() {
         jq -r --arg n "$CREDS" "$@" ".checks[] | select(.name == \$n) | $expr" "$out.json" 2>/dev/null
 }
 
+# why OUT: the reasons the report gives for tokens it could not judge (for
+# a failing check's message), prefixed with " why: ", or nothing.
+why() {
+        local r
+        r=$(creds "$1" '[.observed.tokens[] | (.reason // empty), ((.unknown // [])[] | "\(.permission): \(.reason)")] | join("; ")')
+        [ -n "$r" ] && printf ' (why: %s)' "$r"
+}
+
 # ---- no RBAC at all: pass ----
 in_pod none-bound "$T_TMP/sa-bound" - -
-t_eq "no RBAC: the check passes" pass "$(creds none-bound .status)"
+t_eq "no RBAC: the check passes$(why none-bound)" pass "$(creds none-bound .status)"
 t_eq "no RBAC: it is required" true "$(creds none-bound .required)"
 t_eq "no RBAC: the token is the pod's, bound to sandbox-1" "$AGENT sandbox-1 $NS" \
         "$(creds none-bound '.observed.tokens[0] | "\(.user) \(.pod) \(.namespace)"')"
@@ -201,7 +209,7 @@ while IFS='|' read -r label verb group resource scope; do
                 continue
         fi
         in_pod "perm-$n" "$T_TMP/sa-bound" - -
-        t_eq "$label granted: the check fails, naming it" "fail true" \
+        t_eq "$label granted: the check fails, naming it$(why "perm-$n")" "fail true" \
                 "$(creds "perm-$n" '"\(.status) \(.observed.tokens[0].granted | index($l) != null)"' --arg l "$label")"
         revoke "danger-$n" "$scope"
         t_wait_for "! can_i '$verb' '$group' '$resource' '$scope'" 10 || t_fail "$label: revoked grant still live"
@@ -212,7 +220,7 @@ done <<<"$PERMISSIONS"
 "${K[@]}" create clusterrolebinding agent-admin --clusterrole=cluster-admin --serviceaccount="$NS:agent" >/dev/null
 t_wait_for "can_i create '' pods/exec ns" 10
 in_pod admin "$T_TMP/sa-unbound" - -
-t_eq "cluster-admin: the questions asked are exactly the list above, each a yes" \
+t_eq "cluster-admin: the questions asked are exactly the list above, each a yes$(why admin)" \
         "$(cut -d'|' -f1 <<<"$PERMISSIONS" | sort | tr '\n' ,)" \
         "$(creds admin '.observed.tokens[0].granted[] | select(contains(" on pod ") | not)' | sort | tr '\n' ,)"
 PER_POD='create pods/exec
@@ -285,16 +293,16 @@ t_eq "no token mounted: pass, and says none is mounted" "pass false 0" \
 "${KN[@]}" create rolebinding other-exec --role=other-exec --serviceaccount="$NS:other" >/dev/null
 t_wait_for "'${K[0]}' --kubeconfig '$KC' -n $NS auth can-i create pods --subresource=exec --as=system:serviceaccount:$NS:other >/dev/null 2>&1" 10
 in_pod projected "$T_TMP/sa-bound" "$T_TMP/vol-other" -
-t_eq "a projected token of another account that may exec: fail, found in its volume" \
+t_eq "a projected token of another account that may exec: fail, found in its volume$(why projected)" \
         "fail /run/projected/token system:serviceaccount:$NS:other create pods/exec,create pods/exec on pod not-the-pod" \
         "$(creds projected '"\(.status) " + (.observed.tokens[] | select(.status == "fail") | "\(.source) \(.user) \(.granted | join(","))")')"
 t_eq "... the pod's own token beside it still passes" pass \
         "$(creds projected '.observed.tokens[] | select(.standard) | .status')"
 in_pod env-token "$T_TMP/sa-bound" - - "AGENT_TOKEN=$(cat sa-other/token)"
-t_eq "a token in an environment variable that may exec: fail, named" \
+t_eq "a token in an environment variable that may exec: fail, named$(why env-token)" \
         "fail environment variable AGENT_TOKEN" \
         "$(creds env-token '"\(.status) " + (.observed.tokens[] | select(.status == "fail") | .source)')"
 in_pod audience "$T_TMP/sa-bound" "$T_TMP/vol-audience" -
-t_eq "a token for another audience: not accepted by the API server, so harmless (pass)" "pass false" \
+t_eq "a token for another audience: not accepted by the API server, so harmless (pass)$(why audience)" "pass false" \
         "$(creds audience '"\(.status) " + (.observed.tokens[] | select(.source == "/run/projected/token") | "\(.accepted)")')"
 t_end
