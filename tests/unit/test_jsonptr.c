@@ -216,6 +216,25 @@ START_TEST(add_rejects_bad_targets)
 }
 END_TEST
 
+START_TEST(remove_members_and_elements)
+{
+        _unit_json_ json_t *doc = unit_json("{\"a/b\": 1, \"m~n\": 2, \"l\": [0, 1, 2]}");
+        hg_error_t err = {0};
+        ck_assert_int_eq(jsonptr_remove(doc, "/a~1b", &err), 0);
+        ck_assert_int_eq(jsonptr_remove(doc, "/m~0n", &err), 0);
+        ck_assert_int_eq(jsonptr_remove(doc, "/l/1", &err), 0);
+        ck_assert_json_eq_text(doc, "{\"l\": [0, 2]}");
+        /* Nothing there: an error, the document unchanged. */
+        ck_assert_int_eq(jsonptr_remove(doc, "/nope", &err), -ENOENT);
+        ck_assert_int_eq(jsonptr_remove(doc, "/l/2", &err), -EINVAL);
+        ck_assert_int_eq(jsonptr_remove(doc, "/l/-", &err), -EINVAL);
+        ck_assert_int_eq(jsonptr_remove(doc, "/l/01", &err), -EINVAL);
+        ck_assert_int_lt(jsonptr_remove(doc, "/x/y", &err), 0);
+        ck_assert_int_lt(jsonptr_remove(doc, "", &err), 0);
+        ck_assert_json_eq_text(doc, "{\"l\": [0, 2]}");
+}
+END_TEST
+
 static Suite *jsonptr_suite(void)
 {
         Suite *s = suite_create("jsonptr");
@@ -233,6 +252,7 @@ static Suite *jsonptr_suite(void)
         tcase_add_test(tc, add_to_object);
         tcase_add_test(tc, add_to_array);
         tcase_add_test(tc, add_rejects_bad_targets);
+        tcase_add_test(tc, remove_members_and_elements);
         suite_add_tcase(s, tc);
         return s;
 }
