@@ -40,6 +40,7 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.2   # containerd v2.4.2's sandbox image
 # Paths the kubelet, containerd and the CNI plugins use whatever the
 # configuration says: each gets a tmpfs inside the node's mount namespace.
 HIDDEN_PATHS=(/run/containerd /var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni)
+MOUNT_POINT_MARK=.hangar-node-mount-point
 
 log() { echo "node: $*" >&2; }
 die() { echo "node: error: $*" >&2; exit 1; }
@@ -203,8 +204,9 @@ start_namespaces() {
   readlink "/proc/$h/ns/mnt" >"$st/mntns"
 
   # tmpfs over the paths the components use regardless of their configuration.
-  # A path missing on the host needs a mount point: it is created (and
-  # recorded first, so stop removes it even after a failed start).
+  # A path missing on the host needs a mount point: it is created with a
+  # marker file in it (hidden by the tmpfs), and recorded first, so a stop
+  # removes it even after a failed start (see remove_mount_points).
   local p
   : >"$st/created-dirs"
   for p in "${HIDDEN_PATHS[@]}"; do
@@ -214,6 +216,7 @@ start_namespaces() {
       while [ ! -e "$q" ]; do stack=("$q" "${stack[@]}"); q=$(dirname "$q"); done
       printf '%s\n' "${stack[@]}" >>"$st/created-dirs"
       mkdir -p "$p"
+      : >"$p/$MOUNT_POINT_MARK"
     fi
     nsenter -t "$h" --mount -- mount -t tmpfs -o mode=0755,nosuid,nodev "hangar-node" "$p"
   done
@@ -604,6 +607,32 @@ cmd_exec() {
 
 # ---- stop ------------------------------------------------------------------------
 
+# The mount points a node created on the host (they hold the marker and
+# nothing else), unless another node still mounts something there: removing
+# a directory that is a mount point in another mount namespace detaches that
+# mount, which would break the other node. The last node to stop removes them,
+# whichever created them. Then the parent levels this node created, if empty.
+remove_mount_points() {
+  local p d
+  for p in "${HIDDEN_PATHS[@]}"; do
+    [ -f "$p/$MOUNT_POINT_MARK" ] || continue
+    [ "$(ls -A "$p")" = "$MOUNT_POINT_MARK" ] || { log "warning: $p has more than the marker: left in place"; continue; }
+    if grep -qsF " $p " /proc/[0-9]*/mountinfo; then
+      log "$p is a mount point of another node: left for the last one to stop"
+      continue
+    fi
+    rm -f "$p/$MOUNT_POINT_MARK"
+    rmdir "$p" 2>/dev/null || log "warning: could not remove $p"
+  done
+  if [ -f "$st/created-dirs" ]; then
+    while read -r d; do
+      if [ -z "$d" ] || [ ! -d "$d" ]; then continue; fi
+      case " ${HIDDEN_PATHS[*]} " in *" $d "*) continue ;; esac
+      rmdir "$d" 2>/dev/null || true
+    done < <(tac "$st/created-dirs")
+  fi
+}
+
 # Processes of this node: the ones in both its network and mount namespaces,
 # the ones in a cgroup under its cgroupRoot, the ones our pid files name, and
 # every descendant of those (shims, runsc's sandbox and gofer, containers).
@@ -710,14 +739,7 @@ cmd_stop() {
     ip link del "$veth_host" 2>/dev/null || log "warning: could not delete link $veth_host"
   fi
 
-  # Mount points created on the host for the tmpfs (deepest first).
-  if [ -f "$st/created-dirs" ]; then
-    local d
-    while read -r d; do
-      [ -n "$d" ] || continue
-      rmdir "$d" 2>/dev/null || [ ! -e "$d" ] || log "warning: $d is not empty: left in place"
-    done < <(tac "$st/created-dirs")
-  fi
+  remove_mount_points
   rm -rf "$st"
   rm -f "$dir/env"
   log "stopped; logs kept in $dir/*.log"
