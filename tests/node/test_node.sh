@@ -312,7 +312,7 @@ spec: {containers: [{name: c, image: $TEST_IMAGE, imagePullPolicy: Never}]}
 EOF
 }
 # A new webhook configuration takes a moment to be picked up.
-t_wait_for '[ "$(hooked_pod)" = "$mark" ]' 30
+t_wait_for '[ "$(hooked_pod)" = "$mark" ]' 60
 t_eq "a pod created through the API server comes back patched by the webhook" "$mark" "$(hooked_pod)"
 t_check "the webhook pod logged the review" grep -q "reviewed to-hook" <<<"$(kc logs hook 2>&1)"
 kc delete mutatingwebhookconfiguration node-test-hook >/dev/null
