@@ -46,7 +46,7 @@ log() { echo "node: $*" >&2; }
 die() { echo "node: error: $*" >&2; exit 1; }
 
 usage() {
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
