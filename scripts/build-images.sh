@@ -4,7 +4,7 @@
 # with umoci; nothing comes FROM a registry. docs/images.md has the why.
 #
 #   scripts/build-images.sh [--build-dir DIR] [--out DIR] [--cache DIR]
-#                           [--rebuild-rootfs] [webhook|sandbox|pause]...
+#                           [--rebuild-rootfs] [--prune] [webhook|sandbox|pause]...
 #
 # Images (all by default), written as OCI archives into the output dir:
 #   webhook  localhost/hangar-webhook:VERSION   hangar-webhook-VERSION.oci.tar
@@ -23,6 +23,9 @@
 #   --cache, HANGAR_IMAGES_CACHE    rootfs and .deb cache
 #                                   (default: ${XDG_CACHE_HOME:-$HOME/.cache}/hangar-images)
 #   --rebuild-rootfs                run mmdebstrap even when the rootfs is cached
+#   --prune                         afterwards, delete cached root file systems this
+#                                   run did not use (other keys: older snapshots, recipes;
+#                                   with a subset of the images, the others' too)
 #   SOURCE_DATE_EPOCH               every timestamp in the images (default: HEAD's commit time)
 #   HANGAR_IMAGE_REVISION           revision label (default: git HEAD)
 #   HANGAR_IMAGE_SOURCE             source label (default: git remote origin, else NOASSERTION)
@@ -42,6 +45,7 @@ build_dir=${HANGAR_BUILD_DIR:-$repo/build}
 out_dir=${HANGAR_IMAGES_OUT:-}
 IMG_CACHE=${HANGAR_IMAGES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar-images}
 IMG_REBUILD=0
+prune=0
 images=()
 while [ $# -gt 0 ]; do
         case $1 in
@@ -49,6 +53,7 @@ while [ $# -gt 0 ]; do
         --out) out_dir=$2; shift 2 ;;
         --cache) IMG_CACHE=$2; shift 2 ;;
         --rebuild-rootfs) IMG_REBUILD=1; shift ;;
+        --prune) prune=1; shift ;;
         webhook | sandbox | pause) images+=("$1"); shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) img_die "unknown argument '$1' (see --help)" ;;
@@ -254,5 +259,14 @@ for image in "${images[@]}"; do
         archives+=("${archive[$image]}")
 done
 mv -f "$out_dir/images.list.tmp" "$out_dir/images.list"
+if [ "$prune" = 1 ]; then
+        for f in "$IMG_CACHE"/rootfs/*.tar; do
+                [ -e "$f" ] || continue
+                if ! grep -qxF "$f" "$IMG_WORK/rootfs-used" 2>/dev/null; then
+                        img_log "prune: $f"
+                        rm -f "$f" "${f%.tar}.packages"
+                fi
+        done
+fi
 img_log "done in $((SECONDS - start))s; archives:"
 printf '%s\n' "${archives[@]}"

@@ -111,6 +111,7 @@ img_rootfs() {
         } | img_sha256 | cut -c1-16)
         base="$IMG_CACHE/rootfs/$name-$key"
         tarball="$base.tar" list="$base.packages"
+        echo "$tarball" >>"$IMG_WORK/rootfs-used"
         if [ "${IMG_REBUILD:-0}" != 1 ] && [ -s "$tarball" ] && [ -s "$list" ]; then
                 img_log "$name: cached rootfs $tarball"
                 echo "$tarball"
