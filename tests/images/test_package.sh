@@ -87,8 +87,13 @@ done
 t_eq "hangar-probe version in the clean rootfs" "hangar-probe $VERSION" "$(chroot "$root" hangar-probe version 2>&1)"
 t_eq "hangar-driver version in the clean rootfs" "hangar-driver $VERSION" "$(chroot "$root" hangar-driver version 2>&1)"
 t_check "hangar-relay --help in the clean rootfs" im_quiet chroot "$root" hangar-relay --help
+# ld.so --list exits non-zero when a library is missing, or prints "not found".
 for b in hangar-probe hangar-driver hangar-relay; do
-        out=$(chroot "$root" /lib64/ld-linux-x86-64.so.2 --list "/usr/bin/$b" 2>&1)
-        t_check "$b: every library found in the clean rootfs" bash -c '! grep -q "not found" <<<"$1"' _ "$out"
+        if out=$(chroot "$root" /lib64/ld-linux-x86-64.so.2 --list "/usr/bin/$b" 2>&1) &&
+                ! grep -q "not found" <<<"$out"; then
+                t_check "$b: every library found in the clean rootfs" true
+        else
+                t_fail "$b: libraries missing in the clean rootfs: $out"
+        fi
 done
 t_end
