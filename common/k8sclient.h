@@ -3,12 +3,20 @@
  * exactly what the webhook (self-managed certificates) and the probe (reading
  * a pod's spec) need: one request at a time, bounded answers, no watches.
  *
- * Credentials: a kubeconfig's current context (server, CA, client
- * certificate and key or a bearer token; inline *-data or file paths), or
- * in-cluster: KUBERNETES_SERVICE_HOST/PORT with the service account's token
- * and CA under /var/run/secrets/kubernetes.io/serviceaccount (the token is
- * re-read for every request, because projected tokens rotate). TLS is always
- * verified; a kubeconfig asking to skip verification is refused. */
+ * Credentials: a kubeconfig's context (server, CA, client certificate and
+ * key or a bearer token; inline *-data or file paths; or a credential plugin,
+ * user.exec, as GKE's gke-gcloud-auth-plugin: common/execcred.c, run at the
+ * first request, its answer kept until it expires, run again after a 401),
+ * or in-cluster: KUBERNETES_SERVICE_HOST/PORT with the service account's
+ * token and CA under /var/run/secrets/kubernetes.io/serviceaccount (the token
+ * is re-read for every request, because projected tokens rotate). TLS is
+ * always verified; a kubeconfig asking to skip verification is refused.
+ *
+ * Several kubeconfig files (a colon-separated list, as $KUBECONFIG) are
+ * merged as kubectl merges them: the first file to define a cluster, context
+ * or user by a name wins and its stanza is taken whole; current-context is
+ * the first file's that sets one; relative paths resolve against the
+ * directory of the file the stanza is in. */
 #pragma once
 
 #include <stdbool.h>
@@ -25,8 +33,24 @@ typedef struct k8s_client k8s_client_t;
 /* The pod's service-account directory (token, ca.crt, namespace). */
 #define K8S_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
-/* kubeconfig NULL or "": in-cluster credentials. */
+/* kubeconfig NULL or "": in-cluster credentials. Else one file or a
+ * colon-separated list merged (every file must exist), its current context:
+ * the webhook's `kubeconfig` setting. */
 int k8s_client_new(const char *kubeconfig, k8s_client_t **ret, hg_error_t *err);
+/* The same with a context by name (NULL or "": the current context). */
+int k8s_client_new_context(const char *kubeconfig, const char *context, k8s_client_t **ret,
+                           hg_error_t *err);
+
+/* Where kubectl finds its configuration, for a command's --kubeconfig and
+ * --context: kubeconfig (one file, which must exist, no list) if given; else
+ * $KUBECONFIG, a colon-separated list merged, files that do not exist passed
+ * over (none at all: an error, or in a cluster its own credentials);
+ * else ~/.kube/config if it exists and we are not in a cluster (a pod's
+ * home may be written by what runs there; kubectl would read it); else
+ * in-cluster. context (NULL or "": the current context) in a cluster
+ * without a kubeconfig is an error. */
+int k8s_client_new_kubectl(const char *kubeconfig, const char *context, k8s_client_t **ret,
+                           hg_error_t *err);
 void k8s_client_free(k8s_client_t *c);
 
 /* In-cluster like k8s_client_new(NULL) (the address from
@@ -41,6 +65,10 @@ int k8s_client_new_in_cluster(const char *token_file, const char *token, const c
 const char *k8s_client_namespace(const k8s_client_t *c);
 /* Whether that namespace was said (false: "default" is only the fallback). */
 bool k8s_client_namespace_known(const k8s_client_t *c);
+/* The API server's address (https://host:port, no trailing slash). */
+const char *k8s_client_server(const k8s_client_t *c);
+/* The kubeconfig context in use, NULL in a cluster. */
+const char *k8s_client_context(const k8s_client_t *c);
 
 /* Sends method to path ("/api/v1/namespaces/ns/secrets/name") with body (may
  * be NULL) of content_type (NULL: application/json). On any HTTP answer

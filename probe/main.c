@@ -30,8 +30,8 @@
 
 static const char usage_text[] =
     "usage: hangar-probe check --role agent|driver [--config FILE] [--set KEY=VALUE]...\n"
-    "       hangar-probe spec (--pod-file FILE | --name POD [--namespace NS]) [--kubeconfig F]\n"
-    "                         [--config FILE] [--set KEY=VALUE]...\n"
+    "       hangar-probe spec (--pod-file FILE | --name POD [--namespace NS] [--kubeconfig F]\n"
+    "                         [--context NAME]) [--config FILE] [--set KEY=VALUE]...\n"
     "       hangar-probe verdict --mode off|auto|required --spec FILE --agent FILE\n"
     "                            --driver FILE [--write PATH]\n"
     "       hangar-probe version\n"
@@ -40,7 +40,9 @@ static const char usage_text[] =
     "0 (split active), 1 (single-user) or 4 (refused). The configuration is the\n"
     "webhook's (--config or HANGAR_CONFIG, then HANGAR_* variables, then each --set\n"
     "with a key of docs/configuration.md, e.g. --set driver.uid=2001); the mode may\n"
-    "come from HANGAR_UID_SPLIT.\n";
+    "come from HANGAR_UID_SPLIT. spec --name finds the API as kubectl does: --kubeconfig,\n"
+    "else $KUBECONFIG (a colon-separated list, merged), else ~/.kube/config, else the\n"
+    "pod's service account; --context picks a context (default: the current one).\n";
 
 static int print_json(json_t *j)
 {
@@ -165,10 +167,11 @@ static int cmd_spec(int argc, char **argv)
                                              {"name", required_argument, NULL, 'n'},
                                              {"namespace", required_argument, NULL, 's'},
                                              {"kubeconfig", required_argument, NULL, 'k'},
+                                             {"context", required_argument, NULL, 'x'},
                                              {"config", required_argument, NULL, 'c'},
                                              {"set", required_argument, NULL, 'S'},
                                              {NULL, 0, NULL, 0}};
-        const char *file = NULL, *name = NULL, *ns = NULL, *kubeconfig = NULL;
+        const char *file = NULL, *name = NULL, *ns = NULL, *kubeconfig = NULL, *context = NULL;
         const char *config_path = getenv("HANGAR_CONFIG");
         overrides_t sets = {0};
         int c;
@@ -186,6 +189,9 @@ static int cmd_spec(int argc, char **argv)
                 case 'k':
                         kubeconfig = optarg;
                         break;
+                case 'x':
+                        context = optarg;
+                        break;
                 case 'c':
                         config_path = optarg;
                         break;
@@ -200,7 +206,8 @@ static int cmd_spec(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind != argc || (!file == !name)) {
+        /* The API's flags only go with --name. */
+        if (optind != argc || (!file == !name) || (file && (kubeconfig || context || ns))) {
                 fputs(usage_text, stderr);
                 return EXIT_USAGE;
         }
@@ -212,10 +219,10 @@ static int cmd_spec(int argc, char **argv)
         if (file) {
                 (void)yamldoc_load_manifest(file, MAX_INPUT_BYTES, &pod, &err);
         } else {
-                /* Through the API: the pod's own service account in a cluster,
-                 * or a kubeconfig. */
+                /* Through the API: a kubeconfig found as kubectl finds it, or
+                 * the pod's own service account in a cluster. */
                 k8s_client_t *k = NULL;
-                if (k8s_client_new(kubeconfig, &k, &err) == 0) {
+                if (k8s_client_new_kubectl(kubeconfig, context, &k, &err) == 0) {
                         char path[512];
                         (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s",
                                        ns ? ns : k8s_client_namespace(k), name);
