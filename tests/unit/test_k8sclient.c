@@ -1,7 +1,10 @@
 /* Unit tests for common/k8sclient without an API server: loading kubeconfig
  * files (inline data, paths relative to the file, tokens, namespaces), the
  * configurations it refuses, in-cluster detection, an in-cluster client
- * with another token and CA, a transport failure and Status messages. Loading does not parse PEM,
+ * with another token and CA, several files merged as kubectl merges them,
+ * contexts by name, kubectl's search order ($KUBECONFIG, ~/.kube/config,
+ * in-cluster), exec plugins run at requests (cached until expiry, the
+ * cluster in their exec info), a transport failure and Status messages. Loading does not parse PEM,
  * so any PEM-shaped text does. */
 #include <errno.h>
 #include <string.h>
@@ -462,6 +465,354 @@ START_TEST(free_null)
 }
 END_TEST
 
+/* ---- several files, contexts, plugins ---- */
+
+/* Two kubeconfigs in their own directories. a: current ctx-a (c1, u1,
+ * ns-a), c1 with an inline CA. b: current ctx-b (c2, u2, ns-b), its own
+ * ctx-a (c2, u2, from-b), a c1 and c2 whose CA file is next to b only. */
+static void two_files(char *a, char *b)
+{
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        char text[4096], ca_path[4200];
+        (void)snprintf(text, sizeof(text),
+                       "current-context: ctx-a\n"
+                       "contexts:\n"
+                       "- {name: ctx-a, context: {cluster: c1, user: u1, namespace: ns-a}}\n"
+                       "clusters:\n"
+                       "- {name: c1, cluster: {server: 'https://127.0.0.1:1',"
+                       " certificate-authority-data: %s}}\n"
+                       "users:\n- {name: u1, user: {}}\n",
+                       ca);
+        (void)put("a/config", text, a);
+        (void)put("b/ca.crt", CA_PEM, ca_path);
+        (void)put("b/config",
+                  "current-context: ctx-b\n"
+                  "contexts:\n"
+                  "- {name: ctx-b, context: {cluster: c2, user: u2, namespace: ns-b}}\n"
+                  "- {name: ctx-a, context: {cluster: c2, user: u2, namespace: from-b}}\n"
+                  "clusters:\n"
+                  "- {name: c1, cluster: {server: 'https://b-c1.invalid', certificate-authority: "
+                  "ca.crt}}\n"
+                  "- {name: c2, cluster: {server: 'https://b-c2.invalid/', certificate-authority: "
+                  "ca.crt}}\n"
+                  "users:\n- {name: u2, user: {token: t}}\n",
+                  b);
+}
+
+/* Loads list (colon-separated) with context; checks what it chose. */
+static void assert_chooses(const char *list, const char *context, const char *want_context,
+                           const char *want_ns, const char *want_server)
+{
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(k8s_client_new_context(list, context, &c, &err) == 0, "%s: %s", list,
+                      err.message);
+        ck_assert_str_eq(k8s_client_context(c), want_context);
+        ck_assert_str_eq(k8s_client_namespace(c), want_ns);
+        ck_assert_str_eq(k8s_client_server(c), want_server);
+}
+
+START_TEST(merged_first_file_wins)
+{
+        char a[4200], b[4200], ab[8500], ba[8500], list[17000];
+        two_files(a, b);
+        (void)snprintf(ab, sizeof(ab), "%s:%s", a, b);
+        (void)snprintf(ba, sizeof(ba), "%s:%s", b, a);
+        /* current-context: the first file's that sets one. */
+        assert_chooses(ab, NULL, "ctx-a", "ns-a", "https://127.0.0.1:1");
+        assert_chooses(ba, NULL, "ctx-b", "ns-b", "https://b-c2.invalid");
+        /* A context by name; b's paths resolve next to b. */
+        assert_chooses(ab, "ctx-b", "ctx-b", "ns-b", "https://b-c2.invalid");
+        /* The first file's stanza of a name, whole. */
+        assert_chooses(ba, "ctx-a", "ctx-a", "from-b", "https://b-c2.invalid");
+        assert_chooses(ab, "ctx-a", "ctx-a", "ns-a", "https://127.0.0.1:1");
+        /* Empty entries and repeats are passed over. */
+        (void)snprintf(list, sizeof(list), ":%s::%s:%s:", a, b, a);
+        assert_chooses(list, NULL, "ctx-a", "ns-a", "https://127.0.0.1:1");
+        /* One file alone (b) names its own CA relative to itself. */
+        assert_chooses(b, NULL, "ctx-b", "ns-b", "https://b-c2.invalid");
+        /* Every file of the webhook's list must exist. */
+        (void)snprintf(list, sizeof(list), "%s:%s/missing", a, dir);
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(k8s_client_new(list, &c, &err), -ENOENT);
+        ck_assert_msg_has(err, "/missing");
+        ck_assert_ptr_null(c);
+}
+END_TEST
+
+START_TEST(merged_stanzas_are_not_merged)
+{
+        /* x's c1 has no CA, y's c1 has one: x's is taken whole, so there is
+         * none (kubectl: "never merge the stanzas"). */
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        char x[4200], y[4200], text[2048], list[8500];
+        (void)put("x",
+                  "current-context: k\ncontexts:\n- {name: k, context: {cluster: c1, user: u}}\n"
+                  "clusters:\n- {name: c1, cluster: {server: 'https://x.invalid'}}\n"
+                  "users:\n- {name: u, user: {}}\n",
+                  x);
+        (void)snprintf(text, sizeof(text),
+                       "clusters:\n- {name: c1, cluster: {server: 'https://y.invalid', "
+                       "certificate-authority-data: %s}}\n",
+                       ca);
+        (void)put("y", text, y);
+        (void)snprintf(list, sizeof(list), "%s:%s", x, y);
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(k8s_client_new(list, &c, &err), -EINVAL);
+        ck_assert_msg_has(err, "no certificate authority");
+        ck_assert_msg_has(err, x);
+        (void)snprintf(list, sizeof(list), "%s:%s", y, x);
+        assert_chooses(list, NULL, "k", "default", "https://y.invalid");
+}
+END_TEST
+
+START_TEST(context_selection_errors)
+{
+        char a[4200], b[4200], ab[8500], p[4200];
+        two_files(a, b);
+        (void)snprintf(ab, sizeof(ab), "%s:%s", a, b);
+        struct {
+                const char *file_text, *context, *want;
+        } cases[] = {
+            {NULL, "nope", "context \"nope\" not found"},
+            {"current-context: k\ncontexts:\n- {name: k, context: {cluster: gone, user: u}}\n",
+             NULL, "cluster \"gone\" of context \"k\" not found"},
+            {"current-context: k\ncontexts:\n- {name: k, context: {cluster: c1, user: gone}}\n",
+             NULL, "user \"gone\" of context \"k\" not found"},
+            {"current-context: k\ncontexts:\n- {name: k, context: {cluster: c1}}\n", NULL,
+             "context \"k\" names no user"},
+            {"current-context: k\ncontexts:\n- {name: k, context: {user: u1}}\n", NULL,
+             "context \"k\" names no cluster"},
+            {"contexts:\n- {name: k, context: {cluster: c1, user: u1}}\n"
+             "- {name: k, context: {cluster: c1, user: u1}}\n",
+             "k", "two contexts named \"k\""},
+            {"contexts:\n- {context: {cluster: c1, user: u1}}\n", "k", "contexts[0] has no name"},
+            {"contexts: {k: 1}\n", "k", "contexts must be a list"},
+            {"- a\n- b\n", "k", "not a mapping"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                char list[8500];
+                if (cases[i].file_text) {
+                        (void)put("first", cases[i].file_text, p);
+                        (void)snprintf(list, sizeof(list), "%s:%s", p, ab);
+                } else {
+                        (void)snprintf(list, sizeof(list), "%s", ab);
+                }
+                k8s_client_t *c = NULL;
+                hg_error_t err = {0};
+                ck_assert_int_eq(k8s_client_new_context(list, cases[i].context, &c, &err), -EINVAL);
+                ck_assert_ptr_null(c);
+                ck_assert_msg_has(err, cases[i].want);
+        }
+        /* An empty file is an empty configuration. */
+        char list[8500];
+        (void)put("empty", "# nothing\n", p);
+        (void)snprintf(list, sizeof(list), "%s:%s", p, a);
+        assert_chooses(list, NULL, "ctx-a", "ns-a", "https://127.0.0.1:1");
+        /* No kubeconfig, but a context named. */
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_int_eq(k8s_client_new_context("", "ctx-a", &c, &err), -EINVAL);
+        ck_assert_msg_has(err, "no kubeconfig");
+}
+END_TEST
+
+static int new_kubectl(const char *flag, const char *context, k8s_client_t **ret, hg_error_t *err)
+{
+        return k8s_client_new_kubectl(flag, context, ret, err);
+}
+
+START_TEST(kubectl_search_order)
+{
+        char a[4200], b[4200], env[9000], home[4200], kc[4200];
+        two_files(a, b);
+        (void)snprintf(home, sizeof(home), "%s/home", dir);
+        ck_assert_int_eq(setenv("HOME", home, 1), 0);
+        hg_error_t err = {0};
+        /* $KUBECONFIG: merged, missing files passed over. */
+        (void)snprintf(env, sizeof(env), "%s/missing:%s:%s", dir, b, a);
+        ck_assert_int_eq(setenv("KUBECONFIG", env, 1), 0);
+        _client_ k8s_client_t *c1 = NULL;
+        ck_assert_msg(new_kubectl(NULL, NULL, &c1, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(k8s_client_context(c1), "ctx-b");
+        _client_ k8s_client_t *c2 = NULL;
+        ck_assert_msg(new_kubectl("", "ctx-a", &c2, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(k8s_client_namespace(c2), "from-b");
+        /* --kubeconfig: only that file, no merging. */
+        _client_ k8s_client_t *c3 = NULL;
+        ck_assert_msg(new_kubectl(a, NULL, &c3, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(k8s_client_context(c3), "ctx-a");
+        k8s_client_t *c = NULL;
+        ck_assert_int_eq(new_kubectl(a, "ctx-b", &c, &err), -EINVAL);
+        ck_assert_msg_has(err, "context \"ctx-b\" not found");
+        ck_assert_int_eq(new_kubectl(env, NULL, &c, &err), -ENOENT); /* a file, not a list */
+        /* None of $KUBECONFIG's files: an error outside a cluster... */
+        (void)snprintf(env, sizeof(env), "%s/m1:%s/m2", dir, dir);
+        ck_assert_int_eq(setenv("KUBECONFIG", env, 1), 0);
+        ck_assert_int_eq(new_kubectl(NULL, NULL, &c, &err), -ENOENT);
+        ck_assert_msg_has(err, "none of the files in $KUBECONFIG");
+        /* ... and in one, the pod's own credentials (none here: its CA). */
+        ck_assert_int_eq(setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1), 0);
+        ck_assert_int_eq(setenv("KUBERNETES_SERVICE_PORT", "1", 1), 0);
+        ck_assert_int_lt(new_kubectl(NULL, NULL, &c, &err), 0);
+        ck_assert_msg_has(err, SA_CA);
+        ck_assert_int_eq(new_kubectl(NULL, "ctx-a", &c, &err), -ENOENT);
+        ck_assert_msg_has(err, "none of the files in $KUBECONFIG");
+        /* No $KUBECONFIG: ~/.kube/config, but only outside a cluster. */
+        ck_assert_int_eq(unsetenv("KUBECONFIG"), 0);
+        _cleanup_free_ char *b_text = NULL;
+        size_t len;
+        ck_assert_int_eq(file_read_bounded(b, 65536, &b_text, &len), 0);
+        (void)put("home/.kube/ca.crt", CA_PEM, kc);
+        (void)put("home/.kube/config", b_text, kc);
+        ck_assert_int_lt(new_kubectl(NULL, NULL, &c, &err), 0);
+        ck_assert_msg_has(err, SA_CA);
+        ck_assert_int_eq(new_kubectl(NULL, "ctx-b", &c, &err), -EINVAL);
+        ck_assert_msg_has(err, "no kubeconfig to find it in");
+        ck_assert_int_eq(unsetenv("KUBERNETES_SERVICE_HOST"), 0);
+        _client_ k8s_client_t *c4 = NULL;
+        ck_assert_msg(new_kubectl(NULL, NULL, &c4, &err) == 0, "%s", err.message);
+        ck_assert_str_eq(k8s_client_context(c4), "ctx-b");
+        /* Nothing at all: the in-cluster error. */
+        ck_assert_int_eq(unlink(kc), 0);
+        ck_assert_int_eq(new_kubectl(NULL, NULL, &c, &err), -ENOENT);
+        ck_assert_msg_has(err, "KUBERNETES_SERVICE_HOST unset");
+        ck_assert_ptr_null(c);
+}
+END_TEST
+
+/* A kubeconfig in dir/kc/ whose user runs exec (YAML lines, indented for
+ * the user mapping); the cluster carries a per-cluster plugin config. */
+static const char *exec_kubeconfig(const char *exec_lines, char *out)
+{
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        char text[8192];
+        (void)snprintf(text, sizeof(text),
+                       "current-context: ctx\n"
+                       "contexts:\n- {name: ctx, context: {cluster: c1, user: u1}}\n"
+                       "clusters:\n- name: c1\n  cluster:\n    server: " CLOSED_SERVER "\n"
+                       "    certificate-authority-data: %s\n"
+                       "    extensions:\n    - name: client.authentication.k8s.io/exec\n"
+                       "      extension: {audience: hangar}\n"
+                       "users:\n- name: u1\n  user:\n    exec:\n%s",
+                       ca, exec_lines);
+        return put("kc/config", text, out);
+}
+
+START_TEST(exec_stanza_errors)
+{
+        char p[4200];
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        (void)exec_kubeconfig(
+            "      command: x\n      apiVersion: client.authentication.k8s.io/v1\n", p);
+        ck_assert_int_eq(k8s_client_new(p, &c, &err), -EINVAL);
+        ck_assert_msg_has(err, p);
+        ck_assert_msg_has(err, "user \"u1\": exec: interactiveMode must be set");
+        (void)exec_kubeconfig(
+            "      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+            "      interactiveMode: Always\n",
+            p);
+        ck_assert_int_eq(k8s_client_new(p, &c, &err), -EINVAL);
+        ck_assert_msg_has(err, "interactiveMode Always");
+        _cleanup_free_ char *cluster = cluster_inline_ca();
+        _cleanup_free_ char *gcp =
+            kubeconfig("ctx", NULL, cluster, "    auth-provider: {name: gcp}\n");
+        ck_assert_int_eq(load("gcp", gcp, &c, &err), -EINVAL);
+        ck_assert_msg_has(err, "auth-provider is not supported");
+        ck_assert_ptr_null(c);
+}
+END_TEST
+
+#define PLUGIN_V1                                                                                 \
+        "      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: IfAvailable\n" \
+        "      provideClusterInfo: true\n"
+
+START_TEST(exec_plugin_runs_at_requests)
+{
+        /* Counts its runs, keeps what it was given, answers a token valid
+         * for two seconds. */
+        char p[4200], body[2048], plugin[4200];
+        (void)snprintf(body, sizeof(body),
+                       "#!/bin/sh\necho run >>'%s/runs'\n"
+                       "printf '%%s' \"$KUBERNETES_EXEC_INFO\" >'%s/info'\n"
+                       "exp=$(date -u -d '+2 seconds' +%%Y-%%m-%%dT%%H:%%M:%%SZ)\n"
+                       "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                       "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"tok\","
+                       "\"expirationTimestamp\":\"'$exp'\"}}'\n",
+                       dir, dir);
+        (void)snprintf(plugin, sizeof(plugin), "%s/kc/bin/plugin", dir);
+        (void)put("kc/bin/plugin", body, plugin);
+        ck_assert_int_eq(chmod(plugin, 0755), 0);
+        (void)exec_kubeconfig("      command: bin/plugin\n" PLUGIN_V1, p);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(k8s_client_new(p, &c, &err) == 0, "%s", err.message);
+        char runs[4200], info_path[4200];
+        (void)snprintf(runs, sizeof(runs), "%s/runs", dir);
+        (void)snprintf(info_path, sizeof(info_path), "%s/info", dir);
+        ck_assert_int_eq(access(runs, F_OK), -1); /* not at load: at the first request */
+        ck_assert_int_eq(get(c, &err), -EIO);     /* the closed port, past the plugin */
+        ck_assert_msg_has(err, "GET ");
+        ck_assert_int_eq(get(c, &err), -EIO);
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        ck_assert_int_eq(file_read_bounded(runs, 4096, &text, &len), 0);
+        ck_assert_str_eq(text, "run\n"); /* cached */
+        _cleanup_free_ char *info = NULL;
+        ck_assert_int_eq(file_read_bounded(info_path, 65536, &info, &len), 0);
+        _cleanup_free_ char *ca = b64(CA_PEM);
+        _cleanup_strbuf_ strbuf_t want = {0};
+        ck_assert_int_eq(
+            strbuf_printf(&want,
+                          "{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                          "\"kind\":\"ExecCredential\",\"spec\":{\"interactive\":false,"
+                          "\"cluster\":{\"server\":\"" CLOSED_SERVER "\","
+                          "\"certificate-authority-data\":\"%s\","
+                          "\"config\":{\"audience\":\"hangar\"}}}}",
+                          ca),
+            0);
+        _unit_json_ json_t *got = unit_json(info);
+        ck_assert_json_eq_text(got, want.data);
+        /* Expired: run again. */
+        (void)sleep(3);
+        ck_assert_int_eq(get(c, &err), -EIO);
+        free(text);
+        text = NULL;
+        ck_assert_int_eq(file_read_bounded(runs, 4096, &text, &len), 0);
+        ck_assert_str_eq(text, "run\nrun\n");
+}
+END_TEST
+
+START_TEST(exec_plugin_failure_is_the_request_error)
+{
+        char p[4200];
+        (void)exec_kubeconfig("      command: hangar-no-such-plugin\n" PLUGIN_V1
+                              "      installHint: install hangar-no-such-plugin\n",
+                              p);
+        _client_ k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(k8s_client_new(p, &c, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(get(c, &err), -ENOENT);
+        ck_assert_msg_has(err, "exec plugin hangar-no-such-plugin not found on PATH: install");
+        /* A static token and client certificate leave the plugin nothing to give. */
+        _cleanup_free_ char *cert = b64(CERT_PEM), *key = b64(KEY_PEM);
+        char lines[2048];
+        (void)snprintf(lines, sizeof(lines),
+                       "      command: hangar-no-such-plugin\n" PLUGIN_V1
+                       "    token: static\n    client-certificate-data: %s\n"
+                       "    client-key-data: %s\n",
+                       cert, key);
+        (void)exec_kubeconfig(lines, p);
+        _client_ k8s_client_t *d = NULL;
+        ck_assert_msg(k8s_client_new(p, &d, &err) == 0, "%s", err.message);
+        ck_assert_int_eq(get(d, &err), -EIO);
+        ck_assert_ptr_null(strstr(err.message, "plugin"));
+}
+END_TEST
+
 static Suite *k8sclient_suite(void)
 {
         Suite *s = suite_create("k8sclient");
@@ -477,12 +828,19 @@ static Suite *k8sclient_suite(void)
         tcase_add_test(tc, unreadable_kubeconfig);
         tcase_add_test(tc, in_cluster_needs_service_host);
         tcase_add_test(tc, in_cluster_with_another_token);
+        tcase_add_test(tc, merged_first_file_wins);
+        tcase_add_test(tc, merged_stanzas_are_not_merged);
+        tcase_add_test(tc, context_selection_errors);
+        tcase_add_test(tc, kubectl_search_order);
+        tcase_add_test(tc, exec_stanza_errors);
         suite_add_tcase(s, tc);
         tc = tcase_create("requests");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, request_to_closed_port);
         tcase_add_test(tc, status_message);
         tcase_add_test(tc, free_null);
+        tcase_add_test(tc, exec_plugin_runs_at_requests);
+        tcase_add_test(tc, exec_plugin_failure_is_the_request_error);
         suite_add_tcase(s, tc);
         return s;
 }
