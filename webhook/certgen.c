@@ -256,6 +256,21 @@ int certgen_expires_before(const char *cert_pem, int64_t when, hg_error_t *err)
         return X509_cmp_time(X509_get0_notAfter(x), &t) < 0 ? 1 : 0;
 }
 
+int certgen_not_after(const char *cert_pem, int64_t *ret_not_after)
+{
+        _cleanup_(cleanup_bio) BIO *b = BIO_new_mem_buf(cert_pem, -1);
+        if (!b)
+                return -ENOMEM;
+        _cleanup_(cleanup_x509) X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+        struct tm tm;
+        if (!x || ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) != 1) {
+                ERR_clear_error();
+                return -EINVAL;
+        }
+        *ret_not_after = (int64_t)timegm(&tm);
+        return 0;
+}
+
 int certgen_leaf_current(const certgen_pem_t *ca, const char *leaf_pem,
                          const certgen_request_t *req, int64_t renew_at, hg_error_t *err)
 {

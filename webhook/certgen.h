@@ -35,6 +35,9 @@ int certgen_check_ca(const certgen_pem_t *ca, hg_error_t *err);
  * time), 0 if it still is, <0 if it cannot be read. */
 int certgen_expires_before(const char *cert_pem, int64_t when, hg_error_t *err);
 
+/* The certificate's notAfter (Unix time); -EINVAL if it cannot be read. */
+int certgen_not_after(const char *cert_pem, int64_t *ret_not_after);
+
 /* Whether the serving certificate leaf_pem still serves: signed by ca, valid
  * now and still valid at renew_at (Unix time), and naming every DNS name and
  * IP address of req. Returns 0 if it does, 1 if it should be replaced (err

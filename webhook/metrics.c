@@ -7,9 +7,11 @@
 #include "strbuf.h"
 
 /* Review latency buckets in seconds: a hand-built patch is microseconds, the
- * API server's timeout is seconds; both ends must be visible. */
-static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                 0.01,   0.025,   0.05,   0.1,   0.5,    1.0};
+ * API server's timeout is seconds (webhook.timeoutSeconds, 1 to 30); both
+ * ends must be visible, and a p99 near any timeout must be measurable (a
+ * quantile cannot come out above the last finite bound). */
+static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                 0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0, 30.0};
 #define NBUCKETS ARRAY_SIZE(buckets)
 
 static struct {
@@ -20,6 +22,12 @@ static struct {
         atomic_uint_fast64_t latency_sum_ns;
         atomic_int_fast64_t cert_not_after;
         atomic_uint_fast64_t cert_reloads_ok;
+        /* Self-managed mode only; its series are rendered once set. */
+        atomic_bool self_managed;
+        atomic_int_fast64_t ca_not_after;
+        atomic_bool ca_bundle_in_sync;
+        atomic_int_fast64_t ca_bundle_synced_at;
+        atomic_uint_fast64_t ca_bundle_updates;
 } m;
 
 static const char *const error_names[METRICS_ERROR_COUNT] = {
@@ -66,7 +74,52 @@ void metrics_record_cert(int64_t not_after_unix, int reloaded_ok)
         }
 }
 
-char *metrics_render(void)
+void metrics_record_ca(int64_t not_after_unix)
+{
+        atomic_store(&m.ca_not_after, not_after_unix);
+        atomic_store(&m.self_managed, true);
+}
+
+void metrics_record_ca_bundle(bool in_sync, int64_t now_unix)
+{
+        atomic_store(&m.ca_bundle_in_sync, in_sync);
+        if (in_sync)
+                atomic_store(&m.ca_bundle_synced_at, now_unix);
+        atomic_store(&m.self_managed, true);
+}
+
+void metrics_record_ca_bundle_update(void)
+{
+        atomic_fetch_add(&m.ca_bundle_updates, 1);
+}
+
+/* The self-managed certificate's series. */
+static int render_self_managed(strbuf_t *sb)
+{
+        return strbuf_printf(
+            sb,
+            "# HELP hangar_webhook_ca_not_after_seconds Expiry of the CA that signs the serving "
+            "certificate (Unix time; 0 before the first sync reads it).\n"
+            "# TYPE hangar_webhook_ca_not_after_seconds gauge\n"
+            "hangar_webhook_ca_not_after_seconds %lld\n"
+            "# HELP hangar_webhook_ca_bundle_in_sync Whether the last certificate sync ended with "
+            "every webhook of the configurations trusting the CA (1) or failed (0).\n"
+            "# TYPE hangar_webhook_ca_bundle_in_sync gauge\n"
+            "hangar_webhook_ca_bundle_in_sync %d\n"
+            "# HELP hangar_webhook_ca_bundle_synced_timestamp_seconds When a certificate sync "
+            "last ended with the caBundle trusting the CA (Unix time; 0 before one).\n"
+            "# TYPE hangar_webhook_ca_bundle_synced_timestamp_seconds gauge\n"
+            "hangar_webhook_ca_bundle_synced_timestamp_seconds %lld\n"
+            "# HELP hangar_webhook_ca_bundle_updates_total caBundles found not trusting the CA "
+            "and patched.\n"
+            "# TYPE hangar_webhook_ca_bundle_updates_total counter\n"
+            "hangar_webhook_ca_bundle_updates_total %llu\n",
+            (long long)atomic_load(&m.ca_not_after), atomic_load(&m.ca_bundle_in_sync) ? 1 : 0,
+            (long long)atomic_load(&m.ca_bundle_synced_at),
+            (unsigned long long)atomic_load(&m.ca_bundle_updates));
+}
+
+char *metrics_render(bool ready)
 {
         _cleanup_strbuf_ strbuf_t sb = {0};
         int r = 0;
@@ -134,6 +187,17 @@ char *metrics_render(void)
                            "hangar_webhook_cert_reloads_total %llu\n",
                            (long long)atomic_load(&m.cert_not_after),
                            (unsigned long long)atomic_load(&m.cert_reloads_ok));
+        r |= strbuf_printf(&sb,
+                           "# HELP hangar_webhook_ready Whether /readyz answers 200 (1: a valid "
+                           "serving certificate, not shutting down) or 503 (0).\n"
+                           "# TYPE hangar_webhook_ready gauge\n"
+                           "hangar_webhook_ready %d\n"
+                           "# HELP hangar_webhook_build_info The webhook's version (always 1).\n"
+                           "# TYPE hangar_webhook_build_info gauge\n"
+                           "hangar_webhook_build_info{version=\"%s\"} 1\n",
+                           ready ? 1 : 0, HANGAR_VERSION);
+        if (atomic_load(&m.self_managed))
+                r |= render_self_managed(&sb);
         if (r != 0)
                 return NULL;
         return strbuf_take(&sb);

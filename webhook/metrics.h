@@ -2,6 +2,7 @@
  * threads never wait on each other to count. Rendered in the text format. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mutate.h"
@@ -20,5 +21,14 @@ typedef enum metrics_error {
 void metrics_record_review(const mutate_result_t *result, double seconds);
 void metrics_record_error(metrics_error_t kind);
 void metrics_record_cert(int64_t not_after_unix, int reloaded_ok);
-/* The text exposition; the caller frees it. NULL on allocation failure. */
-char *metrics_render(void);
+/* Self-managed certificates (selfcert.c), one call per sync round: the
+ * expiry of the CA that signs the serving pair (its series appear with the
+ * first call, so other modes expose none), and whether the round ended with
+ * every webhook of the configurations trusting the CA (now_unix: when). */
+void metrics_record_ca(int64_t not_after_unix);
+void metrics_record_ca_bundle(bool in_sync, int64_t now_unix);
+/* A caBundle the sync found wrong and patched. */
+void metrics_record_ca_bundle_update(void);
+/* The text exposition; ready is what /readyz answers now. The caller frees
+ * it. NULL on allocation failure. */
+char *metrics_render(bool ready);

@@ -15,6 +15,7 @@
 #include "jsonx.h"
 #include "k8sclient.h"
 #include "log.h"
+#include "metrics.h"
 #include "strbuf.h"
 #include "strparse.h"
 
@@ -442,6 +443,7 @@ static int patch_ca_bundle(selfcert_t *sc, const char *path_of_config, const cha
         if (status != 200)
                 return error_set(err, -EIO, "patching the caBundle of %s %s: %s", kind, name,
                                  k8s_status_message(answer, status, buf, sizeof(buf)));
+        metrics_record_ca_bundle_update();
         log_event(LOG_LEVEL_INFO, "caBundle updated",
                   json_pack("{s:s, s:s, s:I}", "kind", kind, "webhookConfiguration", name,
                             "webhooks", (json_int_t)(json_array_size(ops) - 1)));
@@ -452,8 +454,13 @@ int selfcert_sync(selfcert_t *sc, hg_error_t *err)
 {
         secret_pems_t p = {0};
         int r = ensure_secret(sc, &p, err);
-        if (r < 0)
+        if (r < 0) {
+                metrics_record_ca_bundle(false, (int64_t)time(NULL));
                 return r;
+        }
+        int64_t ca_not_after;
+        if (certgen_not_after(p.cas.ca.cert, &ca_not_after) == 0)
+                metrics_record_ca(ca_not_after);
         /* Key first: the store refuses a certificate whose key has not arrived. */
         int changed = write_if_changed(sc->cfg->key_file, p.leaf.key, 0600, err);
         int changed_cert =
@@ -475,6 +482,7 @@ int selfcert_sync(selfcert_t *sc, hg_error_t *err)
                         r = pr;
         }
         secret_pems_free(&p);
+        metrics_record_ca_bundle(r >= 0, (int64_t)time(NULL));
         if (r < 0)
                 return r;
         return changed || changed_cert ? 1 : 0;

@@ -342,7 +342,7 @@ static enum MHD_Result answer_simple(server_t *s, struct MHD_Connection *conn, r
                                  atomic_load(&s->stopping) ? "shutting down\n"
                                                            : "no valid serving certificate\n");
         case ROUTE_METRICS: {
-                char *text = metrics_render();
+                char *text = metrics_render(!atomic_load(&s->stopping) && certstore_ready());
                 if (!text)
                         return MHD_NO;
                 return send_buffer(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", text, false);

@@ -278,6 +278,22 @@ START_TEST(zero_days_expires_at_once)
 }
 END_TEST
 
+START_TEST(not_after_of_a_ca)
+{
+        _pem_ certgen_pem_t ca = {0};
+        int64_t before = (int64_t)time(NULL);
+        make_ca(&ca);
+        int64_t not_after = 0;
+        ck_assert_int_eq(certgen_not_after(ca.cert, &not_after), 0);
+        /* 365 days from issue, give or take the seconds this test took. */
+        ck_assert_int_ge(not_after, before + 365 * 86400 - 5);
+        ck_assert_int_le(not_after, (int64_t)time(NULL) + 365 * 86400 + 5);
+        not_after = 42;
+        ck_assert_int_eq(certgen_not_after("not a certificate", &not_after), -EINVAL);
+        ck_assert_int_eq(not_after, 42);
+}
+END_TEST
+
 START_TEST(pem_free)
 {
         certgen_pem_t p = {strdup("cert"), strdup("key")};
@@ -301,6 +317,7 @@ static Suite *certgen_suite(void)
         tcase_add_test(tc, bad_names_rejected);
         tcase_add_test(tc, ca_key_must_match);
         tcase_add_test(tc, zero_days_expires_at_once);
+        tcase_add_test(tc, not_after_of_a_ca);
         tcase_add_test(tc, pem_free);
         suite_add_tcase(s, tc);
         return s;

@@ -29,7 +29,7 @@ static double value_of(const char *text, const char *series)
 
 static double metric(const char *series)
 {
-        _cleanup_free_ char *text = metrics_render();
+        _cleanup_free_ char *text = metrics_render(true);
         ck_assert_ptr_nonnull(text);
         return value_of(text, series);
 }
@@ -41,9 +41,9 @@ static void record(mutate_reason_t reason, double seconds)
         metrics_record_review(&r, seconds);
 }
 
-static const char *const bucket_bounds[] = {"0.0001", "0.00025", "0.0005", "0.001", "0.0025",
-                                            "0.005",  "0.01",    "0.025",  "0.05",  "0.1",
-                                            "0.5",    "1",       "+Inf"};
+static const char *const bucket_bounds[] = {
+    "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05",
+    "0.1",    "0.25",    "0.5",    "1",     "2.5",    "5",     "10",   "30",    "+Inf"};
 
 static double bucket(const char *le)
 {
@@ -55,7 +55,7 @@ static double bucket(const char *le)
 
 START_TEST(render_lists_every_series)
 {
-        _cleanup_free_ char *text = metrics_render();
+        _cleanup_free_ char *text = metrics_render(true);
         ck_assert_ptr_nonnull(text);
         static const char *const lines[] = {
             "# TYPE hangar_webhook_reviews_total counter\n",
@@ -65,6 +65,9 @@ START_TEST(render_lists_every_series)
             "# TYPE hangar_webhook_review_duration_seconds histogram\n",
             "# TYPE hangar_webhook_cert_not_after_seconds gauge\n",
             "# TYPE hangar_webhook_cert_reloads_total counter\n",
+            "# TYPE hangar_webhook_ready gauge\n",
+            "hangar_webhook_ready 1\n",
+            "hangar_webhook_build_info{version=\"" HANGAR_VERSION "\"} 1\n",
             "hangar_webhook_reviews_total{decision=\"injected\",reason=\"injected\"} ",
             "hangar_webhook_reviews_total{decision=\"denied\",reason=\"conflict\"} ",
             "hangar_webhook_reviews_total{decision=\"skipped\",reason=\"not-selected\"} ",
@@ -134,7 +137,7 @@ START_TEST(histogram_cumulative)
         record(REASON_INJECTED, 0.001);
         record(REASON_INJECTED, 0.03);
         record(REASON_INJECTED, 2.0);
-        static const double want[] = {1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 4};
+        static const double want[] = {1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4};
         double prev = -1;
         for (size_t i = 0; i < ARRAY_SIZE(bucket_bounds); i++) {
                 double now = bucket(bucket_bounds[i]);
@@ -184,6 +187,42 @@ START_TEST(cert_gauge_and_reloads)
 }
 END_TEST
 
+START_TEST(ready_follows_the_argument)
+{
+        _cleanup_free_ char *yes = metrics_render(true);
+        _cleanup_free_ char *no = metrics_render(false);
+        ck_assert_ptr_nonnull(yes);
+        ck_assert_ptr_nonnull(no);
+        ck_assert_double_eq(value_of(yes, "hangar_webhook_ready"), 1);
+        ck_assert_double_eq(value_of(no, "hangar_webhook_ready"), 0);
+}
+END_TEST
+
+START_TEST(self_managed_series_appear_once_recorded)
+{
+        /* check forks per test: this process has recorded nothing yet. */
+        ck_assert_double_eq(metric("hangar_webhook_ca_not_after_seconds"), -1);
+        ck_assert_double_eq(metric("hangar_webhook_ca_bundle_in_sync"), -1);
+        metrics_record_ca(2000000000);
+        metrics_record_ca_bundle(true, 1700000000);
+        ck_assert_double_eq(metric("hangar_webhook_ca_not_after_seconds"), 2000000000);
+        ck_assert_double_eq(metric("hangar_webhook_ca_bundle_in_sync"), 1);
+        ck_assert_double_eq(metric("hangar_webhook_ca_bundle_synced_timestamp_seconds"),
+                            1700000000);
+        /* A failed round: out of sync, and the last good time stays. */
+        metrics_record_ca_bundle(false, 1700000060);
+        ck_assert_double_eq(metric("hangar_webhook_ca_bundle_in_sync"), 0);
+        ck_assert_double_eq(metric("hangar_webhook_ca_bundle_synced_timestamp_seconds"),
+                            1700000000);
+        double u0 = metric("hangar_webhook_ca_bundle_updates_total");
+        metrics_record_ca_bundle_update();
+        ck_assert_double_eq(metric("hangar_webhook_ca_bundle_updates_total"), u0 + 1);
+        _cleanup_free_ char *text = metrics_render(true);
+        ck_assert_ptr_nonnull(
+            strstr(text, "# TYPE hangar_webhook_ca_bundle_updates_total counter\n"));
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
         Suite *s = suite_create("metrics");
@@ -194,6 +233,8 @@ static Suite *metrics_suite(void)
         tcase_add_test(tc, histogram_cumulative);
         tcase_add_test(tc, errors_by_kind);
         tcase_add_test(tc, cert_gauge_and_reloads);
+        tcase_add_test(tc, ready_follows_the_argument);
+        tcase_add_test(tc, self_managed_series_appear_once_recorded);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Builds and caches promtool (github.com/prometheus/prometheus/cmd/promtool),
+# which the metrics tests use to check the webhook's exposition
+# (`promtool check metrics`) and the chart's alerts (`promtool check rules`,
+# `promtool test rules`).
+#
+#   scripts/prom-tools.sh                 build if needed; last stdout line is the bin dir
+#   scripts/prom-tools.sh --print-bin-dir print the bin dir (fails if not built yet)
+#   scripts/prom-tools.sh --print-key     print the cache key
+#   scripts/prom-tools.sh --prune         remove cached promtool builds of other keys
+#
+# Cache: ${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}/
+#   prom-<key>/bin/promtool                finished binary
+#   gomod/  GOMODCACHE      gocache/  GOCACHE   (shared with scripts/k8s-tools.sh)
+# The key is derived from the pinned version, the Go version and the build
+# recipe; a present key is never rebuilt. Build output goes to stderr; only
+# the bin dir goes to stdout.
+set -euo pipefail
+
+# ---- pinned version --------------------------------------------------------
+# Go module versions of Prometheus are v0.<major*100+minor>.<patch>:
+# v0.316.0 is Prometheus 3.16.0. Bump: `go list -m -versions
+# github.com/prometheus/prometheus`, change it here, run the metrics suite.
+PROM_MODULE_VERSION=v0.316.0
+RECIPE_REV=1 # bump when the build flags below change
+
+cache_root="${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
+
+log() { echo "prom-tools: $*" >&2; }
+die() { echo "prom-tools: error: $*" >&2; exit 1; }
+
+# Go environment: the module and build caches k8s-tools.sh uses (shared
+# downloads), no toolchain switching, module cache writable so `rm -rf` works.
+export GOMODCACHE="$cache_root/gomod"
+export GOCACHE="$cache_root/gocache"
+export GOTOOLCHAIN=local
+export GOFLAGS="-buildvcs=false -modcacherw"
+export CGO_ENABLED=0
+
+command -v go >/dev/null 2>&1 || die "go not found in PATH (needed to build promtool)"
+
+# The Prometheus release a module version stands for: v0.316.2 -> 3.16.2.
+prom_release() {
+  local v=${PROM_MODULE_VERSION#v0.} minor_all patch
+  minor_all=${v%%.*}
+  patch=${v#*.}
+  echo "$((minor_all / 100)).$((minor_all % 100)).$patch"
+}
+
+cache_key() {
+  local gov h
+  gov=$(go env GOVERSION)
+  h=$(echo "recipe=$RECIPE_REV prometheus=$PROM_MODULE_VERSION" | sha256sum | cut -c1-10)
+  echo "prom-$PROM_MODULE_VERSION-$gov-$h"
+}
+
+have_all() { [ -x "$1/promtool" ]; }
+
+build_into() {
+  local out="$1" ldflags cv=github.com/prometheus/common/version
+  # As upstream's .promu.yml stamps releases, minus the build host. The
+  # service-discovery plugins are left out (remove_all_sd): promtool's
+  # metrics and rules commands need none of them, and they are most of the
+  # dependency graph (cloud SDKs).
+  ldflags="-s -w -X $cv.Version=$(prom_release) -X $cv.Revision=$PROM_MODULE_VERSION"
+  ldflags+=" -X $cv.Branch=HEAD -X $cv.BuildUser=hangar-sidecar -X $cv.BuildDate=00000000-00:00:00"
+  cd /
+  log "go install github.com/prometheus/prometheus/cmd/promtool@$PROM_MODULE_VERSION"
+  GOBIN="$out" go install -p 2 -trimpath -tags remove_all_sd -ldflags "$ldflags" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROM_MODULE_VERSION"
+}
+
+build() {
+  local key dir lock start
+  key=$(cache_key)
+  dir="$cache_root/$key"
+  if have_all "$dir/bin"; then
+    echo "$dir/bin"
+    return 0
+  fi
+  mkdir -p "$cache_root"
+  # Its own lock: a k8s-tools build holding .lock need not hold this one up.
+  lock="$cache_root/.lock-prom"
+  exec 9>"$lock"
+  if ! flock -n 9; then
+    log "waiting for another build holding $lock"
+    flock 9
+  fi
+  if have_all "$dir/bin"; then
+    echo "$dir/bin"
+    return 0
+  fi
+  log "building $key (cold: a few minutes on 2 cores)"
+  start=$(date +%s)
+  # Global, not local: the EXIT trap may run after this function's frame is gone.
+  build_tmp="$cache_root/.build-$key.$$"
+  rm -rf "$build_tmp"
+  mkdir -p "$build_tmp/bin"
+  trap 'rm -rf "$build_tmp"' EXIT
+  build_into "$build_tmp/bin"
+  "$build_tmp/bin/promtool" --version >&2
+  {
+    echo "key=$key"
+    echo "prometheus=$PROM_MODULE_VERSION ($(prom_release))"
+    echo "go=$(go env GOVERSION)"
+    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(( $(date +%s) - start ))"
+  } >"$build_tmp/BUILD-INFO"
+  rm -rf "$dir"
+  mv "$build_tmp" "$dir"
+  trap - EXIT
+  log "built in $(( $(date +%s) - start ))s: $dir/bin/promtool"
+  echo "$dir/bin"
+}
+
+case "${1:-}" in
+  "" | build)
+    build ;;
+  --print-bin-dir)
+    dir="$cache_root/$(cache_key)/bin"
+    have_all "$dir" || die "promtool not built yet: run scripts/prom-tools.sh first ($dir)"
+    echo "$dir" ;;
+  --print-key)
+    cache_key ;;
+  --prune)
+    key=$(cache_key)
+    for d in "$cache_root"/prom-*; do
+      if [ ! -d "$d" ] || [ "$(basename "$d")" = "$key" ]; then continue; fi
+      log "removing $d"
+      rm -rf "$d"
+    done ;;
+  -h | --help)
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *)
+    die "unknown argument '$1' (see --help)" ;;
+esac
