@@ -52,16 +52,30 @@ static int open_nofollow(const char *path, int flags, int *ret_fd, hg_error_t *e
         return 0;
 }
 
+/* Read-only for this process: statvfs says so, or (gVisor 2022 does not
+ * report a read-only bind mount in statvfs) the file system refuses a
+ * write with EROFS. Any other answer (the directory created, EACCES,
+ * EEXIST) proves nothing and is a no. */
+static bool read_only_here(int fd)
+{
+        static const char probe[] = ".hangar-relay-ro-probe";
+        struct statvfs vfs;
+        if (fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+                return true;
+        if (mkdirat(fd, probe, 0700) == 0) {
+                (void)unlinkat(fd, probe, AT_REMOVEDIR);
+                return false;
+        }
+        return errno == EROFS;
+}
+
 int home_open_with(const char *home, const char *mountinfo_path, int *ret_fd, hg_error_t *err)
 {
         _cleanup_close_ int fd = -1;
         int r = open_nofollow(home, O_RDONLY | O_DIRECTORY, &fd, err);
         if (r < 0)
                 return error_prefix(err, "hangar-home: ");
-        struct statvfs vfs;
-        if (fstatvfs(fd, &vfs) < 0)
-                return error_set(err, -errno, "hangar-home %s: statvfs: %s", home, strerror(errno));
-        if (!(vfs.f_flag & ST_RDONLY))
+        if (!read_only_here(fd))
                 return error_set(err, -EPERM,
                                  "hangar-home %s is writable here: not the read-only mount the "
                                  "driver writes (refusing to trust its files)",

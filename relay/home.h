@@ -5,7 +5,8 @@
  * its own listener, which would then receive the token) where the relay
  * looks. So the relay opens the path one component at a time from "/"
  * (openat, O_NOFOLLOW: no symlink anywhere), and requires that what it
- * opened is a read-only file system (fstatvfs ST_RDONLY), that the mount
+ * opened is read-only here (fstatvfs ST_RDONLY, or a write refused with
+ * EROFS: gVisor's statvfs does not flag a read-only bind mount), that the mount
  * table has a read-only mount exactly at that path, and that the path still
  * names the directory it opened. Every file of hangar-home is then read
  * relative to the opened directory, never by path. Fails closed, saying

@@ -18,27 +18,25 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
 t_begin "attacks from the agent's container, $RUNTIME"
 EXTRA_BINS=("$(dirname "$ATTACK")" "$(dirname "$PTRACE")")
-# The relay installed as the images should install it: executable, not
-# readable by the agent (0711 root), so execve makes it non-dumpable before
-# its first instruction (Linux's would_dump rule) and no agent process can
-# open its /proc/PID/fd/0 in the moment before it hardens itself.
-mkdir -p "$T_TMP/relaybin"
-install -m 0711 "$RELAY" "$T_TMP/relaybin/hangar-relay"
-RELAY_READABLE=$RELAY
-RELAY=$T_TMP/relaybin/hangar-relay
+# The relay installed as the images should install it where the runtime
+# allows: executable, not readable by the agent (0711 root), so execve makes
+# it non-dumpable before its first instruction (Linux's rule for unreadable
+# binaries) and no agent process can open its /proc/PID/fd/0 in the moment
+# before it hardens itself. gVisor's loader reads the binary as the caller,
+# so under runsc such a binary does not run: there the readable relay is used
+# and its ready line says it had that moment ("window": true).
+mkdir -p "$T_TMP/relay-exec-only"
+chmod 755 "$T_TMP"
+install -m 0711 "$RELAY" "$T_TMP/relay-exec-only/hangar-relay-xo"
+EXTRA_BINS+=("$T_TMP/relay-exec-only")
 . "$HERE/turnlib.sh"
 turn_pod_up || t_end
-# gVisor's loader reads the binary as the caller: an execute-only binary does
-# not run there (EACCES). Then the relay is the readable one, and the moment
-# after execve before it hardens itself stays (docs/security-model.md).
 EXEC_ONLY=true
-if ! in_agent hangar-relay --help >/dev/null 2>&1; then
+RELAY_CMD=hangar-relay-xo
+if ! in_agent hangar-relay-xo --help >/dev/null 2>&1; then
         EXEC_ONLY=false
+        RELAY_CMD=hangar-relay
         echo "  note an execute-only hangar-relay cannot be executed under $RUNTIME: the readable one is used"
-        down
-        trap t_cleanup EXIT
-        install -m 0755 "$RELAY_READABLE" "$T_TMP/relaybin/hangar-relay"
-        turn_pod_up || t_end
 fi
 
 # Each attack is counted: tried, and held when the door stayed shut.
@@ -56,6 +54,21 @@ held_eq() {
         ATTACKS=$((ATTACKS + 1))
         t_eq "$@"
         [ "$T_FAILURES" = "$before" ] && HELD=$((HELD + 1))
+}
+# gap_eq WHY WHAT EXPECTED ACTUAL: an attack whose door this runtime does not
+# shut (WHY says so, docs/security-model.md): counted as tried, and as held
+# only if it held; reported as GAP, not as a failure of the code.
+GAPS=0
+gap_eq() {
+        ATTACKS=$((ATTACKS + 1))
+        T_CHECKS=$((T_CHECKS + 1))
+        if [ "$3" = "$4" ]; then
+                HELD=$((HELD + 1))
+                echo "  ok   $2"
+        else
+                GAPS=$((GAPS + 1))
+                echo "  GAP  $2: expected [$3], got [$4] ($1)"
+        fi
 }
 # fails WHAT CMD...: an attack that CMD, run as the agent, fails.
 fails() {
@@ -140,27 +153,10 @@ held_eq "half a HELLO then stall: dropped" closed "$(attack "$PORT" half 5)"
 FLOOD=$!
 t_cleanup_pid $FLOOD
 sleep 1
-# The relay-token race: an agent process spinning over /proc to open the
-# relay's stdin before it hardens itself, and to read the token from it.
-"$PODRUN" exec --dir "$POD" sandbox -- hangar-test-ptrace snoop hangar-relay 20 >snoop.json 2>&1 &
-SNOOP=$!
-t_cleanup_pid $SNOOP
-sleep 1
 # The real relay, while the flood holds 60 connections.
 start_relay atk
 held "the relay gets in through the flood" t_wait_for "log_has 'harness got: the-input'" 30
 wait $FLOOD 2>/dev/null
-wait $SNOOP 2>/dev/null
-held_eq "an agent process spinning on /proc/RELAY/fd/0 steals no token ($(cat snoop.json))" 0 \
-        "$(jq -r .stolen snoop.json 2>/dev/null)"
-t_check "... it saw the relay start" test "$(jq -r .seen snoop.json 2>/dev/null)" -ge 1 2>/dev/null
-if [ "$EXEC_ONLY" = true ]; then
-        t_eq "the relay was non-dumpable from execve (a binary the agent cannot read): no window" false \
-                "$(head -n 1 atk.relay.out | jq -r .window)"
-else
-        t_eq "the relay (readable) says it had a window after execve" true \
-                "$(head -n 1 atk.relay.out | jq -r .window)"
-fi
 t_check "relay.token is gone from hangar-ctl once the relay is in" in_driver test ! -e $CTL_DIR/relay.token
 held_eq "the token again (replayed) after the relay is in: refused" refused "$(attack "$PORT" token "$TOKEN" io)"
 held_eq "a third connection: refused" refused "$(attack "$PORT" none)"
@@ -172,7 +168,7 @@ t_eq "status: running, both channels, rejections counted" "running true true" \
         "$(ctl status | jq -r '"\(.state) \(.io) \(.ctl)"')"
 
 # ---- the relay: the agent's own process, but hardened ----
-RELAY_PID=$(in_agent sh -c 'for d in /proc/[0-9]*; do case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "hangar-relay "*) echo ${d#/proc/};; esac; done' | head -n 1)
+RELAY_PID=$(in_agent sh -c 'for d in /proc/[0-9]*; do case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "hangar-relay"*) echo ${d#/proc/};; esac; done' | head -n 1)
 t_check "the relay runs in the agent's container (pid $RELAY_PID)" test -n "$RELAY_PID"
 in_agent hangar-test-ptrace attack "$RELAY_PID" >relay.attack.json
 held "/proc/PID/mem of the non-dumpable relay: not readable ($(jq -c '{mem_open, attach}' relay.attack.json))" \
@@ -271,6 +267,38 @@ held_eq "ctl approvals streams past 256 KiB: the 256 requests kept" 256 "$(ctl a
 wait $FR 2>/dev/null
 t_wait_pid fr.driver.pid 30
 
+# ---- the relay-token race ----
+# An agent process spinning over /proc to open the relay's stdin in the
+# moment after execve before the relay hardens itself, and to read the token
+# hangar writes there. Its own turn: a stolen token must not take the rest
+# of the suite with it.
+spec race ask 'sleep 1' '{"linger_s": 1, "connect_timeout_s": 30}' >race.spec
+start_driver race race.spec
+"$PODRUN" exec --dir "$POD" sandbox -- hangar-test-ptrace snoop "$RELAY_CMD" 10 >snoop.json 2>&1 &
+SNOOP=$!
+t_cleanup_pid $SNOOP
+sleep 1
+start_relay race
+wait $SNOOP 2>/dev/null
+t_check "the snooper saw the relay start" test "$(jq -r .seen snoop.json 2>/dev/null)" -ge 1
+if [ "$EXEC_ONLY" = true ]; then
+        held_eq "an agent process spinning on /proc/RELAY/fd/0 steals no token ($(cat snoop.json))" 0 \
+                "$(jq -r .stolen snoop.json 2>/dev/null)"
+        t_eq "the relay was non-dumpable from execve (a binary the agent cannot read): no window" false \
+                "$(head -n 1 race.relay.out | jq -r .window)"
+else
+        gap_eq "gVisor executes no execute-only binary, and opens a process's stdin in the moment after execve" \
+                "an agent process spinning on /proc/RELAY/fd/0 steals no token ($(cat snoop.json))" 0 \
+                "$(jq -r .stolen snoop.json 2>/dev/null)"
+        t_eq "the relay (readable) says it had a window after execve" true \
+                "$(head -n 1 race.relay.out | jq -r .window)"
+fi
+t_wait_pid race.driver.pid 40
+t_wait_pid race.relay.pid 10
+if [ "$(jq -r .stolen snoop.json 2>/dev/null)" != 0 ]; then
+        t_eq "... a relay whose token was taken fails loudly (125)" failed "$(relay_result race | jq -r .relay)"
+fi
+
 # ---- the right token out of order (stolen, used before the relay): the turn ends ----
 spec mis ask 'sleep 30' >mis.spec
 start_driver mis mis.spec
@@ -292,5 +320,5 @@ in_agent kill -9 -1 2>/dev/null
 t_wait_pid kall.driver.pid 30
 held_eq "kill -9 -1 by the agent: the driver survives and records relay-lost" "1 relay-lost" \
         "$? $(jq -r .end kall.driver.out 2>/dev/null)"
-echo "attacks under $RUNTIME${RUNTIME_BIN:+ ($RUNTIME_BIN)}: $ATTACKS tried, $HELD held"
+echo "attacks under $RUNTIME${RUNTIME_BIN:+ ($RUNTIME_BIN)}: $ATTACKS tried, $HELD held$([ "$GAPS" -gt 0 ] && echo ", $GAPS a known gap of the runtime (GAP above)")"
 t_end

@@ -235,7 +235,7 @@ start_driver fr "$(spec fr 'sleep 30' '{"connect_timeout_s": 20}')"
 as_agent "$ATTACK" "$(jq -r .port fr.token)" flood-record "$(jq -r .token fr.token)" >fr.attack &
 t_cleanup_pid $!
 t_check "a lying relay floods the record" t_wait_for "grep -q sent fr.attack" 20
-sleep 1
+t_wait_for "[ \"\$(ctl status 2>/dev/null | jq -r .capped.approvals_over_limit)\" = 44 ]" 60
 ctl status >fr.status
 t_eq "status counts what was capped: 200 signals, 40 unrequested results, 44 approvals past 256" \
         "200 40 44" "$(jq -r '.capped | "\(.relay_signals) \(.unrequested_run_results) \(.approvals_over_limit)"' fr.status)"

@@ -72,7 +72,7 @@ start_driver() {
         echo $! >"$name.driver.pid"
         t_cleanup_pid "$(cat "$name.driver.pid")"
 }
-# start_relay NAME [ENV...]: the token from ctl, hangar-relay as the agent, in
+# start_relay NAME [ENV...]: the token from ctl, hangar-relay (or $RELAY_CMD) as the agent, in
 # hangar's order (docs/protocol.md): the relay's stdout streams (a pipe, not a
 # file), and the token is written only after its {"relay":"ready",...} line.
 start_relay() {
@@ -84,7 +84,7 @@ start_relay() {
         : >"$name.relay.out"
         { t_wait_for "grep -q '\"relay\":' '$name.relay.out'" 120 &&
                 grep -q '"relay":"ready"' "$name.relay.out" && printf '%s\n' "$token"; } |
-                "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- hangar-relay \
+                "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- "${RELAY_CMD:-hangar-relay}" \
                         > >(exec cat >>"$name.relay.out") 2>"$name.relay.err" &
         echo $! >"$name.relay.pid"
         t_cleanup_pid "$(cat "$name.relay.pid")"
