@@ -16,9 +16,18 @@
 # manual steps. Exit status 0 when every automated item passes, 1 when one
 # fails, 2 for usage.
 #
-# usage: scripts/before-enabling.sh [--kubeconfig FILE] [--namespace NS] [--context CTX]
+# usage: scripts/before-enabling.sh [--kubeconfig FILE] [--context CTX] [--namespace NS]
 #            [--probe PATH] [--kubectl PATH] [--in-pod-probe PATH] [--config FILE]
 #            [--agent-container NAME] [--driver-container NAME] [--out DIR] POD
+#   --kubeconfig    one kubeconfig file (default: $KUBECONFIG, a colon-separated list
+#                   kubectl and hangar-probe merge the same way, else ~/.kube/config)
+#   --context       the kubeconfig context (default: its current-context)
+#   --namespace     default: the context's namespace, else "default"
+#                   Every tool run here (kubectl get/exec, hangar-probe spec) gets the
+#                   same --kubeconfig, --context and --namespace, so all of them talk
+#                   to one cluster as one user. On GKE the kubeconfig's user runs
+#                   gke-gcloud-auth-plugin (user.exec): hangar-probe runs it as kubectl
+#                   does (gcloud container clusters get-credentials CLUSTER writes it).
 #   --probe         the probe to run here (default: hangar-probe on PATH, else build/probe/hangar-probe)
 #   --in-pod-probe  the probe's path inside the containers (default: hangar-probe)
 #   --config        the webhook's configuration, for the spec check here
@@ -32,8 +41,8 @@ usage() {
         sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0" >&2
         exit 2
 }
-KUBECONFIG_FILE=${KUBECONFIG:-}
-NAMESPACE=default
+KUBECONFIG_FILE=""
+NAMESPACE=""
 CONTEXT=""
 PROBE=""
 KUBECTL=kubectl
@@ -88,12 +97,14 @@ else
         W=$(mktemp -d "${TMPDIR:-/tmp}/hangar-before-enabling.XXXXXX")
         trap 'rm -rf "$W"' EXIT
 fi
-K=("$KUBECTL")
-[ -n "$KUBECONFIG_FILE" ] && K+=(--kubeconfig "$KUBECONFIG_FILE")
-[ -n "$CONTEXT" ] && K+=(--context "$CONTEXT")
-K+=(--namespace "$NAMESPACE")
-P_API=()
-[ -n "$KUBECONFIG_FILE" ] && P_API+=(--kubeconfig "$KUBECONFIG_FILE")
+# The same kubeconfig, context and namespace for every tool; without
+# --kubeconfig each reads $KUBECONFIG (or ~/.kube/config) itself.
+API=()
+[ -n "$KUBECONFIG_FILE" ] && API+=(--kubeconfig "$KUBECONFIG_FILE")
+[ -n "$CONTEXT" ] && API+=(--context "$CONTEXT")
+[ -n "$NAMESPACE" ] && API+=(--namespace "$NAMESPACE")
+K=("$KUBECTL" "${API[@]}")
+P_API=("${API[@]}")
 P_CFG=()
 [ -n "$CONFIG" ] && P_CFG+=(--config "$CONFIG")
 
@@ -115,28 +126,32 @@ failed_checks() { jq -r '[.checks[] | select(.required and .status != "pass") | 
 item manual "1. Chart installed with driverSidecar.enabled=false: hangar_webhook_reviews_total{reason=\"injection-disabled\"} counts the sandbox pods (read the webhook's /metrics)"
 
 # 2. The pod, through the API: injected, and its spec in shape.
+# Without --namespace, the context's (both tools read it the same way): the
+# pod's own says which it was.
+NS=${NAMESPACE:-"(the context's namespace)"}
 if "${K[@]}" get pod "$POD" -o json >"$W/pod.json" 2>"$W/get.err"; then
+        NS=$(jq -r --arg ns "$NS" '.metadata.namespace // $ns' "$W/pod.json")
         status=$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar"] // "no annotation"' "$W/pod.json")
         has_driver=$(jq -r --arg d "$DRIVER" 'any(.spec.containers[]; .name == $d)' "$W/pod.json")
         if [ "$status" = injected ] && [ "$has_driver" = true ]; then
-                item pass "2a. Sidecar on: the webhook injected $DRIVER into $NAMESPACE/$POD"
+                item pass "2a. Sidecar on: the webhook injected $DRIVER into $NS/$POD"
         else
-                item fail "2a. Sidecar on: the webhook injected $DRIVER into $NAMESPACE/$POD" \
+                item fail "2a. Sidecar on: the webhook injected $DRIVER into $NS/$POD" \
                         "annotation: $status, $DRIVER container: $has_driver; is driverSidecar.enabled true and the pod a sandbox pod?"
         fi
         RUNTIME_CLASS=$(jq -r '.spec.runtimeClassName // ""' "$W/pod.json")
         NODE=$(jq -r '.spec.nodeName // ""' "$W/pod.json")
 else
-        item fail "2a. Sidecar on: the webhook injected $DRIVER into $NAMESPACE/$POD" "kubectl get: $(one_line "$W/get.err")"
+        item fail "2a. Sidecar on: the webhook injected $DRIVER into $NS/$POD" "kubectl get: $(one_line "$W/get.err")"
         RUNTIME_CLASS="" NODE=""
 fi
-"$PROBE" spec --name "$POD" --namespace "$NAMESPACE" "${P_API[@]}" "${P_CFG[@]}" >"$W/spec.json" 2>"$W/spec.err"
+"$PROBE" spec --name "$POD" "${P_API[@]}" "${P_CFG[@]}" >"$W/spec.json" 2>"$W/spec.err"
 rc=$?
 case $rc in
-0) item pass "2b. hangar-probe spec --name $POD --namespace $NAMESPACE passes" ;;
-1) item fail "2b. hangar-probe spec --name $POD --namespace $NAMESPACE passes" \
+0) item pass "2b. hangar-probe spec --name $POD --namespace $NS passes" ;;
+1) item fail "2b. hangar-probe spec --name $POD --namespace $NS passes" \
         "failed: $(jq -r '[.checks[] | select(.status != "pass") | .code + ": " + .detail] | join("; ")' "$W/spec.json")" ;;
-*) item fail "2b. hangar-probe spec --name $POD --namespace $NAMESPACE passes" "exit $rc: $(one_line "$W/spec.err")" ;;
+*) item fail "2b. hangar-probe spec --name $POD --namespace $NS passes" "exit $rc: $(one_line "$W/spec.err")" ;;
 esac
 
 # 3. Inside each container, through kubectl exec.
@@ -186,7 +201,7 @@ fi
 
 item manual "5. Only then set HANGAR_UID_SPLIT=auto; set required once every node pool passes this checklist"
 
-echo "Before enabling the driver sidecar: pod $NAMESPACE/$POD${NODE:+ on node $NODE}"
+echo "Before enabling the driver sidecar: pod $NS/$POD${NODE:+ on node $NODE}"
 printf '  %s\n' "${LINES[@]}"
 [ -n "$OUT" ] && echo "reports in $OUT"
 if [ "$FAILED" -gt 0 ]; then
