@@ -232,7 +232,10 @@ static json_t *exec_cluster_info(json_t *cluster, const char *server, const char
         if (jsonx_bool(cluster, "disable-compression", &off) == 0 && off &&
             json_object_set_new(j, "disable-compression", json_true()) < 0)
                 goto fail;
-        /* Per-cluster plugin configuration: the extension of this name. */
+        /* Per-cluster plugin configuration: the extension of this name
+         * (null without one, as client-go writes it). */
+        if (json_object_set_new(j, "config", json_null()) < 0)
+                goto fail;
         size_t i;
         json_t *e;
         json_array_foreach (json_object_get(cluster, "extensions"), i, e) {
