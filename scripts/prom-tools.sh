@@ -2,7 +2,9 @@
 # Builds and caches promtool (github.com/prometheus/prometheus/cmd/promtool),
 # which the metrics tests use to check the webhook's exposition
 # (`promtool check metrics`) and the chart's alerts (`promtool check rules`,
-# `promtool test rules`).
+# `promtool test rules`), and fetches the Prometheus Operator's
+# ServiceMonitor and PrometheusRule CRDs (from its Go module) so the API
+# server can validate the chart's objects.
 #
 #   scripts/prom-tools.sh                 build if needed; last stdout line is the bin dir
 #   scripts/prom-tools.sh --print-bin-dir print the bin dir (fails if not built yet)
@@ -11,6 +13,7 @@
 #
 # Cache: ${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}/
 #   prom-<key>/bin/promtool                finished binary
+#   prom-<key>/crds/*.yaml                 the operator's CRDs (bin/../crds)
 #   gomod/  GOMODCACHE      gocache/  GOCACHE   (shared with scripts/k8s-tools.sh)
 # The key is derived from the pinned version, the Go version and the build
 # recipe; a present key is never rebuilt. Build output goes to stderr; only
@@ -22,7 +25,9 @@ set -euo pipefail
 # v0.316.0 is Prometheus 3.16.0. Bump: `go list -m -versions
 # github.com/prometheus/prometheus`, change it here, run the metrics suite.
 PROM_MODULE_VERSION=v0.316.0
-RECIPE_REV=1 # bump when the build flags below change
+# github.com/prometheus-operator/prometheus-operator: only its CRDs are used.
+OPERATOR_VERSION=v0.85.0
+RECIPE_REV=2 # bump when the build flags below change
 
 cache_root="${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
 
@@ -50,11 +55,16 @@ prom_release() {
 cache_key() {
   local gov h
   gov=$(go env GOVERSION)
-  h=$(echo "recipe=$RECIPE_REV prometheus=$PROM_MODULE_VERSION" | sha256sum | cut -c1-10)
+  h=$(echo "recipe=$RECIPE_REV prometheus=$PROM_MODULE_VERSION operator=$OPERATOR_VERSION" | sha256sum | cut -c1-10)
   echo "prom-$PROM_MODULE_VERSION-$gov-$h"
 }
 
-have_all() { [ -x "$1/promtool" ]; }
+crds=(monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml)
+have_all() {
+  local c
+  [ -x "$1/promtool" ] || return 1
+  for c in "${crds[@]}"; do [ -f "$1/../crds/$c" ] || return 1; done
+}
 
 build_into() {
   local out="$1" ldflags cv=github.com/prometheus/common/version
@@ -68,6 +78,15 @@ build_into() {
   log "go install github.com/prometheus/prometheus/cmd/promtool@$PROM_MODULE_VERSION"
   GOBIN="$out" go install -p 2 -trimpath -tags remove_all_sd -ldflags "$ldflags" \
     "github.com/prometheus/prometheus/cmd/promtool@$PROM_MODULE_VERSION"
+  local op_dir c
+  log "fetching the Prometheus Operator $OPERATOR_VERSION CRDs"
+  op_dir=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$OPERATOR_VERSION" \
+             | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  [ -d "$op_dir" ] || die "could not fetch github.com/prometheus-operator/prometheus-operator@$OPERATOR_VERSION"
+  mkdir -p "$out/../crds"
+  for c in "${crds[@]}"; do
+    cp "$op_dir/example/prometheus-operator-crd/$c" "$out/../crds/$c"
+  done
 }
 
 build() {
@@ -102,6 +121,7 @@ build() {
   {
     echo "key=$key"
     echo "prometheus=$PROM_MODULE_VERSION ($(prom_release))"
+    echo "prometheus-operator=$OPERATOR_VERSION (CRDs)"
     echo "go=$(go env GOVERSION)"
     echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(( $(date +%s) - start ))"
   } >"$build_tmp/BUILD-INFO"
