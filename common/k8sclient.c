@@ -280,10 +280,14 @@ static int from_merged(json_t *merged, const char *names, const char *context, k
                 ctx_file = json_string_value(json_object_get(cur, "file"));
         }
         json_t *ctx = merged_get(merged, "contexts", name, &ctx_file);
+        if (!ctx && context)
+                return error_set(err, -EINVAL, "kubeconfig %s: context \"%.100s\" not found", names,
+                                 name);
         if (!ctx)
-                return error_set(err, -EINVAL, "kubeconfig %s: %s \"%.100s\" not found",
-                                 context ? names : ctx_file,
-                                 context ? "context" : "the current context", name);
+                return error_set(err, -EINVAL,
+                                 "kubeconfig %s: no current context (current-context \"%.100s\" "
+                                 "not found)",
+                                 ctx_file, name);
         const char *cluster_name, *user_name, *server, *ns;
         json_t *cluster = NULL, *user = NULL;
         if (jsonx_string(ctx, "cluster", &cluster_name) < 0 || !cluster_name[0])

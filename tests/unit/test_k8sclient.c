@@ -264,7 +264,8 @@ START_TEST(refused_configurations)
         _cleanup_free_ char *no_current = kubeconfig(NULL, NULL, cluster, NULL);
         assert_load_fails(no_current, -EINVAL, "no current context");
         _cleanup_free_ char *unknown = kubeconfig("nope", NULL, cluster, NULL);
-        assert_load_fails(unknown, -EINVAL, "the current context \"nope\" not found");
+        assert_load_fails(unknown, -EINVAL,
+                          "no current context (current-context \"nope\" not found)");
 
         (void)snprintf(buf, sizeof(buf),
                        "    server: http://127.0.0.1:1\n    certificate-authority-data: %s\n", ca);
