@@ -41,8 +41,10 @@ static const char usage_text[] =
     "webhook's (--config or HANGAR_CONFIG, then HANGAR_* variables, then each --set\n"
     "with a key of docs/configuration.md, e.g. --set driver.uid=2001); the mode may\n"
     "come from HANGAR_UID_SPLIT. spec --name finds the API as kubectl does: --kubeconfig,\n"
-    "else $KUBECONFIG (a colon-separated list, merged), else ~/.kube/config, else the\n"
-    "pod's service account; --context picks a context (default: the current one).\n";
+    "else $KUBECONFIG (a colon-separated list, merged), else ~/.kube/config (not in a\n"
+    "cluster), else the pod's service account; --context picks a context (default: the\n"
+    "current one). A kubeconfig's exec credential plugin (GKE: gke-gcloud-auth-plugin) is\n"
+    "run as kubectl runs it.\n";
 
 static int print_json(json_t *j)
 {

@@ -4,7 +4,8 @@
 # webhook's injection on, it:
 #   - reads the pod through the API (kubectl get) and checks the webhook
 #     injected hangar-driver;
-#   - runs `hangar-probe spec --name POD` here, against the API (--kubeconfig);
+#   - runs `hangar-probe spec --name POD` here, against the API (the same
+#     kubeconfig, context and namespace as kubectl);
 #   - runs `hangar-probe check --role agent|driver` in the agent's container
 #     and in hangar-driver through `kubectl exec` (the probe must be in the
 #     image: --in-pod-probe);
