@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Every test, on a fresh machine: installs the Debian packages and the
-# control-plane tools (cached outside the tree), then
+# cluster's tools (kube-apiserver, etcd, kubectl, helm; kubelet, scheduler,
+# controller-manager, containerd, gVisor's shim; promtool; a current runsc:
+# all cached outside the tree by version), then
 #   1. lint (banned calls, CLOEXEC, clang-format);
 #   2. a release build and every ctest test: unit (check), fuzz corpus
 #      replays, the server over TLS, golden pods through kubectl, the
-#      end-to-end suites against a real kube-apiserver, and the pod suites
-#      (probe, turn, attacks) in real runsc/crun/runc pods;
+#      end-to-end suites against a real kube-apiserver, the pod suites
+#      (probe, turn, attacks) in real runsc/crun/runc pods, the images
+#      (built offline, reproducibly) and the one-node cluster they run on;
 #   3. an ASan+UBSan build running unit, fuzz replays, server, golden and
 #      integration tests, the native turn included (LeakSanitizer on);
 #   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30).
@@ -17,6 +20,10 @@ echo "== dependencies"
 scripts/install-deps.sh
 TOOLS_BIN=$(scripts/k8s-tools.sh | tail -n 1)
 echo "control-plane tools in $TOOLS_BIN"
+NODE_BIN=$(scripts/node-tools.sh | tail -n 1)
+echo "node tools in $NODE_BIN"
+PROM_BIN=$(scripts/prom-tools.sh | tail -n 1)
+echo "promtool in $PROM_BIN"
 
 echo "== lint"
 scripts/lint.sh
@@ -30,13 +37,19 @@ else
         echo "WARNING: no current runsc could be built; the *_runsc_current pod tests are left out" >&2
 fi
 echo "== release build and all tests"
-cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_RUNSC_CURRENT="$RUNSC_CURRENT" >/dev/null
+# The node suite needs the current runsc (its RuntimeClass gvisor runs it).
+NODE_ARG=()
+[ -z "$RUNSC_CURRENT" ] || NODE_ARG=(-DHANGAR_NODE_BIN="$NODE_BIN")
+cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_RUNSC_CURRENT="$RUNSC_CURRENT" \
+        -DHANGAR_PROM_BIN="$PROM_BIN" "${NODE_ARG[@]}" >/dev/null
 ninja -C build
+echo "== images for the node suites (offline, from Debian packages; cached root file systems)"
+scripts/build-images.sh --build-dir build >/dev/null
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== ASan+UBSan build: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
 cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
-        -DHANGAR_TOOLS_BIN="$TOOLS_BIN" >/dev/null
+        -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_PROM_BIN="$PROM_BIN" >/dev/null
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
