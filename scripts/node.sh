@@ -387,6 +387,10 @@ state = "/run/containerd"
         SystemdCgroup = false
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc]
       runtime_type = "io.containerd.runsc.v1"
+      # As GKE Sandbox's nodes: the pod's dev.gvisor.* annotations reach the
+      # shim, which reads the volume ones (dev.gvisor.spec.mount.NAME.*) to
+      # make emptyDirs sandbox-internal, shared at pod level.
+      pod_annotations = ["dev.gvisor.*"]
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc.options]
         TypeUrl = "io.containerd.runsc.v1.options"
         ConfigPath = "$st/runsc.toml"
