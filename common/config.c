@@ -130,6 +130,8 @@ static const setting_t settings[] = {
      "/var/lib/hangar-ctl", 0, 0, is_absolute_path, "a normalized absolute path"},
     {"volumes.ctl.sizeLimit", "HANGAR_CTL_SIZE_LIMIT", SETTING_STRING, OFF(ctl_size_limit), "64Mi",
      0, 0, k8s_is_quantity, "a quantity like 64Mi"},
+    {"gvisor.runtimeClassNames", "HANGAR_GVISOR_RUNTIME_CLASSES", SETTING_STRLIST,
+     OFF(gvisor_runtime_classes), "[\"gvisor\"]", 0, 16, NULL, "a list of RuntimeClass names"},
     {"guard.driverUsers", "HANGAR_GUARD_DRIVER_USERS", SETTING_STRLIST, OFF(guard_driver_users),
      "[]", 0, 64, NULL, "a list of user names (system:serviceaccount:NS:NAME)"},
     {"guard.driverGroups", "HANGAR_GUARD_DRIVER_GROUPS", SETTING_STRLIST, OFF(guard_driver_groups),

@@ -43,6 +43,10 @@ typedef struct hg_config {
 
         /* the doors after CREATE (webhook/guard.c): who may exec or attach
          * into hangar-driver and port-forward to an injected pod */
+        /* RuntimeClasses whose pods run under gVisor: they get the shim's
+         * mount annotations for hangar's volumes (shape_gvisor_annotation) */
+        strlist_t gvisor_runtime_classes;
+
         strlist_t guard_driver_users;
         strlist_t guard_driver_groups;
 

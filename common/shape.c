@@ -130,6 +130,27 @@ static json_t *built(json_t *obj, int failed)
         return obj;
 }
 
+void shape_gvisor_annotation(shape_volume_t volume, unsigned i, const char **ret_key,
+                             const char **ret_value)
+{
+#define GVISOR_MOUNT(name, field) "dev.gvisor.spec.mount." name "." field
+        static const char *const table[SHAPE_VOLUME_COUNT][SHAPE_GVISOR_ANNOTATIONS][2] = {
+            [SHAPE_VOLUME_HOME] = {{GVISOR_MOUNT(SHAPE_HOME_VOLUME, "share"), "pod"},
+                                   {GVISOR_MOUNT(SHAPE_HOME_VOLUME, "type"), "bind"},
+                                   {GVISOR_MOUNT(SHAPE_HOME_VOLUME, "options"), "rw,rprivate"}},
+            [SHAPE_VOLUME_CTL] = {{GVISOR_MOUNT(SHAPE_CTL_VOLUME, "share"), "pod"},
+                                  {GVISOR_MOUNT(SHAPE_CTL_VOLUME, "type"), "tmpfs"},
+                                  {GVISOR_MOUNT(SHAPE_CTL_VOLUME, "options"), "rw,rprivate"}},
+        };
+#undef GVISOR_MOUNT
+        if ((unsigned)volume >= SHAPE_VOLUME_COUNT || i >= SHAPE_GVISOR_ANNOTATIONS) {
+                *ret_key = *ret_value = NULL;
+                return;
+        }
+        *ret_key = table[volume][i][0];
+        *ret_value = table[volume][i][1];
+}
+
 json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)
 {
         json_t *v = json_object(), *empty_dir = json_object();

@@ -53,6 +53,18 @@ const char *shape_volume_path(const hg_config_t *cfg, shape_volume_t volume);
 const char *shape_role_name(shape_role_t role);
 const char *shape_access_name(shape_access_t access);
 
+/* The annotations that tell gVisor's containerd shim how to mount a volume
+ * (dev.gvisor.spec.mount.NAME.{share,type,options}): shared at pod level,
+ * inside the sandbox (tmpfs for hangar-ctl's Memory emptyDir; for
+ * hangar-home "bind", which the shim turns into the sandbox's own
+ * disk-backed emptyDir). GKE Sandbox's admission sets these for every
+ * emptyDir; the webhook sets them for hangar's two volumes on pods of a
+ * gVisor RuntimeClass (gvisor.runtimeClassNames), so the shape holds on any
+ * gVisor node. SHAPE_GVISOR_ANNOTATIONS entries per volume. */
+#define SHAPE_GVISOR_ANNOTATIONS 3
+void shape_gvisor_annotation(shape_volume_t volume, unsigned i, const char **ret_key,
+                             const char **ret_value);
+
 /* The pod volume entry ({name, emptyDir}). */
 json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume);
 /* The volumeMount entry a role gets for a volume; NULL for ABSENT/UNCHECKED. */

@@ -142,6 +142,7 @@ static const jsonparse_member_t spec_members[] = {
     JSONPARSE_MEMBER("hostIPC", NULL),
     JSONPARSE_MEMBER("shareProcessNamespace", NULL),
     JSONPARSE_MEMBER("securityContext", NULL),
+    JSONPARSE_MEMBER("runtimeClassName", NULL),
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_member_t metadata_members[] = {
@@ -517,6 +518,41 @@ static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
         return 0;
 }
 
+static bool runs_under_gvisor(const hg_config_t *cfg, const pod_view_t *view)
+{
+        const char *rc = NULL;
+        if (jsonx_string(view->spec, "runtimeClassName", &rc) < 0)
+                return false;
+        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
+                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
+                        return true;
+        return false;
+}
+
+/* Under gVisor, the shim mounts hangar's volumes as GKE Sandbox does: inside
+ * the sandbox, shared at pod level (hangar-ctl in the sandbox's memory, never
+ * a host file the gofer serves). A pod's own values for these keys are
+ * replaced: the volumes are hangar's. */
+static int annotate_gvisor_mounts(patch_t *p, hg_error_t *err)
+{
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
+                        const char *key, *value;
+                        shape_gvisor_annotation(v, i, &key, &value);
+                        json_t *annotations =
+                            json_object_get(json_object_get(p->doc, "metadata"), "annotations");
+                        const char *have = annotation(annotations, key);
+                        if (have && strcmp(have, value) == 0)
+                                continue;
+                        int r = patch_set_member(p, "/metadata", "annotations", key,
+                                                 json_string(value), err);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t *p,
                   const pod_view_t *view, json_t *agent, size_t agent_index, hg_error_t *err)
 {
@@ -557,6 +593,11 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
         r = patch_append_known(p, "/spec", "containers", driver, driver_text.data, err);
         if (r < 0)
                 return r;
+        if (runs_under_gvisor(cfg, view)) {
+                r = annotate_gvisor_mounts(p, err);
+                if (r < 0)
+                        return r;
+        }
         /* Each container keeps its own PID namespace: the agent can't see,
          * signal or trace the driver. Overrides whatever the pod asked for. */
         json_t *share = json_object_get(view->spec, "shareProcessNamespace");

@@ -1099,6 +1099,57 @@ static size_t token_mounts_of(json_t *pod, size_t index)
         return n;
 }
 
+/* Under a gVisor RuntimeClass the shim's mount annotations for hangar's
+ * volumes are set (as GKE Sandbox's admission sets them); elsewhere not. */
+START_TEST(gvisor_mount_annotations)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
+        static const char *const want[][2] = {
+            {"dev.gvisor.spec.mount.hangar-ctl.share", "pod"},
+            {"dev.gvisor.spec.mount.hangar-ctl.type", "tmpfs"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,rprivate"},
+            {"dev.gvisor.spec.mount.hangar-home.share", "pod"},
+            {"dev.gvisor.spec.mount.hangar-home.type", "bind"},
+            {"dev.gvisor.spec.mount.hangar-home.options", "rw,rprivate"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+                ck_assert_str_eq(json_string_value(json_object_get(ann, want[i][0])), want[i][1]);
+        assert_patch_reproduces(orig, pod, &res);
+        /* A pod's own value for one of them is replaced. */
+        _unit_json_ json_t *own = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
+        with(own, "/metadata/annotations",
+             "{\"dev.gvisor.spec.mount.hangar-ctl.share\": \"container\"}");
+        _result_ mutate_result_t res2 = {0};
+        run(own, &res2);
+        ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(own, "metadata"), "annotations"),
+                             "dev.gvisor.spec.mount.hangar-ctl.share")),
+                         "pod");
+        /* runc pods, or no RuntimeClass: none. */
+        _unit_json_ json_t *runc = with(base_pod(), "/spec/runtimeClassName", "\"runc\"");
+        _result_ mutate_result_t res3 = {0};
+        run(runc, &res3);
+        ck_assert_ptr_null(
+            json_object_get(json_object_get(json_object_get(runc, "metadata"), "annotations"),
+                            "dev.gvisor.spec.mount.hangar-ctl.type"));
+        /* The RuntimeClasses are the admin's to name. */
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_set(&cfg, "gvisor.runtimeClassNames=[\"runc\"]", &err), 0);
+        _unit_json_ json_t *named = with(base_pod(), "/spec/runtimeClassName", "\"runc\"");
+        _result_ mutate_result_t res4 = {0};
+        run(named, &res4);
+        ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(named, "metadata"), "annotations"),
+                             "dev.gvisor.spec.mount.hangar-ctl.type")),
+                         "tmpfs");
+}
+END_TEST
+
 START_TEST(agent_token_kept_by_default)
 {
         _unit_json_ json_t *pod = pod_with_token();
@@ -1215,6 +1266,7 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, reinvocation_turns_shared_pid_off_again);
         tcase_add_test(tc, reinvocation_denies_mounts_out_of_shape);
         tcase_add_test(tc, reinvocation_leaves_the_pods_own_choices);
+        tcase_add_test(tc, gvisor_mount_annotations);
         tcase_add_test(tc, agent_token_kept_by_default);
         tcase_add_test(tc, agent_token_removed_when_asked);
         tcase_add_test(tc, deterministic);

@@ -228,6 +228,8 @@ driver:
     limits:
       cpu: {{ $v.driver.resources.limits.cpu | toJson }}
       memory: {{ $v.driver.resources.limits.memory | toJson }}
+gvisor:
+  runtimeClassNames: {{ $v.gvisor.runtimeClassNames | toJson }}
 guard:
   driverUsers: {{ $v.guard.driverUsers | toJson }}
   driverGroups: {{ $v.guard.driverGroups | toJson }}
