@@ -36,6 +36,7 @@
  * says so, so the record can neither be flooded nor silently thinned. */
 #define RELAY_SIGNAL_EVENTS_MAX 64u  /* harness.signal events from the relay */
 #define UNREQUESTED_EVENTS_MAX  16u  /* run.unrequested events */
+#define REJECTED_EVENTS_MAX     256u /* relay.rejected events */
 #define RUN_OUTSTANDING_MAX     64u  /* run requests sent and not yet answered */
 #define FAILED_TAIL_MAX         300u /* bytes of a failed tree's output in its reply */
 
@@ -108,8 +109,9 @@ typedef struct turn {
         client_t clients[CLIENTS_MAX];
 
         /* Relay-originated events past their caps (reported in status). */
-        uint64_t relay_signals, unrequested_results;
+        uint64_t relay_signals, unrequested_results, rejections;
         bool signals_capped, unrequested_capped, approvals_capped, duplicates_noted;
+        bool rejections_capped;
 } turn_t;
 
 static const char *state_name(turn_state_t s)
@@ -514,8 +516,14 @@ static void pump_relay_ctl(turn_t *t)
 static void on_reject(void *userdata, listener_reject_t why, const char *detail)
 {
         turn_t *t = userdata;
-        rec(t, "relay.rejected",
-            json_pack("{s:s, s:s}", "reason", listener_reject_name(why), "detail", detail));
+        /* Anyone on the pod's loopback can connect: past the cap the
+         * rejections are only counted (status "rejected"), so connecting in a
+         * loop cannot fill hangar-ctl. */
+        if (++t->rejections <= REJECTED_EVENTS_MAX)
+                rec(t, "relay.rejected",
+                    json_pack("{s:s, s:s}", "reason", listener_reject_name(why), "detail", detail));
+        else
+                note_cap(t, &t->rejections_capped, "relay.rejected", REJECTED_EVENTS_MAX);
         /* The right token out of order (a channel taken twice, ctl before
          * io): the real relay never does that, so the token has leaked to
          * someone else (for instance read from the relay's stdin in the

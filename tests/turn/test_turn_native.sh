@@ -230,7 +230,11 @@ t_wait_pid sq.driver.pid 15
 t_wait_pid sq.relay.pid 10
 
 # ---- the record cannot be blinded by a lying relay (it holds the token) ----
-start_driver fr "$(spec fr 'sleep 30' '{"connect_timeout_s": 20}')"
+start_driver fr "$(spec fr 'sleep 30' '{"connect_timeout_s": 30}')"
+as_agent "$ATTACK" "$(jq -r .port fr.token)" flood 300 >/dev/null
+t_wait_for "[ \"\$(ctl status 2>/dev/null | jq -r .rejected)\" -ge 300 ]" 20
+t_eq "300 connections in a row: all counted, 256 recorded one by one, then one record.capped" "256 1" \
+        "$(grep -c '"event":"relay.rejected"' ctl/events.jsonl) $(grep -c '"what":"relay.rejected"' ctl/events.jsonl)"
 : >fr.attack
 as_agent "$ATTACK" "$(jq -r .port fr.token)" flood-record "$(jq -r .token fr.token)" >fr.attack &
 t_cleanup_pid $!
