@@ -116,6 +116,8 @@ static const setting_t settings[] = {
      "a gid from 1 to 2147483647 (never root)"},
     {"driver.command", "HANGAR_DRIVER_COMMAND", SETTING_STRLIST, OFF(driver_command),
      "[\"sleep\", \"infinity\"]", 1, 64, NULL, "a non-empty list of strings"},
+    {"driver.nativeSidecar", "HANGAR_DRIVER_NATIVE_SIDECAR", SETTING_BOOL,
+     OFF(driver_native_sidecar), "false", 0, 0, NULL, "true or false"},
     {"driver.resources.requests.cpu", "HANGAR_DRIVER_CPU_REQUEST", SETTING_STRING,
      OFF(driver_cpu_request), "50m", 0, 0, k8s_is_quantity, "a quantity like 50m"},
     {"driver.resources.requests.memory", "HANGAR_DRIVER_MEMORY_REQUEST", SETTING_STRING,

@@ -31,6 +31,9 @@ typedef struct hg_config {
         uint32_t driver_uid;
         uint32_t driver_gid;
         strlist_t driver_command;
+        /* a native sidecar: in initContainers with restartPolicy Always, so a
+         * Job's pod completes when its containers do (Kubernetes 1.29+) */
+        bool driver_native_sidecar;
         char *driver_cpu_request;
         char *driver_memory_request;
         char *driver_cpu_limit;    /* "" = no limit */

@@ -227,6 +227,11 @@ static json_t *security_context_json(const hg_config_t *cfg)
         return built(sc, bad);
 }
 
+const char *shape_driver_list(const hg_config_t *cfg)
+{
+        return cfg->driver_native_sidecar ? "initContainers" : "containers";
+}
+
 json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
 {
         json_t *c = json_object(), *command = json_array(), *mounts = json_array();
@@ -247,6 +252,10 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
         bad |= put(c, "resources", resources_json(cfg));
         bad |= put(c, "securityContext", security_context_json(cfg));
         bad |= put(c, "volumeMounts", mounts);
+        /* A native sidecar runs beside the containers for the pod's life
+         * and does not hold a completing pod (a Job's) open. */
+        if (cfg->driver_native_sidecar)
+                bad |= put(c, "restartPolicy", json_string_nocheck("Always"));
         return built(c, bad);
 }
 

@@ -69,6 +69,10 @@ void shape_gvisor_annotation(shape_volume_t volume, unsigned i, const char **ret
 json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume);
 /* The volumeMount entry a role gets for a volume; NULL for ABSENT/UNCHECKED. */
 json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume_t volume);
+/* The pod list hangar-driver is in: "initContainers" (a native sidecar,
+ * driver.nativeSidecar) or "containers". */
+const char *shape_driver_list(const hg_config_t *cfg);
+
 /* The hangar-driver container, running the agent's image. */
 json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image);
 

@@ -78,11 +78,11 @@ static const char *name_of(json_t *c)
         return name;
 }
 
-static json_t *find_container(json_t *pod, const char *name)
+static json_t *find_container(json_t *pod, const char *list, const char *name)
 {
         size_t i;
         json_t *c;
-        json_array_foreach (json_object_get(spec_of(pod), "containers"), i, c) {
+        json_array_foreach (json_object_get(spec_of(pod), list), i, c) {
                 if (strcmp(name_of(c), name) == 0)
                         return c;
         }
@@ -107,6 +107,9 @@ shape_access_t shapecheck_mount_access(json_t *c, shape_volume_t v)
 
 shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const char *name)
 {
+        /* The driver in its list (initContainers for a native sidecar). */
+        if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 && strcmp(list, shape_driver_list(cfg)) == 0)
+                return SHAPE_ROLE_DRIVER;
         if (strcmp(list, "containers") != 0)
                 return SHAPE_ROLE_INIT_EPHEMERAL;
         return strcmp(name, cfg->agent_container) == 0     ? SHAPE_ROLE_AGENT
@@ -189,7 +192,7 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
                 json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c)
                         named += strcmp(name_of(c), SHAPE_DRIVER_CONTAINER) == 0;
         }
-        json_t *driver = find_container(pod, SHAPE_DRIVER_CONTAINER);
+        json_t *driver = find_container(pod, shape_driver_list(cfg), SHAPE_DRIVER_CONTAINER);
         if (!driver) {
                 add(f, "spec.no-driver", SHAPECHECK_SIDECAR, false,
                     "the pod has no " SHAPE_DRIVER_CONTAINER " container");
@@ -456,7 +459,7 @@ static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
 
 static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
-        json_t *agent = find_container(pod, cfg->agent_container);
+        json_t *agent = find_container(pod, "containers", cfg->agent_container);
         if (!agent) {
                 add(f, "spec.no-agent", SHAPECHECK_SIDECAR, false,
                     "the pod has no container named \"%s\"", cfg->agent_container);

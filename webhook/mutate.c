@@ -97,6 +97,8 @@ void mutate_result_free(mutate_result_t *r)
 /* The pod's container lists that a conflict or privilege check must see. */
 static const char *const container_lists[] = {"initContainers", "containers",
                                               "ephemeralContainers"};
+/* Their indexes in container_lists and pod_view_t.lists. */
+enum { LIST_INIT, LIST_CONTAINERS, LIST_EPHEMERAL };
 
 /* What this file reads of a pod, below, with what shapecheck.c reads of a
  * pod marked injected (and metadata.name and generateName, which
@@ -276,8 +278,8 @@ static int check_pod_types(json_t *pod, pod_view_t *view, hg_error_t *err)
                         }
                 }
         }
-        /* containers is lists[1]. */
-        if (!view->lists[1] || json_array_size(view->lists[1]) == 0)
+        /* The pod must have containers. */
+        if (!view->lists[LIST_CONTAINERS] || json_array_size(view->lists[LIST_CONTAINERS]) == 0)
                 return error_set(err, -EINVAL, "spec.containers is missing or empty");
         return check_unique_names(view, err);
 }
@@ -335,7 +337,7 @@ static json_t *find_agent(const hg_config_t *cfg, const pod_view_t *view, size_t
 {
         size_t i;
         json_t *c;
-        json_array_foreach (view->lists[1], i, c) {
+        json_array_foreach (view->lists[LIST_CONTAINERS], i, c) {
                 if (strcmp(json_string_value(json_object_get(c, "name")), cfg->agent_container) ==
                     0) {
                         *ret_index = i;
@@ -416,18 +418,18 @@ static int check_conflicts(const hg_config_t *cfg, const pod_view_t *view, hg_er
  * one shapecheck_is_token_mount names, or for plugin_only only the mount
  * the ServiceAccount admission plugin adds), from the last to the first so
  * each op's index is the element as the array is then. */
-static int remove_token_mounts(patch_t *p, const pod_view_t *view, size_t index, bool plugin_only,
-                               hg_error_t *err)
+static int remove_token_mounts(patch_t *p, const pod_view_t *view, size_t list, size_t index,
+                               bool plugin_only, hg_error_t *err)
 {
-        json_t *mounts = json_object_get(json_array_get(view->lists[1], index), "volumeMounts");
+        json_t *mounts = json_object_get(json_array_get(view->lists[list], index), "volumeMounts");
         for (size_t k = json_array_size(mounts); k-- > 0;) {
                 json_t *m = json_array_get(mounts, k);
                 if (plugin_only ? !shapecheck_is_plugin_token_mount(m)
                                 : !shapecheck_is_token_mount(m))
                         continue;
                 char path[96];
-                (void)snprintf(path, sizeof(path), "/spec/containers/%zu/volumeMounts/%zu", index,
-                               k);
+                (void)snprintf(path, sizeof(path), "/spec/%s/%zu/volumeMounts/%zu",
+                               container_lists[list], index, k);
                 int r = patch_remove(p, path, err);
                 if (r < 0)
                         return r;
@@ -457,12 +459,18 @@ static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *vie
         size_t i;
         json_t *c;
         int r = 0;
-        json_array_foreach (view->lists[1], i, c) {
+        size_t driver_list = cfg->driver_native_sidecar ? LIST_INIT : LIST_CONTAINERS;
+        json_array_foreach (view->lists[driver_list], i, c) {
                 const char *name = json_string_value(json_object_get(c, "name"));
                 if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0)
-                        r = remove_token_mounts(p, view, i, true, &err);
-                else if (strcmp(name, cfg->agent_container) == 0 && remove_agent_token(cfg))
-                        r = remove_token_mounts(p, view, i, false, &err);
+                        r = remove_token_mounts(p, view, driver_list, i, true, &err);
+                if (r < 0)
+                        return r;
+        }
+        json_array_foreach (view->lists[LIST_CONTAINERS], i, c) {
+                const char *name = json_string_value(json_object_get(c, "name"));
+                if (strcmp(name, cfg->agent_container) == 0 && remove_agent_token(cfg))
+                        r = remove_token_mounts(p, view, LIST_CONTAINERS, i, false, &err);
                 if (r < 0)
                         return r;
         }
@@ -560,7 +568,7 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
         /* The ServiceAccount plugin ran before us: its token mount in the
          * agent goes when the admin asks (the driver gets none). */
         if (remove_agent_token(cfg)) {
-                r = remove_token_mounts(p, view, agent_index, false, err);
+                r = remove_token_mounts(p, view, LIST_CONTAINERS, agent_index, false, err);
                 if (r < 0)
                         return r;
         }
@@ -590,7 +598,7 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
                 return -ENOMEM;
         driver_text.data[0] = '\0';
         json_t *driver = shape_values_driver(values, image, &driver_text);
-        r = patch_append_known(p, "/spec", "containers", driver, driver_text.data, err);
+        r = patch_append_known(p, "/spec", shape_driver_list(cfg), driver, driver_text.data, err);
         if (r < 0)
                 return r;
         if (runs_under_gvisor(cfg, view)) {

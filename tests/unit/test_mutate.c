@@ -7,6 +7,7 @@
 #include "jsondump.h"
 #include "mutate.h"
 #include "shape.h"
+#include "shapecheck.h"
 #include "unit.h"
 
 static hg_config_t cfg;
@@ -338,6 +339,44 @@ START_TEST(share_process_namespace)
         _result_ mutate_result_t r3 = {0};
         run(absent, &r3);
         ck_assert_uint_eq(unit_count_ops(ops_of(&r3), "/spec/shareProcessNamespace"), 1);
+}
+END_TEST
+
+/* driver.nativeSidecar: the driver is the last init container, with
+ * restartPolicy Always (a Job's pod can complete), and everything else is
+ * as in the default shape; reinvocation is a no-op and the spec check
+ * (with the same configuration) passes the result. */
+START_TEST(native_sidecar)
+{
+        cfg.driver_native_sidecar = true;
+        _unit_json_ json_t *pod = with(
+            with(base_pod(), "/spec/initContainers", "[{\"name\": \"setup\", \"image\": \"x\"}]"),
+            "/spec/securityContext", "{\"runAsUser\": 1000, \"runAsGroup\": 1000}");
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        _result_ mutate_result_t res = {0};
+        run(pod, &res);
+        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        assert_patch_reproduces(orig, pod, &res);
+        json_t *spec = json_object_get(pod, "spec");
+        ck_assert_uint_eq(json_array_size(json_object_get(spec, "containers")), 1);
+        json_t *init = json_object_get(spec, "initContainers");
+        ck_assert_uint_eq(json_array_size(init), 2);
+        json_t *driver = json_array_get(init, 1);
+        ck_assert_str_eq(json_string_value(json_object_get(driver, "name")), "hangar-driver");
+        ck_assert_str_eq(json_string_value(json_object_get(driver, "restartPolicy")), "Always");
+        ck_assert_str_eq(json_string_value(json_object_get(driver, "image")), IMAGE);
+        _unit_json_ json_t *after_first = json_deep_copy(pod);
+        _result_ mutate_result_t again = {0};
+        run(pod, &again);
+        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        assert_untouched(after_first, pod, &again);
+        bool pass = false;
+        _unit_json_ json_t *report = shapecheck_pod(&cfg, pod, &pass);
+        ck_assert_msg(pass, "spec check: %s", unit_dump(report));
+        /* The same pod judged by a configuration without native sidecars. */
+        cfg.driver_native_sidecar = false;
+        _unit_json_ json_t *other = shapecheck_pod(&cfg, pod, &pass);
+        ck_assert(!pass);
 }
 END_TEST
 
@@ -1267,6 +1306,7 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, reinvocation_denies_mounts_out_of_shape);
         tcase_add_test(tc, reinvocation_leaves_the_pods_own_choices);
         tcase_add_test(tc, gvisor_mount_annotations);
+        tcase_add_test(tc, native_sidecar);
         tcase_add_test(tc, agent_token_kept_by_default);
         tcase_add_test(tc, agent_token_removed_when_asked);
         tcase_add_test(tc, deterministic);

@@ -221,6 +221,7 @@ driver:
   uid: {{ int64 $v.driver.uid }}
   gid: {{ int64 $v.driver.gid }}
   command: {{ $v.driver.command | toJson }}
+  nativeSidecar: {{ $v.driver.nativeSidecar }}
   resources:
     requests:
       cpu: {{ $v.driver.resources.requests.cpu | toJson }}
