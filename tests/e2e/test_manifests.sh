@@ -75,7 +75,12 @@ for m in "$HERE"/manifests/*.yaml; do
                 diff -u <(jq -S "$STRIP" "$name.plain.stored.json") <(jq -S "$STRIP" "$name.stored.json")
         t_check "$name: annotations are the manifest's plus the webhook's two" \
                 diff -u <(jq -S '.metadata.annotations // {}' "$name.plain.stored.json") \
-                <(jq -S '.metadata.annotations | with_entries(select(.key | startswith("hangar.dev/") | not))' "$name.stored.json")
+                <(jq -S '.metadata.annotations | with_entries(select(.key | (startswith("hangar.dev/") or startswith("dev.gvisor.spec.mount.hangar-")) | not))' "$name.stored.json")
+        # Under gVisor, also the shim's mount annotations for hangar's two volumes.
+        want_gvisor=0
+        [ "$(jq -r '.spec.runtimeClassName // ""' "$name.stored.json")" = gvisor ] && want_gvisor=6
+        t_eq "$name: gVisor's mount annotations for hangar's volumes when under gVisor" "$want_gvisor" \
+                "$(jq '[.metadata.annotations | keys[] | select(startswith("dev.gvisor.spec.mount.hangar-"))] | length' "$name.stored.json")"
         "$PROBE" spec --pod-file "$name.stored.json" >"$name.spec.json" 2>&1
         t_eq "$name: the stored pod passes hangar-probe spec" pass "$(jq -r .result "$name.spec.json" 2>/dev/null)"
 done
