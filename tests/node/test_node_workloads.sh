@@ -276,6 +276,7 @@ t_eq "the webhook set hangar-ctl's sizeLimit to 64Mi" 64Mi \
 fill=$(x split hangar-driver sh -c 'id -u; dd if=/dev/zero of=/var/lib/hangar-ctl/fill bs=1M count=100 2>&1 | tail -n 1
 	echo "exit $?"; du -m /var/lib/hangar-ctl/fill | cut -f1' 2>&1)
 echo "  dd: $(tr '\n' ';' <<<"$fill")"
+echo "  df in the sandbox: $(x split hangar-driver df -m /var/lib/hangar-ctl | tail -n 1)"
 t_eq "the fill ran as uid 1001" 1001 "$(sed -n 1p <<<"$fill")"
 t_eq "GAP: 100 MiB written to the 64Mi hangar-ctl, no ENOSPC (nothing in the sandbox bounds its tmpfs)" "exit 0 100" \
 	"$(sed -n 3,4p <<<"$fill" | tr '\n' ' ' | sed 's/ $//')"
