@@ -1,11 +1,13 @@
 #include "shape.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "jsondump.h"
+#include "k8sname.h"
 
 /* Design page 000, "The pod": hangar-home read-only for the agent and
  * read-write for the driver; hangar-ctl never mounted by the agent (nor by
@@ -130,8 +132,8 @@ static json_t *built(json_t *obj, int failed)
         return obj;
 }
 
-void shape_gvisor_annotation(shape_volume_t volume, unsigned i, const char **ret_key,
-                             const char **ret_value)
+int shape_gvisor_annotation(const hg_config_t *cfg, shape_volume_t volume, unsigned i,
+                            const char **ret_key, char *value, size_t size)
 {
 #define GVISOR_MOUNT(name, field) "dev.gvisor.spec.mount." name "." field
         static const char *const table[SHAPE_VOLUME_COUNT][SHAPE_GVISOR_ANNOTATIONS][2] = {
@@ -143,12 +145,25 @@ void shape_gvisor_annotation(shape_volume_t volume, unsigned i, const char **ret
                                   {GVISOR_MOUNT(SHAPE_CTL_VOLUME, "options"), "rw,rprivate"}},
         };
 #undef GVISOR_MOUNT
-        if ((unsigned)volume >= SHAPE_VOLUME_COUNT || i >= SHAPE_GVISOR_ANNOTATIONS) {
-                *ret_key = *ret_value = NULL;
-                return;
-        }
+        if ((unsigned)volume >= SHAPE_VOLUME_COUNT || i >= SHAPE_GVISOR_ANNOTATIONS)
+                return -EINVAL;
         *ret_key = table[volume][i][0];
-        *ret_value = table[volume][i][1];
+        const char *base = table[volume][i][1];
+        int w;
+        if (volume == SHAPE_VOLUME_CTL && i == 2) {
+                long double bytes;
+                if (k8s_quantity_value(cfg->ctl_size_limit, &bytes) < 0 || bytes < 1 ||
+                    bytes > 1e15L)
+                        return -EINVAL;
+                /* Whole bytes, rounded up ("0.5Ki" is 512; "1.3" would be 2). */
+                unsigned long long whole = (unsigned long long)bytes;
+                if ((long double)whole < bytes)
+                        whole++;
+                w = snprintf(value, size, "%s,size=%llu", base, whole);
+        } else {
+                w = snprintf(value, size, "%s", base);
+        }
+        return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
 }
 
 json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)

@@ -60,10 +60,14 @@ const char *shape_access_name(shape_access_t access);
  * disk-backed emptyDir). GKE Sandbox's admission sets these for every
  * emptyDir; the webhook sets them for hangar's two volumes on pods of a
  * gVisor RuntimeClass (gvisor.runtimeClassNames), so the shape holds on any
- * gVisor node. SHAPE_GVISOR_ANNOTATIONS entries per volume. */
+ * gVisor node. hangar-ctl's options carry its size (volumes.ctl.sizeLimit as
+ * tmpfs size=BYTES): a sandbox-internal tmpfs is out of the kubelet's sight,
+ * so its sizeLimit eviction never sees it fill. SHAPE_GVISOR_ANNOTATIONS
+ * entries per volume; entry i's key in *ret_key, its value written into
+ * value (size bytes). Returns 0, or -EINVAL / -ENAMETOOLONG. */
 #define SHAPE_GVISOR_ANNOTATIONS 3
-void shape_gvisor_annotation(shape_volume_t volume, unsigned i, const char **ret_key,
-                             const char **ret_value);
+int shape_gvisor_annotation(const hg_config_t *cfg, shape_volume_t volume, unsigned i,
+                            const char **ret_key, char *value, size_t size);
 
 /* The pod volume entry ({name, emptyDir}). */
 json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume);

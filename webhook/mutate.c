@@ -541,12 +541,17 @@ static bool runs_under_gvisor(const hg_config_t *cfg, const pod_view_t *view)
  * the sandbox, shared at pod level (hangar-ctl in the sandbox's memory, never
  * a host file the gofer serves). A pod's own values for these keys are
  * replaced: the volumes are hangar's. */
-static int annotate_gvisor_mounts(patch_t *p, hg_error_t *err)
+static int annotate_gvisor_mounts(const hg_config_t *cfg, patch_t *p, hg_error_t *err)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                 for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
-                        const char *key, *value;
-                        shape_gvisor_annotation(v, i, &key, &value);
+                        const char *key;
+                        char value[96];
+                        if (shape_gvisor_annotation(cfg, v, i, &key, value, sizeof(value)) < 0)
+                                return error_set(err, -EINVAL,
+                                                 "volumes.ctl.sizeLimit '%s' has no "
+                                                 "size in bytes",
+                                                 cfg->ctl_size_limit);
                         json_t *annotations =
                             json_object_get(json_object_get(p->doc, "metadata"), "annotations");
                         const char *have = annotation(annotations, key);
@@ -602,7 +607,7 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
         if (r < 0)
                 return r;
         if (runs_under_gvisor(cfg, view)) {
-                r = annotate_gvisor_mounts(p, err);
+                r = annotate_gvisor_mounts(cfg, p, err);
                 if (r < 0)
                         return r;
         }

@@ -1151,7 +1151,7 @@ START_TEST(gvisor_mount_annotations)
         static const char *const want[][2] = {
             {"dev.gvisor.spec.mount.hangar-ctl.share", "pod"},
             {"dev.gvisor.spec.mount.hangar-ctl.type", "tmpfs"},
-            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,rprivate"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,rprivate,size=67108864"},
             {"dev.gvisor.spec.mount.hangar-home.share", "pod"},
             {"dev.gvisor.spec.mount.hangar-home.type", "bind"},
             {"dev.gvisor.spec.mount.hangar-home.options", "rw,rprivate"},
@@ -1159,6 +1159,16 @@ START_TEST(gvisor_mount_annotations)
         for (size_t i = 0; i < ARRAY_SIZE(want); i++)
                 ck_assert_str_eq(json_string_value(json_object_get(ann, want[i][0])), want[i][1]);
         assert_patch_reproduces(orig, pod, &res);
+        /* The size follows volumes.ctl.sizeLimit, in whole bytes. */
+        hg_error_t serr = {0};
+        ck_assert_int_eq(config_set(&cfg, "volumes.ctl.sizeLimit=0.5Gi", &serr), 0);
+        _unit_json_ json_t *half = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
+        _result_ mutate_result_t resh = {0};
+        run(half, &resh);
+        ck_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(half, "metadata"), "annotations"),
+                             "dev.gvisor.spec.mount.hangar-ctl.options")),
+                         "rw,rprivate,size=536870912");
         /* A pod's own value for one of them is replaced. */
         _unit_json_ json_t *own = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
         with(own, "/metadata/annotations",
