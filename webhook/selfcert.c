@@ -398,9 +398,10 @@ static int write_if_changed(const char *path, const char *data, mode_t mode, hg_
 }
 
 /* Points every webhook of the configuration at path (kind, name: for
- * messages) at our CA, guarded by the configuration's resourceVersion. */
-static int patch_ca_bundle(selfcert_t *sc, const char *path_of_config, const char *kind,
-                           const char *name, const char *ca_pem, hg_error_t *err)
+ * messages) at our CA, guarded by the configuration's resourceVersion:
+ * -EAGAIN when another writer (the other replica) changed it in between. */
+static int patch_ca_bundle_once(selfcert_t *sc, const char *path_of_config, const char *kind,
+                                const char *name, const char *ca_pem, hg_error_t *err)
 {
         long status;
         _cleanup_json_ json_t *mwc = NULL;
@@ -440,6 +441,11 @@ static int patch_ca_bundle(selfcert_t *sc, const char *path_of_config, const cha
                         &status, &answer, err);
         if (r < 0)
                 return r;
+        /* The resourceVersion test failed (422), or a conflict (409): read
+         * again and redo it against what is there now. */
+        if (status == 409 || status == 422)
+                return error_set(err, -EAGAIN, "patching the caBundle of %s %s: %s", kind, name,
+                                 k8s_status_message(answer, status, buf, sizeof(buf)));
         if (status != 200)
                 return error_set(err, -EIO, "patching the caBundle of %s %s: %s", kind, name,
                                  k8s_status_message(answer, status, buf, sizeof(buf)));
@@ -448,6 +454,15 @@ static int patch_ca_bundle(selfcert_t *sc, const char *path_of_config, const cha
                   json_pack("{s:s, s:s, s:I}", "kind", kind, "webhookConfiguration", name,
                             "webhooks", (json_int_t)(json_array_size(ops) - 1)));
         return 0;
+}
+
+static int patch_ca_bundle(selfcert_t *sc, const char *path_of_config, const char *kind,
+                           const char *name, const char *ca_pem, hg_error_t *err)
+{
+        int r = -EAGAIN;
+        for (int round = 0; r == -EAGAIN && round < MAX_CONFLICT_ROUNDS; round++)
+                r = patch_ca_bundle_once(sc, path_of_config, kind, name, ca_pem, err);
+        return r;
 }
 
 int selfcert_sync(selfcert_t *sc, hg_error_t *err)
