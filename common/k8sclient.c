@@ -21,6 +21,8 @@
 
 #define CREDENTIAL_MAX    (1024 * 1024)
 #define REQUEST_TIMEOUT_S 10L
+/* Times a replayable request is sent again after its exchange broke off. */
+#define MAX_BROKEN_RETRIES 2
 
 struct k8s_client {
         char *server;     /* https://host:port, no trailing slash */
@@ -713,6 +715,29 @@ static int plugin_credential(k8s_client_t *c, bool stale, unsigned long used_gen
         return r;
 }
 
+/* The connection was made but the exchange broke off part way (seen once
+ * in CI: the API server's 401 to a POST cut short). Worth one more try when
+ * the request is safe to send again. */
+static bool exchange_broke(CURLcode cc)
+{
+        return cc == CURLE_PARTIAL_FILE || cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
+               cc == CURLE_SEND_ERROR || cc == CURLE_HTTP2 || cc == CURLE_HTTP2_STREAM;
+}
+
+/* Sending twice changes nothing: reads, and the review kinds (access,
+ * rules, self-subject reviews), which the API server answers without
+ * storing anything. */
+static bool replayable(const char *method, const char *path)
+{
+        if (strcmp(method, "GET") == 0)
+                return true;
+        size_t n = strlen(path);
+        const char *q = strchr(path, '?');
+        if (q)
+                n = (size_t)(q - path);
+        return strcmp(method, "POST") == 0 && n >= 7 && strncmp(path + n - 7, "reviews", 7) == 0;
+}
+
 /* One HTTP exchange with the credentials of the kubeconfig, and the
  * plugin's (pc) where the kubeconfig has none of that kind. */
 static int perform(k8s_client_t *c, const char *method, const char *path, const char *content_type,
@@ -770,8 +795,8 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
                 cc = curl_easy_perform(h);
         if (cc != CURLE_OK) {
                 strbuf_free(&a.data);
-                return error_set(err, -EIO, "%s %s: %s", method, path,
-                                 a.too_big ? "answer too large" : curl_easy_strerror(cc));
+                return error_set(err, exchange_broke(cc) ? -ECONNRESET : -EIO, "%s %s: %s", method,
+                                 path, a.too_big ? "answer too large" : curl_easy_strerror(cc));
         }
         long status = 0;
         (void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -792,6 +817,7 @@ int k8s_request(k8s_client_t *c, const char *method, const char *path, const cha
         /* The plugin runs when it gives what the kubeconfig does not. */
         bool plugin = c->exec && (!(c->token || c->token_file) || !(c->cert_pem && c->key_pem));
         unsigned long gen = 0;
+        int broken = 0;
         for (int attempt = 0;; attempt++) {
                 _cleanup_(execcred_clearp) execcred_t pc = {0};
                 int r = plugin ? plugin_credential(c, attempt > 0, gen, &pc, &gen, err) : 0;
@@ -800,6 +826,13 @@ int k8s_request(k8s_client_t *c, const char *method, const char *path, const cha
                 long status = 0;
                 json_t *j = NULL;
                 r = perform(c, method, path, content_type, body, &pc, &status, &j, err);
+                if (r == -ECONNRESET && broken < MAX_BROKEN_RETRIES && replayable(method, path)) {
+                        broken++;
+                        attempt--; /* not a refusal: the plugin's credential stands */
+                        struct timespec pause = {0, 100L * 1000 * 1000 * broken};
+                        (void)nanosleep(&pause, NULL);
+                        continue;
+                }
                 if (r < 0)
                         return r;
                 /* Refused: the credential may have been revoked or expired
