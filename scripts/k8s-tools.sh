@@ -26,47 +26,24 @@ RECIPE_REV=2            # bump when the build flags below change
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mod_dir="$script_dir/k8s-tools"
-cache_root="${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
+# shellcheck source=lib/tools.sh
+. "$script_dir/lib/tools.sh"
+tools_init k8s-tools "${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
 binaries=(kube-apiserver etcd kubectl helm)
-
-log() { echo "k8s-tools: $*" >&2; }
-die() { echo "k8s-tools: error: $*" >&2; exit 1; }
-
-# step MSG: log MSG, and how long the previous step took.
-step_name="" step_start=0
-step() {
-  [ -z "$step_name" ] || log "  ...$step_name took $((SECONDS - step_start))s"
-  step_name=$1 step_start=$SECONDS
-  [ -z "$1" ] || log "$1"
-}
-
-# Go environment: everything under the cache root, no toolchain switching,
-# module cache writable so `rm -rf` on the cache root works.
-export GOMODCACHE="$cache_root/gomod"
-export GOCACHE="$cache_root/gocache"
-export GOTOOLCHAIN=local
-export GOFLAGS="-buildvcs=false -modcacherw"
-export CGO_ENABLED=0
-
-command -v go >/dev/null 2>&1 || die "go not found in PATH (needed to build the tools)"
-
-# Version of a module required by the wrapper go.mod (plain text parse, so the
-# warm path does not need the module cache).
-gomod_version() {
-  awk -v m="$1" '
-    $1 == "require" && $2 == m { print $3; exit }
-    $1 == m && $2 ~ /^v/ { print $2; exit }' "$mod_dir/go.mod"
-}
+tools_lock=.lock
+tools_cold="cold: ~15 min and ~2.5 GB RAM on 2 cores"
+tools_what=tools
+tools_prefix=k8s-
 
 cache_key() {
   local k8s etcd gov h
   if [ ! -f "$mod_dir/go.mod" ] || [ ! -f "$mod_dir/go.sum" ]; then
     die "$mod_dir/go.mod or go.sum missing (run $0 --regen-gomod)"
   fi
-  k8s=$(gomod_version k8s.io/kubernetes)
+  k8s=$(gomod_version "$mod_dir/go.mod" k8s.io/kubernetes)
   [ "$k8s" = "$K8S_VERSION" ] \
     || die "scripts/k8s-tools/go.mod pins k8s.io/kubernetes ${k8s:-?}, script pins $K8S_VERSION (run $0 --regen-gomod)"
-  etcd=$(gomod_version go.etcd.io/etcd/server/v3)
+  etcd=$(gomod_version "$mod_dir/go.mod" go.etcd.io/etcd/server/v3)
   [ -n "$etcd" ] || die "go.etcd.io/etcd/server/v3 not in scripts/k8s-tools/go.mod (run $0 --regen-gomod)"
   gov=$(go env GOVERSION)
   h=$( { cat "$mod_dir/go.mod" "$mod_dir/go.sum"; echo "recipe=$RECIPE_REV helm=$HELM_VERSION"; } \
@@ -74,18 +51,12 @@ cache_key() {
   echo "k8s-$K8S_VERSION-etcd-$etcd-helm-$HELM_VERSION-$gov-$h"
 }
 
-have_all() {
-  local b
-  for b in "${binaries[@]}"; do [ -x "$1/$b" ] || return 1; done
-}
-
 regen_gomod() {
-  local tmp info gomod staging etcd_pin etcd_got
+  local tmp gomod staging etcd_pin etcd_got
   mkdir -p "$mod_dir"
   tmp=$(mktemp -d)
   log "fetching go.mod of k8s.io/kubernetes@$K8S_VERSION"
-  info=$(cd "$tmp" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION")
-  gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' <<<"$info")
+  gomod=$(cd "$tmp" && gomod_download GoMod "k8s.io/kubernetes@$K8S_VERSION")
   rm -rf "$tmp"
   [ -f "$gomod" ] || die "could not fetch go.mod of k8s.io/kubernetes@$K8S_VERSION"
   # Staging modules: the k8s.io/* modules required at v0.0.0 (not kube-openapi,
@@ -118,7 +89,7 @@ regen_gomod() {
   rm -f "$mod_dir/go.sum"
   log "go mod tidy (downloads the dependency graph)"
   (cd "$mod_dir" && go mod tidy)
-  etcd_got=$(gomod_version go.etcd.io/etcd/server/v3)
+  etcd_got=$(gomod_version "$mod_dir/go.mod" go.etcd.io/etcd/server/v3)
   if [ -n "$etcd_pin" ] && [ "$etcd_got" != "$etcd_pin" ]; then
     die "go mod tidy resolved etcd server $etcd_got but kubernetes pins $etcd_pin"
   fi
@@ -126,38 +97,25 @@ regen_gomod() {
 }
 
 build_into() {
-  local out="$1" k8s_minor k8s_ldflags build_date tags helm_gomod helm_k8s_minor
+  local out=$1 ldflags helm_gomod helm_k8s_minor
   local -a goflags=(-p 2 -trimpath)
-  k8s_minor=${K8S_VERSION#v1.}; k8s_minor=${k8s_minor%%.*}
 
   cd "$mod_dir"
   step "downloading modules for the wrapper module"
   go mod download
-  # Reproducible build date: the release's publication time on the proxy.
-  build_date=$(go list -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
-  build_date=${build_date:-1970-01-01T00:00:00Z}
-  k8s_ldflags="-s -w"
-  local pkg
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    k8s_ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-    k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-  done
-  # Tags as upstream's hack/lib/golang.sh uses for release (non-debug) builds.
-  tags="selinux,notest,grpcnotrace"
-
+  ldflags=$(k8s_ldflags "$K8S_VERSION")
   step "building kube-apiserver"
-  go build "${goflags[@]}" -tags "$tags" -ldflags "$k8s_ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+  go build "${goflags[@]}" -tags "$k8s_tags" -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
   step "building kubectl"
-  go build "${goflags[@]}" -tags "$tags" -ldflags "$k8s_ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl
+  go build "${goflags[@]}" -tags "$k8s_tags" -ldflags "$ldflags" -o "$out/kubectl" k8s.io/kubernetes/cmd/kubectl
   step "building etcd"
-  go build "${goflags[@]}" -tags "$tags" -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
+  go build "${goflags[@]}" -tags "$k8s_tags" -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3
 
   # helm: plain `go install pkg@version` (no replace directives upstream),
   # with the ldflags of helm's Makefile.
   step "building helm $HELM_VERSION"
   cd /
-  helm_gomod=$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" \
-                 | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+  helm_gomod=$(gomod_download GoMod "helm.sh/helm/v3@$HELM_VERSION")
   helm_k8s_minor=$(awk '$1 == "k8s.io/client-go" { split($2, v, "."); print v[2]; exit }' "$helm_gomod")
   local hv=helm.sh/helm/v3/internal/version
   local helm_ldflags="-s -w -X $hv.version=$HELM_VERSION -X $hv.gitTreeState=clean"
@@ -169,69 +127,13 @@ build_into() {
   step ""
 }
 
-build() {
-  local key dir lock start
-  key=$(cache_key)
-  dir="$cache_root/$key"
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  mkdir -p "$cache_root"
-  lock="$cache_root/.lock"
-  exec 9>"$lock"
-  if ! flock -n 9; then
-    log "waiting for another build holding $lock"
-    flock 9
-  fi
-  # Another process may have finished the same key while we waited.
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  log "building $key (cold: ~15 min and ~2.5 GB RAM on 2 cores)"
-  start=$(date +%s)
-  # Global, not local: the EXIT trap may run after this function's frame is gone.
-  build_tmp="$cache_root/.build-$key.$$"
-  rm -rf "$build_tmp"
-  mkdir -p "$build_tmp/bin"
-  trap 'rm -rf "$build_tmp"' EXIT
-  build_into "$build_tmp/bin"
-  {
-    echo "key=$key"
-    echo "kubernetes=$K8S_VERSION"
-    echo "etcd=$(gomod_version go.etcd.io/etcd/server/v3)"
-    echo "helm=$HELM_VERSION"
-    echo "go=$(go env GOVERSION)"
-    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(( $(date +%s) - start ))"
-  } >"$build_tmp/BUILD-INFO"
-  rm -rf "$dir"
-  mv "$build_tmp" "$dir"
-  trap - EXIT
-  log "built in $(( $(date +%s) - start ))s: ${binaries[*]} in $dir/bin"
-  echo "$dir/bin"
+build_info() {
+  echo "kubernetes=$K8S_VERSION"
+  echo "etcd=$(gomod_version "$mod_dir/go.mod" go.etcd.io/etcd/server/v3)"
+  echo "helm=$HELM_VERSION"
 }
 
 case "${1:-}" in
-  "" | build)
-    build ;;
-  --print-bin-dir)
-    dir="$cache_root/$(cache_key)/bin"
-    have_all "$dir" || die "tools not built yet: run scripts/k8s-tools.sh first ($dir)"
-    echo "$dir" ;;
-  --print-key)
-    cache_key ;;
-  --regen-gomod)
-    regen_gomod ;;
-  --prune)
-    key=$(cache_key)
-    for d in "$cache_root"/k8s-*; do
-      if [ ! -d "$d" ] || [ "$(basename "$d")" = "$key" ]; then continue; fi
-      log "removing $d"
-      rm -rf "$d"
-    done ;;
-  -h | --help)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *)
-    die "unknown argument '$1' (see --help)" ;;
+  --regen-gomod) regen_gomod ;;
+  *) tools_main "$@" ;;
 esac

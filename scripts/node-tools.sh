@@ -32,34 +32,15 @@ mod_dir="$script_dir/node-tools"
 patch_dir="$mod_dir/patches"
 k8s_mod="$script_dir/k8s-tools/go.mod"
 runsc_script="$repo_dir/tests/pods/build-runsc.sh"
-cache_root="${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
+# shellcheck source=lib/tools.sh
+. "$script_dir/lib/tools.sh"
+tools_init node-tools "${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
 binaries=(kubelet kube-scheduler kube-controller-manager containerd ctr
           containerd-shim-runc-v2 containerd-shim-runsc-v1)
-
-log() { echo "node-tools: $*" >&2; }
-die() { echo "node-tools: error: $*" >&2; exit 1; }
-
-step_name="" step_start=0
-step() {
-  [ -z "$step_name" ] || log "  ...$step_name took $((SECONDS - step_start))s"
-  step_name=$1 step_start=$SECONDS
-  [ -z "$1" ] || log "$1"
-}
-
-export GOMODCACHE="$cache_root/gomod"
-export GOCACHE="$cache_root/gocache"
-export GOTOOLCHAIN=local
-export GOFLAGS="-buildvcs=false -modcacherw"
-export CGO_ENABLED=0
-
-command -v go >/dev/null 2>&1 || die "go not found in PATH (needed to build the tools)"
-
-# gomod_version FILE MODULE: version of MODULE required by go.mod FILE.
-gomod_version() {
-  awk -v m="$2" '
-    $1 == "require" && $2 == m { print $3; exit }
-    $1 == m && $2 ~ /^v/ { print $2; exit }' "$1"
-}
+tools_lock=.node-lock
+tools_cold="cold: ~7 min with scripts/k8s-tools.sh's caches warm, ~17 CPU-minutes from nothing"
+tools_what="node tools"
+tools_prefix=node-
 
 k8s_version() {
   local v
@@ -91,11 +72,6 @@ cache_key() {
        | sha256sum | cut -c1-10)
   # The gVisor pseudo-version is long: its date and commit are enough.
   echo "node-k8s-$k8s-containerd-$CONTAINERD_VERSION-gvisor-${gv##*-}-$gov-$h"
-}
-
-have_all() {
-  local b
-  for b in "${binaries[@]}"; do [ -x "$1/$b" ] || return 1; done
 }
 
 # The wrapper module: requires k8s.io/kubernetes and takes its go/godebug
@@ -131,28 +107,20 @@ regen_gomod() {
 }
 
 build_into() {
-  local out=$1 work=$2 k8s k8s_minor k8s_ldflags build_date pkg gv src
+  local out=$1 work=$2 k8s ldflags gv src
   local -a goflags=(-p 2 -trimpath)
   k8s=$(k8s_version)
-  k8s_minor=${k8s#v1.}; k8s_minor=${k8s_minor%%.*}
 
   # Kubernetes: the same tags and version ldflags as scripts/k8s-tools.sh, so
   # the packages kube-apiserver shares with these come from GOCACHE.
   cd "$mod_dir"
   step "downloading modules for the wrapper module"
   go mod download
-  build_date=$(go list -m -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
-  build_date=${build_date:-1970-01-01T00:00:00Z}
-  k8s_ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    k8s_ldflags+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-    k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$build_date"
-  done
+  ldflags=$(k8s_ldflags "$k8s")
   local b
   for b in kube-scheduler kube-controller-manager kubelet; do
     step "building $b $k8s"
-    go build "${goflags[@]}" -tags selinux,notest,grpcnotrace -ldflags "$k8s_ldflags" \
-      -o "$out/$b" "k8s.io/kubernetes/cmd/$b"
+    go build "${goflags[@]}" -tags "$k8s_tags" -ldflags "$ldflags" -o "$out/$b" "k8s.io/kubernetes/cmd/$b"
   done
 
   # containerd: go install of the release (its go.mod has no replace lines),
@@ -171,7 +139,7 @@ build_into() {
   # module (its own go.mod and go.sum). `go install` would name it "shim".
   gv=$(gvisor_version)
   step "building containerd-shim-runsc-v1 (gvisor.dev/gvisor $gv, patched)"
-  src=$(go mod download -json "gvisor.dev/gvisor@$gv" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  src=$(gomod_download Dir "gvisor.dev/gvisor@$gv")
   [ -d "$src" ] || die "could not download gvisor.dev/gvisor@$gv"
   mkdir -p "$work/gvisor"
   cp -R "$src/." "$work/gvisor/"
@@ -185,70 +153,18 @@ build_into() {
   step ""
 }
 
-build() {
-  local key dir lock start
-  key=$(cache_key)
-  dir="$cache_root/$key"
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
+precheck() {
   command -v patch >/dev/null 2>&1 || die "patch not found (apt-get install patch)"
-  mkdir -p "$cache_root"
-  lock="$cache_root/.node-lock"
-  exec 9>"$lock"
-  if ! flock -n 9; then
-    log "waiting for another build holding $lock"
-    flock 9
-  fi
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  log "building $key (cold: ~7 min with scripts/k8s-tools.sh's caches warm, ~17 CPU-minutes from nothing)"
-  start=$(date +%s)
-  build_tmp="$cache_root/.build-$key.$$"
-  rm -rf "$build_tmp"
-  mkdir -p "$build_tmp/bin" "$build_tmp/work"
-  trap 'rm -rf "$build_tmp"' EXIT
-  build_into "$build_tmp/bin" "$build_tmp/work"
-  rm -rf "$build_tmp/work"
-  {
-    echo "key=$key"
-    echo "kubernetes=$(k8s_version)"
-    echo "containerd=$CONTAINERD_VERSION"
-    echo "gvisor=$(gvisor_version)"
-    echo "patches=$(cd "$patch_dir" && echo ./*.patch)"
-    echo "go=$(go env GOVERSION)"
-    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(( $(date +%s) - start ))"
-  } >"$build_tmp/BUILD-INFO"
-  rm -rf "$dir"
-  mv "$build_tmp" "$dir"
-  trap - EXIT
-  log "built in $(( $(date +%s) - start ))s: ${binaries[*]} in $dir/bin"
-  echo "$dir/bin"
+}
+
+build_info() {
+  echo "kubernetes=$(k8s_version)"
+  echo "containerd=$CONTAINERD_VERSION"
+  echo "gvisor=$(gvisor_version)"
+  echo "patches=$(cd "$patch_dir" && echo ./*.patch)"
 }
 
 case "${1:-}" in
-  "" | build)
-    build ;;
-  --print-bin-dir)
-    dir="$cache_root/$(cache_key)/bin"
-    have_all "$dir" || die "node tools not built yet: run scripts/node-tools.sh first ($dir)"
-    echo "$dir" ;;
-  --print-key)
-    cache_key ;;
-  --regen-gomod)
-    regen_gomod ;;
-  --prune)
-    key=$(cache_key)
-    for d in "$cache_root"/node-*; do
-      if [ ! -d "$d" ] || [ "$(basename "$d")" = "$key" ]; then continue; fi
-      log "removing $d"
-      rm -rf "$d"
-    done ;;
-  -h | --help)
-    sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *)
-    die "unknown argument '$1' (see --help)" ;;
+  --regen-gomod) regen_gomod ;;
+  *) tools_main "$@" ;;
 esac

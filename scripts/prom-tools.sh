@@ -29,20 +29,17 @@ PROM_MODULE_VERSION=v0.316.0
 OPERATOR_VERSION=v0.85.0
 RECIPE_REV=2 # bump when the build flags below change
 
-cache_root="${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
-
-log() { echo "prom-tools: $*" >&2; }
-die() { echo "prom-tools: error: $*" >&2; exit 1; }
-
-# Go environment: the module and build caches k8s-tools.sh uses (shared
-# downloads), no toolchain switching, module cache writable so `rm -rf` works.
-export GOMODCACHE="$cache_root/gomod"
-export GOCACHE="$cache_root/gocache"
-export GOTOOLCHAIN=local
-export GOFLAGS="-buildvcs=false -modcacherw"
-export CGO_ENABLED=0
-
-command -v go >/dev/null 2>&1 || die "go not found in PATH (needed to build promtool)"
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib/tools.sh
+. "$script_dir/lib/tools.sh"
+# The module and build caches k8s-tools.sh uses (shared downloads).
+tools_init prom-tools "${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
+binaries=(promtool)
+# Its own lock: a k8s-tools build holding .lock need not hold this one up.
+tools_lock=.lock-prom
+tools_cold="cold: a few minutes on 2 cores"
+tools_what=promtool
+tools_prefix=prom-
 
 # The Prometheus release a module version stands for: v0.316.2 -> 3.16.2.
 prom_release() {
@@ -60,9 +57,10 @@ cache_key() {
 }
 
 crds=(monitoring.coreos.com_servicemonitors.yaml monitoring.coreos.com_prometheusrules.yaml)
+# A key holds the CRDs too (bin/../crds).
 have_all() {
-  local c
-  [ -x "$1/promtool" ] || return 1
+  local b c
+  for b in "${binaries[@]}"; do [ -x "$1/$b" ] || return 1; done
   for c in "${crds[@]}"; do [ -f "$1/../crds/$c" ] || return 1; done
 }
 
@@ -80,76 +78,18 @@ build_into() {
     "github.com/prometheus/prometheus/cmd/promtool@$PROM_MODULE_VERSION"
   local op_dir c
   log "fetching the Prometheus Operator $OPERATOR_VERSION CRDs"
-  op_dir=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$OPERATOR_VERSION" \
-             | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  op_dir=$(gomod_download Dir "github.com/prometheus-operator/prometheus-operator@$OPERATOR_VERSION")
   [ -d "$op_dir" ] || die "could not fetch github.com/prometheus-operator/prometheus-operator@$OPERATOR_VERSION"
   mkdir -p "$out/../crds"
   for c in "${crds[@]}"; do
     cp "$op_dir/example/prometheus-operator-crd/$c" "$out/../crds/$c"
   done
+  "$out/promtool" --version >&2
 }
 
-build() {
-  local key dir lock start
-  key=$(cache_key)
-  dir="$cache_root/$key"
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  mkdir -p "$cache_root"
-  # Its own lock: a k8s-tools build holding .lock need not hold this one up.
-  lock="$cache_root/.lock-prom"
-  exec 9>"$lock"
-  if ! flock -n 9; then
-    log "waiting for another build holding $lock"
-    flock 9
-  fi
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  log "building $key (cold: a few minutes on 2 cores)"
-  start=$(date +%s)
-  # Global, not local: the EXIT trap may run after this function's frame is gone.
-  build_tmp="$cache_root/.build-$key.$$"
-  rm -rf "$build_tmp"
-  mkdir -p "$build_tmp/bin"
-  trap 'rm -rf "$build_tmp"' EXIT
-  build_into "$build_tmp/bin"
-  "$build_tmp/bin/promtool" --version >&2
-  {
-    echo "key=$key"
-    echo "prometheus=$PROM_MODULE_VERSION ($(prom_release))"
-    echo "prometheus-operator=$OPERATOR_VERSION (CRDs)"
-    echo "go=$(go env GOVERSION)"
-    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(( $(date +%s) - start ))"
-  } >"$build_tmp/BUILD-INFO"
-  rm -rf "$dir"
-  mv "$build_tmp" "$dir"
-  trap - EXIT
-  log "built in $(( $(date +%s) - start ))s: $dir/bin/promtool"
-  echo "$dir/bin"
+build_info() {
+  echo "prometheus=$PROM_MODULE_VERSION ($(prom_release))"
+  echo "prometheus-operator=$OPERATOR_VERSION (CRDs)"
 }
 
-case "${1:-}" in
-  "" | build)
-    build ;;
-  --print-bin-dir)
-    dir="$cache_root/$(cache_key)/bin"
-    have_all "$dir" || die "promtool not built yet: run scripts/prom-tools.sh first ($dir)"
-    echo "$dir" ;;
-  --print-key)
-    cache_key ;;
-  --prune)
-    key=$(cache_key)
-    for d in "$cache_root"/prom-*; do
-      if [ ! -d "$d" ] || [ "$(basename "$d")" = "$key" ]; then continue; fi
-      log "removing $d"
-      rm -rf "$d"
-    done ;;
-  -h | --help)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *)
-    die "unknown argument '$1' (see --help)" ;;
-esac
+tools_main "$@"
