@@ -22,7 +22,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STATE=${HANGAR_LOCAL_DIR:-/tmp/hangar-local}
 BUILD=${HANGAR_LOCAL_BUILD:-$ROOT/build}
-HANGAR_ID=system:serviceaccount:hangar:hangar
+# shellcheck source=lib/hangar-chart.sh
+. "$ROOT/scripts/lib/hangar-chart.sh"   # HANGAR_ID, the chart's install
 NS=sandboxes
 POD=agent-sandbox
 
@@ -66,30 +67,17 @@ export KUBECONFIG=$STATE/kubeconfig
 kubectl get nodes -o wide
 
 say "namespaces, and hangar's own identity"
-# The webhook's namespace enforces restricted Pod Security.
-kubectl create namespace hangar-system >/dev/null
-kubectl label namespace hangar-system pod-security.kubernetes.io/enforce=restricted >/dev/null
-kubectl create namespace "$NS" >/dev/null
-kubectl create namespace hangar >/dev/null
-kubectl create serviceaccount -n hangar hangar >/dev/null
-# hangar reads sandbox pods and execs into them; nothing else.
-kubectl create role -n "$NS" hangar --verb=get,list,watch --resource=pods >/dev/null
-kubectl create role -n "$NS" hangar-exec --verb=create --resource=pods/exec >/dev/null
-kubectl create rolebinding -n "$NS" hangar --role=hangar --serviceaccount=hangar:hangar >/dev/null
-kubectl create rolebinding -n "$NS" hangar-exec --role=hangar-exec --serviceaccount=hangar:hangar >/dev/null
+# The webhook's namespace enforces restricted Pod Security; hangar reads
+# sandbox pods and execs into them, nothing else.
+hangar_system_namespace
+hangar_identity "$NS"
 as_hangar=(--as "$HANGAR_ID")
 
 say "installing the chart (service mode: the webhook as its Deployment)"
-helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system --wait --timeout 5m \
-        --set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR_ID\"]"
+hangar_chart_install hangar
 kubectl get pods -n hangar-system -o wide
-MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o jsonpath='{.items[0].metadata.name}')
-for _ in $(seq 150); do
-        bundle=$(kubectl get mutatingwebhookconfiguration "$MWC" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
-        [ -n "$bundle" ] && break
-        sleep 0.2
-done
-[ -n "$bundle" ] || { echo "local-run: the webhook never patched its caBundle" >&2; false; }
+hangar_chart_ready hangar "$NS" 60
+bundle=$(hangar_chart_bundle hangar)
 echo "  caBundle patched by the webhook's pods: $(base64 -d <<<"$bundle" | openssl x509 -noout -subject)"
 kubectl logs -n hangar-system -l app.kubernetes.io/instance=hangar --tail=-1 2>/dev/null |
         grep -E '"(creating the certificate Secret|caBundle updated|listening)"' | cut -c1-160 | head -n 6
