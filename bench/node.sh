@@ -44,7 +44,9 @@ CREATES=${BENCH_CREATES:-300}
 PODS=${BENCH_PODS:-20}
 TURNS=${BENCH_TURNS:-5}
 BUSY_MIB=${BENCH_BUSY_MIB:-64}
-HANGAR_ID=${BENCH_HANGAR_ID:-system:serviceaccount:hangar:hangar}
+# shellcheck source=../scripts/lib/hangar-chart.sh
+. "$ROOT/scripts/lib/hangar-chart.sh"
+HANGAR_ID=${BENCH_HANGAR_ID:-$HANGAR_ID}
 NS=hangar-bench
 IMAGE=localhost/hangar-sandbox:dev
 PROBE=$BUILD/probe/hangar-probe
@@ -91,12 +93,10 @@ if [ -z "$NODE" ]; then
                 { tail -n 20 "$TMP/node-start.log" >&2; exit 1; }
         export KUBECONFIG=$NODE/kubeconfig
         say "installing the chart (service mode, the sidecar on, as scripts/local-run.sh does)"
-        kubectl create namespace hangar-system >/dev/null
-        kubectl label namespace hangar-system pod-security.kubernetes.io/enforce=restricted >/dev/null
+        hangar_system_namespace
         kubectl create namespace hangar >/dev/null
         kubectl create serviceaccount -n hangar hangar >/dev/null
-        helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system --wait --timeout 5m \
-                --set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR_ID\"]" >/dev/null
+        hangar_chart_install hangar >/dev/null
 else
         NODE=$(realpath "$NODE")
         export KUBECONFIG=$NODE/kubeconfig
@@ -109,13 +109,7 @@ kubectl create role -n "$NS" hangar-exec --verb=create --resource=pods/exec >/de
 kubectl create rolebinding -n "$NS" hangar --role=hangar --user="$HANGAR_ID" >/dev/null
 kubectl create rolebinding -n "$NS" hangar-exec --role=hangar-exec --user="$HANGAR_ID" >/dev/null
 # Wait until the API server sends labelled pods to the webhook.
-for _ in $(seq 100); do
-        kubectl create --dry-run=server -o json -f - 2>/dev/null <<POD | jq -e '.spec.containers | map(.name) | index("hangar-driver")' >/dev/null && break
-{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bench-ready", "namespace": "$NS", "labels": {"hangar.dev/sandbox": "true"}},
- "spec": {"containers": [{"name": "sandbox", "image": "$IMAGE", "command": ["sleep", "infinity"]}]}}
-POD
-        sleep 0.3
-done
+hangar_chart_ready hangar "$NS" 30
 
 # ---- helpers --------------------------------------------------------------
 now() { echo "${EPOCHREALTIME/./}"; }
