@@ -27,6 +27,8 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
+# shellcheck source=../../scripts/lib/hangar-chart.sh
+. "$ROOT/scripts/lib/hangar-chart.sh"
 t_begin "webhook availability on the node (pod deleted, helm upgrade, CA rotation)"
 
 K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} IMAGES=$(realpath -m "${4:-.}") WEBHOOK=$(realpath -m "${5:-.}")
@@ -42,10 +44,8 @@ if [ -n "$missing" ]; then t_fail "missing:$missing (see tests/node/CMakeLists.t
 export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
 export PATH=$K8S_BIN:$PATH
 NODE=$ROOT/scripts/node.sh
-CHART=$ROOT/charts/hangar-webhook
 D=$T_TMP/node
 export KUBECONFIG=$D/kubeconfig
-HANGAR_ID=system:serviceaccount:hangar:hangar
 NS=sandboxes
 REL=hangar
 FULL=hangar-webhook   # fullnameOverride: the Service, Deployment and Secret names
@@ -61,8 +61,7 @@ if ! "$NODE" start "$D" "${ARCHIVES[@]}" >start.log 2>&1; then
 	t_end
 fi
 echo "  node started in $((SECONDS - t0)) s"
-kubectl create namespace hangar-system >/dev/null
-kubectl label namespace hangar-system pod-security.kubernetes.io/enforce=restricted >/dev/null
+hangar_system_namespace
 kubectl create namespace "$NS" >/dev/null
 
 # ---- round 1: a CA rotation by the replicas ----------------------------------
@@ -72,8 +71,7 @@ kubectl create namespace "$NS" >/dev/null
 kubectl create secret generic "$SECRET" -n hangar-system --from-file=ca.crt=oldca/ca.crt \
 	--from-file=ca.key=oldca/ca.key --from-file=tls.crt=oldca/tls.crt --from-file=tls.key=oldca/tls.key >/dev/null
 t0=$SECONDS
-helm install "$REL" "$CHART" -n hangar-system --wait --timeout 5m --set fullnameOverride="$FULL" \
-	--set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR_ID\"]" \
+hangar_chart_install "$REL" --set fullnameOverride="$FULL" \
 	--set server.certPollSeconds=1 --set certificates.selfManaged.syncSeconds=1 \
 	--set certificates.selfManaged.caOverlapSeconds=$OVERLAP >helm.log 2>&1
 t_check "helm install --wait: both replicas Ready ($((SECONDS - t0)) s)" \
@@ -207,8 +205,10 @@ LOAD=$!
 t_cleanup_pid $LOAD
 t_wait_for '[ "$(created upg)" -ge 20 ]' 20
 t0=$SECONDS
-t_check "helm upgrade (a changed podAnnotation) --wait" helm upgrade "$REL" "$CHART" -n hangar-system --reuse-values \
-	--wait --timeout 5m --set-string podAnnotations.hangar\\.dev/roll=1 >>helm.log 2>&1
+# (helm's output in helm.log, the check's line in the test's output)
+logged() { "$@" >>helm.log 2>&1; }
+t_check "helm upgrade (a changed podAnnotation) --wait" logged helm upgrade "$REL" "$hangar_chart_dir" \
+	-n hangar-system --reuse-values --wait --timeout 5m --set-string podAnnotations.hangar\\.dev/roll=1
 all_gone() {
 	local p
 	for p in "$@"; do ! kubectl get -n hangar-system "$p" >/dev/null 2>&1 || return 1; done

@@ -29,6 +29,8 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
+# shellcheck source=../../scripts/lib/hangar-chart.sh
+. "$ROOT/scripts/lib/hangar-chart.sh"
 t_begin "sandbox workloads and gVisor's claims on the node"
 
 K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} IMAGES=$(realpath -m "${4:-.}")
@@ -49,7 +51,6 @@ export PATH=$K8S_BIN:$PATH
 NODE=$ROOT/scripts/node.sh
 D=$T_TMP/node
 export KUBECONFIG=$D/kubeconfig
-HANGAR_ID=system:serviceaccount:hangar:hangar
 NS=sandboxes
 cd "$T_TMP" || exit 1
 trap '"$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1; t_cleanup' EXIT
@@ -61,23 +62,15 @@ if ! "$NODE" start "$D" "${ARCHIVES[@]}" >start.log 2>&1; then
 	t_end
 fi
 echo "  node started in $((SECONDS - t0)) s"
-kubectl create namespace hangar-system >/dev/null
-kubectl label namespace hangar-system pod-security.kubernetes.io/enforce=restricted >/dev/null
-kubectl create namespace "$NS" >/dev/null
-kubectl create namespace hangar >/dev/null
-kubectl create serviceaccount -n hangar hangar >/dev/null
-kubectl create role -n "$NS" hangar --verb=get,list,watch --resource=pods >/dev/null
-kubectl create role -n "$NS" hangar-exec --verb=create --resource=pods/exec >/dev/null
-kubectl create rolebinding -n "$NS" hangar --role=hangar --serviceaccount=hangar:hangar >/dev/null
-kubectl create rolebinding -n "$NS" hangar-exec --role=hangar-exec --serviceaccount=hangar:hangar >/dev/null
+hangar_system_namespace
+hangar_identity "$NS"
 t0=$SECONDS
-t_check "helm install (service mode, sidecar on, guard lists hangar's identity)" \
-	helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system --wait --timeout 5m \
-	--set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR_ID\"]" >helm.log 2>&1
+# (helm's output in helm.log, the check's line in the test's output)
+logged() { "$@" >>helm.log 2>&1; }
+t_check "helm install (service mode, sidecar on, guard lists hangar's identity)" logged hangar_chart_install hangar
 echo "  chart installed in $((SECONDS - t0)) s"
-MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o jsonpath='{.items[0].metadata.name}')
-bundle() { kubectl get mutatingwebhookconfiguration "$MWC" -o jsonpath='{.webhooks[0].clientConfig.caBundle}'; }
-t_check "the replicas patched the caBundle" t_wait_for '[ -n "$(bundle)" ]' 30
+t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
+	hangar_chart_ready hangar "$NS" 60
 
 # x POD CONTAINER CMD...: exec as hangar's identity (the guard refuses anyone
 # else into hangar-driver).
@@ -164,8 +157,8 @@ t_eq "default injection: the Job does not complete (no Complete condition 10 s a
 # The native-sidecar injection (driver.nativeSidecar): the driver is the last
 # init container with restartPolicy Always, so the Job completes.
 if grep -q nativeSidecar "$ROOT/common/config.c"; then
-	t_check "helm upgrade --set driver.nativeSidecar=true" helm upgrade hangar "$ROOT/charts/hangar-webhook" \
-		-n hangar-system --reuse-values --wait --timeout 5m --set driver.nativeSidecar=true >>helm.log 2>&1
+	t_check "helm upgrade --set driver.nativeSidecar=true" logged helm upgrade hangar "$hangar_chart_dir" \
+		-n hangar-system --reuse-values --wait --timeout 5m --set driver.nativeSidecar=true
 	job() { # NAME
 		jq -n --arg ns "$NS" --arg n "$1" --argjson s "$(spec '{"restartPolicy": "Never"}')" '{apiVersion: "batch/v1", kind: "Job",
 		metadata: {name: $n, namespace: $ns},
