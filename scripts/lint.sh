@@ -42,5 +42,7 @@ else
         echo "lint: clang-format missing (scripts/install-deps.sh installs it)"
         status=1
 fi
+# The chart README's values table is generated from values.yaml's comments.
+scripts/chart-readme.sh --check >/dev/null || status=1
 [ "$status" -eq 0 ] && echo "lint: ${#sources[@]} files clean"
 exit "$status"
