@@ -36,6 +36,12 @@ const char *frame_type_name(int type)
                 return "EXIT";
         case FRAME_SIGNAL:
                 return "SIGNAL";
+        case FRAME_RESIZE:
+                return "RESIZE";
+        case FRAME_ASK:
+                return "ASK";
+        case FRAME_ANSWER:
+                return "ANSWER";
         case FRAME_RUN:
                 return "RUN";
         case FRAME_RUN_RESULT:
@@ -239,6 +245,31 @@ int frame_signal_decode(const frame_t *f, int *ret_signo, hg_error_t *err)
                 return error_set(err, -EPROTO, "frame: SIGNAL: signal %d is not allowed", signo);
         *ret_signo = signo;
         return 0;
+}
+
+int frame_resize_decode(const frame_t *f, frame_resize_t *ret, hg_error_t *err)
+{
+        int r = frame_check(f, FRAME_RESIZE, err);
+        if (r < 0)
+                return r;
+        r = frame_check_size(f, FRAME_RESIZE_SIZE, err);
+        if (r < 0)
+                return r;
+        unsigned rows = (unsigned)f->payload[0] << 8 | f->payload[1];
+        unsigned cols = (unsigned)f->payload[2] << 8 | f->payload[3];
+        if (rows < FRAME_TERM_ROWS_MIN || rows > FRAME_TERM_ROWS_MAX ||
+            cols < FRAME_TERM_COLS_MIN || cols > FRAME_TERM_COLS_MAX)
+                return error_set(err, -EPROTO, "frame: RESIZE: %ux%u is out of bounds", rows, cols);
+        *ret = (frame_resize_t){.rows = (uint16_t)rows, .cols = (uint16_t)cols};
+        return 0;
+}
+
+void frame_resize_encode(const frame_resize_t *r, uint8_t out[FRAME_RESIZE_SIZE])
+{
+        out[0] = (uint8_t)(r->rows >> 8);
+        out[1] = (uint8_t)r->rows;
+        out[2] = (uint8_t)(r->cols >> 8);
+        out[3] = (uint8_t)r->cols;
 }
 
 #define RUN_FIXED 16u /* id, timeout_ms, tail_max, argc */

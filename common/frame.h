@@ -33,6 +33,9 @@ typedef enum frame_type {
         FRAME_STDERR = 0x12,     /* relay -> driver (ctl): harness stderr; empty = EOF */
         FRAME_EXIT = 0x13,       /* relay -> driver (ctl): how the harness ended */
         FRAME_SIGNAL = 0x14,     /* either way (ctl): a signal for / seen by the harness */
+        FRAME_RESIZE = 0x15,     /* driver -> relay (ctl): the terminal's new size */
+        FRAME_ASK = 0x16,        /* relay -> driver (ctl): the harness's approval channel */
+        FRAME_ANSWER = 0x17,     /* driver -> relay (ctl): bytes for that channel */
         FRAME_RUN = 0x20,        /* driver -> relay (ctl): run a command as the agent */
         FRAME_RUN_RESULT = 0x21, /* relay -> driver (ctl): how that command ended */
 } frame_type_t;
@@ -102,6 +105,20 @@ void frame_exit_encode(const frame_exit_t *e, uint8_t out[FRAME_EXIT_SIZE]);
 #define FRAME_SIGNAL_SIZE 1u
 bool frame_signal_allowed(int signo);
 int frame_signal_decode(const frame_t *f, int *ret_signo, hg_error_t *err);
+
+/* RESIZE payload: rows (u16) and cols (u16), exactly 4 bytes, within
+ * FRAME_TERM_ROWS_MIN..MAX and FRAME_TERM_COLS_MIN..MAX. Only on a terminal
+ * turn (docs/terminal.md). */
+#define FRAME_RESIZE_SIZE   4u
+#define FRAME_TERM_ROWS_MIN 2u
+#define FRAME_TERM_ROWS_MAX 500u
+#define FRAME_TERM_COLS_MIN 10u
+#define FRAME_TERM_COLS_MAX 1000u
+typedef struct frame_resize {
+        uint16_t rows, cols;
+} frame_resize_t;
+int frame_resize_decode(const frame_t *f, frame_resize_t *ret, hg_error_t *err);
+void frame_resize_encode(const frame_resize_t *r, uint8_t out[FRAME_RESIZE_SIZE]);
 
 /* RUN payload:
  *   id          u32  chosen by the driver, echoed in the result

@@ -24,6 +24,7 @@
 #include "home.h"
 #include "jsonx.h"
 #include "layout.h"
+#include "pty.h"
 #include "scratch.h"
 #include "session.h"
 #include "split.h"
@@ -174,8 +175,35 @@ static int read_port(int home_fd, uint16_t *ret, hg_error_t *err)
         return 0;
 }
 
-/* The turn's id and directory, from the driver's turn file. */
-static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, hg_error_t *err)
+/* "terminal" in the turn file: absent (pipes), or exactly rows, cols and
+ * term within the protocol's bounds; anything else refuses the turn. */
+static int read_terminal(const json_t *turn, session_term_t *ret, bool *ret_on, hg_error_t *err)
+{
+        static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
+        json_t *t = json_object_get(turn, "terminal");
+        *ret_on = false;
+        if (!t)
+                return 0;
+        json_t *rows = json_object_get(t, "rows"), *cols = json_object_get(t, "cols");
+        const char *term = json_string_value(json_object_get(t, "term"));
+        if (!json_is_object(t) || json_object_size(t) != 3 || !json_is_integer(rows) ||
+            !json_is_integer(cols) || !term)
+                return error_set(err, -EINVAL,
+                                 "%s: \"terminal\" needs exactly \"rows\", \"cols\" and \"term\"",
+                                 path);
+        json_int_t r = json_integer_value(rows), c = json_integer_value(cols);
+        if (r < FRAME_TERM_ROWS_MIN || r > FRAME_TERM_ROWS_MAX || c < FRAME_TERM_COLS_MIN ||
+            c > FRAME_TERM_COLS_MAX || !pty_term_ok(term))
+                return error_set(err, -EINVAL, "%s: \"terminal\" is out of bounds", path);
+        *ret = (session_term_t){.rows = (unsigned)r, .cols = (unsigned)c};
+        (void)snprintf(ret->term, sizeof(ret->term), "%s", term);
+        *ret_on = true;
+        return 0;
+}
+
+/* The turn's id and directory, and its terminal, from the driver's turn file. */
+static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_t *ret_term,
+                     bool *ret_term_on, hg_error_t *err)
 {
         static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
         _cleanup_free_ char *text = NULL;
@@ -190,6 +218,8 @@ static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, hg_error_t *e
         const char *id = json_string_value(json_object_get(turn, "turn"));
         if (!cwd || cwd[0] != '/' || !id)
                 return error_set(err, -EINVAL, "%s: needs \"turn\" and an absolute \"cwd\"", path);
+        if ((r = read_terminal(turn, ret_term, ret_term_on, err)) < 0)
+                return r;
         _cleanup_free_ char *c = strdup(cwd), *t = strdup(id);
         if (!c || !t)
                 return -ENOMEM;
@@ -306,7 +336,10 @@ int main(int argc, char **argv)
         }
         uint16_t port = 0;
         _cleanup_free_ char *cwd = NULL, *turn = NULL;
-        if (read_port(home_fd, &port, &err) < 0 || read_turn(home_fd, &turn, &cwd, &err) < 0)
+        session_term_t term = {0};
+        bool term_on = false;
+        if (read_port(home_fd, &port, &err) < 0 ||
+            read_turn(home_fd, &turn, &cwd, &term, &term_on, &err) < 0)
                 return fail("%s", err.message);
 
         /* The order hangar keeps (docs/protocol.md): the relay is hardened
@@ -339,7 +372,7 @@ int main(int argc, char **argv)
                 return fail("out of memory");
         char *harness_argv[] = {"/bin/sh", script, NULL};
         session_result_t res;
-        session_run(&io, &ctl, harness_argv, cwd, &res);
+        session_run(&io, &ctl, harness_argv, cwd, term_on ? &term : NULL, &res);
         /* The turn's scratch (tree manifests, the gate's rounds) goes with it. */
         (void)scratch_remove(turn);
         conn_close(&io);

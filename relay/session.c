@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "pty.h"
 #include "spawn.h"
 #include "strparse.h"
 #include "tail.h"
@@ -41,7 +42,12 @@ typedef struct session {
         conn_t *io, *ctl;
         int sigfd;
 
-        spawn_child_t h; /* the harness */
+        spawn_child_t h;            /* the harness; on a terminal: out_fd the pty's master, in_fd a
+                                     * copy of it, err_fd the approval socket (ASK) */
+        const session_term_t *term; /* NULL: stdio on socket pairs */
+        int side_wfd;               /* terminal: the approval socket, for ANSWER */
+        uint8_t side_buf[2 * FRAME_MAX_PAYLOAD];
+        size_t side_len;
         bool h_started, h_reaped, h_out_open, h_err_open;
         int h_status;
         int64_t h_drain_ms;
@@ -150,9 +156,14 @@ static void pump_io(session_t *s)
                                       frame_type_name(f.type));
                 if (s->stdin_eof)
                         return finish(s, SESSION_END_PROTOCOL, "io: STDIN after its EOF");
-                if (f.length == 0)
+                if (f.length == 0) {
                         s->stdin_eof = true;
-                else if (s->h.in_fd >= 0) {
+                        /* A terminal's end of input is its EOF character. */
+                        if (s->term && s->h.in_fd >= 0) {
+                                s->stdin_buf[0] = 0x04;
+                                s->stdin_len = 1;
+                        }
+                } else if (s->h.in_fd >= 0) {
                         memcpy(s->stdin_buf, f.payload, f.length);
                         s->stdin_len = f.length;
                 }
@@ -170,7 +181,43 @@ static void queue_busy_result(session_t *s, uint32_t id)
                 finish(s, SESSION_END_PROTOCOL, "ctl: the driver does not read its replies");
 }
 
-/* ctl from the driver carries SIGNAL and RUN. */
+static void write_side(session_t *s)
+{
+        while (s->side_len > 0 && s->side_wfd >= 0) {
+                ssize_t n = write(s->side_wfd, s->side_buf, s->side_len);
+                if (n > 0) {
+                        memmove(s->side_buf, s->side_buf + n, s->side_len - (size_t)n);
+                        s->side_len -= (size_t)n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                close_fd(&s->side_wfd);
+        }
+        if (s->side_wfd < 0)
+                s->side_len = 0;
+}
+
+/* ANSWER: approval responses for the harness's descriptor 3. A harness that
+ * leaves 128 KiB of answers unread loses the rest (it stops getting any). */
+static void queue_answer(session_t *s, const frame_t *f)
+{
+        if (s->side_wfd < 0)
+                return;
+        if (f->length > sizeof(s->side_buf) - s->side_len) {
+                close_fd(&s->side_wfd);
+                s->side_len = 0;
+                return;
+        }
+        memcpy(s->side_buf + s->side_len, f->payload, f->length);
+        s->side_len += f->length;
+        write_side(s);
+}
+
+/* ctl from the driver carries SIGNAL and RUN, and on a terminal RESIZE and
+ * ANSWER. */
 static void pump_ctl(session_t *s)
 {
         while (!s->finished) {
@@ -186,10 +233,32 @@ static void pump_ctl(session_t *s)
                         int signo = 0;
                         if (frame_signal_decode(&f, &signo, &err) < 0)
                                 return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
-                        if (s->h_started && !s->h_reaped)
+                        /* On a terminal: its foreground process group, as a
+                         * key (Ctrl-C) would. */
+                        if (s->h_started && !s->h_reaped && s->term)
+                                (void)pty_signal_foreground(s->h.out_fd, s->h.pid, signo);
+                        else if (s->h_started && !s->h_reaped)
                                 (void)spawn_signal_group(s->h.pid, signo);
                         break;
                 }
+                case FRAME_RESIZE: {
+                        frame_resize_t rs;
+                        if (!s->term)
+                                return finish(s, SESSION_END_PROTOCOL,
+                                              "ctl: RESIZE on a turn without a terminal");
+                        if (frame_resize_decode(&f, &rs, &err) < 0)
+                                return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
+                        if (s->h_started && s->h.out_fd >= 0)
+                                (void)pty_resize(s->h.out_fd, s->h_reaped ? 0 : s->h.pid, rs.rows,
+                                                 rs.cols);
+                        break;
+                }
+                case FRAME_ANSWER:
+                        if (!s->term)
+                                return finish(s, SESSION_END_PROTOCOL,
+                                              "ctl: ANSWER on a turn without a terminal");
+                        queue_answer(s, &f);
+                        break;
                 case FRAME_RUN: {
                         frame_run_t req = {0};
                         if (frame_run_decode(&f, &req, &err) < 0)
@@ -360,6 +429,7 @@ static void harness_end_if_done(session_t *s)
         close_fd(&s->h.out_fd);
         close_fd(&s->h.err_fd);
         close_fd(&s->h.in_fd);
+        close_fd(&s->side_wfd);
         s->h_out_open = s->h_err_open = false;
         if (!conn_can_queue(s->io, 0) ||
             !conn_can_queue(s->ctl, FRAME_EXIT_SIZE + FRAME_HEADER_SIZE))
@@ -375,7 +445,7 @@ static void harness_end_if_done(session_t *s)
 
 /* ---- the loop ---- */
 
-enum { P_SIG, P_IO, P_CTL, P_HOUT, P_HERR, P_HIN, P_RUN, P_COUNT };
+enum { P_SIG, P_IO, P_CTL, P_HOUT, P_HERR, P_HIN, P_RUN, P_SIDE, P_COUNT };
 
 static int64_t min_deadline(const session_t *s)
 {
@@ -444,6 +514,8 @@ static void loop(session_t *s, const char *cwd)
                         p[P_HIN] = (struct pollfd){.fd = s->h.in_fd, .events = POLLOUT};
                 if (s->run.active && s->run.out_open)
                         p[P_RUN] = (struct pollfd){.fd = s->run.child.out_fd, .events = POLLIN};
+                if (s->side_wfd >= 0 && s->side_len)
+                        p[P_SIDE] = (struct pollfd){.fd = s->side_wfd, .events = POLLOUT};
 
                 int64_t deadline = min_deadline(s), timeout = -1;
                 if (deadline != INT64_MAX) {
@@ -464,7 +536,8 @@ static void loop(session_t *s, const char *cwd)
                         s->h_out_open = false;
                         close_fd(&s->h.out_fd);
                 }
-                if (p[P_HERR].revents && !pipe_to_conn(s->h.err_fd, s->ctl, FRAME_STDERR)) {
+                if (p[P_HERR].revents &&
+                    !pipe_to_conn(s->h.err_fd, s->ctl, s->term ? FRAME_ASK : FRAME_STDERR)) {
                         s->h_err_open = false;
                         close_fd(&s->h.err_fd);
                 }
@@ -472,6 +545,8 @@ static void loop(session_t *s, const char *cwd)
                         write_stdin(s);
                 if (p[P_RUN].revents)
                         run_read(s);
+                if (p[P_SIDE].revents)
+                        write_side(s);
                 if (s->run.active && !s->run.reaped && conn_now_ms() >= s->run.deadline_ms &&
                     !s->run.timed_out) {
                         s->run.timed_out = true;
@@ -553,13 +628,45 @@ static void stop_group(session_t *s, pid_t pid, bool *reaped, int *status)
         }
 }
 
+/* The harness on a pty: master for io (read and, through a copy, write),
+ * the approval socket for ASK (read) and ANSWER (through a copy, write). */
+static int start_on_terminal(session_t *s, char *const harness_argv[], const char *cwd,
+                             hg_error_t *err)
+{
+        pty_opts_t o = {.argv = harness_argv,
+                        .cwd = cwd,
+                        .rows = s->term->rows,
+                        .cols = s->term->cols,
+                        .term = s->term->term};
+        pty_child_t pc;
+        int r = pty_start(&o, &pc, err);
+        if (r < 0)
+                return r;
+        int in = fcntl(pc.master, F_DUPFD_CLOEXEC, 3);
+        int side_w = in < 0 ? -1 : fcntl(pc.side, F_DUPFD_CLOEXEC, 3);
+        if (in < 0 || side_w < 0) {
+                int e = errno;
+                (void)kill(pc.pid, SIGKILL);
+                (void)waitpid(pc.pid, NULL, 0);
+                close_fd(&in);
+                (void)close(pc.master);
+                (void)close(pc.side);
+                return error_set(err, -e, "fcntl: %s", strerror(e));
+        }
+        s->h = (spawn_child_t){.pid = pc.pid, .in_fd = in, .out_fd = pc.master, .err_fd = pc.side};
+        s->side_wfd = side_w;
+        return 0;
+}
+
 void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char *cwd,
-                 session_result_t *ret)
+                 const session_term_t *term, session_result_t *ret)
 {
         static session_t s; /* large (the stdin buffer); one per process */
         s = (session_t){.io = io,
                         .ctl = ctl,
                         .sigfd = -1,
+                        .term = term,
+                        .side_wfd = -1,
                         .h = {.in_fd = -1, .out_fd = -1, .err_fd = -1},
                         .run = {.child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}}};
         sigset_t mask;
@@ -576,7 +683,9 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
         } else {
                 spawn_opts_t o = {.argv = harness_argv, .cwd = cwd};
                 hg_error_t err = {0};
-                if (spawn_start(&o, &s.h, &err) < 0) {
+                int r = term ? start_on_terminal(&s, harness_argv, cwd, &err)
+                             : spawn_start(&o, &s.h, &err);
+                if (r < 0) {
                         finish(&s, SESSION_END_INTERNAL, "cannot start the harness: %s",
                                err.message);
                 } else {
@@ -614,6 +723,7 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
         close_fd(&s.h.in_fd);
         close_fd(&s.h.out_fd);
         close_fd(&s.h.err_fd);
+        close_fd(&s.side_wfd);
         close_fd(&s.sigfd);
         session_result_t r = {.end = s.end};
         r.harness = s.h_reaped ? exit_from_status(s.h_status, false)

@@ -18,10 +18,16 @@ typedef struct session_result {
         char detail[256];
 } session_result_t;
 
-/* io and ctl are connected and welcomed; harness_argv runs from cwd. Takes
- * over both connections. Always returns with the harness and every run
- * request's process group gone. */
+/* A terminal turn's terminal (docs/terminal.md), from the driver's turn file. */
+typedef struct session_term {
+        unsigned rows, cols;
+        char term[65];
+} session_term_t;
+
+/* io and ctl are connected and welcomed; harness_argv runs from cwd, on a
+ * pty when term is not NULL. Takes over both connections. Always returns
+ * with the harness and every run request's process group gone. */
 void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char *cwd,
-                 session_result_t *ret);
+                 const session_term_t *term, session_result_t *ret);
 
 const char *session_end_name(session_end_t e);

@@ -77,6 +77,25 @@ static void check_signal(const frame_t *f)
                 abort();
 }
 
+static void check_resize(const frame_t *f)
+{
+        frame_resize_t rs = {.rows = 7, .cols = 7};
+        hg_error_t err = {0};
+        int r = frame_resize_decode(f, &rs, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (rs.rows != 7 || rs.cols != 7)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_RESIZE_SIZE];
+        frame_resize_encode(&rs, out);
+        if (r != 0 || f->length != FRAME_RESIZE_SIZE || memcmp(out, f->payload, sizeof(out)) != 0 ||
+            rs.rows < FRAME_TERM_ROWS_MIN || rs.rows > FRAME_TERM_ROWS_MAX ||
+            rs.cols < FRAME_TERM_COLS_MIN || rs.cols > FRAME_TERM_COLS_MAX)
+                abort();
+}
+
 static void check_run(const frame_t *f)
 {
         frame_run_t run = {0};
@@ -131,7 +150,7 @@ static const struct {
 } decoders[] = {
     {FRAME_HELLO, check_hello},           {FRAME_EXIT, check_exit},
     {FRAME_SIGNAL, check_signal},         {FRAME_RUN, check_run},
-    {FRAME_RUN_RESULT, check_run_result},
+    {FRAME_RUN_RESULT, check_run_result}, {FRAME_RESIZE, check_resize},
 };
 
 static void check_decoders(const frame_t *f)

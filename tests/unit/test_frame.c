@@ -110,9 +110,9 @@ START_TEST(type_names)
                 int type;
                 const char *name;
         } t[] = {
-            {0x01, "HELLO"},  {0x02, "WELCOME"}, {0x10, "STDIN"},
-            {0x11, "STDOUT"}, {0x12, "STDERR"},  {0x13, "EXIT"},
-            {0x14, "SIGNAL"}, {0x20, "RUN"},     {0x21, "RUN_RESULT"},
+            {0x01, "HELLO"},      {0x02, "WELCOME"}, {0x10, "STDIN"},  {0x11, "STDOUT"},
+            {0x12, "STDERR"},     {0x13, "EXIT"},    {0x14, "SIGNAL"}, {0x20, "RUN"},
+            {0x21, "RUN_RESULT"}, {0x15, "RESIZE"},  {0x16, "ASK"},    {0x17, "ANSWER"},
         };
         size_t named = 0;
         for (size_t i = 0; i < ARRAY_SIZE(t); i++)
@@ -413,6 +413,36 @@ START_TEST(exit_rejects)
 END_TEST
 
 /* ---- SIGNAL ------------------------------------------------------------ */
+
+START_TEST(resize_round_trip_and_bounds)
+{
+        uint8_t p[FRAME_RESIZE_SIZE];
+        frame_resize_encode(&(frame_resize_t){.rows = 40, .cols = 300}, p);
+        ck_assert_mem_eq(p, "\x00\x28\x01\x2c", 4);
+        frame_resize_t r = {0};
+        frame_t f = view(FRAME_RESIZE, p, sizeof(p));
+        ck_assert_int_eq(frame_resize_decode(&f, &r, NULL), 0);
+        ck_assert_uint_eq(r.rows, 40);
+        ck_assert_uint_eq(r.cols, 300);
+        static const struct {
+                unsigned rows, cols;
+        } bad[] = {{1, 80}, {24, 9}, {501, 80}, {24, 1001}, {0, 0}, {65535, 65535}};
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                frame_resize_encode(
+                    &(frame_resize_t){.rows = (uint16_t)bad[i].rows, .cols = (uint16_t)bad[i].cols},
+                    p);
+                hg_error_t err = {0};
+                r = (frame_resize_t){.rows = 7, .cols = 7};
+                ck_assert_int_eq(frame_resize_decode(&f, &r, &err), -EPROTO);
+                ck_assert_ptr_nonnull(strstr(err.message, "out of bounds"));
+                ck_assert_uint_eq(r.rows, 7);
+        }
+        f.length = 3;
+        ck_assert_int_lt(frame_resize_decode(&f, &r, NULL), 0);
+        f = view(FRAME_SIGNAL, p, sizeof(p));
+        ck_assert_int_eq(frame_resize_decode(&f, &r, NULL), -EINVAL);
+}
+END_TEST
 
 START_TEST(signal_allowed_set)
 {
@@ -877,6 +907,7 @@ static Suite *frame_suite(void)
         tcase_add_test(tc, run_result_round_trip);
         tcase_add_test(tc, run_result_rejects);
         tcase_add_test(tc, decoders_check_type);
+        tcase_add_test(tc, resize_round_trip_and_bounds);
         tcase_add_test(tc, decoders_err_may_be_null);
         suite_add_tcase(s, tc);
         return s;
