@@ -5,7 +5,11 @@
  *   inject  print manifests (Pods, workloads' pod templates, Lists) as the
  *           webhook would have their pods stored
  *   certs   generate a CA and serving certificate with OpenSSL
- *   config  print the effective configuration, or the error that stops it */
+ *   config  print the effective configuration, or the error that stops it
+ *   audit   list stored sandbox pods whose shape is not the one the webhook
+ *           would give them now (audit.c)
+ *   test-injection  a dry-run sandbox pod through the API, checked (the
+ *           chart's `helm test` hook) */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -18,6 +22,7 @@
 #include <unistd.h>
 
 #include "admission.h"
+#include "audit.h"
 #include "certgen.h"
 #include "certstore.h"
 #include "cleanup.h"
@@ -48,6 +53,11 @@ static const char usage_text[] =
     "                            [--dns NAME]... [--ip ADDR]... [--days N] [--ca-days N]\n"
     "                            [--reuse-ca] [--force]\n"
     "       hangar-webhook config [--config FILE]\n"
+    "       hangar-webhook audit [--config FILE] [--kubeconfig FILE] [--context NAME]\n"
+    "                            [-n NS | -A] [-o table|json] [--all]\n"
+    "                            [--webhook-configuration NAME]\n"
+    "       hangar-webhook test-injection --namespace NS --image IMAGE [--config FILE]\n"
+    "                            [--kubeconfig FILE] [--context NAME]\n"
     "       hangar-webhook version\n"
     "The configuration file may also be given as HANGAR_CONFIG; environment\n"
     "variables override it (see docs/configuration.md).\n";
@@ -563,6 +573,135 @@ static int cmd_config(int argc, char **argv)
         return EXIT_SUCCESS;
 }
 
+/* audit's exit status when it could not finish (1 is "pods need action"). */
+#define EXIT_AUDIT_ERROR 3
+
+static int cmd_audit(int argc, char **argv)
+{
+        enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_ALL, OPT_WEBHOOK };
+        static const struct option opts[] = {
+            {"config", required_argument, NULL, 'c'},
+            {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+            {"context", required_argument, NULL, OPT_CONTEXT},
+            {"namespace", required_argument, NULL, 'n'},
+            {"all-namespaces", no_argument, NULL, 'A'},
+            {"output", required_argument, NULL, 'o'},
+            {"all", no_argument, NULL, OPT_ALL},
+            {"webhook-configuration", required_argument, NULL, OPT_WEBHOOK},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0}};
+        const char *config_path = NULL, *output = "table";
+        audit_options_t o = {0};
+        int c;
+        while ((c = getopt_long(argc, argv, "c:n:Ao:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case OPT_KUBECONFIG:
+                        o.kubeconfig = optarg;
+                        break;
+                case OPT_CONTEXT:
+                        o.context = optarg;
+                        break;
+                case 'n':
+                        o.namespace = optarg;
+                        break;
+                case 'A':
+                        o.all_namespaces = true;
+                        break;
+                case 'o':
+                        output = optarg;
+                        break;
+                case OPT_ALL:
+                        o.show_all = true;
+                        break;
+                case OPT_WEBHOOK:
+                        o.webhook_configuration = optarg;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        return EXIT_SUCCESS;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind != argc || (o.namespace && o.all_namespaces) ||
+            (strcmp(output, "table") != 0 && strcmp(output, "json") != 0) ||
+            (o.namespace && !o.namespace[0])) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        o.json = strcmp(output, "json") == 0;
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (load_config("audit", config_path, &cfg) != 0)
+                return EXIT_AUDIT_ERROR;
+        /* The question is which pods lack the shape injection gives, so it
+         * is asked with injection on (as `inject` does). */
+        if (!cfg.driver_sidecar)
+                fputs("hangar-webhook audit: driverSidecar is off in this configuration; "
+                      "judging pods as if it were on\n",
+                      stderr);
+        cfg.driver_sidecar = true;
+        hg_error_t err = {0};
+        int r = audit_run(&cfg, &o, stdout, &err);
+        if (r < 0) {
+                (void)fail("audit", r == -ENOMEM && !err.code ? strerror(ENOMEM) : err.message);
+                return EXIT_AUDIT_ERROR;
+        }
+        return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+static int cmd_test_injection(int argc, char **argv)
+{
+        enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_IMAGE };
+        static const struct option opts[] = {
+            {"config", required_argument, NULL, 'c'},
+            {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+            {"context", required_argument, NULL, OPT_CONTEXT},
+            {"namespace", required_argument, NULL, 'n'},
+            {"image", required_argument, NULL, OPT_IMAGE},
+            {NULL, 0, NULL, 0}};
+        const char *config_path = NULL, *kubeconfig = NULL, *context = NULL, *ns = NULL,
+                   *image = NULL;
+        int c;
+        while ((c = getopt_long(argc, argv, "c:n:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case OPT_KUBECONFIG:
+                        kubeconfig = optarg;
+                        break;
+                case OPT_CONTEXT:
+                        context = optarg;
+                        break;
+                case 'n':
+                        ns = optarg;
+                        break;
+                case OPT_IMAGE:
+                        image = optarg;
+                        break;
+                default:
+                        fputs(usage_text, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind != argc || !ns || !ns[0] || !image || !image[0]) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (load_config("test-injection", config_path, &cfg) != 0)
+                return EXIT_FAILURE;
+        hg_error_t err = {0};
+        int r = audit_test_injection(&cfg, kubeconfig, context, ns, image, stdout, &err);
+        if (r < 0)
+                return fail("test-injection", err.code ? err.message : strerror(-r));
+        return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 int main(int argc, char **argv)
 {
         static const struct {
@@ -572,7 +711,9 @@ int main(int argc, char **argv)
                         {"review", cmd_review},
                         {"inject", cmd_inject},
                         {"certs", cmd_certs},
-                        {"config", cmd_config}};
+                        {"config", cmd_config},
+                        {"audit", cmd_audit},
+                        {"test-injection", cmd_test_injection}};
         if (argc >= 2 && strcmp(argv[1], "version") == 0) {
                 printf("hangar-webhook %s\n", HANGAR_VERSION);
                 return EXIT_SUCCESS;

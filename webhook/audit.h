@@ -1,0 +1,85 @@
+/* `hangar-webhook audit` and `hangar-webhook test-injection`: the webhook's
+ * own decision (mutate_pod, and through it the spec check of shapecheck.c)
+ * applied to pods as the API server stores them.
+ *
+ * The webhook only sees a pod at CREATE. A sandbox pod created before the
+ * sidecar was enabled, while the webhook was not called (failurePolicy
+ * Ignore, a namespace not selected then), or injected under an older
+ * configuration keeps that shape for its whole life. The audit asks, for
+ * each stored sandbox pod, what the webhook would answer for it now:
+ *   - it would inject: the pod lacks the sidecar (not-injected);
+ *   - it is marked injected and the spec check finds a departure from the
+ *     shape this configuration injects, or the reinvocation path would
+ *     still change it: injected by another configuration (stale);
+ *   - it would refuse the pod now (denied), or skip it (skipped: privileged,
+ *     host namespaces; the webhook's current answer, so not a problem);
+ *   - otherwise the pod is current.
+ * One judgement with the webhook: nothing here decides a shape itself.
+ *
+ * test-injection (the chart's `helm test` hook) creates a sandbox pod with
+ * dryRun=All through the API and asks the same question of what the API
+ * server would store: it must come back current. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "config.h"
+#include "error.h"
+#include "shape.h"
+
+typedef enum audit_state {
+        AUDIT_NOT_INJECTED, /* first: a zeroed verdict is a problem */
+        AUDIT_STALE,
+        AUDIT_DENIED,
+        AUDIT_SKIPPED,
+        AUDIT_EXCLUDED,
+        AUDIT_CURRENT,
+        AUDIT_STATE_COUNT,
+} audit_state_t;
+
+typedef struct audit_verdict {
+        audit_state_t state;
+        /* A stable code: the webhook's reason, a spec check's finding code
+         * ("spec.driver"), or how a pod came to lack the sidecar
+         * ("never-reviewed", "skipped-at-creation", "marked-without-driver"). */
+        char code[64];
+        char reason[ERROR_MESSAGE_MAX];
+} audit_verdict_t;
+
+const char *audit_state_name(audit_state_t state);
+/* Whether a pod in this state needs an admin (recreate it): not injected,
+ * stale or denied. */
+bool audit_state_needs_action(audit_state_t state);
+
+/* Judges one stored pod (left unchanged) against cfg with the webhook's
+ * decision; cfg->driver_sidecar must be true. 0, or -ENOMEM. */
+int audit_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+              audit_verdict_t *ret);
+
+typedef struct audit_options {
+        const char *kubeconfig; /* NULL: as kubectl finds it (k8s_client_new_kubectl) */
+        const char *context;
+        const char *namespace; /* NULL: the context's; ignored with all_namespaces */
+        bool all_namespaces;
+        bool json;     /* a JSON document instead of a table */
+        bool show_all; /* the table lists current, skipped and excluded pods too */
+        /* A MutatingWebhookConfiguration whose namespaceSelector and
+         * objectSelector say which pods the API server sends: pods it would
+         * not send are excluded, not reported missing. NULL: none. */
+        const char *webhook_configuration;
+} audit_options_t;
+
+/* Lists the sandbox pods (cfg's selector) and judges each; writes a table or
+ * JSON to out. Returns 1 when a pod needs action, 0 when none does, <0 with
+ * err set when the audit could not finish. */
+int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err);
+
+/* Creates a sandbox pod in ns with dryRun=All (image: its agent
+ * container's) and judges what comes back. 0 when it is injected in the
+ * current shape, 1 when not (the reason in err), <0 when the check could not
+ * run (err says why). A line for people goes to out either way. */
+int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const char *context,
+                         const char *ns, const char *image, FILE *out, hg_error_t *err);
