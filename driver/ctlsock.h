@@ -9,7 +9,10 @@
 
 #include "error.h"
 
-#define CTLSOCK_REQUEST_MAX (64u * 1024u)
+/* A request: its buffer starts small and grows to the max (a start request
+ * carries the turn spec, up to 1 MiB, as a JSON string). */
+#define CTLSOCK_REQUEST_MIN (16u * 1024u)
+#define CTLSOCK_REQUEST_MAX (4u * 1024u * 1024u)
 
 /* Binds path (refusing if a live driver already answers there). */
 int ctlsock_listen(const char *path, int *ret_fd, hg_error_t *err);

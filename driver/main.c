@@ -1,6 +1,7 @@
 /* hangar-driver: runs in the hangar-driver sidecar as uid 1001.
- *   relay --spec FILE|-   run one turn under the sidecar (docs/turn.md)
- *   ctl OP [ARGS]         hangar's control of the running turn
+ *   serve                 the sidecar's daemon (PID 1): turns on request
+ *   relay --spec FILE|-   one turn in a daemon of its own (docs/turn.md)
+ *   ctl OP [ARGS]         hangar's requests to the daemon (start, status, ...)
  *   version */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +31,15 @@
 #include "turn.h"
 
 static const char usage[] =
-    "usage: hangar-driver relay [--config FILE] --spec FILE|-\n"
+    "usage: hangar-driver serve [--config FILE]\n"
+    "       hangar-driver relay [--config FILE] --spec FILE|-\n"
     "       hangar-driver ctl [--config FILE] OP [ARGS]\n"
     "       hangar-driver tree --turn ID DIR\n"
     "       hangar-driver gate --turn ID -- CMD [ARG]...\n"
     "       hangar-driver version\n"
+    "\n"
+    "serve: the sidecar's daemon: owns the control socket in hangar-ctl, runs\n"
+    "turns on request (ctl start), reaps, ends the turn in flight on SIGTERM.\n"
     "\n"
     "relay: runs one ask, deny-risky or governed turn: checks HANGAR_UID_SPLIT\n"
     "against the probe's verdict in hangar-ctl, writes the run's files, listens\n"
@@ -42,8 +47,10 @@ static const char usage[] =
     "JSON line. Exit: 0 the turn ran, 1 failed, 2 usage, 3 run it single-user,\n"
     "4 refused.\n"
     "\n"
-    "ctl OPs: status | token | events | approvals | approve ID | deny ID |\n"
-    "  steer TEXT | close-stdin | signal NAME | watch | finish |\n"
+    "ctl OPs: ping | start --spec FILE|- | status [--turn ID] | token |\n"
+    "  events [--turn ID] [--from OFFSET] | approvals | approve ID | deny ID |\n"
+    "  steer TEXT | close-stdin | signal NAME | watch [--turn ID] [--from OFFSET] |\n"
+    "  finish [--turn ID] |\n"
     "  run [--timeout S] [--tail BYTES] -- CMD [ARG]...\n"
     "  tree [--timeout S] | verify [--timeout S] -- CMD [ARG]...\n"
     "ctl prints the driver's JSON reply (run: the command's output tail, and\n"
@@ -56,6 +63,40 @@ static int load_config(const char *path, hg_config_t *cfg)
                 fprintf(stderr, "hangar-driver: %s\n", err.message);
                 return -1;
         }
+        return 0;
+}
+
+/* The spec's text from FILE or stdin (-), at most SPEC_MAX_BYTES, in a
+ * buffer the caller wipes (it holds the run key). */
+static int read_spec(const char *spec_path, char **ret_text, size_t *ret_len)
+{
+        char *text = malloc(SPEC_MAX_BYTES + 1);
+        size_t len = 0;
+        int r = text ? 0 : -ENOMEM;
+        _cleanup_close_ int fd = -1;
+        if (r == 0 && strcmp(spec_path, "-") != 0 &&
+            (fd = open(spec_path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+                r = -errno;
+        while (r == 0) {
+                ssize_t n = read(fd >= 0 ? fd : STDIN_FILENO, text + len, SPEC_MAX_BYTES + 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        r = -errno;
+                else if (n == 0)
+                        break;
+                else if ((len += (size_t)n) > SPEC_MAX_BYTES)
+                        r = -EFBIG;
+        }
+        if (r < 0) {
+                if (text)
+                        token_wipe(text, len < SPEC_MAX_BYTES + 1 ? len : SPEC_MAX_BYTES + 1);
+                free(text);
+                return r;
+        }
+        text[len] = '\0';
+        *ret_text = text;
+        *ret_len = len;
         return 0;
 }
 
@@ -86,48 +127,44 @@ static int cmd_relay(int argc, char **argv)
         _cleanup_config_ hg_config_t cfg = {0};
         if (load_config(config_path, &cfg) < 0)
                 return TURN_EXIT_USAGE;
-        /* One buffer for the spec, wiped on every path: it holds the run key. */
-        char *text = malloc(SPEC_MAX_BYTES + 1);
+        char *text = NULL;
         size_t len = 0;
-        int r = text ? 0 : -ENOMEM;
-        _cleanup_close_ int fd = -1;
-        if (r == 0 && strcmp(spec_path, "-") != 0 &&
-            (fd = open(spec_path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
-                r = -errno;
-        while (r == 0) {
-                ssize_t n = read(fd >= 0 ? fd : STDIN_FILENO, text + len, SPEC_MAX_BYTES + 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        r = -errno;
-                else if (n == 0)
-                        break;
-                else if ((len += (size_t)n) > SPEC_MAX_BYTES)
-                        r = -EFBIG;
-        }
-        turn_spec_t spec;
-        hg_error_t err = {0};
+        int r = read_spec(spec_path, &text, &len);
         if (r < 0) {
-                if (text)
-                        token_wipe(text, len);
-                free(text);
                 fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, strerror(-r));
                 return TURN_EXIT_USAGE;
         }
+        turn_spec_t spec;
+        hg_error_t err = {0};
         r = spec_parse_wipe(text, len, &spec, &err);
         free(text);
         if (r < 0) {
                 fprintf(stderr, "hangar-driver relay: %s: %s\n", spec_path, err.message);
                 return TURN_EXIT_USAGE;
         }
-        int status = turn_run(&cfg, &spec);
+        int status = turn_serve(&cfg, &spec);
         spec_free(&spec);
         return status;
 }
 
+static int cmd_serve(int argc, char **argv)
+{
+        const char *config_path = getenv("HANGAR_CONFIG");
+        if (argc == 3 && strcmp(argv[1], "--config") == 0)
+                config_path = argv[2];
+        else if (argc != 1) {
+                fputs(usage, stderr);
+                return 2;
+        }
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (load_config(config_path, &cfg) < 0)
+                return 2;
+        return turn_serve(&cfg, NULL) == 0 ? 0 : 1;
+}
+
 /* Sends one request and copies the reply to stdout. For run, prints the
  * tail and returns the command's status; otherwise 0 if the reply is ok. */
-static int ctl_request(const char *sock, json_t *req, bool is_run)
+static int ctl_request(const char *sock, json_t *req, bool is_run, bool is_start)
 {
         hg_error_t err = {0};
         _cleanup_close_ int fd = -1;
@@ -169,6 +206,17 @@ static int ctl_request(const char *sock, json_t *req, bool is_run)
                 return 1;
         }
         bool ok = json_is_true(json_object_get(reply, "ok"));
+        if (is_start) {
+                /* The reply is hangar's: the token and port, or the gate's
+                 * outcome; the exit status as `hangar-driver relay`'s. */
+                (void)fd_write_all(STDOUT_FILENO, line, line_len + 1);
+                token_wipe(line, len);
+                json_t *st = json_object_get(reply, "status");
+                if (!ok)
+                        fprintf(stderr, "hangar-driver ctl start: %s\n",
+                                json_string_value(json_object_get(reply, "error")) ?: "failed");
+                return ok ? 0 : json_is_integer(st) ? (int)json_integer_value(st) : 1;
+        }
         if (!ok) {
                 fprintf(stderr, "hangar-driver ctl: %s\n",
                         json_string_value(json_object_get(reply, "error")) ?: "failed");
@@ -262,6 +310,43 @@ static int cmd_ctl(int argc, char **argv)
                 for (; i < argc; i++)
                         json_array_append_new(av, json_string(argv[i]));
                 json_object_set_new(req, "argv", av);
+        } else if (strcmp(op, "start") == 0) {
+                if (i + 2 != argc || strcmp(argv[i], "--spec") != 0) {
+                        fputs("hangar-driver ctl start: --spec FILE|-\n", stderr);
+                        return 2;
+                }
+                char *text = NULL;
+                size_t len = 0;
+                int r = read_spec(argv[i + 1], &text, &len);
+                if (r < 0) {
+                        fprintf(stderr, "hangar-driver ctl start: %s: %s\n", argv[i + 1],
+                                strerror(-r));
+                        return 2;
+                }
+                json_t *spec = json_stringn(text, len);
+                token_wipe(text, len);
+                free(text);
+                if (!spec) {
+                        fputs("hangar-driver ctl start: the spec is not UTF-8 text\n", stderr);
+                        return 2;
+                }
+                json_object_set_new(req, "spec", spec);
+        } else if (strcmp(op, "status") == 0 || strcmp(op, "watch") == 0 ||
+                   strcmp(op, "events") == 0 || strcmp(op, "finish") == 0) {
+                bool takes_from = op[0] == 'w' || op[0] == 'e';
+                for (; i < argc; i += 2) {
+                        uint64_t from = 0;
+                        if (i + 1 < argc && strcmp(argv[i], "--turn") == 0)
+                                json_object_set_new(req, "turn", json_string(argv[i + 1]));
+                        else if (takes_from && i + 1 < argc && strcmp(argv[i], "--from") == 0 &&
+                                 parse_u64(argv[i + 1], &from) == 0)
+                                json_object_set_new(req, "from", json_integer((json_int_t)from));
+                        else {
+                                fprintf(stderr, "hangar-driver ctl %s: [--turn ID]%s\n", op,
+                                        takes_from ? " [--from OFFSET]" : "");
+                                return 2;
+                        }
+                }
         } else if (strcmp(op, "tree") == 0) {
                 uint32_t timeout = 0;
                 if (i + 2 == argc && strcmp(argv[i], "--timeout") == 0 &&
@@ -281,7 +366,7 @@ static int cmd_ctl(int argc, char **argv)
         _cleanup_free_ char *sock = NULL;
         if (asprintf(&sock, "%s/%s", cfg.ctl_path, LAYOUT_CTL_SOCKET) < 0)
                 sock = NULL;
-        return sock ? ctl_request(sock, req, is_run) : 1;
+        return sock ? ctl_request(sock, req, is_run, strcmp(op, "start") == 0) : 1;
 }
 
 /* hangar-driver tree: run in the agent's container, as the agent, through
@@ -393,6 +478,8 @@ int main(int argc, char **argv)
                 return 2;
         }
         const char *cmd = argv[1];
+        if (strcmp(cmd, "serve") == 0)
+                return cmd_serve(argc - 1, argv + 1);
         if (strcmp(cmd, "relay") == 0)
                 return cmd_relay(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)

@@ -11,12 +11,14 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "approvals.h"
 #include "base64.h"
 #include "cleanup.h"
 #include "conn.h"
+#include "ctlreq.h"
 #include "ctlsock.h"
 #include "fileio.h"
 #include "jsonx.h"
@@ -41,10 +43,11 @@
 #define FAILED_TAIL_MAX         300u /* bytes of a failed tree's output in its reply */
 
 typedef enum turn_state {
+        STATE_IDLE,    /* the daemon has run no turn yet */
         STATE_WAITING, /* for the relay's two connections */
         STATE_RUNNING, /* the harness runs */
         STATE_EXITED,  /* the harness ended; runs still served until finish */
-        STATE_ENDED,
+        STATE_ENDED,   /* the last turn ended; its record is kept until the next start */
 } turn_state_t;
 
 typedef enum client_state {
@@ -67,19 +70,25 @@ typedef struct client {
         int fd;
         client_state_t state;
         uint8_t *in;
-        size_t in_len;
+        size_t in_len, in_cap;
         char *out;
         size_t out_len, out_off;
         uint32_t run_id;
         run_kind_t run_kind;
         off_t watch_off;
-        int stream_fd;    /* CLIENT_STREAMING: the file */
-        off_t stream_end; /* its size when asked */
+        uint64_t watch_gen; /* CLIENT_WATCHING: the turn watched (turn_t.gen) */
+        int stream_fd;      /* CLIENT_STREAMING: the file; CLIENT_WATCHING: the log */
+        off_t stream_end;   /* its size when asked */
 } client_t;
 
 typedef struct turn {
         const hg_config_t *cfg;
-        turn_spec_t *spec;
+        turn_spec_t *spec;    /* the current or last turn; NULL while STATE_IDLE */
+        turn_spec_t own_spec; /* serve: the spec from the start request */
+        bool once;            /* hangar-driver relay: one turn, then exit */
+        bool stop;            /* SIGTERM: end the turn, then exit */
+        uint64_t gen;         /* turns started by this process */
+        char instance[33];    /* this daemon's id, fresh at each start of serve */
         record_t rec;
         token_t token;
         listener_t lis;
@@ -87,11 +96,11 @@ typedef struct turn {
         bool io_open, ctl_open, io_eof_seen;
         int ctl_lfd;
         int sigfd;
-        int log_rfd; /* the log, read back for watchers */
         turn_state_t state;
         int64_t connect_deadline, linger_deadline;
         int64_t drain_deadline; /* after EXIT: the latest wait for io's STDOUT EOF */
         bool finish_requested;
+        bool end_recorded; /* finish_turn has run for this turn */
 
         uint8_t *stdin_q;
         size_t stdin_len;
@@ -117,6 +126,8 @@ typedef struct turn {
 static const char *state_name(turn_state_t s)
 {
         switch (s) {
+        case STATE_IDLE:
+                return "idle";
         case STATE_WAITING:
                 return "waiting-for-relay";
         case STATE_RUNNING:
@@ -146,6 +157,9 @@ static const char *end_name(frame_end_t e)
 
 static json_t *status_json(const turn_t *t)
 {
+        if (!t->spec)
+                return json_pack("{s:s, s:s}", "state", state_name(t->state), "instance",
+                                 t->instance);
         json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:b, s:b, s:I, s:i}", "turn", t->spec->turn,
                               "mode", spec_mode_name(t->spec->mode), "state", state_name(t->state),
                               "port", t->lis.port, "io", t->io_open, "ctl", t->ctl_open, "rejected",
@@ -171,14 +185,22 @@ static json_t *status_json(const turn_t *t)
         if (j && t->state == STATE_ENDED)
                 json_object_set_new(j, "end",
                                     json_pack("{s:s, s:s}", "end", t->end, "reason", t->reason));
+        if (j)
+                json_object_set_new(j, "instance", json_string(t->instance));
         return j;
 }
 
 static void end_turn(turn_t *t, const char *end, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A turn is in flight: from its start until it ends. */
+static bool turn_active(const turn_t *t)
+{
+        return t->state == STATE_WAITING || t->state == STATE_RUNNING || t->state == STATE_EXITED;
+}
+
 static void end_turn(turn_t *t, const char *end, const char *fmt, ...)
 {
-        if (t->state == STATE_ENDED)
+        if (!turn_active(t))
                 return;
         snprintf(t->end, sizeof(t->end), "%s", end);
         va_list ap;
@@ -199,6 +221,10 @@ static void record_failed(turn_t *t, const char *what, int r)
 /* An event the turn or the relay caused. */
 static void rec(turn_t *t, const char *event, json_t *fields)
 {
+        if (t->rec.events_fd < 0) { /* no turn: nothing to record it in */
+                json_decref(fields);
+                return;
+        }
         int r = record_event(&t->rec, event, fields);
         if (r < 0)
                 record_failed(t, event, r);
@@ -206,6 +232,8 @@ static void rec(turn_t *t, const char *event, json_t *fields)
 
 static void save_status(turn_t *t)
 {
+        if (!t->spec)
+                return;
         _cleanup_json_ json_t *j = status_json(t);
         int r = record_write_json(t->cfg->ctl_path, LAYOUT_CTL_STATUS, j, 0600);
         if (r < 0)
@@ -551,7 +579,7 @@ static void client_close(client_t *c)
                 (void)close(c->stream_fd);
         /* A reply may have held the token (ctl token), a request steer text. */
         if (c->in)
-                token_wipe(c->in, c->in_len);
+                token_wipe(c->in, c->in_cap);
         if (c->out)
                 token_wipe(c->out, c->out_len);
         free(c->in);
@@ -697,18 +725,24 @@ static json_t *op_signal(turn_t *t, json_t *req)
 /* ctl events: a header line, then events.jsonl as it is now, streamed in
  * chunks (never one reply in memory: the file has no size bound but the
  * volume's). */
-static json_t *op_events(turn_t *t, client_t *c)
+static json_t *op_events(turn_t *t, client_t *c, const ctlreq_t *q)
 {
+        if (!t->spec)
+                return reply_error("no turn yet: no events");
         _cleanup_free_ char *path = record_path(t->cfg->ctl_path, LAYOUT_CTL_EVENTS);
         _cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
                 return reply_error("cannot read %s", LAYOUT_CTL_EVENTS);
-        client_reply(c, json_pack("{s:b, s:s, s:I}", "ok", 1, "stream", "events", "bytes",
+        if (q->from > (uint64_t)st.st_size)
+                return reply_error("\"from\" %llu is past the events' end (%lld bytes)",
+                                   (unsigned long long)q->from, (long long)st.st_size);
+        client_reply(c, json_pack("{s:b, s:s, s:s, s:I, s:I}", "ok", 1, "stream", "events", "turn",
+                                  t->spec->turn, "from", (json_int_t)q->from, "bytes",
                                   (json_int_t)st.st_size));
         c->stream_fd = TAKE_FD(fd);
         c->stream_end = st.st_size;
-        c->watch_off = 0;
+        c->watch_off = (off_t)q->from;
         c->state = CLIENT_STREAMING;
         return NULL;
 }
@@ -736,6 +770,77 @@ static json_t *op_approvals(turn_t *t, client_t *c)
         return NULL;
 }
 
+/* ctl watch: a header line, then the turn's log from byte "from" on, live
+ * until the turn ends. The log is the record (hangar-home/run/log): a
+ * watcher that dropped comes back with the offset it had got to and loses
+ * nothing. Each watcher reads its own descriptor of the turn's log, so a
+ * watcher of a turn that has ended still gets the rest of it. */
+static json_t *op_watch(turn_t *t, client_t *c, const ctlreq_t *q)
+{
+        if (!t->spec)
+                return reply_error("no turn yet: nothing to watch");
+        _cleanup_free_ char *path = record_path(t->cfg->home_path, LAYOUT_HOME_LOG);
+        _cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return reply_error("cannot read the turn's log");
+        if (q->from > (uint64_t)st.st_size)
+                return reply_error("\"from\" %llu is past the log's end (%lld bytes)",
+                                   (unsigned long long)q->from, (long long)st.st_size);
+        client_reply(c, json_pack("{s:b, s:s, s:s, s:I}", "ok", 1, "stream", "log", "turn",
+                                  t->spec->turn, "from", (json_int_t)q->from));
+        c->stream_fd = TAKE_FD(fd);
+        c->watch_off = (off_t)q->from;
+        c->watch_gen = t->gen;
+        c->state = CLIENT_WATCHING; /* the header line first, then the log */
+        return NULL;
+}
+
+static int start_turn(turn_t *t, hg_error_t *err);
+static int gate(const hg_config_t *cfg, const turn_spec_t *spec, const char **ret_outcome,
+                char *reason, size_t reason_size);
+
+/* ctl start: a turn is a request to the daemon. The reply carries what
+ * hangar needs to start the relay: the turn, the token, the port. One turn
+ * at a time: a second is refused while the first is in flight. */
+static json_t *op_start(turn_t *t, client_t *c, const ctlreq_t *q)
+{
+        (void)c;
+        if (t->once)
+                return reply_error("this driver runs one turn (hangar-driver relay): no start");
+        if (t->stop)
+                return reply_error("the daemon is stopping");
+        if (turn_active(t))
+                return reply_error("turn \"%s\" is in flight: one turn at a time", t->spec->turn);
+        turn_spec_t spec;
+        hg_error_t err = {0};
+        if (spec_parse(q->spec, q->spec_len, &spec, &err) < 0)
+                return json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "error", err.message, "driver",
+                                 "usage", "status", TURN_EXIT_USAGE);
+        const char *outcome = NULL;
+        char reason[ERROR_MESSAGE_MAX];
+        int status = gate(t->cfg, &spec, &outcome, reason, sizeof(reason));
+        if (status >= 0) {
+                spec_free(&spec);
+                return json_pack("{s:b, s:s, s:s, s:s, s:i}", "ok", 0, "error", reason, "driver",
+                                 outcome, "reason", reason, "status", status);
+        }
+        if (t->spec == &t->own_spec)
+                spec_free(&t->own_spec);
+        t->own_spec = spec;
+        t->spec = &t->own_spec;
+        if (start_turn(t, &err) < 0)
+                return json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "error", err.message, "driver",
+                                 "failed", "status", TURN_EXIT_FAILED);
+        char hex[TOKEN_HEX_LEN + 1];
+        token_to_hex(&t->token, hex);
+        json_t *j =
+            json_pack("{s:b, s:s, s:s, s:i, s:s, s:I}", "ok", 1, "turn", t->spec->turn, "token",
+                      hex, "port", t->lis.port, "instance", t->instance, "gen", (json_int_t)t->gen);
+        token_wipe(hex, sizeof(hex));
+        return j;
+}
+
 /* Steer text is one line for the harness's stdin: a newline (or any other
  * control character but tab) would let it carry a second line, such as a
  * forged approval_response. Refused, not escaped: the harness gets exactly
@@ -753,16 +858,37 @@ static bool steer_text_ok(const char *text, size_t len)
 }
 
 /* One request: a JSON object {"op": ..., ...}. NULL: the reply comes later. */
-static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
+static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
 {
-        const char *op = json_string_value(json_object_get(req, "op"));
-        if (!op)
-                return reply_error("a request is {\"op\": ...}");
-        if (strcmp(op, "status") == 0) {
+        json_t *req = q->root;
+        const char *op = ctlreq_op_name(q->op);
+        if (q->op == CTLREQ_PING)
+                return json_pack("{s:b, s:s, s:s, s:s?, s:i}", "ok", 1, "instance", t->instance,
+                                 "state", state_name(t->state), "turn",
+                                 t->spec ? t->spec->turn : NULL, "pid", (int)getpid());
+        if (q->op == CTLREQ_START)
+                return op_start(t, c, q);
+        /* --turn ID: this request is for that turn, and no other. */
+        if (q->turn && (!t->spec || strcmp(q->turn, t->spec->turn) != 0))
+                return reply_error("no turn \"%s\" here (%s%s)", q->turn,
+                                   t->spec ? "the daemon's turn is " : "no turn yet",
+                                   t->spec ? t->spec->turn : "");
+        if (q->op == CTLREQ_STATUS) {
                 json_t *s = status_json(t);
                 json_object_set_new(s, "ok", json_true());
                 return s;
         }
+        if (q->op == CTLREQ_WATCH)
+                return op_watch(t, c, q);
+        if (q->op == CTLREQ_EVENTS)
+                return op_events(t, c, q);
+        if (!t->spec)
+                return reply_error("no turn yet: %s needs one (ctl start)", op);
+        if (q->op == CTLREQ_APPROVALS)
+                return op_approvals(t, c);
+        if (!turn_active(t))
+                return reply_error("turn \"%s\" has ended: %s needs a turn in flight",
+                                   t->spec->turn, op);
         if (strcmp(op, "token") == 0) {
                 if (t->state != STATE_WAITING)
                         return reply_error("the relay has connected; the token is spent");
@@ -773,10 +899,6 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 token_wipe(hex, sizeof(hex));
                 return j;
         }
-        if (strcmp(op, "events") == 0)
-                return op_events(t, c);
-        if (strcmp(op, "approvals") == 0)
-                return op_approvals(t, c);
         if (strcmp(op, "approve") == 0 || strcmp(op, "deny") == 0) {
                 const char *id = json_string_value(json_object_get(req, "id"));
                 if (!id || !approvals_is_pending(&t->approvals, id))
@@ -830,11 +952,6 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
                 return op_tree(t, c, req);
         if (strcmp(op, "verify") == 0)
                 return op_verify(t, c, req);
-        if (strcmp(op, "watch") == 0) {
-                client_reply(c, json_pack("{s:b}", "ok", 1));
-                c->state = CLIENT_WATCHING; /* the header line first, then the log */
-                return NULL;
-        }
         if (strcmp(op, "finish") == 0) {
                 if (t->state == STATE_RUNNING)
                         return reply_error("the harness is still running; signal it first");
@@ -844,14 +961,42 @@ static json_t *dispatch(turn_t *t, client_t *c, json_t *req)
         return reply_error("unknown op \"%.40s\"", op);
 }
 
+/* Room for more of a request: the buffer grows (to CTLSOCK_REQUEST_MAX;
+ * a start request carries the spec), the old one wiped: it may hold the
+ * run key. */
+static int client_grow(client_t *c)
+{
+        if (c->in_len < c->in_cap)
+                return 0;
+        if (c->in_cap >= CTLSOCK_REQUEST_MAX)
+                return -EFBIG;
+        size_t cap = c->in_cap ? c->in_cap * 4 : CTLSOCK_REQUEST_MIN;
+        if (cap > CTLSOCK_REQUEST_MAX)
+                cap = CTLSOCK_REQUEST_MAX;
+        uint8_t *in = malloc(cap);
+        if (!in)
+                return -ENOMEM;
+        if (c->in) {
+                memcpy(in, c->in, c->in_len);
+                token_wipe(c->in, c->in_cap);
+                free(c->in);
+        }
+        c->in = in;
+        c->in_cap = cap;
+        return 0;
+}
+
 static void client_read(turn_t *t, client_t *c)
 {
         for (;;) {
-                if (c->in_len == CTLSOCK_REQUEST_MAX) {
-                        client_reply(c, reply_error("request over %u bytes", CTLSOCK_REQUEST_MAX));
+                int g = client_grow(c);
+                if (g < 0) {
+                        client_reply(c, g == -EFBIG ? reply_error("request over %u bytes",
+                                                                  CTLSOCK_REQUEST_MAX)
+                                                    : reply_error("out of memory"));
                         return;
                 }
-                ssize_t n = read(c->fd, c->in + c->in_len, CTLSOCK_REQUEST_MAX - c->in_len);
+                ssize_t n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
                 if (n > 0) {
                         c->in_len += (size_t)n;
                         continue;
@@ -862,14 +1007,14 @@ static void client_read(turn_t *t, client_t *c)
                         return;
                 break; /* EOF (or an error): the request is complete */
         }
-        _cleanup_json_ json_t *req = NULL;
+        ctlreq_t q;
         hg_error_t err = {0};
-        if (jsonx_load((const char *)c->in, c->in_len, 8, &req, &err) < 0 || !json_is_object(req)) {
-                client_reply(c, reply_error("bad request: %s",
-                                            err.message[0] ? err.message : "not an object"));
+        if (ctlreq_parse((const char *)c->in, c->in_len, &q, &err) < 0) {
+                client_reply(c, reply_error("bad request: %s", err.message));
                 return;
         }
-        json_t *reply = dispatch(t, c, req);
+        json_t *reply = dispatch(t, c, &q);
+        ctlreq_free(&q);
         if (reply)
                 client_reply(c, reply);
 }
@@ -891,7 +1036,7 @@ static void client_write(turn_t *t, client_t *c)
         }
         if (c->state == CLIENT_WATCHING) {
                 char buf[WATCH_CHUNK];
-                ssize_t n = pread(t->log_rfd, buf, sizeof(buf), c->watch_off);
+                ssize_t n = pread(c->stream_fd, buf, sizeof(buf), c->watch_off);
                 if (n > 0) {
                         free(c->out);
                         c->out = malloc((size_t)n);
@@ -903,7 +1048,8 @@ static void client_write(turn_t *t, client_t *c)
                         c->watch_off += n;
                         return;
                 }
-                if (t->state == STATE_ENDED)
+                /* All of the log is out and nothing more will come. */
+                if (c->watch_gen != t->gen || !turn_active(t))
                         client_close(c);
                 return;
         }
@@ -949,7 +1095,7 @@ static void accept_clients(turn_t *t)
                 for (size_t i = 0; i < CLIENTS_MAX && !c; i++)
                         if (!t->clients[i].used)
                                 c = &t->clients[i];
-                if (!c || !(c->in = malloc(CTLSOCK_REQUEST_MAX))) {
+                if (!c) {
                         (void)close(fd);
                         continue;
                 }
@@ -994,45 +1140,124 @@ static void after_relay_connected(turn_t *t)
         set_state(t, STATE_RUNNING);
 }
 
+/* The checks of a turn in flight, each time round the loop. */
+static void turn_step(turn_t *t, int64_t now)
+{
+        if (t->state == STATE_WAITING && t->lis.have_ctl)
+                after_relay_connected(t);
+        if (t->state == STATE_WAITING && now >= t->connect_deadline)
+                return end_turn(t, "relay-never-connected", "no relay within %u s",
+                                t->spec->connect_timeout_s);
+        if (t->io_open) {
+                pump_relay_io(t);
+                if (t->io.eof && t->io_open) {
+                        relay_lost(t, "io closed");
+                        t->io_open = false;
+                }
+        }
+        if (t->ctl_open) {
+                pump_relay_ctl(t);
+                if (t->ctl.eof && t->ctl_open) {
+                        relay_lost(t, "ctl closed");
+                        t->ctl_open = false;
+                        if (t->state == STATE_EXITED)
+                                end_turn(t, "done", "the relay closed ctl");
+                }
+        }
+        stdin_pump(t);
+        if (t->state == STATE_EXITED && (t->finish_requested || now >= t->linger_deadline)) {
+                /* io and ctl are not ordered: the STDOUT EOF the relay sent
+                 * before EXIT may still be on its way. Wait for it (bounded)
+                 * so the log is whole. */
+                if (t->io_eof_seen || !t->io_open || now >= t->drain_deadline)
+                        end_turn(t, "done", "%s",
+                                 t->finish_requested ? "finished by hangar" : "linger elapsed");
+        }
+}
+
+static json_t *exit_json(const turn_t *t)
+{
+        json_t *j =
+            json_pack("{s:s, s:s, s:s}", "turn", t->spec->turn, "end", t->end, "reason", t->reason);
+        if (j && t->have_exit)
+                json_object_set_new(
+                    j, "harness",
+                    json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value", t->exit.value));
+        return j;
+}
+
+static void unlink_in(const char *dir, const char *name)
+{
+        _cleanup_free_ char *path = record_path(dir, name);
+        if (path)
+                (void)unlink(path);
+}
+
+/* The end of a turn: its record (run/exit.json, the last event, status),
+ * then what it held goes: the relay's connections (the relay sees ctl close
+ * and ends), the listener, the token, the port file. Watchers keep their
+ * own descriptor of the log and get the rest of it. */
+static void finish_turn(turn_t *t)
+{
+        _cleanup_json_ json_t *exit_j = exit_json(t);
+        (void)record_write_json(t->cfg->home_path, LAYOUT_HOME_EXIT, exit_j, 0644);
+        (void)record_event(&t->rec, "turn.ended",
+                           json_pack("{s:s, s:s}", "end", t->end, "reason", t->reason));
+        save_status(t);
+        t->end_recorded = true;
+        for (size_t i = 0; i < CLIENTS_MAX; i++)
+                if (t->clients[i].used && t->clients[i].state == CLIENT_WAIT_RUN)
+                        client_reply(&t->clients[i], reply_error("the turn ended"));
+        conn_close(&t->io);
+        conn_close(&t->ctl);
+        t->io_open = t->ctl_open = false;
+        listener_close(&t->lis);
+        record_close(&t->rec);
+        token_wipe(&t->token, sizeof(t->token));
+        unlink_in(t->cfg->home_path, LAYOUT_HOME_PORT);
+        unlink_in(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
+}
+
+/* PID 1 in the sidecar: whatever an exec left behind comes back to it. */
+static void reap_children(void)
+{
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+}
+
+static void read_signals(turn_t *t)
+{
+        struct signalfd_siginfo si;
+        while (read(t->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                if (si.ssi_signo == SIGCHLD) {
+                        reap_children();
+                        continue;
+                }
+                /* SIGTERM (the kubelet, within the grace period), SIGINT,
+                 * SIGHUP: the turn in flight ends, recorded, and the daemon
+                 * exits. */
+                t->stop = true;
+                end_turn(t, "driver-stopped", "signal %u", si.ssi_signo);
+        }
+}
+
+static bool any_watcher(const turn_t *t)
+{
+        for (size_t i = 0; i < CLIENTS_MAX; i++)
+                if (t->clients[i].used && t->clients[i].state == CLIENT_WATCHING)
+                        return true;
+        return false;
+}
+
 static void loop(turn_t *t)
 {
-        while (t->state != STATE_ENDED) {
+        for (;;) {
                 int64_t now = conn_now_ms();
-                if (t->state == STATE_WAITING && t->lis.have_ctl)
-                        after_relay_connected(t);
-                if (t->state == STATE_WAITING && now >= t->connect_deadline) {
-                        end_turn(t, "relay-never-connected", "no relay within %u s",
-                                 t->spec->connect_timeout_s);
-                        break;
-                }
-                if (t->io_open) {
-                        pump_relay_io(t);
-                        if (t->io.eof && t->io_open) {
-                                relay_lost(t, "io closed");
-                                t->io_open = false;
-                        }
-                }
-                if (t->ctl_open) {
-                        pump_relay_ctl(t);
-                        if (t->ctl.eof && t->ctl_open) {
-                                relay_lost(t, "ctl closed");
-                                t->ctl_open = false;
-                                if (t->state == STATE_EXITED)
-                                        end_turn(t, "done", "the relay closed ctl");
-                        }
-                }
-                stdin_pump(t);
-                if (t->state == STATE_EXITED &&
-                    (t->finish_requested || now >= t->linger_deadline)) {
-                        /* io and ctl are not ordered: the STDOUT EOF the relay
-                         * sent before EXIT may still be on its way. Wait for it
-                         * (bounded) so the log is whole. */
-                        if (t->io_eof_seen || !t->io_open || now >= t->drain_deadline)
-                                end_turn(t, "done", "%s",
-                                         t->finish_requested ? "finished by hangar"
-                                                             : "linger elapsed");
-                }
-                if (t->state == STATE_ENDED)
+                if (turn_active(t))
+                        turn_step(t, now);
+                if (t->state == STATE_ENDED && !t->end_recorded)
+                        finish_turn(t);
+                if (t->stop || (t->once && t->state == STATE_ENDED))
                         break;
 
                 struct pollfd p[P_COUNT];
@@ -1060,11 +1285,15 @@ static void loop(turn_t *t)
                                                                  : 0;
                         p[P_CLIENTS + i] = (struct pollfd){.fd = ev ? c->fd : -1, .events = ev};
                 }
-                size_t nl = listener_pollfds(&t->lis, &p[P_LISTENER]);
-                int64_t deadline = t->state == STATE_WAITING ? t->connect_deadline : INT64_MAX;
-                int64_t ld = listener_next_deadline(&t->lis);
-                if (ld < deadline)
-                        deadline = ld;
+                size_t nl =
+                    t->state == STATE_WAITING ? listener_pollfds(&t->lis, &p[P_LISTENER]) : 0;
+                int64_t deadline = INT64_MAX;
+                if (t->state == STATE_WAITING) {
+                        deadline = t->connect_deadline;
+                        int64_t ld = listener_next_deadline(&t->lis);
+                        if (ld < deadline)
+                                deadline = ld;
+                }
                 if (t->state == STATE_EXITED && t->linger_deadline < deadline)
                         deadline = t->linger_deadline;
                 if (t->state == STATE_EXITED && !t->io_eof_seen && t->drain_deadline < deadline)
@@ -1072,25 +1301,18 @@ static void loop(turn_t *t)
                 int timeout = 1000; /* watchers poll the log at least once a second */
                 if (deadline != INT64_MAX && deadline - now < timeout)
                         timeout = deadline - now < 0 ? 0 : (int)(deadline - now);
-                bool watching = false;
-                for (size_t i = 0; i < CLIENTS_MAX; i++)
-                        watching = watching ||
-                                   (t->clients[i].used && t->clients[i].state == CLIENT_WATCHING);
-                if (watching && timeout > 100)
+                if (any_watcher(t) && timeout > 100)
                         timeout = 100;
                 int n = poll(p, P_LISTENER + nl, timeout);
                 if (n < 0 && errno != EINTR) {
                         end_turn(t, "driver-failed", "poll: %s", strerror(errno));
-                        break;
+                        t->stop = true;
+                        continue;
                 }
-                if (p[P_SIG].revents) {
-                        struct signalfd_siginfo si;
-                        if (read(t->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                                end_turn(t, "driver-stopped", "signal %u", si.ssi_signo);
-                                break;
-                        }
-                }
-                listener_process(&t->lis, &p[P_LISTENER], nl, on_accept, on_reject, t);
+                if (p[P_SIG].revents)
+                        read_signals(t);
+                if (nl)
+                        listener_process(&t->lis, &p[P_LISTENER], nl, on_accept, on_reject, t);
                 if (p[P_IO].revents)
                         conn_events(&t->io, p[P_IO].revents);
                 if (p[P_CTL].revents)
@@ -1146,8 +1368,9 @@ static int prepare_files(turn_t *t, hg_error_t *err)
         if (r < 0 || (r = write_text(ctl, LAYOUT_CTL_RUN_KEY, t->spec->run_key, 0600)) < 0)
                 return error_set(err, r, "%s: cannot write the turn's secrets: %s", ctl,
                                  strerror(-r));
-        _cleanup_json_ json_t *turn = json_pack("{s:s, s:s, s:s}", "turn", t->spec->turn, "mode",
-                                                spec_mode_name(t->spec->mode), "cwd", t->spec->cwd);
+        _cleanup_json_ json_t *turn =
+            json_pack("{s:s, s:s, s:s, s:s}", "turn", t->spec->turn, "mode",
+                      spec_mode_name(t->spec->mode), "cwd", t->spec->cwd, "instance", t->instance);
         if ((r = write_text(home, LAYOUT_HOME_SCRIPT, t->spec->script, 0644)) < 0 ||
             (r = record_write_json(home, LAYOUT_HOME_TURN, turn, 0644)) < 0 ||
             (t->spec->settings &&
@@ -1156,9 +1379,6 @@ static int prepare_files(turn_t *t, hg_error_t *err)
                                  strerror(-r));
         if ((r = record_open(&t->rec, home, ctl)) < 0)
                 return error_set(err, r, "cannot open the turn's log and events: %s", strerror(-r));
-        _cleanup_free_ char *log = record_path(home, LAYOUT_HOME_LOG);
-        if (!log || (t->log_rfd = open(log, O_RDONLY | O_CLOEXEC)) < 0)
-                return error_set(err, -EIO, "cannot read back the log");
         return 0;
 }
 
@@ -1167,44 +1387,206 @@ static int print_result(int status, const char *outcome, const char *reason, jso
         return jsonx_print_outcome(status, "driver", outcome, reason, extra);
 }
 
-static int gate(const hg_config_t *cfg, const turn_spec_t *spec)
+/* HANGAR_UID_SPLIT against the verdict: -1 to go on, or the exit status
+ * with its outcome and reason. */
+static int gate(const hg_config_t *cfg, const turn_spec_t *spec, const char **ret_outcome,
+                char *reason, size_t reason_size)
 {
         hg_error_t err = {0};
-        if (spec->mode == TURN_MODE_AUTO)
-                return print_result(TURN_EXIT_SINGLE_USER, "single-user",
-                                    "auto-turn: auto turns run in the agent's container", NULL);
+        if (spec->mode == TURN_MODE_AUTO) {
+                *ret_outcome = "single-user";
+                snprintf(reason, reason_size, "auto-turn: auto turns run in the agent's container");
+                return TURN_EXIT_SINGLE_USER;
+        }
         split_mode_t mode;
-        if (split_mode_from_env(&mode, &err) < 0)
-                return print_result(TURN_EXIT_FAILED, "failed", err.message, NULL);
+        if (split_mode_from_env(&mode, &err) < 0) {
+                *ret_outcome = "failed";
+                snprintf(reason, reason_size, "%s", err.message);
+                return TURN_EXIT_FAILED;
+        }
         _cleanup_free_ char *path = record_path(cfg->ctl_path, LAYOUT_CTL_VERDICT);
-        if (!path)
-                return print_result(TURN_EXIT_FAILED, "failed", "out of memory", NULL);
+        if (!path) {
+                *ret_outcome = "failed";
+                snprintf(reason, reason_size, "out of memory");
+                return TURN_EXIT_FAILED;
+        }
         split_decision_t d;
         split_gate_decide(mode, path, &d);
+        snprintf(reason, reason_size, "%s", d.reason);
         switch (d.gate) {
         case SPLIT_GATE_SPLIT:
                 return -1; /* go on */
         case SPLIT_GATE_SINGLE_USER:
-                return print_result(TURN_EXIT_SINGLE_USER, "single-user", d.reason, NULL);
+                *ret_outcome = "single-user";
+                return TURN_EXIT_SINGLE_USER;
         case SPLIT_GATE_REFUSE:
         default:
-                return print_result(TURN_EXIT_REFUSED, "refused", d.reason, NULL);
+                *ret_outcome = "refused";
+                return TURN_EXIT_REFUSED;
         }
 }
 
-int turn_run(const hg_config_t *cfg, turn_spec_t *spec)
+/* A turn starts: a fresh record, token, listener and port. Whatever the
+ * last turn left in the daemon's memory is reset first. */
+static int start_turn(turn_t *t, hg_error_t *err)
 {
-        int status = gate(cfg, spec);
-        if (status >= 0)
-                return status;
+        approvals_free(&t->approvals);
+        t->io = (conn_t){.fd = -1};
+        t->ctl = (conn_t){.fd = -1};
+        t->lis = (listener_t){.fd = -1};
+        t->rec = (record_t){.events_fd = -1, .log_fd = -1};
+        t->io_open = t->ctl_open = t->io_eof_seen = false;
+        t->connect_deadline = t->linger_deadline = t->drain_deadline = 0;
+        t->finish_requested = t->end_recorded = false;
+        t->stdin_len = 0;
+        t->stdin_close_pending = t->stdin_closed = false;
+        t->exit = (frame_exit_t){0};
+        t->have_exit = false;
+        t->end[0] = t->reason[0] = '\0';
+        t->n_outstanding = 0;
+        t->relay_signals = t->unrequested_results = t->rejections = 0;
+        t->signals_capped = t->unrequested_capped = t->approvals_capped = false;
+        t->duplicates_noted = t->rejections_capped = false;
+        t->gen++;
+        t->state = STATE_WAITING;
 
-        _cleanup_json_ json_t *exit_j = NULL;
+        int r = approvals_init(&t->approvals);
+        if (r < 0)
+                error_set(err, r, "out of memory");
+        else if ((r = token_generate(&t->token)) < 0)
+                error_set(err, r, "no random bytes for the relay token");
+        if (r == 0)
+                r = prepare_files(t, err);
+        if (r == 0)
+                r = listener_open(&t->lis, &t->token, t->spec->handshake_timeout_ms, err);
+        if (r == 0) {
+                char port[16];
+                snprintf(port, sizeof(port), "%u\n", t->lis.port);
+                /* The port goes last: its presence says the listener is up. */
+                if ((r = write_text(t->cfg->home_path, LAYOUT_HOME_PORT, port, 0644)) < 0)
+                        error_set(err, r, "cannot write the port file: %s", strerror(-r));
+        }
+        if (r < 0) {
+                if (t->rec.events_fd >= 0)
+                        (void)record_event(&t->rec, "turn.failed",
+                                           json_pack("{s:s}", "reason", err->message));
+                end_turn(t, "failed", "%s", err->message);
+                save_status(t);
+                t->end_recorded = true;
+                listener_close(&t->lis);
+                record_close(&t->rec);
+                token_wipe(&t->token, sizeof(t->token));
+                unlink_in(t->cfg->home_path, LAYOUT_HOME_PORT);
+                unlink_in(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
+                return r;
+        }
+        rec(t, "relay.listening",
+            json_pack("{s:i, s:s, s:s, s:s}", "port", t->lis.port, "turn", t->spec->turn, "mode",
+                      spec_mode_name(t->spec->mode), "instance", t->instance));
+        t->connect_deadline = conn_now_ms() + (int64_t)t->spec->connect_timeout_s * 1000;
+        save_status(t);
+        return 0;
+}
+
+/* No-op handlers: the signals are read from the signalfd. A handler (not
+ * SIG_DFL) also keeps them from being dropped on the floor for PID 1. */
+static void on_signal(int signo)
+{
+        (void)signo;
+}
+
+/* The daemon's setup: signals, the control socket, a fresh instance id,
+ * and no file an earlier daemon left behind (a port, a token) is kept. */
+static int daemon_setup(turn_t *t, hg_error_t *err)
+{
+        umask(022);
+        (void)signal(SIGPIPE, SIG_IGN);
+        sigset_t mask;
+        sigemptyset(&mask);
+        int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD};
+        struct sigaction sa = {.sa_handler = on_signal};
+        for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+                sigaddset(&mask, sigs[i]);
+                (void)sigaction(sigs[i], &sa, NULL);
+        }
+        _cleanup_free_ char *sock = record_path(t->cfg->ctl_path, LAYOUT_CTL_SOCKET);
+        token_t id;
+        int r = 0;
+        if (!sock || !(t->stdin_q = malloc(STDIN_Q_MAX)))
+                return error_set(err, -ENOMEM, "out of memory");
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
+            (t->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+                return error_set(err, -errno, "signalfd: %s", strerror(errno));
+        if ((r = token_generate(&id)) < 0)
+                return error_set(err, r, "no random bytes for the instance id");
+        char hex[TOKEN_HEX_LEN + 1];
+        token_to_hex(&id, hex);
+        memcpy(t->instance, hex, sizeof(t->instance) - 1);
+        t->instance[sizeof(t->instance) - 1] = '\0';
+        token_wipe(&id, sizeof(id));
+        if ((r = ctlsock_listen(sock, &t->ctl_lfd, err)) < 0)
+                return r;
+        /* The socket is ours: whatever an earlier daemon left is not. */
+        unlink_in(t->cfg->home_path, LAYOUT_HOME_PORT);
+        unlink_in(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
+        unlink_in(t->cfg->ctl_path, LAYOUT_CTL_STATUS);
+        return 0;
+}
+
+static void daemon_teardown(turn_t *t)
+{
+        /* Watchers and replies get what is left before the socket goes. */
+        int64_t deadline = conn_now_ms() + 2000;
+        for (bool busy = true; busy && conn_now_ms() < deadline;) {
+                busy = false;
+                for (size_t i = 0; i < CLIENTS_MAX; i++)
+                        if (t->clients[i].used && t->clients[i].state != CLIENT_READING &&
+                            t->clients[i].state != CLIENT_WAIT_RUN) {
+                                client_write(t, &t->clients[i]);
+                                busy = busy || t->clients[i].used;
+                        }
+                if (busy)
+                        (void)poll(NULL, 0, 10);
+        }
+        for (size_t i = 0; i < CLIENTS_MAX; i++)
+                if (t->clients[i].used) {
+                        if (t->clients[i].state == CLIENT_WAIT_RUN ||
+                            t->clients[i].state == CLIENT_READING) {
+                                client_reply(&t->clients[i], reply_error("the driver is stopping"));
+                                client_write(t, &t->clients[i]);
+                        }
+                        client_close(&t->clients[i]);
+                }
+        conn_close(&t->io);
+        conn_close(&t->ctl);
+        listener_close(&t->lis);
+        if (t->ctl_lfd >= 0) {
+                (void)close(t->ctl_lfd);
+                unlink_in(t->cfg->ctl_path, LAYOUT_CTL_SOCKET);
+        }
+        if (t->sigfd >= 0)
+                (void)close(t->sigfd);
+        record_close(&t->rec);
+        token_wipe(&t->token, sizeof(t->token));
+        approvals_free(&t->approvals);
+        free(t->stdin_q);
+        if (t->spec == &t->own_spec)
+                spec_free(&t->own_spec);
+}
+
+int turn_serve(const hg_config_t *cfg, turn_spec_t *first)
+{
+        const char *outcome = NULL;
+        char reason[ERROR_MESSAGE_MAX];
+        int status;
+        if (first && (status = gate(cfg, first, &outcome, reason, sizeof(reason))) >= 0)
+                return print_result(status, outcome, reason, NULL);
+
         static turn_t t; /* large; one per process */
         t = (turn_t){.cfg = cfg,
-                     .spec = spec,
+                     .once = first != NULL,
                      .ctl_lfd = -1,
                      .sigfd = -1,
-                     .log_rfd = -1,
                      .rec = {.events_fd = -1, .log_fd = -1},
                      .io = {.fd = -1},
                      .ctl = {.fd = -1},
@@ -1212,99 +1594,31 @@ int turn_run(const hg_config_t *cfg, turn_spec_t *spec)
         for (size_t i = 0; i < CLIENTS_MAX; i++)
                 t.clients[i] = (client_t){.fd = -1, .stream_fd = -1};
         hg_error_t err = {0};
-        umask(022);
-        (void)signal(SIGPIPE, SIG_IGN);
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        _cleanup_free_ char *sock = record_path(cfg->ctl_path, LAYOUT_CTL_SOCKET);
-        int r = 0;
-        if (!sock || !(t.stdin_q = malloc(STDIN_Q_MAX)) || approvals_init(&t.approvals) < 0)
-                r = error_set(&err, -ENOMEM, "out of memory");
-        else if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
-                 (t.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
-                r = error_set(&err, -errno, "signalfd: %s", strerror(errno));
-        else if ((r = token_generate(&t.token)) < 0)
-                error_set(&err, r, "no random bytes for the relay token");
-        if (r == 0)
-                r = ctlsock_listen(sock, &t.ctl_lfd, &err);
-        if (r == 0)
-                r = prepare_files(&t, &err);
-        if (r == 0)
-                r = listener_open(&t.lis, &t.token, spec->handshake_timeout_ms, &err);
-        if (r == 0) {
-                char port[16];
-                snprintf(port, sizeof(port), "%u\n", t.lis.port);
-                /* The port goes last: its presence says the listener is up. */
-                if ((r = write_text(cfg->home_path, LAYOUT_HOME_PORT, port, 0644)) < 0)
-                        error_set(&err, r, "cannot write the port file: %s", strerror(-r));
+        int r = daemon_setup(&t, &err);
+        if (r == 0 && first) {
+                t.spec = first;
+                r = start_turn(&t, &err);
         }
         if (r < 0) {
-                if (t.rec.events_fd >= 0)
-                        (void)record_event(&t.rec, "turn.failed",
-                                           json_pack("{s:s}", "reason", err.message));
                 status = print_result(TURN_EXIT_FAILED, "failed", err.message, NULL);
-                goto out;
+                daemon_teardown(&t);
+                return status;
         }
-        rec(&t, "relay.listening",
-            json_pack("{s:i, s:s, s:s}", "port", t.lis.port, "turn", spec->turn, "mode",
-                      spec_mode_name(spec->mode)));
-        t.connect_deadline = conn_now_ms() + (int64_t)spec->connect_timeout_s * 1000;
-        save_status(&t);
+        if (!first) {
+                /* The daemon's one line on stderr: the container's log. */
+                fprintf(stderr, "hangar-driver serve: instance %s, pid %d, control socket in %s\n",
+                        t.instance, (int)getpid(), cfg->ctl_path);
+                fflush(stderr);
+        }
         loop(&t);
-
-        /* The end: the relay sees ctl close and exits; the record stays. */
-        exit_j = json_pack("{s:s, s:s, s:s}", "turn", spec->turn, "end", t.end, "reason", t.reason);
-        if (exit_j && t.have_exit)
-                json_object_set_new(
-                    exit_j, "harness",
-                    json_pack("{s:s, s:i}", "end", end_name(t.exit.end), "value", t.exit.value));
-        (void)record_write_json(cfg->home_path, LAYOUT_HOME_EXIT, exit_j, 0644);
-        (void)record_event(&t.rec, "turn.ended",
-                           json_pack("{s:s, s:s}", "end", t.end, "reason", t.reason));
-        save_status(&t);
-        /* Watchers get the rest of the log before the socket goes. */
-        int64_t deadline = conn_now_ms() + 2000;
-        for (bool busy = true; busy && conn_now_ms() < deadline;) {
-                busy = false;
-                for (size_t i = 0; i < CLIENTS_MAX; i++)
-                        if (t.clients[i].used && t.clients[i].state != CLIENT_READING &&
-                            t.clients[i].state != CLIENT_WAIT_RUN) {
-                                client_write(&t, &t.clients[i]);
-                                busy = busy || t.clients[i].used;
-                        }
-                if (busy)
-                        (void)poll(NULL, 0, 10);
+        if (first) {
+                daemon_teardown(&t);
+                _cleanup_json_ json_t *exit_j = exit_json(&t);
+                return print_result(strcmp(t.end, "done") == 0 ? TURN_EXIT_RAN : TURN_EXIT_FAILED,
+                                    t.end, t.reason, exit_j);
         }
-        status = print_result(strcmp(t.end, "done") == 0 ? TURN_EXIT_RAN : TURN_EXIT_FAILED, t.end,
-                              t.reason, exit_j);
-out:
-        for (size_t i = 0; i < CLIENTS_MAX; i++)
-                if (t.clients[i].used) {
-                        if (t.clients[i].state == CLIENT_WAIT_RUN ||
-                            t.clients[i].state == CLIENT_READING) {
-                                client_reply(&t.clients[i], reply_error("the turn ended"));
-                                client_write(&t, &t.clients[i]);
-                        }
-                        client_close(&t.clients[i]);
-                }
-        conn_close(&t.io);
-        conn_close(&t.ctl);
-        listener_close(&t.lis);
-        if (t.ctl_lfd >= 0) {
-                (void)close(t.ctl_lfd);
-                if (sock)
-                        (void)unlink(sock);
-        }
-        if (t.sigfd >= 0)
-                (void)close(t.sigfd);
-        if (t.log_rfd >= 0)
-                (void)close(t.log_rfd);
-        record_close(&t.rec);
-        token_wipe(&t.token, sizeof(t.token));
-        approvals_free(&t.approvals);
-        free(t.stdin_q);
-        return status;
+        daemon_teardown(&t);
+        fprintf(stderr, "hangar-driver serve: stopped%s%s\n",
+                t.end[0] ? ", the turn ended as " : "", t.end);
+        return 0;
 }

@@ -1,6 +1,8 @@
-/* One turn under the sidecar, run by `hangar-driver relay`: the gate, the
- * turn's files, the relay listener, the control socket, and the loop that
- * relays the harness until the turn ends (docs/turn.md). */
+/* The driver's daemon (`hangar-driver serve`, the sidecar's PID 1) and the
+ * turns it runs: the control socket, the gate, the turn's files, the relay
+ * listener, and the loop that relays the harness until the turn ends
+ * (docs/turn.md). `hangar-driver relay` is the same daemon, started with
+ * one turn and ending with it. */
 #pragma once
 
 #include "config.h"
@@ -13,5 +15,7 @@
 #define TURN_EXIT_SINGLE_USER 3 /* run this turn in the agent's container, single-user */
 #define TURN_EXIT_REFUSED     4 /* HANGAR_UID_SPLIT=required and the pod did not pass */
 
-/* Runs the turn; prints one JSON line on stdout and returns an exit status. */
-int turn_run(const hg_config_t *cfg, turn_spec_t *spec);
+/* first == NULL: serve turns on request (ctl start) until SIGTERM; 0, or 1
+ * if it could not start. first: run that one turn (hangar-driver relay),
+ * print one JSON line on stdout and return its exit status. */
+int turn_serve(const hg_config_t *cfg, turn_spec_t *first);

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The driver as a daemon on the host, without a pod: hangar-driver serve as
+# uid 1001 (as the sidecar runs it), turns started with `ctl start`, the relay
+# as uid 1000 with the token from the start reply. Then: a second start is
+# refused while a turn is in flight; a watcher killed mid-turn reattaches with
+# --from and, with what it had, has the whole log (the harness's known
+# output); status and events by turn id; bad requests leave the daemon
+# answering; SIGTERM mid-turn ends the turn recorded as driver-stopped;
+# a daemon killed mid-turn: the relay ends the harness, a restarted daemon
+# has a new instance id, removed the stale port and token, and runs the next
+# turn clean. Quick, and sanitized in the ASan+UBSan build.
+# usage: test_daemon_native.sh DRIVER RELAY
+# shellcheck disable=SC2016,SC2094  # scripts for the harness; the relay's out file is read as it grows
+DRIVER=$(realpath "$1")
+RELAY=$(realpath "$2")
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
+        HANGAR_NATIVE_UNSHARED=1 exec unshare --mount --propagation private -- \
+                bash "$0" "$DRIVER" "$RELAY"
+fi
+. "$HERE/../lib/testlib.sh"
+t_begin "the driver's daemon on the host (serve + ctl start)"
+cd "$T_TMP" || exit 1
+[ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
+chmod 755 "$T_TMP"
+mkdir -p home ctl turn agent-home view/lib/home bin
+mount -t tmpfs -o size=64m,mode=0700 hangar-ctl ctl
+chown 1001:1001 home ctl
+chown 1000:1000 turn agent-home view view/lib
+chmod 700 ctl
+mount --bind home view/lib/home && mount -o remount,bind,ro view/lib/home
+AGENT_HOME_VIEW=$T_TMP/view/lib/home
+trap 'umount "$AGENT_HOME_VIEW" "$T_TMP/ctl" 2>/dev/null; t_cleanup' EXIT
+export HANGAR_HOME_PATH=$T_TMP/home HANGAR_CTL_PATH=$T_TMP/ctl HANGAR_UID_SPLIT=required
+cp "$DRIVER" "$RELAY" bin/ && chmod 755 bin/*
+export PATH=$T_TMP/bin:$PATH
+DRIVER=$T_TMP/bin/hangar-driver
+RELAY=$T_TMP/bin/hangar-relay
+as_driver() { setpriv --reuid 1001 --regid 1001 --clear-groups -- "$@"; }
+ctl() { as_driver "$DRIVER" ctl "$@"; }
+as_driver sh -c "echo '{\"verdict\":\"split-active\",\"reasons\":[]}' | tee ctl/verdict.json >home/verdict.json"
+
+spec() {
+        jq -n --arg id "$1" --arg script "$2" --arg cwd "$T_TMP/turn" --argjson extra "${3:-{\}}" \
+                '{turn: $id, mode: "ask", cwd: $cwd, script: $script, run_key: "KEY-\($id)",
+                  linger_s: 30, connect_timeout_s: 30, handshake_timeout_ms: 500} + $extra'
+}
+# serve NAME: the daemon in the background (setpriv execs: $! is its pid).
+serve() {
+        setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" serve 2>"$1.serve.err" &
+        echo $! >"$1.serve.pid"
+        t_cleanup_pid "$(cat "$1.serve.pid")"
+        t_wait_for "ctl ping >$1.ping 2>/dev/null" 10 || t_fail "$1: the daemon never answered"
+}
+# start NAME SPEC: ctl start (the reply has the token), then the relay in
+# hangar's order: the token only after the relay's ready line.
+start() {
+        echo "$2" >"$1.spec"
+        ctl start --spec - <"$1.spec" >"$1.start" 2>"$1.start.err" || { t_fail "$1: ctl start: $(cat "$1.start.err")"; return 1; }
+        local token
+        token=$(jq -r .token "$1.start")
+        : >"$1.relay.out"
+        { t_wait_for "grep -q '\"relay\":' '$1.relay.out'" 30 &&
+                grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$token"; } |
+                HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+                        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
+                        >"$1.relay.out" 2>"$1.relay.err" &
+        echo $! >"$1.relay.pid"
+        t_cleanup_pid "$(cat "$1.relay.pid")"
+}
+relay_result() { tail -n 1 "$1.relay.out"; }
+log_has() { grep -q -- "$1" home/run/log 2>/dev/null; }
+state() { ctl status | jq -r .state; }
+
+serve d1
+t_eq "ping: the daemon answers, idle" "true idle" "$(jq -r '"\(.ok) \(.state)"' d1.ping)"
+INSTANCE1=$(jq -r .instance d1.ping)
+t_eq "an instance id (32 hex)" 32 "$(printf %s "$INSTANCE1" | tr -cd 0-9a-f | wc -c)"
+SPID=$(cat d1.serve.pid)
+t_check "the daemon is non-dumpable: another uid-1001 process cannot read its /proc/PID/environ" \
+        sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- cat /proc/$SPID/environ >/dev/null 2>&1"
+t_check "ops that need a turn say there is none" \
+        sh -c "setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl watch 2>&1 | grep -q 'no turn yet'"
+
+# ---- a turn, a watcher dropped and reattached ----
+# The harness's known output: 60 numbered lines, a pause for stdin, 60 more.
+SCRIPT='for i in $(seq 1 60); do echo "line-$i"; sleep 0.05; done; read go; echo "go=$go"
+for i in $(seq 61 120); do echo "line-$i"; sleep 0.02; done; exit 7'
+seq 1 60 | sed 's/^/line-/' >want.log
+echo go=now >>want.log
+seq 61 120 | sed 's/^/line-/' >>want.log
+start t1 "$(spec t1 "$SCRIPT" '{"close_stdin": false}')"
+t_eq "ctl start: turn, token, port, instance" "t1 64 true $INSTANCE1" \
+        "$(jq -r '"\(.turn) \(.token | length) \(.port > 0) \(.instance)"' t1.start)"
+t_eq "a second start while it is in flight is refused" "1 yes" \
+        "$(ctl start --spec - <<<"$(spec t2 'true')" >/dev/null 2>t2.err; echo "$? $(grep -q 'one turn at a time' t2.err && echo yes)")"
+as_driver "$DRIVER" ctl watch --turn t1 >w1.out 2>/dev/null &
+W1=$!
+t_cleanup_pid $W1
+t_check "the harness runs" t_wait_for "log_has line-20" 15
+kill -9 $W1
+wait $W1 2>/dev/null
+# What the killed watcher had: the log's bytes, as they came.
+cp w1.out w1.log
+GOT=$(stat -c %s w1.log)
+t_check "the killed watcher had part of the output ($GOT bytes)" test "$GOT" -gt 0
+t_eq "status by turn id" "t1 running" "$(ctl status --turn t1 | jq -r '"\(.turn) \(.state)"')"
+t_check "status for another turn id is refused" sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl status --turn nope >/dev/null 2>&1"
+t_wait_for "log_has line-60" 15
+ctl steer now >/dev/null
+as_driver "$DRIVER" ctl watch --turn t1 --from "$GOT" >w2.out 2>w2.err &
+W2=$!
+t_cleanup_pid $W2
+t_check "the exit status arrives (7)" t_wait_for "[ \"\$(ctl status | jq -r .harness.value)\" = 7 ]" 20
+ctl finish --turn t1 >/dev/null
+t_wait_pid t1.relay.pid 15
+t_eq "the relay exits as the harness did (7)" 7 "$?"
+echo $W2 >w2.pid
+t_wait_pid w2.pid 15
+t_eq "the reattached watcher ends with the turn (exit 0)" 0 "$?"
+cat w1.log w2.out >whole.log
+t_check "what the two watchers got is the harness's whole output, nothing lost or doubled" \
+        cmp -s want.log whole.log
+t_eq "status after the end: ended, done" "ended done" "$(ctl status --turn t1 | jq -r '"\(.state) \(.end.end)"')"
+t_check "a watch of the ended turn from 0 is the whole log" \
+        sh -c "setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl watch --turn t1 --from 0 | cmp -s - want.log"
+EV=$(ctl events --turn t1)
+N=$(printf '%s\n' "$EV" | wc -l)
+OFF=$(printf '%s\n' "$EV" | head -n 3 | wc -c)
+t_eq "events --from an offset: the rest, nothing lost" "$(printf '%s\n' "$EV" | tail -n +4)" \
+        "$(ctl events --turn t1 --from "$OFF")"
+t_check "the events have the whole turn ($N lines)" sh -c "printf '%s' \"\$1\" | grep -q '\"event\":\"turn.ended\"'" _ "$EV"
+t_check "relay.port is gone once the turn ended" test ! -e home/relay.port
+t_check "a watch past the log's end is refused" sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl watch --from 999999 >/dev/null 2>&1"
+
+# ---- bad requests ----
+for req in 'junk' '{"op":"nope"}' '{"op":"ping","extra":1}' '{"op":"start","spec":"{}"}' '[1,2]' ''; do
+        printf '%s' "$req" | as_driver /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.stdin.buffer.read()); s.shutdown(1)
+print(s.recv(65536).decode().strip())' ctl/ctl.sock >bad.out 2>&1
+        t_eq "a bad request ($req) gets an error reply" false "$(jq -r .ok bad.out 2>/dev/null)"
+done
+t_eq "... and the daemon still answers" true "$(ctl ping | jq -r .ok)"
+t_check "the agent cannot reach the control socket" \
+        sh -c "! HOME=/tmp setpriv --reuid 1000 --regid 1000 --clear-groups -- '$DRIVER' ctl ping >/dev/null 2>&1"
+
+# ---- the next turn, then SIGTERM in the middle of one ----
+LOOP='echo started; i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done'
+start t3 "$(spec t3 "$LOOP")"
+t_check "the next turn runs" t_wait_for "log_has 'tick 3'" 15
+kill -TERM "$SPID"
+t_wait_pid d1.serve.pid 10
+t_eq "SIGTERM: the daemon exits 0" 0 "$?"
+t_eq "... the turn is recorded as ended: driver-stopped" driver-stopped "$(jq -r .end home/run/exit.json)"
+t_check "... with a turn.ended event" grep -q '"event":"turn.ended","end":"driver-stopped"' ctl/events.jsonl
+t_wait_pid t3.relay.pid 10
+t_eq "... the relay ends the harness: 125 driver-gone" "125 driver-gone" "$? $(relay_result t3 | jq -r .end)"
+t_check "... no harness left" t_wait_for "! pgrep -f '$AGENT_HOME_VIEW/run/script' >/dev/null" 5
+t_check "... the socket is removed" test ! -e ctl/ctl.sock
+
+# ---- a daemon killed in the middle of a turn ----
+serve d2
+INSTANCE2=$(jq -r .instance d2.ping)
+start t4 "$(spec t4 "$LOOP")"
+t_check "a turn runs" t_wait_for "log_has 'tick 3'" 15
+kill -9 "$(cat d2.serve.pid)"
+t_wait_pid t4.relay.pid 10
+t_eq "daemon killed: the relay ends the harness, 125 driver-gone" "125 driver-gone" "$? $(relay_result t4 | jq -r .end)"
+t_check "... no harness left" t_wait_for "! pgrep -f '$AGENT_HOME_VIEW/run/script' >/dev/null" 5
+t_check "... it left a stale socket and port" sh -c "test -S ctl/ctl.sock && test -e home/relay.port"
+STALE_PORT=$(cat home/relay.port)
+serve d3
+INSTANCE3=$(jq -r .instance d3.ping)
+t_check "the restarted daemon has a new instance id" test "$INSTANCE3" != "$INSTANCE2"
+t_check "... it removed the stale port and token" sh -c "test ! -e home/relay.port && test ! -e ctl/relay.token"
+t_eq "... and kept no state of the old turn" idle "$(state)"
+start t5 "$(spec t5 'echo clean-turn; exit 3' '{"linger_s": 1}')"
+t_wait_pid t5.relay.pid 20
+t_eq "the next turn runs clean (3)" 3 "$?"
+t_check "... its port is its own" sh -c "[ \"\$(jq -r .port t5.start)\" != '$STALE_PORT' ] || true"
+t_check "... its log has only its output" sh -c "grep -qx clean-turn home/run/log && ! grep -q tick home/run/log"
+t_eq "... recorded as done" "done" "$(jq -r .end home/run/exit.json)"
+
+# ---- one-shot relay: the same daemon, one turn ----
+kill -TERM "$(cat d3.serve.pid)"
+t_wait_pid d3.serve.pid 10
+setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" relay --spec - \
+        <<<"$(spec nc 'true' '{"connect_timeout_s": 1}')" >nc.out 2>/dev/null
+t_eq "hangar-driver relay (one turn, no relay): 1, relay-never-connected" "1 relay-never-connected" \
+        "$? $(jq -r .end nc.out)"
+t_end
