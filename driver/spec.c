@@ -62,7 +62,8 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
                                             "settings",
                                             "connect_timeout_s",
                                             "handshake_timeout_ms",
-                                            "linger_s"};
+                                            "linger_s",
+                                            "terminal"};
         if (len > SPEC_MAX_BYTES)
                 return error_set(err, -EFBIG, "the turn spec is over %u bytes", SPEC_MAX_BYTES);
         _cleanup_json_ json_t *o = NULL;
@@ -128,6 +129,8 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
                 goto fail;
         }
         s.settings = json_incref(settings);
+        if ((r = terminal_spec_parse(json_object_get(o, "terminal"), &s.terminal, err)) < 0)
+                goto fail;
         *ret = s;
         return 0;
 fail:

@@ -4,7 +4,8 @@
  *   {"turn": "t-42", "mode": "ask", "cwd": "/workspace",
  *    "script": "#!/bin/sh\nexec claude ...", "input": "prompt...",
  *    "close_stdin": true, "run_key": "...", "settings": {...},
- *    "connect_timeout_s": 120, "linger_s": 300}
+ *    "connect_timeout_s": 120, "linger_s": 300,
+ *    "terminal": {"rows": 24, "cols": 80, "term": "xterm-256color"}}
  *
  * Unknown members are rejected, so a typo never silently changes a turn. */
 #pragma once
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "terminal.h"
 
 #define SPEC_MAX_BYTES (1024u * 1024u)
 
@@ -36,6 +38,7 @@ typedef struct turn_spec {
         uint32_t connect_timeout_s;
         uint32_t handshake_timeout_ms;
         uint32_t linger_s;
+        terminal_spec_t terminal; /* "terminal": the harness on a pty (docs/terminal.md) */
 } turn_spec_t;
 
 int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err);

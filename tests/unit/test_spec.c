@@ -280,6 +280,47 @@ START_TEST(settings_object)
 }
 END_TEST
 
+START_TEST(terminal_member)
+{
+        turn_spec_t s;
+        accepted_with("\"close_stdin\":false", &s);
+        ck_assert(!s.terminal.on);
+        spec_free(&s);
+        accepted_with("\"terminal\":{\"rows\":24,\"cols\":80,\"term\":\"xterm-256color\"}", &s);
+        ck_assert(s.terminal.on);
+        ck_assert_uint_eq(s.terminal.rows, 24);
+        ck_assert_uint_eq(s.terminal.cols, 80);
+        ck_assert_str_eq(s.terminal.term, "xterm-256color");
+        spec_free(&s);
+        accepted_with("\"terminal\":{\"rows\":500,\"cols\":1000,\"term\":\"vt100\"}", &s);
+        ck_assert_uint_eq(s.terminal.rows, 500);
+        spec_free(&s);
+        static const struct {
+                const char *extra, *needle;
+        } bad[] = {
+            {"\"terminal\":null", "must be an object"},
+            {"\"terminal\":[24,80]", "must be an object"},
+            {"\"terminal\":{\"rows\":1,\"cols\":80,\"term\":\"xterm\"}", "rows must be"},
+            {"\"terminal\":{\"rows\":501,\"cols\":80,\"term\":\"xterm\"}", "rows must be"},
+            {"\"terminal\":{\"rows\":24,\"cols\":9,\"term\":\"xterm\"}", "cols must be"},
+            {"\"terminal\":{\"rows\":24,\"cols\":1001,\"term\":\"xterm\"}", "cols must be"},
+            {"\"terminal\":{\"rows\":24.5,\"cols\":80,\"term\":\"xterm\"}", "integers"},
+            {"\"terminal\":{\"rows\":\"24\",\"cols\":80,\"term\":\"xterm\"}", "integers"},
+            {"\"terminal\":{\"rows\":24,\"cols\":80}", "integers"},
+            {"\"terminal\":{\"rows\":24,\"cols\":80,\"term\":\"\"}", "term must be"},
+            {"\"terminal\":{\"rows\":24,\"cols\":80,\"term\":\"xterm;id\"}", "term must be"},
+            {"\"terminal\":{\"rows\":24,\"cols\":80,\"term\":\"-xterm\"}", "term must be"},
+
+            {"\"terminal\":{\"rows\":24,\"cols\":80,\"term\":"
+             "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+             "term must be"},
+            {"\"terminal\":{\"rows\":24,\"cols\":80,\"term\":\"xterm\",\"x\":1}", "unknown member"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+                assert_refused_with(bad[i].extra, bad[i].needle);
+}
+END_TEST
+
 START_TEST(integer_ranges)
 {
         static const char *const good[] = {
@@ -419,6 +460,7 @@ static Suite *spec_suite(void)
         tcase_add_test(tc, close_stdin_bool);
         tcase_add_test(tc, settings_object);
         tcase_add_test(tc, integer_ranges);
+        tcase_add_test(tc, terminal_member);
         tcase_add_test(tc, duplicate_keys);
         tcase_add_test(tc, not_a_spec);
         tcase_add_test(tc, size_limit);
