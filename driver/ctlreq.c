@@ -42,6 +42,11 @@ static const struct {
                      {"tail_max", M_UINT, false}}},
     [CTLREQ_TREE] = {"tree", {{"timeout_s", M_UINT, false}}},
     [CTLREQ_VERIFY] = {"verify", {{"argv", M_ARGV, true}, {"timeout_s", M_UINT, false}}},
+    [CTLREQ_SCREEN] = {"screen", {{"turn", M_STRING, false}}},
+    [CTLREQ_SEND_KEYS] = {"send-keys", {{"keys", M_ARGV, true}, {"turn", M_STRING, false}}},
+    [CTLREQ_RESIZE] = {"resize",
+                       {{"rows", M_UINT, true}, {"cols", M_UINT, true}, {"turn", M_STRING, false}}},
+    [CTLREQ_TYPE] = {"type", {{"data_base64", M_STRING, true}, {"turn", M_STRING, false}}},
 };
 
 const char *ctlreq_op_name(ctlreq_op_t op)

@@ -11,7 +11,8 @@
  *   {"op": "watch", "turn": "t-42", "from": 1234}    the log from byte 1234
  *   {"op": "events", "turn": "t-42", "from": 0}      events.jsonl from byte 0
  *   ... and the turn's ops (docs/turn.md): token, approvals, approve, deny,
- *   steer, close-stdin, signal, finish, run, tree, verify. */
+ *   steer, close-stdin, signal, finish, run, tree, verify, and a terminal
+ *   turn's screen, send-keys, resize, type (docs/terminal.md). */
 #pragma once
 
 #include <jansson.h>
@@ -40,6 +41,10 @@ typedef enum ctlreq_op {
         CTLREQ_RUN,
         CTLREQ_TREE,
         CTLREQ_VERIFY,
+        CTLREQ_SCREEN,    /* a terminal turn's screen (docs/terminal.md) */
+        CTLREQ_SEND_KEYS, /* tmux key names or text, typed into it */
+        CTLREQ_RESIZE,    /* its new size */
+        CTLREQ_TYPE,      /* raw bytes from the tmux pane (hangar-driver term-pane) */
         CTLREQ_OP_COUNT,
 } ctlreq_op_t;
 

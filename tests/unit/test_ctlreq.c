@@ -54,6 +54,10 @@ START_TEST(every_op)
             "{\"op\":\"run\",\"argv\":[\"true\"],\"timeout_s\":3,\"tail_max\":10}",
             "{\"op\":\"tree\",\"timeout_s\":3}",
             "{\"op\":\"verify\",\"argv\":[\"make\",\"check\"]}",
+            "{\"op\":\"screen\",\"turn\":\"t-1\"}",
+            "{\"op\":\"send-keys\",\"keys\":[\"C-c\",\"ls\",\"Enter\"]}",
+            "{\"op\":\"resize\",\"rows\":30,\"cols\":100}",
+            "{\"op\":\"type\",\"data_base64\":\"aGk=\"}",
         };
         ck_assert_int_eq(ARRAY_SIZE(texts), CTLREQ_OP_COUNT);
         for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
