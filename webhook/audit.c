@@ -100,6 +100,10 @@ int audit_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
               audit_verdict_t *ret)
 {
         *ret = (audit_verdict_t){0};
+        if (!json_is_object(pod)) {
+                set_verdict(ret, AUDIT_DENIED, "invalid-pod", "not a pod object");
+                return 0;
+        }
         const char *status = pod_annotation(pod, SHAPE_ANNOTATION_STATUS);
         bool marked = status && strcmp(status, SHAPE_STATUS_INJECTED) == 0;
         /* mutate_pod patches what it is given: a copy, so pod stays as read. */
