@@ -26,6 +26,7 @@
 #include "scratch.h"
 #include "spec.h"
 #include "strparse.h"
+#include "terminal.h"
 #include "token.h"
 #include "treehash.h"
 #include "turn.h"
@@ -36,6 +37,7 @@ static const char usage[] =
     "       hangar-driver ctl [--config FILE] OP [ARGS]\n"
     "       hangar-driver tree --turn ID DIR\n"
     "       hangar-driver gate --turn ID -- CMD [ARG]...\n"
+    "       hangar-driver term-pane --socket CTL_SOCKET [--turn ID]\n"
     "       hangar-driver version\n"
     "\n"
     "serve: the sidecar's daemon: owns the control socket in hangar-ctl, runs\n"
@@ -53,8 +55,11 @@ static const char usage[] =
     "  finish [--turn ID] |\n"
     "  run [--timeout S] [--tail BYTES] -- CMD [ARG]...\n"
     "  tree [--timeout S] | verify [--timeout S] -- CMD [ARG]...\n"
+    "  a terminal turn's: screen [--turn ID] | send-keys [--turn ID] KEY... |\n"
+    "  resize [--turn ID] ROWS COLS\n"
     "ctl prints the driver's JSON reply (run: the command's output tail, and\n"
-    "exits with its status; watch: the harness's output, live).\n";
+    "exits with its status; watch: the harness's output, live; screen: the\n"
+    "terminal's text rows).\n";
 
 static int load_config(const char *path, hg_config_t *cfg)
 {
@@ -258,6 +263,14 @@ static int ctl_request(const char *sock, json_t *req, bool is_run, bool is_start
                 }
                 return 0;
         }
+        /* ctl screen: the screen's text rows, not the JSON around them. */
+        const char *screen = op && strcmp(op, "screen") == 0
+                                 ? json_string_value(json_object_get(reply, "screen"))
+                                 : NULL;
+        if (screen) {
+                size_t n = json_string_length(json_object_get(reply, "screen"));
+                return fd_write_all(STDOUT_FILENO, screen, n) < 0 ? 1 : 0;
+        }
         (void)fd_write_all(STDOUT_FILENO, line, line_len + 1);
         return 0;
 }
@@ -347,6 +360,35 @@ static int cmd_ctl(int argc, char **argv)
                                 return 2;
                         }
                 }
+        } else if (strcmp(op, "screen") == 0 || strcmp(op, "send-keys") == 0 ||
+                   strcmp(op, "resize") == 0) {
+                /* [--turn ID] first, then the op's arguments. */
+                if (i + 1 < argc && strcmp(argv[i], "--turn") == 0) {
+                        json_object_set_new(req, "turn", json_string(argv[i + 1]));
+                        i += 2;
+                }
+                uint32_t rows = 0, cols = 0;
+                if (op[1] == 'c' && i != argc) {
+                        fputs("hangar-driver ctl screen: [--turn ID]\n", stderr);
+                        return 2;
+                } else if (op[0] == 'r') {
+                        if (i + 2 != argc || parse_u32(argv[i], &rows) < 0 ||
+                            parse_u32(argv[i + 1], &cols) < 0) {
+                                fputs("hangar-driver ctl resize: [--turn ID] ROWS COLS\n", stderr);
+                                return 2;
+                        }
+                        json_object_set_new(req, "rows", json_integer(rows));
+                        json_object_set_new(req, "cols", json_integer(cols));
+                } else if (op[1] == 'e') {
+                        if (i >= argc) {
+                                fputs("hangar-driver ctl send-keys: [--turn ID] KEY...\n", stderr);
+                                return 2;
+                        }
+                        json_t *keys = json_array();
+                        for (; i < argc; i++)
+                                json_array_append_new(keys, json_string(argv[i]));
+                        json_object_set_new(req, "keys", keys);
+                }
         } else if (strcmp(op, "tree") == 0) {
                 uint32_t timeout = 0;
                 if (i + 2 == argc && strcmp(argv[i], "--timeout") == 0 &&
@@ -367,6 +409,26 @@ static int cmd_ctl(int argc, char **argv)
         if (asprintf(&sock, "%s/%s", cfg.ctl_path, LAYOUT_CTL_SOCKET) < 0)
                 sock = NULL;
         return sock ? ctl_request(sock, req, is_run, strcmp(op, "start") == 0) : 1;
+}
+
+/* hangar-driver term-pane: the program in a terminal turn's tmux pane
+ * (driver/terminal.h); started by the driver, not by hand. */
+static int cmd_term_pane(int argc, char **argv)
+{
+        const char *sock = NULL, *turn = NULL;
+        for (int i = 1; i + 1 < argc; i += 2) {
+                if (strcmp(argv[i], "--socket") == 0)
+                        sock = argv[i + 1];
+                else if (strcmp(argv[i], "--turn") == 0)
+                        turn = argv[i + 1];
+                else
+                        sock = NULL, i = argc;
+        }
+        if (!sock || argc % 2 == 0) {
+                fputs("usage: hangar-driver term-pane --socket CTL_SOCKET [--turn ID]\n", stderr);
+                return 2;
+        }
+        return terminal_pane_main(sock, turn);
 }
 
 /* hangar-driver tree: run in the agent's container, as the agent, through
@@ -488,6 +550,8 @@ int main(int argc, char **argv)
                 return cmd_tree(argc - 1, argv + 1);
         if (strcmp(cmd, "gate") == 0)
                 return cmd_gate(argc - 1, argv + 1);
+        if (strcmp(cmd, "term-pane") == 0)
+                return cmd_term_pane(argc - 1, argv + 1);
         if (strcmp(cmd, "version") == 0) {
                 puts("hangar-driver " HANGAR_VERSION);
                 return 0;

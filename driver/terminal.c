@@ -104,7 +104,10 @@ int terminal_open(terminal_t *t, const terminal_spec_t *spec, const char *ctl_di
                 (void)snprintf(t->tmux_error, sizeof(t->tmux_error), "tmux is not in the image");
                 return 0;
         }
-        /* A socket left by an earlier driver is never used: a new server. */
+        /* A server left by an earlier driver is stopped and its socket never
+         * reused: a new server. */
+        char *kill_old[] = {"kill-server", NULL};
+        (void)tmux_run(t->tmux, t->sock, kill_old, NULL, NULL, NULL);
         (void)unlink(t->sock);
         char rows[16], cols[16];
         (void)snprintf(rows, sizeof(rows), "%u", spec->rows);
@@ -192,7 +195,7 @@ size_t terminal_take_replies(terminal_t *t, uint8_t *out, size_t cap)
 char *terminal_screen(terminal_t *t, bool *ret_from_tmux, size_t *ret_len)
 {
         *ret_from_tmux = false;
-        if (t->tmux_up) {
+        if (t->tmux_up && !t->log_capped) {
                 char *out = NULL;
                 char *cap[] = {"capture-pane", "-p", "-t", TERMINAL_SESSION, NULL};
                 if (tmux_cmd(t, cap, &out, NULL) == 0 && out) {

@@ -41,6 +41,7 @@ typedef struct terminal {
         bool tmux_up;
         char *sock; /* hangar-ctl/tmux.sock */
         char tmux_error[256];
+        bool log_capped; /* the turn's log stopped: tmux (fed from it) is behind */
 } terminal_t;
 
 /* The screen, and the tmux session if tmux is there (its failure is not
@@ -56,8 +57,9 @@ void terminal_output(terminal_t *t, const uint8_t *p, size_t n);
  * while tmux answers them itself (through the pane). Returns the count. */
 size_t terminal_take_replies(terminal_t *t, uint8_t *out, size_t cap);
 
-/* The visible screen as text rows: tmux's capture-pane when tmux is up,
- * else the model. NULL on -ENOMEM. */
+/* The visible screen as text rows: tmux's capture-pane when tmux is up
+ * (and the log it is fed from is not capped), else the model. NULL on
+ * -ENOMEM. */
 char *terminal_screen(terminal_t *t, bool *ret_from_tmux, size_t *ret_len);
 
 /* send-keys: checked and encoded (driver/tmux.h); with tmux up they are

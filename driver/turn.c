@@ -26,6 +26,8 @@
 #include "listener.h"
 #include "record.h"
 #include "split.h"
+#include "terminal.h"
+#include "tmux.h"
 #include "token.h"
 
 #define CLIENTS_MAX           16
@@ -41,6 +43,11 @@
 #define REJECTED_EVENTS_MAX     256u /* relay.rejected events */
 #define RUN_OUTSTANDING_MAX     64u  /* run requests sent and not yet answered */
 #define FAILED_TAIL_MAX         300u /* bytes of a failed tree's output in its reply */
+/* A terminal turn's log: a full-screen program redraws without end, so its
+ * raw stream is kept up to this much; past it the bytes are counted
+ * (status capped.terminal_log_dropped) and the screen is the driver's own. */
+#define TERMINAL_LOG_MAX (64u * 1024u * 1024u)
+#define TYPE_BASE64_MAX  8192u /* ctl type: one chunk of the pane's keys */
 
 typedef enum turn_state {
         STATE_IDLE,    /* the daemon has run no turn yet */
@@ -121,6 +128,14 @@ typedef struct turn {
         uint64_t relay_signals, unrequested_results, rejections;
         bool signals_capped, unrequested_capped, approvals_capped, duplicates_noted;
         bool rejections_capped;
+
+        /* A terminal turn (spec->terminal.on): its screen and tmux session. */
+        terminal_t term;
+        bool term_open;
+        uint64_t typed_bytes; /* ctl type: the pane's keys, counted, not recorded */
+        uint64_t log_bytes;   /* of the terminal stream, kept in the log */
+        uint64_t log_dropped; /* past TERMINAL_LOG_MAX */
+        bool log_capped_noted;
 } turn_t;
 
 static const char *state_name(turn_state_t s)
@@ -185,6 +200,12 @@ static json_t *status_json(const turn_t *t)
         if (j && t->state == STATE_ENDED)
                 json_object_set_new(j, "end",
                                     json_pack("{s:s, s:s}", "end", t->end, "reason", t->reason));
+        if (j && t->term_open) {
+                json_t *term = terminal_status(&t->term);
+                json_object_set_new(term, "typed_bytes", json_integer((json_int_t)t->typed_bytes));
+                json_object_set_new(term, "log_dropped", json_integer((json_int_t)t->log_dropped));
+                json_object_set_new(j, "terminal", term);
+        }
         if (j)
                 json_object_set_new(j, "instance", json_string(t->instance));
         return j;
@@ -300,13 +321,16 @@ static void stdin_pump(turn_t *t)
  * -ENOENT (not pending), or the record's -errno. */
 static int decide(turn_t *t, const char *id, bool approve, const char *by)
 {
-        if (t->stdin_closed || t->stdin_close_pending)
+        /* A terminal turn's answers go on its approval channel (ANSWER on
+         * ctl, the harness's descriptor 3), never into its terminal. */
+        bool term = t->spec->terminal.on;
+        if (!term && (t->stdin_closed || t->stdin_close_pending))
                 return -EPIPE;
         _cleanup_free_ char *line = approvals_response_line(&t->approvals, id, approve);
         if (!line)
                 return approvals_is_pending(&t->approvals, id) ? -ENOMEM : -ENOENT;
         size_t len = strlen(line);
-        if (len > STDIN_Q_MAX - t->stdin_len)
+        if (term ? !t->ctl_open || !conn_can_queue(&t->ctl, len) : len > STDIN_Q_MAX - t->stdin_len)
                 return -ENOBUFS;
         (void)approvals_set_state(&t->approvals, id, approve ? APPROVAL_APPROVED : APPROVAL_DENIED,
                                   by);
@@ -322,7 +346,10 @@ static int decide(turn_t *t, const char *id, bool approve, const char *by)
                 (void)record_write_json(t->cfg->ctl_path, LAYOUT_CTL_APPROVALS, back, 0600);
                 return r == -ENOBUFS || r == -EPIPE || r == -ENOENT ? -EIO : r;
         }
-        (void)stdin_append(t, line, len); /* fits: checked above */
+        if (term)
+                (void)conn_queue(&t->ctl, FRAME_ANSWER, line, len, NULL, 0); /* fits: checked */
+        else
+                (void)stdin_append(t, line, len); /* fits: checked above */
         return 0;
 }
 
@@ -460,6 +487,31 @@ static void on_run_result(turn_t *t, const frame_t *f)
         }
 }
 
+/* A terminal turn's STDOUT: its raw terminal stream. Into the log
+ * (bounded), into the screen model; never scanned for approvals (those
+ * come on ASK). The model's answers to the terminal's queries go back as
+ * input when no tmux answers them. */
+static void terminal_stream(turn_t *t, const frame_t *f)
+{
+        size_t keep = f->length;
+        if (t->log_bytes + keep > TERMINAL_LOG_MAX)
+                keep = t->log_bytes >= TERMINAL_LOG_MAX ? 0 : TERMINAL_LOG_MAX - t->log_bytes;
+        int r = record_log(&t->rec, f->payload, keep);
+        if (r < 0)
+                return record_failed(t, LAYOUT_HOME_LOG, r);
+        t->log_bytes += keep;
+        if (keep < f->length) {
+                t->log_dropped += f->length - keep;
+                t->term.log_capped = true;
+                note_cap(t, &t->log_capped_noted, "terminal.log", TERMINAL_LOG_MAX);
+        }
+        terminal_output(&t->term, f->payload, f->length);
+        uint8_t reply[SCREEN_REPLY_MAX];
+        size_t n = terminal_take_replies(&t->term, reply, sizeof(reply));
+        if (n)
+                (void)stdin_append(t, (const char *)reply, n);
+}
+
 static void pump_relay_io(turn_t *t)
 {
         while (t->io_open && t->state != STATE_ENDED) {
@@ -475,6 +527,10 @@ static void pump_relay_io(turn_t *t)
                                         frame_type_name(f.type));
                 if (f.length == 0) {
                         t->io_eof_seen = true;
+                        continue;
+                }
+                if (t->term_open) {
+                        terminal_stream(t, &f);
                         continue;
                 }
                 if ((r = record_log(&t->rec, f.payload, f.length)) < 0)
@@ -530,6 +586,18 @@ static void pump_relay_ctl(turn_t *t)
                 }
                 case FRAME_RUN_RESULT:
                         on_run_result(t, &f);
+                        break;
+                case FRAME_ASK:
+                        /* The approval channel: only a terminal turn has one. */
+                        if (!t->spec->terminal.on)
+                                return end_turn(t, "protocol-error",
+                                                "ctl: ASK on a turn without a terminal");
+                        approvals_scan(&t->approvals, f.payload, f.length, on_approval_request, t);
+                        if (t->approvals.over_limit)
+                                note_cap(t, &t->approvals_capped, "approval.requested",
+                                         APPROVALS_MAX);
+                        if (t->approvals.duplicates)
+                                note_cap(t, &t->duplicates_noted, "approval.duplicate", 0);
                         break;
                 default:
                         return end_turn(t, "protocol-error",
@@ -857,6 +925,108 @@ static bool steer_text_ok(const char *text, size_t len)
         return true;
 }
 
+/* ---- a terminal turn's ops (docs/terminal.md) ---- */
+
+static json_t *op_screen(turn_t *t)
+{
+        if (!t->term_open)
+                return reply_error("turn \"%s\" has no terminal", t->spec->turn);
+        bool from_tmux = false;
+        size_t len = 0;
+        _cleanup_free_ char *text = terminal_screen(&t->term, &from_tmux, &len);
+        if (!text)
+                return reply_error("out of memory");
+        return json_pack("{s:b, s:s%, s:s, s:I, s:I}", "ok", 1, "screen", text, len, "source",
+                         from_tmux ? "tmux" : "driver", "rows", (json_int_t)t->term.spec.rows,
+                         "cols", (json_int_t)t->term.spec.cols);
+}
+
+/* Keys are hangar's commands, like steer: recorded first, typed only if
+ * recorded. */
+static json_t *op_send_keys(turn_t *t, json_t *req)
+{
+        if (!t->term_open)
+                return reply_error("turn \"%s\" has no terminal", t->spec->turn);
+        if (t->state != STATE_RUNNING && t->state != STATE_WAITING)
+                return reply_error("the harness is not running (%s)", state_name(t->state));
+        if (t->stdin_closed || t->stdin_close_pending)
+                return reply_error("the terminal's input is closed");
+        json_t *keys_j = json_object_get(req, "keys");
+        size_t n = json_array_size(keys_j);
+        if (n > TMUX_KEY_ARGS_MAX)
+                return reply_error("send-keys takes at most %u keys", TMUX_KEY_ARGS_MAX);
+        char *keys[TMUX_KEY_ARGS_MAX];
+        for (size_t i = 0; i < n; i++)
+                keys[i] = (char *)json_string_value(json_array_get(keys_j, i));
+        uint8_t bytes[TMUX_KEYS_MAX];
+        size_t len = 0;
+        hg_error_t err = {0};
+        if (tmux_keys_encode(keys, n, bytes, sizeof(bytes), &len, &err) < 0)
+                return reply_error("%s", err.message);
+        if (len > STDIN_Q_MAX - t->stdin_len)
+                return reply_error("too much input waiting");
+        int r = record_event(&t->rec, "terminal.keys", json_pack("{s:O}", "keys", keys_j));
+        if (r < 0)
+                return reply_error("the keys could not be recorded: %s", strerror(-r));
+        if (terminal_send_keys(&t->term, keys, n, bytes, sizeof(bytes), &len, &err) < 0)
+                return reply_error("%s", err.message);
+        if (len)
+                (void)stdin_append(t, (const char *)bytes, len); /* fits: checked above */
+        return json_pack("{s:b, s:s}", "ok", 1, "via", len ? "driver" : "tmux");
+}
+
+static json_t *op_resize(turn_t *t, json_t *req)
+{
+        if (!t->term_open)
+                return reply_error("turn \"%s\" has no terminal", t->spec->turn);
+        json_int_t rows = json_integer_value(json_object_get(req, "rows"));
+        json_int_t cols = json_integer_value(json_object_get(req, "cols"));
+        if (rows < FRAME_TERM_ROWS_MIN || rows > FRAME_TERM_ROWS_MAX ||
+            cols < FRAME_TERM_COLS_MIN || cols > FRAME_TERM_COLS_MAX)
+                return reply_error("resize: rows %u-%u, cols %u-%u", FRAME_TERM_ROWS_MIN,
+                                   FRAME_TERM_ROWS_MAX, FRAME_TERM_COLS_MIN, FRAME_TERM_COLS_MAX);
+        if (t->state != STATE_RUNNING)
+                return reply_error("the harness is not running (%s)", state_name(t->state));
+        if (!conn_can_queue(&t->ctl, FRAME_RESIZE_SIZE))
+                return reply_error("the relay is not reading; try again");
+        int r = record_event(&t->rec, "terminal.resize",
+                             json_pack("{s:I, s:I}", "rows", rows, "cols", cols));
+        if (r < 0)
+                return reply_error("the resize could not be recorded: %s", strerror(-r));
+        hg_error_t err = {0};
+        if (terminal_resize(&t->term, (unsigned)rows, (unsigned)cols, &err) < 0)
+                return reply_error("%s", err.message);
+        uint8_t p[FRAME_RESIZE_SIZE];
+        frame_resize_encode(&(frame_resize_t){.rows = (uint16_t)rows, .cols = (uint16_t)cols}, p);
+        (void)conn_queue(&t->ctl, FRAME_RESIZE, p, sizeof(p), NULL, 0);
+        save_status(t);
+        return json_pack("{s:b}", "ok", 1);
+}
+
+/* ctl type: the tmux pane's keys (hangar typing in an attached tmux), as
+ * they came; counted in status, not recorded one by one. */
+static json_t *op_type(turn_t *t, json_t *req)
+{
+        if (!t->term_open)
+                return reply_error("turn \"%s\" has no terminal", t->spec->turn);
+        if (t->state != STATE_RUNNING && t->state != STATE_WAITING)
+                return reply_error("the harness is not running (%s)", state_name(t->state));
+        json_t *data_j = json_object_get(req, "data_base64");
+        if (json_string_length(data_j) > TYPE_BASE64_MAX)
+                return reply_error("type: at most %u base64 characters", TYPE_BASE64_MAX);
+        _cleanup_free_ char *bytes = NULL;
+        size_t n = 0;
+        hg_error_t err = {0};
+        if (base64_decode(json_string_value(data_j), &bytes, &n, &err) < 0)
+                return reply_error("type: %s", err.message);
+        int r = stdin_append(t, bytes, n);
+        if (r < 0)
+                return reply_error("%s", r == -EPIPE ? "the terminal's input is closed"
+                                                     : "too much input waiting");
+        t->typed_bytes += n;
+        return json_pack("{s:b}", "ok", 1);
+}
+
 /* One request: a JSON object {"op": ..., ...}. NULL: the reply comes later. */
 static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
 {
@@ -886,9 +1056,17 @@ static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
                 return reply_error("no turn yet: %s needs one (ctl start)", op);
         if (q->op == CTLREQ_APPROVALS)
                 return op_approvals(t, c);
+        if (q->op == CTLREQ_SCREEN)
+                return op_screen(t);
         if (!turn_active(t))
                 return reply_error("turn \"%s\" has ended: %s needs a turn in flight",
                                    t->spec->turn, op);
+        if (q->op == CTLREQ_SEND_KEYS)
+                return op_send_keys(t, req);
+        if (q->op == CTLREQ_RESIZE)
+                return op_resize(t, req);
+        if (q->op == CTLREQ_TYPE)
+                return op_type(t, req);
         if (strcmp(op, "token") == 0) {
                 if (t->state != STATE_WAITING)
                         return reply_error("the relay has connected; the token is spent");
@@ -936,7 +1114,8 @@ static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
                         return reply_error("the steer command could not be recorded: %s",
                                            strerror(-r));
                 (void)stdin_append(t, text, len);
-                (void)stdin_append(t, "\n", 1);
+                /* On a terminal the end of a line is the Enter key. */
+                (void)stdin_append(t, t->spec->terminal.on ? "\r" : "\n", 1);
                 return json_pack("{s:b}", "ok", 1);
         }
         if (strcmp(op, "close-stdin") == 0) {
@@ -1371,6 +1550,10 @@ static int prepare_files(turn_t *t, hg_error_t *err)
         _cleanup_json_ json_t *turn =
             json_pack("{s:s, s:s, s:s, s:s}", "turn", t->spec->turn, "mode",
                       spec_mode_name(t->spec->mode), "cwd", t->spec->cwd, "instance", t->instance);
+        /* The relay's copy of the terminal: it opens the pty to that size. */
+        if (turn && t->spec->terminal.on &&
+            json_object_set_new(turn, "terminal", terminal_spec_json(&t->spec->terminal)) < 0)
+                return -ENOMEM;
         if ((r = write_text(home, LAYOUT_HOME_SCRIPT, t->spec->script, 0644)) < 0 ||
             (r = record_write_json(home, LAYOUT_HOME_TURN, turn, 0644)) < 0 ||
             (t->spec->settings &&
@@ -1426,10 +1609,33 @@ static int gate(const hg_config_t *cfg, const turn_spec_t *spec, const char **re
         }
 }
 
+/* A terminal turn's screen and tmux session; the pane runs this binary's
+ * term-pane against the control socket. */
+static int open_terminal(turn_t *t, hg_error_t *err)
+{
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return error_set(err, -EIO, "cannot find the driver's own binary");
+        exe[n] = '\0';
+        _cleanup_free_ char *sock = record_path(t->cfg->ctl_path, LAYOUT_CTL_SOCKET);
+        if (!sock)
+                return error_set(err, -ENOMEM, "out of memory");
+        char *argv[] = {exe, "term-pane", "--socket", sock, "--turn", t->spec->turn, NULL};
+        int r = terminal_open(&t->term, &t->spec->terminal, t->cfg->ctl_path, argv, err);
+        if (r == 0)
+                t->term_open = true;
+        return r;
+}
+
 /* A turn starts: a fresh record, token, listener and port. Whatever the
  * last turn left in the daemon's memory is reset first. */
 static int start_turn(turn_t *t, hg_error_t *err)
 {
+        if (t->term_open)
+                terminal_close(&t->term);
+        t->term_open = t->log_capped_noted = false;
+        t->typed_bytes = t->log_bytes = t->log_dropped = 0;
         approvals_free(&t->approvals);
         t->io = (conn_t){.fd = -1};
         t->ctl = (conn_t){.fd = -1};
@@ -1457,6 +1663,8 @@ static int start_turn(turn_t *t, hg_error_t *err)
                 error_set(err, r, "no random bytes for the relay token");
         if (r == 0)
                 r = prepare_files(t, err);
+        if (r == 0 && t->spec->terminal.on)
+                r = open_terminal(t, err);
         if (r == 0)
                 r = listener_open(&t->lis, &t->token, t->spec->handshake_timeout_ms, err);
         if (r == 0) {
@@ -1569,6 +1777,9 @@ static void daemon_teardown(turn_t *t)
         record_close(&t->rec);
         token_wipe(&t->token, sizeof(t->token));
         approvals_free(&t->approvals);
+        if (t->term_open)
+                terminal_close(&t->term);
+        t->term_open = false;
         free(t->stdin_q);
         if (t->spec == &t->own_spec)
                 spec_free(&t->own_spec);
