@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int error_set(hg_error_t *err, int code, const char *fmt, ...)
+int(error_set)(hg_error_t *err, int code, const char *fmt, ...)
 {
         if (code >= 0)
                 code = -EINVAL; /* a success code here is a caller bug: fail closed */

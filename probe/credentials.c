@@ -136,7 +136,9 @@ static void consider_file(search_t *s, const char *path, const char *ca_dir)
 {
         char *text = NULL;
         size_t len = 0;
-        if (read_small_file(path, &text, &len) < 0)
+        /* !text: read_small_file sets it whenever it returns >= 0, but an
+         * analyzer cannot tell that its -errno is negative. */
+        if (read_small_file(path, &text, &len) < 0 || !text)
                 return; /* not a readable token-sized file: not a token */
         len = trimmed(text, len);
         text[len] = '\0';
@@ -156,6 +158,8 @@ static void search_standard(search_t *s)
         if (r == -ENOENT || r == -ENOTDIR)
                 return;
         s->o->standard_mounted = true;
+        if (r >= 0 && !text) /* cannot happen (see consider_file); for the analyzer */
+                r = -EIO;
         if (r < 0) {
                 char why[192];
                 (void)snprintf(why, sizeof(why), "cannot read %s: %s", path, strerror(-r));

@@ -25,8 +25,12 @@ static const char *status_string(json_t *status, const char *key)
 
 static void same(const char *got, const char *want)
 {
-        if ((got == NULL) != (want == NULL) || (got && strcmp(got, want) != 0))
+        if (!got || !want) {
+                if (got != want)
+                        abort();
+        } else if (strcmp(got, want) != 0) {
                 abort();
+        }
 }
 
 static void check_time(const char *s)

@@ -149,8 +149,10 @@ static int cmd_target(int argc, char **argv)
                 char tmp[4096];
                 (void)snprintf(tmp, sizeof(tmp), "%s.tmp", pidfile);
                 FILE *f = fopen(tmp, "we");
-                if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 ||
-                    rename(tmp, pidfile) < 0) {
+                bool ok = f && fprintf(f, "%d\n", (int)getpid()) >= 0;
+                if (f && fclose(f) != 0) /* closed whether or not the write failed */
+                        ok = false;
+                if (!ok || rename(tmp, pidfile) < 0) {
                         fprintf(stderr, "hangar-test-ptrace: %s: %s\n", pidfile, err_name(errno));
                         return 1;
                 }

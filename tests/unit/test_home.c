@@ -77,6 +77,7 @@ START_TEST(mount_table_checked)
         (void)snprintf(table, sizeof(table), "%s/mountinfo", dir);
         FILE *f = fopen(table, "we");
         ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(f);
         fprintf(f, "1 0 0:1 / /elsewhere ro - tmpfs none ro\n");
         fclose(f);
         int fd = -7;
@@ -84,12 +85,14 @@ START_TEST(mount_table_checked)
         ck_assert_int_lt(home_open_with(ro, table, &fd, &err), 0);
         ck_assert_msg(strstr(err.message, "not a mount point"), "%s", err.message);
         f = fopen(table, "we");
+        ck_assert_ptr_nonnull(f);
         fprintf(f, "1 0 0:1 / %s rw - tmpfs none rw\n", ro);
         fclose(f);
         err = (hg_error_t){0};
         ck_assert_int_lt(home_open_with(ro, table, &fd, &err), 0);
         ck_assert_msg(strstr(err.message, "not mounted read-only"), "%s", err.message);
         f = fopen(table, "we");
+        ck_assert_ptr_nonnull(f);
         fprintf(f, "1 0 0:1 / %s ro - tmpfs none ro\n", ro);
         fclose(f);
         err = (hg_error_t){0};
@@ -107,6 +110,7 @@ START_TEST(read_through_the_directory)
         ck_assert_int_eq(mkdir(p, 0755), 0);
         (void)snprintf(p, sizeof(p), "%s/run/turn.json", dir);
         FILE *f = fopen(p, "we");
+        ck_assert_ptr_nonnull(f);
         fputs("{}", f);
         fclose(f);
         (void)snprintf(p, sizeof(p), "%s/relay.port", dir);

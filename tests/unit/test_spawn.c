@@ -326,7 +326,9 @@ START_TEST(signal_group_reaches_grandchild)
         spawn_child_t c = start_sh("sleep 300 & echo $!; exec sleep 300", NULL, true, true);
         char line[64];
         read_fd(c.out_fd, line, sizeof(line), true);
-        *strchr(line, '\n') = '\0';
+        char *nl = strchr(line, '\n');
+        ck_assert_msg(nl, "no line: %s", line);
+        *nl = '\0';
         uint32_t g = 0;
         ck_assert_msg(parse_u32(line, &g) == 0 && g > 0, "not a pid: %s", line);
         pid_t grandchild = (pid_t)g;
