@@ -4,18 +4,32 @@
  * with another token and CA, several files merged as kubectl merges them,
  * contexts by name, kubectl's search order ($KUBECONFIG, ~/.kube/config,
  * in-cluster), exec plugins run at requests (cached until expiry, the
- * cluster in their exec info), a transport failure and Status messages. Loading does not parse PEM,
- * so any PEM-shaped text does. */
+ * cluster in their exec info), a transport failure and Status messages;
+ * and, against a TLS server of its own (a thread on 127.0.0.1 with a
+ * certificate made here) that cuts answers short, which requests are sent
+ * again (GET and reviews, at most twice more) and which not (other POSTs).
+ * Loading does not parse PEM, so any PEM-shaped text does. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "base64.h"
 #include "cleanup.h"
 #include "fileio.h"
 #include "k8sclient.h"
 #include "strbuf.h"
+#include "strparse.h"
 #include "unit.h"
 
 #define CLOSED_SERVER "https://127.0.0.1:1"
@@ -814,6 +828,269 @@ START_TEST(exec_plugin_failure_is_the_request_error)
 }
 END_TEST
 
+/* ---- a broken exchange, replayed when that is safe ---- */
+
+/* A TLS server on 127.0.0.1 (a thread, a self-signed certificate made
+ * here) that reads one request per connection and answers the first `cut`
+ * of them short (Content-Length 100, 8 bytes of body, then close_notify:
+ * libcurl's CURLE_PARTIAL_FILE), the rest whole. */
+typedef struct {
+        int lfd;
+        int port;
+        int cut;
+        SSL_CTX *ctx;
+        pthread_t thread;
+        int served;           /* connections answered (read after the join) */
+        char first_line[256]; /* of the last request */
+        char cert_pem[4096];
+} tls_server_t;
+
+/* A P-256 key and a certificate for IP 127.0.0.1 signed by it, valid for an hour. */
+static void make_cert(EVP_PKEY **ret_key, X509 **ret_cert)
+{
+        EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+        X509 *x = X509_new();
+        ck_assert(key && x);
+        ck_assert(X509_set_version(x, 2) == 1);
+        ck_assert(ASN1_INTEGER_set(X509_get_serialNumber(x), 1) == 1);
+        ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notBefore(x), -60));
+        ck_assert_ptr_nonnull(X509_gmtime_adj(X509_getm_notAfter(x), 3600));
+        X509_NAME *name = X509_get_subject_name(x);
+        ck_assert(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                                             (const unsigned char *)"127.0.0.1", -1, -1, 0) == 1);
+        ck_assert(X509_set_issuer_name(x, name) == 1);
+        ck_assert(X509_set_pubkey(x, key) == 1);
+        X509V3_CTX v3;
+        X509V3_set_ctx_nodb(&v3);
+        X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+        X509_EXTENSION *san = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+        ck_assert_ptr_nonnull(san);
+        ck_assert(X509_add_ext(x, san, -1) == 1);
+        X509_EXTENSION_free(san);
+        ck_assert(X509_sign(x, key, EVP_sha256()) > 0);
+        *ret_key = key;
+        *ret_cert = x;
+}
+
+/* Reads one HTTP request (headers, then Content-Length bytes of body);
+ * its first line goes to s->first_line. */
+static bool read_request(SSL *ssl, tls_server_t *s)
+{
+        char buf[8192];
+        size_t len = 0;
+        char *end = NULL;
+        while (!end) {
+                if (len + 1 >= sizeof(buf))
+                        return false;
+                int n = SSL_read(ssl, buf + len, (int)(sizeof(buf) - 1 - len));
+                if (n <= 0)
+                        return false;
+                len += (size_t)n;
+                buf[len] = '\0';
+                end = strstr(buf, "\r\n\r\n");
+        }
+        size_t first = strcspn(buf, "\r\n");
+        (void)snprintf(s->first_line, sizeof(s->first_line), "%.*s", (int)first, buf);
+        uint32_t body = 0;
+        const char *cl = strcasestr(buf, "\r\nContent-Length:");
+        if (cl && cl < end) {
+                char digits[16];
+                cl += strlen("\r\nContent-Length:");
+                cl += strspn(cl, " ");
+                size_t n = strspn(cl, "0123456789");
+                (void)snprintf(digits, sizeof(digits), "%.*s", (int)n, cl);
+                if (parse_u32(digits, &body) < 0)
+                        return false;
+        }
+        size_t have = len - (size_t)(end + 4 - buf);
+        while (have < body) {
+                char sink[1024];
+                int n = SSL_read(ssl, sink, (int)sizeof(sink));
+                if (n <= 0)
+                        return false;
+                have += (size_t)n;
+        }
+        return true;
+}
+
+static void *serve(void *arg)
+{
+        tls_server_t *s = arg;
+        for (;;) {
+                int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+                if (fd < 0)
+                        return NULL; /* shut down: the test is done */
+                SSL *ssl = SSL_new(s->ctx);
+                if (ssl && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1 &&
+                    read_request(ssl, s)) {
+                        static const char whole[] = "HTTP/1.1 200 OK\r\n"
+                                                    "Content-Type: application/json\r\n"
+                                                    "Content-Length: 11\r\n"
+                                                    "Connection: close\r\n\r\n"
+                                                    "{\"ok\":true}";
+                        static const char cut[] = "HTTP/1.1 200 OK\r\n"
+                                                  "Content-Type: application/json\r\n"
+                                                  "Content-Length: 100\r\n"
+                                                  "Connection: close\r\n\r\n"
+                                                  "{\"ok\":tr";
+                        bool short_answer = s->served < s->cut;
+                        const char *a = short_answer ? cut : whole;
+                        size_t n = short_answer ? sizeof(cut) - 1 : sizeof(whole) - 1;
+                        (void)SSL_write(ssl, a, (int)n);
+                        s->served++;
+                        (void)SSL_shutdown(ssl);
+                }
+                SSL_free(ssl);
+                (void)close(fd);
+        }
+}
+
+static void server_start(tls_server_t *s, int cut)
+{
+        memset(s, 0, sizeof(*s));
+        s->cut = cut;
+        /* A write to a client that went away must not kill the test. */
+        ck_assert(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
+        EVP_PKEY *key = NULL;
+        X509 *cert = NULL;
+        make_cert(&key, &cert);
+        s->ctx = SSL_CTX_new(TLS_server_method());
+        ck_assert_ptr_nonnull(s->ctx);
+        ck_assert(SSL_CTX_use_certificate(s->ctx, cert) == 1);
+        ck_assert(SSL_CTX_use_PrivateKey(s->ctx, key) == 1);
+        BIO *bio = BIO_new(BIO_s_mem());
+        ck_assert(bio && PEM_write_bio_X509(bio, cert) == 1);
+        char *pem = NULL;
+        long n = BIO_get_mem_data(bio, &pem);
+        ck_assert(n > 0 && (size_t)n < sizeof(s->cert_pem));
+        memcpy(s->cert_pem, pem, (size_t)n);
+        BIO_free(bio);
+        X509_free(cert);
+        EVP_PKEY_free(key);
+
+        s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(s->lfd, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        ck_assert_int_eq(bind(s->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(s->lfd, 8), 0);
+        socklen_t sl = sizeof(sa);
+        ck_assert_int_eq(getsockname(s->lfd, (struct sockaddr *)&sa, &sl), 0);
+        s->port = ntohs(sa.sin_port);
+        ck_assert_int_eq(pthread_create(&s->thread, NULL, serve, s), 0);
+}
+
+/* Stops accepting (accept fails once the socket is shut down) and waits
+ * for the thread: s->served is then final. */
+static void server_stop(tls_server_t *s)
+{
+        ck_assert_int_eq(shutdown(s->lfd, SHUT_RDWR), 0);
+        ck_assert_int_eq(pthread_join(s->thread, NULL), 0);
+        (void)close(s->lfd);
+        SSL_CTX_free(s->ctx);
+}
+
+/* A client of s: its address and certificate, a static token. */
+static k8s_client_t *client_of(const tls_server_t *s)
+{
+        _cleanup_free_ char *ca = b64(s->cert_pem);
+        strbuf_t cluster = {0};
+        ck_assert_int_eq(strbuf_printf(&cluster,
+                                       "    server: https://127.0.0.1:%d\n"
+                                       "    certificate-authority-data: %s\n",
+                                       s->port, ca),
+                         0);
+        _cleanup_free_ char *text =
+            kubeconfig("ctx", NULL, cluster.data, "    token: not-a-real-token\n");
+        strbuf_free(&cluster);
+        k8s_client_t *c = NULL;
+        hg_error_t err = {0};
+        ck_assert_msg(load("kc.yaml", text, &c, &err) == 0, "%s", err.message);
+        return c;
+}
+
+/* One request to a server that cuts its first `cut` answers short: the
+ * code, the status (0 when it failed) and how many requests it got. */
+static int broken_request(int cut, const char *method, const char *path, long *ret_status,
+                          int *ret_served, char *first_line, hg_error_t *err)
+{
+        tls_server_t s;
+        server_start(&s, cut);
+        _client_ k8s_client_t *c = client_of(&s);
+        long status = 0;
+        json_t *body = NULL;
+        const char *payload = strcmp(method, "POST") == 0 ? "{\"kind\":\"Test\"}" : NULL;
+        int r = k8s_request(c, method, path, payload ? "application/json" : NULL, payload, &status,
+                            &body, err);
+        server_stop(&s);
+        if (r == 0) {
+                ck_assert_msg(body && json_is_true(json_object_get(body, "ok")),
+                              "not the whole answer");
+                json_decref(body);
+        }
+        *ret_status = r == 0 ? status : 0;
+        *ret_served = s.served;
+        (void)snprintf(first_line, 256, "%s", s.first_line);
+        return r;
+}
+
+START_TEST(broken_get_is_sent_again)
+{
+        long status;
+        int served;
+        char line[256];
+        hg_error_t err = {0};
+        int r =
+            broken_request(1, "GET", "/api/v1/namespaces/x/pods/p", &status, &served, line, &err);
+        ck_assert_msg(r == 0, "%d: %s", r, err.message);
+        ck_assert_int_eq(status, 200);
+        ck_assert_int_eq(served, 2);
+        ck_assert_str_eq(line, "GET /api/v1/namespaces/x/pods/p HTTP/1.1");
+}
+END_TEST
+
+START_TEST(broken_get_gives_up_after_two_more)
+{
+        long status;
+        int served;
+        char line[256];
+        hg_error_t err = {0};
+        int r = broken_request(3, "GET", "/version", &status, &served, line, &err);
+        ck_assert_int_eq(r, -ECONNRESET);
+        ck_assert_int_eq(served, 3);
+        ck_assert_msg_has(err, "GET /version: ");
+}
+END_TEST
+
+START_TEST(broken_post_is_not_sent_again)
+{
+        long status;
+        int served;
+        char line[256];
+        hg_error_t err = {0};
+        int r =
+            broken_request(1, "POST", "/api/v1/namespaces/x/pods", &status, &served, line, &err);
+        ck_assert_int_eq(r, -ECONNRESET);
+        ck_assert_int_eq(served, 1);
+        ck_assert_str_eq(line, "POST /api/v1/namespaces/x/pods HTTP/1.1");
+        ck_assert_msg_has(err, "POST /api/v1/namespaces/x/pods: ");
+}
+END_TEST
+
+START_TEST(broken_review_is_sent_again)
+{
+        long status;
+        int served;
+        char line[256];
+        hg_error_t err = {0};
+        const char *path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+        int r = broken_request(1, "POST", path, &status, &served, line, &err);
+        ck_assert_msg(r == 0, "%d: %s", r, err.message);
+        ck_assert_int_eq(status, 200);
+        ck_assert_int_eq(served, 2);
+        ck_assert_str_eq(line, "POST /apis/authentication.k8s.io/v1/selfsubjectreviews HTTP/1.1");
+}
+END_TEST
+
 static Suite *k8sclient_suite(void)
 {
         Suite *s = suite_create("k8sclient");
@@ -842,6 +1119,14 @@ static Suite *k8sclient_suite(void)
         tcase_add_test(tc, free_null);
         tcase_add_test(tc, exec_plugin_runs_at_requests);
         tcase_add_test(tc, exec_plugin_failure_is_the_request_error);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("broken exchanges");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, broken_get_is_sent_again);
+        tcase_add_test(tc, broken_get_gives_up_after_two_more);
+        tcase_add_test(tc, broken_post_is_not_sent_again);
+        tcase_add_test(tc, broken_review_is_sent_again);
         suite_add_tcase(s, tc);
         return s;
 }
