@@ -20,7 +20,7 @@ TMP=$(mktemp -d /tmp/hangar-bench.XXXXXX)
 pids=()
 cleanup() {
         for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-        [ -f "$TMP/nginx.pid" ] && kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true
+        if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; fi
         sleep 0.3
         rm -rf "$TMP"
 }

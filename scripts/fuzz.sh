@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 CC=clang cmake -S . -B build-fuzz -G Ninja -DHANGAR_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 # Only the fuzz targets: the rest of the tree is built and tested elsewhere.
-ninja -C build-fuzz $(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c; done) >/dev/null
+targets=()
+for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
+ninja -C build-fuzz "${targets[@]}" >/dev/null
 mkdir -p build-fuzz/artifacts
 status=0
 for src in tests/fuzz/fuzz_*.c; do

@@ -181,7 +181,7 @@ t_check "kubectl shows the hostNetwork warning" grep -q "driver sidecar not inje
 # 200 sandbox pods created in parallel: all injected, none failed.
 mkdir -p many
 for i in $(seq 1 200); do pod_manifest "many-$i" >"many/$i.json"; done
-ls many/*.json | xargs -P 16 -I{} sh -c 'kubectl create -f {} >/dev/null 2>>many.err || echo fail >>many.fail'
+printf '%s\0' many/*.json | xargs -0 -P 16 -I{} sh -c 'kubectl create -f {} >/dev/null 2>>many.err || echo fail >>many.fail'
 t_eq "200 parallel creates, none failed" 0 "$( [ -f many.fail ] && wc -l <many.fail || echo 0)"
 t_eq "200 parallel pods all injected" 200 \
         "$(kubectl get pods -n e2e -o json | jq '[.items[] | select(.metadata.name | startswith("many-")) | select(.spec.containers[1].name == "hangar-driver")] | length')"
@@ -196,7 +196,7 @@ creator() { # PREFIX
         done
 }
 for c in a b c; do creator "rot-$c" & t_cleanup_pid $!; done
-for round in 1 2 3; do
+for _ in 1 2 3; do
         sleep 2
         "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --reuse-ca >/dev/null
         t_secret_publish secret pki

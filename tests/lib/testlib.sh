@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the shell test suites. Source it; then call t_begin NAME,
 # t_check/t_fail as you go and t_end at the end (exit status = failures).
 # Everything a suite starts is registered with t_cleanup_pid and killed on exit.
@@ -104,7 +105,8 @@ t_webhook_port() {
 # ..data, which the kubelet swaps atomically to a new timestamped directory
 # on update. Publishes tls.crt and tls.key from directory $2.
 t_secret_publish() {
-        local dir=$1 src=$2 gen="..$(date +%s%N)"
+        local dir=$1 src=$2 gen
+        gen="..$(date +%s%N)"
         mkdir -p "$dir/$gen"
         cp "$src/tls.crt" "$src/tls.key" "$dir/$gen/"
         ln -sfn "$gen" "$dir/..data_tmp"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the pod suites (source after testlib.sh): how a suite's
 # "RUNTIME [RUNTIME_BIN [FLAG...]]" arguments become podrun options, and the
 # preflight every suite does.

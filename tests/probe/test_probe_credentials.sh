@@ -84,6 +84,7 @@ in_pod() {
         *) env+=(KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$port") ;;
         esac
         env+=("$@")
+        # shellcheck disable=SC2016 # expanded by the shell inside the namespaces
         POD_HOSTNAME=${POD_HOSTNAME:-not-the-pod} unshare --mount --uts bash -c '
                 hostname "$POD_HOSTNAME" && mount --make-rprivate / && mount -t tmpfs tmpfs /run || exit 99
                 if [ "$0" != - ]; then
@@ -209,6 +210,7 @@ while IFS='|' read -r label verb group resource scope; do
                 continue
         fi
         in_pod "perm-$n" "$T_TMP/sa-bound" - -
+        # shellcheck disable=SC2016 # \(...) and $l are jq's
         t_eq "$label granted: the check fails, naming it$(why "perm-$n")" "fail true" \
                 "$(creds "perm-$n" '"\(.status) \(.observed.tokens[0].granted | index($l) != null)"' --arg l "$label")"
         revoke "danger-$n" "$scope"
@@ -233,6 +235,7 @@ update pods/ephemeralcontainers
 patch pods/ephemeralcontainers
 update pods
 patch pods'
+# shellcheck disable=SC2016,SC2001 # sed appends to each line (its $ is the end of a line)
 t_eq "... and the pod's own subresources and updates again, naming it (the hostname, for an unbound token)" \
         "$(sed 's/$/ on pod not-the-pod/' <<<"$PER_POD" | sort | tr '\n' ,)" \
         "$(creds admin '.observed.tokens[0].granted[] | select(contains(" on pod "))' | sort | tr '\n' ,)"

@@ -128,6 +128,7 @@ done
 in_cluster() { # SA ARGS...: hangar-probe spec ARGS as a pod of service account SA
         local sa=$1
         shift
+        # shellcheck disable=SC2016 # expanded by the shell inside the namespace
         unshare --mount bash -c '
                 mount --make-rprivate / && mount -t tmpfs tmpfs /run &&
                 mkdir -p /run/secrets/kubernetes.io/serviceaccount &&

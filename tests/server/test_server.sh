@@ -18,7 +18,7 @@ secret_publish() { t_secret_publish secret "$1"; }
 # the way nothing is written; the Service's DNS names come from --service.
 mkdir -p certs-partial && : >certs-partial/tls.key
 t_check "certs refuses when a file is in the way" bash -c "! '$WEBHOOK' certs --out-dir certs-partial --ip 127.0.0.1 2>/dev/null"
-t_eq "... and writes nothing (no new CA beside an old pair)" "tls.key" "$(ls certs-partial | tr '\n' ' ' | sed 's/ $//')"
+t_eq "... and writes nothing (no new CA beside an old pair)" "tls.key" "$(find certs-partial -mindepth 1 -printf '%f\n' | sort | tr '\n' ' ' | sed 's/ $//')"
 t_check "certs refuses to overwrite a whole set" bash -c "! '$WEBHOOK' certs --out-dir pki --ip 127.0.0.1 2>/dev/null"
 "$WEBHOOK" certs --out-dir certs-svc --service hangar-webhook --namespace hangar-system >/dev/null
 t_eq "certs --service/--namespace: the Service's DNS names" \
@@ -137,9 +137,9 @@ client() {
                 fi
         done
 }
-for i in 1 2 3 4; do client & t_cleanup_pid $!; done
+for _ in 1 2 3 4; do client & t_cleanup_pid $!; done
 serials=()
-for round in 1 2 3; do
+for _ in 1 2 3; do
         sleep 1.2
         "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 --dns localhost --reuse-ca >/dev/null
         serials+=("$(openssl x509 -in pki/tls.crt -noout -serial)")

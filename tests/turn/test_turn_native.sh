@@ -68,6 +68,7 @@ start_relay() {
         local token
         token=$(jq -r .token "$1.token")
         : >"$1.relay.out"
+        # shellcheck disable=SC2094 # deliberate: the token goes in once the relay wrote "ready" to that file
         { t_wait_for "grep -q '\"relay\":' '$1.relay.out'" 30 &&
                 grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$token"; } |
                 HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
@@ -81,6 +82,7 @@ start() { start_driver "$1" "$2" && start_relay "$1"; }
 log_has() { grep -q -- "$1" home/run/log 2>/dev/null; }
 
 # ---- the main turn ----
+# shellcheck disable=SC2016 # the harness's script, expanded when it runs
 SCRIPT='read l; echo "in=$l uid=$(id -u)"; echo err >&2
 echo "{\"type\":\"approval_request\",\"id\":\"q\"}"; read r; echo "resp=$r"
 trap "echo got-term; exit 5" TERM; echo ready; while :; do sleep 0.1; done'
@@ -161,6 +163,7 @@ as_driver "$DRIVER" ctl verify -- sh -c 'exit 4' >/dev/null
 t_eq "the verify gate's status" 4 "$?"
 # A failed tree's reply shows its own output, never an earlier frame's
 # bytes (tail_len, not strndup(300)).
+# shellcheck disable=SC2016 # expanded by the run's shell
 as_driver "$DRIVER" ctl run -- sh -c 'printf "LEAKMARK%.0s" $(seq 200)' >/dev/null
 chmod 000 turn
 ctl tree >leak.out 2>leak.err
@@ -189,6 +192,7 @@ t_eq "the run key is 0600 in hangar-ctl" 600 "$(stat -c %a ctl/run.key)"
 t_check "the agent cannot read the run key" sh -c "! HOME=/tmp setpriv --reuid 1000 --regid 1000 --clear-groups -- cat ctl/run.key 2>/dev/null"
 
 # ---- approvals: deny-risky, and a harness that cannot hear ----
+# shellcheck disable=SC2016 # the harness's script
 ASK='echo "{\"type\":\"approval_request\",\"id\":\"r\"}"; read -r a; echo "answer=$a"; sleep 0.5'
 start dr "$(spec dr "$ASK" '{"mode": "deny-risky", "close_stdin": false, "linger_s": 1}')"
 t_check "deny-risky: the driver denies the request itself" \
@@ -281,10 +285,11 @@ t_eq "an ancestor renamed aside, a planted relay.port: the relay refuses (125)" 
         "$? $(relay_result hm | jq -r .reason | grep -Eq 'writable|not a mount point' && echo yes)"
 wait $LISTEN
 t_eq "... and the agent's listener never got a HELLO (the token)" nothing "$(cat hm.listen)"
-rm -rf "$V/lib" && mv "$V/lib.aside" "$V/lib"
+rm -rf "${V:?}/lib" && mv "$V/lib.aside" "$V/lib"
 t_wait_pid hm.driver.pid 10
 
 # ---- failures ----
+# shellcheck disable=SC2016 # the harness's script
 LOOP='i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done'
 start kd "$(spec kd "$LOOP")"
 t_wait_for "log_has 'tick 3'" 10

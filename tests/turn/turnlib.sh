@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The pod a turn runs in, for the turn suites (test_turn_pod.sh,
 # test_attacks_pod.sh): the webhook's injected sandbox pod run by
 # tests/pods/podrun, the probe's verdict delivered as hangar delivers it, and
@@ -27,6 +28,7 @@ deliver() {
 # turn_pod_up: the pod up and the verdict (required) delivered; 1 on failure.
 turn_pod_up() {
         cd "$T_TMP" || return 1
+        # shellcheck disable=SC2153 # RUNTIME is the sourcing suite's (see above), not a typo of runtime
         pods_preflight "$RUNTIME"
         cp "$HERE/../pods/fixtures/sandbox-pod.yaml" pod.yaml
         HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
@@ -111,6 +113,7 @@ log_kept() {
 }
 # The harness's processes in the agent's container (busybox has no pgrep).
 harness_pids() {
+        # shellcheck disable=SC2016 # expanded by the container's shell
         in_agent sh -c 'for d in /proc/[0-9]*; do
                 case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "/bin/sh /var/lib/hangar/run/script ") echo ${d#/proc/} ;; esac
         done'
