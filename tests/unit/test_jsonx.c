@@ -1,6 +1,8 @@
 /* Unit tests for common/jsonx: strict bounded loading and typed access. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "jsonx.h"
@@ -247,6 +249,42 @@ START_TEST(type_names)
 }
 END_TEST
 
+/* What jsonx_print_outcome writes to stdout, read back through a pipe. */
+static json_t *printed(int *ret_status, int status, json_t *extra)
+{
+        int p[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        int saved = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        ck_assert_int_ge(saved, 0);
+        ck_assert_int_eq(dup2(p[1], STDOUT_FILENO), STDOUT_FILENO);
+        *ret_status = jsonx_print_outcome(status, "probe", "fail", "a \"quoted\" reason", extra);
+        ck_assert_int_eq(dup2(saved, STDOUT_FILENO), STDOUT_FILENO);
+        close(saved);
+        close(p[1]);
+        char buf[1024];
+        ssize_t n = read(p[0], buf, sizeof(buf) - 1);
+        close(p[0]);
+        ck_assert_int_gt(n, 0);
+        buf[n] = '\0';
+        ck_assert_msg(buf[n - 1] == '\n', "no newline: %s", buf);
+        return unit_json(buf);
+}
+
+START_TEST(print_outcome)
+{
+        int status = 0;
+        _unit_json_ json_t *plain = printed(&status, 3, NULL);
+        ck_assert_int_eq(status, 3);
+        ck_assert_json_eq_text(plain,
+                               "{\"probe\":\"fail\",\"reason\":\"a \\\"quoted\\\" reason\"}");
+        /* Extra members are added; one of the same name replaces. */
+        _unit_json_ json_t *extra = unit_json("{\"checks\":[1],\"reason\":\"other\"}");
+        _unit_json_ json_t *with = printed(&status, 0, extra);
+        ck_assert_int_eq(status, 0);
+        ck_assert_json_eq_text(with, "{\"probe\":\"fail\",\"reason\":\"other\",\"checks\":[1]}");
+}
+END_TEST
+
 static Suite *jsonx_suite(void)
 {
         Suite *s = suite_create("jsonx");
@@ -267,6 +305,7 @@ static Suite *jsonx_suite(void)
         tcase_add_test(tc, member_missing_vs_wrong_type);
         tcase_add_test(tc, string_and_bool_access);
         tcase_add_test(tc, type_names);
+        tcase_add_test(tc, print_outcome);
         suite_add_tcase(s, tc);
         return s;
 }

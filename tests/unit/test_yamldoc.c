@@ -1,7 +1,10 @@
-/* Unit tests for common/yamldoc: YAML to a line-numbered tree and to JSON. */
+/* Unit tests for common/yamldoc: YAML to a line-numbered tree and to JSON,
+ * and manifests read from a file (one JSON object or a YAML stream). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "strbuf.h"
 #include "unit.h"
 #include "yamldoc.h"
@@ -304,6 +307,100 @@ START_TEST(node_flags)
 }
 END_TEST
 
+/* ---- manifests from a file (the inject CLI's input) ---- */
+
+static char dir[4096];
+
+static void setup(void)
+{
+        unit_mkdtemp(dir, sizeof(dir));
+}
+
+static void teardown(void)
+{
+        unit_rmtree(dir);
+}
+
+/* Writes text to dir/name; the path goes to out (size 4200). */
+static const char *put(const char *name, const char *text, char *out)
+{
+        (void)snprintf(out, 4200, "%s/%s", dir, name);
+        ck_assert_int_eq(file_write_atomic(out, text, strlen(text), 0600, 0), 0);
+        return out;
+}
+
+START_TEST(manifests_from_a_yaml_stream)
+{
+        char path[4200];
+        /* A leading and a doubled "---" make empty documents: not manifests. */
+        put("m.yaml",
+            "---\nkind: Pod\nspec:\n  containers: [{name: a}, {name: b}]\n---\n---\n"
+            "kind: Job\nitems:\n- 1\n- two\n",
+            path);
+        hg_error_t err = {0};
+        _unit_json_ json_t *list = NULL;
+        ck_assert_msg(yamldoc_load_manifests(path, 4096, &list, &err) == 0, "%s", err.message);
+        ck_assert_json_eq_text(list, "[{\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":"
+                                     "\"a\"},{\"name\":\"b\"}]}},"
+                                     "{\"kind\":\"Job\",\"items\":[1,\"two\"]}]");
+        /* Exactly one is asked for: two is an error naming the file. */
+        json_t *one = NULL;
+        error_clear(&err);
+        ck_assert_int_eq(yamldoc_load_manifest(path, 4096, &one, &err), -EINVAL);
+        ck_assert_ptr_null(one);
+        ck_assert_msg(strstr(err.message, "2 manifests, expected one"), "%s", err.message);
+        ck_assert_msg(strstr(err.message, path), "%s", err.message);
+}
+END_TEST
+
+START_TEST(manifest_from_json_and_from_one_document)
+{
+        char path[4200];
+        hg_error_t err = {0};
+        _unit_json_ json_t *j = NULL;
+        put("m.json", "  \n{\"kind\": \"Pod\", \"n\": [1, 2]}\n", path);
+        ck_assert_msg(yamldoc_load_manifest(path, 4096, &j, &err) == 0, "%s", err.message);
+        ck_assert_json_eq_text(j, "{\"kind\":\"Pod\",\"n\":[1,2]}");
+        _unit_json_ json_t *y = NULL;
+        put("one.yaml", "kind: Pod\nmetadata: {name: p}\n", path);
+        ck_assert_msg(yamldoc_load_manifest(path, 4096, &y, &err) == 0, "%s", err.message);
+        ck_assert_json_eq_text(y, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}");
+}
+END_TEST
+
+START_TEST(manifest_errors_name_the_file)
+{
+        char path[4200];
+        hg_error_t err = {0};
+        json_t *j = NULL;
+        /* Only document separators: no manifest. */
+        put("empty.yaml", "---\n---\n", path);
+        ck_assert_int_eq(yamldoc_load_manifests(path, 4096, &j, &err), -ENODATA);
+        ck_assert_msg(strstr(err.message, "no manifest in the input"), "%s", err.message);
+        ck_assert_msg(strstr(err.message, "empty.yaml: "), "%s", err.message);
+        /* Bigger than the bound. */
+        error_clear(&err);
+        put("big.yaml", "kind: Pod\nspec: {}\n", path);
+        ck_assert_int_eq(yamldoc_load_manifests(path, 8, &j, &err), -EFBIG);
+        ck_assert_msg(strstr(err.message, "file too large"), "%s", err.message);
+        /* Absent. */
+        error_clear(&err);
+        (void)snprintf(path, sizeof(path), "%s/absent.yaml", dir);
+        ck_assert_int_eq(yamldoc_load_manifests(path, 4096, &j, &err), -ENOENT);
+        ck_assert_msg(strstr(err.message, "absent.yaml"), "%s", err.message);
+        /* Malformed JSON, and malformed YAML. */
+        error_clear(&err);
+        put("bad.json", "{\"kind\": }", path);
+        ck_assert_int_lt(yamldoc_load_manifests(path, 4096, &j, &err), 0);
+        ck_assert_msg(strstr(err.message, "bad.json: "), "%s", err.message);
+        error_clear(&err);
+        put("bad.yaml", "kind: [unclosed\n", path);
+        ck_assert_int_lt(yamldoc_load_manifests(path, 4096, &j, &err), 0);
+        ck_assert_msg(strstr(err.message, "bad.yaml: "), "%s", err.message);
+        ck_assert_ptr_null(j);
+}
+END_TEST
+
 static Suite *yamldoc_suite(void)
 {
         Suite *s = suite_create("yamldoc");
@@ -327,6 +424,12 @@ static Suite *yamldoc_suite(void)
         tcase_add_test(tc, nesting_limit);
         tcase_add_test(tc, line_numbers);
         tcase_add_test(tc, node_flags);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("manifests");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, manifests_from_a_yaml_stream);
+        tcase_add_test(tc, manifest_from_json_and_from_one_document);
+        tcase_add_test(tc, manifest_errors_name_the_file);
         suite_add_tcase(s, tc);
         return s;
 }
