@@ -17,6 +17,14 @@ typedef struct strlist {
         size_t n;
 } strlist_t;
 
+/* A probe's timing (Kubernetes' periodSeconds, timeoutSeconds,
+ * failureThreshold; successThreshold is 1). */
+typedef struct hg_probe_timing {
+        uint32_t period_s;
+        uint32_t timeout_s;
+        uint32_t failures;
+} hg_probe_timing_t;
+
 typedef struct hg_config {
         /* injection (HANGAR_K8S_DRIVER_SIDECAR): off by default, as the design says */
         bool driver_sidecar;
@@ -34,6 +42,11 @@ typedef struct hg_config {
         /* a native sidecar: in initContainers with restartPolicy Always, so a
          * Job's pod completes when its containers do (Kubernetes 1.29+) */
         bool driver_native_sidecar;
+        /* exec probes ([driver.command[0], "ctl", "ping"]: the control
+         * socket answers) as the container's startupProbe and livenessProbe */
+        bool driver_probes;
+        hg_probe_timing_t driver_startup;
+        hg_probe_timing_t driver_liveness;
         char *driver_cpu_request;
         char *driver_memory_request;
         char *driver_cpu_limit;    /* "" = no limit */

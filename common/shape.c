@@ -242,6 +242,26 @@ static json_t *security_context_json(const hg_config_t *cfg)
         return built(sc, bad);
 }
 
+/* An exec probe of the driver's control socket: `hangar-driver ctl ping`
+ * (the command's own binary) connects, sends one request, reads one line:
+ * the daemon's loop is alive and serving. All four numbers are set, so the
+ * stored pod has exactly these (the API server's defaults add nothing). */
+static json_t *probe_json(const hg_config_t *cfg, const hg_probe_timing_t *timing)
+{
+        json_t *p = json_object(), *exec = json_object(), *command = json_array();
+        int bad = push(command, json_string(cfg->driver_command.n ? cfg->driver_command.items[0]
+                                                                  : "hangar-driver"));
+        bad |= push(command, json_string_nocheck("ctl"));
+        bad |= push(command, json_string_nocheck("ping"));
+        bad |= put(exec, "command", command);
+        bad |= put(p, "exec", exec);
+        bad |= put(p, "periodSeconds", json_integer(timing->period_s));
+        bad |= put(p, "timeoutSeconds", json_integer(timing->timeout_s));
+        bad |= put(p, "failureThreshold", json_integer(timing->failures));
+        bad |= put(p, "successThreshold", json_integer(1));
+        return built(p, bad);
+}
+
 const char *shape_driver_list(const hg_config_t *cfg)
 {
         return cfg->driver_native_sidecar ? "initContainers" : "containers";
@@ -267,6 +287,13 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
         bad |= put(c, "resources", resources_json(cfg));
         bad |= put(c, "securityContext", security_context_json(cfg));
         bad |= put(c, "volumeMounts", mounts);
+        /* hangar-driver serve's health: the startup probe holds the
+         * liveness probe off until the daemon first answers; a daemon that
+         * stops answering is restarted by the kubelet (docs/turn.md). */
+        if (cfg->driver_probes) {
+                bad |= put(c, "startupProbe", probe_json(cfg, &cfg->driver_startup));
+                bad |= put(c, "livenessProbe", probe_json(cfg, &cfg->driver_liveness));
+        }
         /* A native sidecar runs beside the containers for the pod's life
          * and does not hold a completing pod (a Job's) open. */
         if (cfg->driver_native_sidecar)

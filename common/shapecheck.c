@@ -210,7 +210,8 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
         const char *key;
         json_t *v;
         /* Every member of the shape, equal: the configured command, the
-         * agent's image, the whole securityContext, exactly the two mounts. */
+         * agent's image, the whole securityContext, exactly the two mounts,
+         * the startup and liveness probes (driver.probes). */
         json_object_foreach (want, key, v) {
                 json_t *have = json_object_get(driver, key);
                 bool ok =

@@ -127,6 +127,8 @@ static const jsonparse_member_t container_members[] = {
     JSONPARSE_MEMBER("resources", NULL),
     JSONPARSE_MEMBER("securityContext", NULL),
     JSONPARSE_MEMBER("volumeMounts", NULL),
+    JSONPARSE_MEMBER("startupProbe", NULL), /* the driver's: judged by value (driver.probes) */
+    JSONPARSE_MEMBER("livenessProbe", NULL),
     JSONPARSE_MEMBER("terminationMessagePath", NULL),
     JSONPARSE_MEMBER("terminationMessagePolicy", NULL),
     JSONPARSE_MEMBER("targetContainerName", NULL),

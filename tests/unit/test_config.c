@@ -110,6 +110,15 @@ START_TEST(defaults_exactly)
         ck_assert_uint_eq(c.driver_command.n, 2);
         ck_assert_str_eq(c.driver_command.items[0], "sleep");
         ck_assert_str_eq(c.driver_command.items[1], "infinity");
+        /* The daemon's probes are off by default (the command above runs no
+         * daemon); the chart turns both on with hangar-driver serve. */
+        ck_assert(!c.driver_probes);
+        ck_assert_uint_eq(c.driver_startup.period_s, 1);
+        ck_assert_uint_eq(c.driver_startup.timeout_s, 5);
+        ck_assert_uint_eq(c.driver_startup.failures, 60);
+        ck_assert_uint_eq(c.driver_liveness.period_s, 10);
+        ck_assert_uint_eq(c.driver_liveness.timeout_s, 5);
+        ck_assert_uint_eq(c.driver_liveness.failures, 3);
         ck_assert_str_eq(c.driver_cpu_request, "50m");
         ck_assert_str_eq(c.driver_memory_request, "64Mi");
         ck_assert_str_eq(c.driver_cpu_limit, "");
@@ -388,6 +397,11 @@ START_TEST(string_settings_checked)
             "driver:\n  command: []\n",
             "driver:\n  command: sleep\n",
             "driver:\n  command: [sleep, [1]]\n",
+            "driver:\n  probes:\n    enabled: sometimes\n",
+            "driver:\n  probes:\n    startup:\n      periodSeconds: 0\n",
+            "driver:\n  probes:\n    liveness:\n      timeoutSeconds: 3601\n",
+            "driver:\n  probes:\n    liveness:\n      failureThreshold: -1\n",
+            "driver:\n  probes:\n    liveness:\n      every: 10\n",
             "driverSidecar: maybe\n",
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -530,6 +544,8 @@ START_TEST(dump_reflects_settings)
         _unit_json_ json_t *j = unit_json(text);
         ck_assert_int_eq(json_integer_value(json_object_get(j, "driver.uid")), 4242);
         ck_assert_json_eq_text(json_object_get(j, "driver.command"), "[\"sleep\", \"infinity\"]");
+        ck_assert_int_eq(
+            json_integer_value(json_object_get(j, "driver.probes.liveness.periodSeconds")), 10);
         ck_assert(json_is_false(json_object_get(j, "driverSidecar")));
         ck_assert_str_eq(json_string_value(json_object_get(j, "volumes.ctl.sizeLimit")), "64Mi");
 }

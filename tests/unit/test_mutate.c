@@ -380,6 +380,46 @@ START_TEST(native_sidecar)
 }
 END_TEST
 
+/* driver.probes.enabled (the chart's default, with hangar-driver serve):
+ * the driver gets the startup and liveness probes, in containers and as a
+ * native sidecar; reinvocation is a no-op, the spec check passes, and a
+ * configuration without probes refuses the pod (they are part of the shape). */
+START_TEST(daemon_probes)
+{
+        cfg.driver_probes = true;
+        for (int native = 0; native <= 1; native++) {
+                cfg.driver_native_sidecar = native;
+                _unit_json_ json_t *pod = with(base_pod(), "/spec/securityContext",
+                                               "{\"runAsUser\": 1000, \"runAsGroup\": 1000}");
+                _unit_json_ json_t *orig = json_deep_copy(pod);
+                _result_ mutate_result_t res = {0};
+                run(pod, &res);
+                ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+                assert_patch_reproduces(orig, pod, &res);
+                json_t *driver =
+                    unit_at(pod, native ? "/spec/initContainers/0" : "/spec/containers/1");
+                ck_assert_str_eq(json_string_value(json_object_get(driver, "name")),
+                                 "hangar-driver");
+                ck_assert_json_eq_text(unit_at(driver, "/livenessProbe/exec/command"),
+                                       "[\"sleep\", \"ctl\", \"ping\"]");
+                ck_assert_int_eq(json_integer_value(unit_at(driver, "/startupProbe/periodSeconds")),
+                                 1);
+                _unit_json_ json_t *after_first = json_deep_copy(pod);
+                _result_ mutate_result_t again = {0};
+                run(pod, &again);
+                ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+                assert_untouched(after_first, pod, &again);
+                bool pass = false;
+                _unit_json_ json_t *report = shapecheck_pod(&cfg, pod, &pass);
+                ck_assert_msg(pass, "spec check: %s", unit_dump(report));
+                cfg.driver_probes = false;
+                _unit_json_ json_t *other = shapecheck_pod(&cfg, pod, &pass);
+                ck_assert(!pass);
+                cfg.driver_probes = true;
+        }
+}
+END_TEST
+
 START_TEST(reinvocation_is_a_no_op)
 {
         _unit_json_ json_t *pod = with(base_pod(), "/spec/shareProcessNamespace", "true");
@@ -1317,6 +1357,7 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, reinvocation_leaves_the_pods_own_choices);
         tcase_add_test(tc, gvisor_mount_annotations);
         tcase_add_test(tc, native_sidecar);
+        tcase_add_test(tc, daemon_probes);
         tcase_add_test(tc, agent_token_kept_by_default);
         tcase_add_test(tc, agent_token_removed_when_asked);
         tcase_add_test(tc, deterministic);

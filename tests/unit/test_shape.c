@@ -154,6 +154,36 @@ START_TEST(driver_container_json)
 }
 END_TEST
 
+/* The probes (driver.probes.enabled): the command's own binary, ctl ping;
+ * the configured timing, all four numbers set; none when off (the default). */
+START_TEST(driver_probes_follow_config)
+{
+        _unit_json_ json_t *dflt = shape_driver_container_json(&cfg, "img");
+        ck_assert_ptr_null(json_object_get(dflt, "livenessProbe"));
+        ck_assert_ptr_null(json_object_get(dflt, "startupProbe"));
+        cfg.driver_probes = true;
+        _unit_json_ json_t *on = shape_driver_container_json(&cfg, "img");
+        ck_assert_json_eq_text(json_object_get(on, "startupProbe"),
+                               "{\"exec\": {\"command\": [\"sleep\", \"ctl\", \"ping\"]},"
+                               " \"periodSeconds\": 1, \"timeoutSeconds\": 5,"
+                               " \"failureThreshold\": 60, \"successThreshold\": 1}");
+        cfg.driver_liveness = (hg_probe_timing_t){.period_s = 7, .timeout_s = 2, .failures = 4};
+        ck_assert_uint_ge(cfg.driver_command.n, 1);
+        set_string(&cfg.driver_command.items[0], "/opt/hd");
+        _unit_json_ json_t *c = shape_driver_container_json(&cfg, "img");
+        ck_assert_json_eq_text(unit_at(c, "/livenessProbe"),
+                               "{\"exec\": {\"command\": [\"/opt/hd\", \"ctl\", \"ping\"]},"
+                               " \"periodSeconds\": 7, \"timeoutSeconds\": 2,"
+                               " \"failureThreshold\": 4, \"successThreshold\": 1}");
+        ck_assert_json_eq_text(unit_at(c, "/startupProbe/exec/command"),
+                               "[\"/opt/hd\", \"ctl\", \"ping\"]");
+        cfg.driver_probes = false;
+        _unit_json_ json_t *off = shape_driver_container_json(&cfg, "img");
+        ck_assert_ptr_null(json_object_get(off, "livenessProbe"));
+        ck_assert_ptr_null(json_object_get(off, "startupProbe"));
+}
+END_TEST
+
 START_TEST(driver_container_follows_config)
 {
         cfg.driver_uid = 2000;
@@ -278,6 +308,7 @@ static Suite *shape_suite(void)
         tcase_add_test(tc, volume_json);
         tcase_add_test(tc, mount_json_follows_table);
         tcase_add_test(tc, driver_container_json);
+        tcase_add_test(tc, driver_probes_follow_config);
         tcase_add_test(tc, driver_container_follows_config);
         tcase_add_test(tc, values_match_builders);
         tcase_add_test(tc, values_are_shared_not_copied);

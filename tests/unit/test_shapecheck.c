@@ -91,6 +91,7 @@ END_TEST
 
 START_TEST(driver_differs_in_any_member)
 {
+        cfg.driver_probes = true; /* the probes' members are the shape's too */
         /* Each of these runs or changes something in the driver's uid. */
         static const struct {
                 const char *member, *value;
@@ -102,6 +103,9 @@ START_TEST(driver_differs_in_any_member)
             {"livenessProbe", "{\"exec\": {\"command\": [\"sh\"]}}"},
             {"readinessProbe", "{\"exec\": {\"command\": [\"sh\"]}}"},
             {"startupProbe", "{\"exec\": {\"command\": [\"sh\"]}}"},
+            {"livenessProbe/periodSeconds", "100000"}, /* the shape's timing, exactly */
+            {"livenessProbe/exec/command/0", "\"sh\""},
+            {"startupProbe/failureThreshold", "1"},
             {"env", "[{\"name\": \"LD_PRELOAD\", \"value\": \"/tmp/x.so\"}]"},
             {"envFrom", "[{\"configMapRef\": {\"name\": \"c\"}}]"},
             {"workingDir", "\"/tmp\""},

@@ -222,6 +222,16 @@ driver:
   gid: {{ int64 $v.driver.gid }}
   command: {{ $v.driver.command | toJson }}
   nativeSidecar: {{ $v.driver.nativeSidecar }}
+  probes:
+    enabled: {{ $v.driver.probes.enabled }}
+    startup:
+      periodSeconds: {{ int64 $v.driver.probes.startup.periodSeconds }}
+      timeoutSeconds: {{ int64 $v.driver.probes.startup.timeoutSeconds }}
+      failureThreshold: {{ int64 $v.driver.probes.startup.failureThreshold }}
+    liveness:
+      periodSeconds: {{ int64 $v.driver.probes.liveness.periodSeconds }}
+      timeoutSeconds: {{ int64 $v.driver.probes.liveness.timeoutSeconds }}
+      failureThreshold: {{ int64 $v.driver.probes.liveness.failureThreshold }}
   resources:
     requests:
       cpu: {{ $v.driver.resources.requests.cpu | toJson }}
