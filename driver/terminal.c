@@ -209,32 +209,6 @@ char *terminal_screen(terminal_t *t, bool *ret_from_tmux, size_t *ret_len)
         return screen_text(&t->screen, ret_len);
 }
 
-int terminal_send_keys(terminal_t *t, char *const keys[], size_t n, uint8_t *out, size_t cap,
-                       size_t *ret_len, hg_error_t *err)
-{
-        size_t len = 0;
-        int r = tmux_keys_encode(keys, n, out, cap, &len, err);
-        if (r < 0)
-                return r;
-        if (t->tmux_up) {
-                char *args[TMUX_KEY_ARGS_MAX + 4];
-                size_t k = 0;
-                args[k++] = "send-keys";
-                args[k++] = "-t";
-                args[k++] = TERMINAL_SESSION;
-                for (size_t i = 0; i < n; i++)
-                        args[k++] = keys[i];
-                args[k] = NULL;
-                /* tmux_run takes at most 59 arguments; more keys go as bytes. */
-                if (k < 59 && tmux_cmd(t, args, NULL, NULL) == 0) {
-                        *ret_len = 0;
-                        return 0;
-                }
-        }
-        *ret_len = len;
-        return 0;
-}
-
 int terminal_resize(terminal_t *t, unsigned rows, unsigned cols, hg_error_t *err)
 {
         int r = screen_resize(&t->screen, rows, cols);

@@ -5,7 +5,8 @@
  * harness's terminal stream (the turn's log, through ctl watch) and types
  * the pane's keys back into the harness (ctl type). hangar attaches to it,
  * sends keys and captures the screen with tmux itself, or uses ctl screen,
- * ctl send-keys and ctl resize, which work with or without tmux. */
+ * ctl send-keys (driver/tmux.h's key names, typed straight into the
+ * harness on io) and ctl resize, which work with or without tmux. */
 #pragma once
 
 #include <jansson.h>
@@ -61,12 +62,6 @@ size_t terminal_take_replies(terminal_t *t, uint8_t *out, size_t cap);
  * (and the log it is fed from is not capped), else the model. NULL on
  * -ENOMEM. */
 char *terminal_screen(terminal_t *t, bool *ret_from_tmux, size_t *ret_len);
-
-/* send-keys: checked and encoded (driver/tmux.h); with tmux up they are
- * typed into the pane (which types them into the harness) and *ret_len is
- * 0; without, the caller sends out[0..*ret_len) as the harness's input. */
-int terminal_send_keys(terminal_t *t, char *const keys[], size_t n, uint8_t *out, size_t cap,
-                       size_t *ret_len, hg_error_t *err);
 
 /* A new size for the model and the tmux window (the caller tells the relay). */
 int terminal_resize(terminal_t *t, unsigned rows, unsigned cols, hg_error_t *err);
