@@ -9,8 +9,9 @@
 # scheduled and Running under gVisor with the driver sidecar, the probe run in
 # each container through kubectl exec and the spec check through the API, the
 # HANGAR_UID_SPLIT verdict delivered, and an ask turn run through kubectl exec
-# exactly as hangar runs one: the driver in hangar-driver, the relay in the
-# agent's container with the token on its stdin, an approval decided through
+# exactly as hangar runs one: `ctl start` to the driver's daemon (the sidecar's
+# PID 1), the relay in the agent's container with the token from its reply on
+# its stdin, an approval decided through
 # `hangar-driver ctl`. Every exec hangar makes goes as hangar's own identity
 # (system:serviceaccount:hangar:hangar, the one the chart's guard lists).
 #
@@ -160,10 +161,13 @@ echo "got: $answer"
 HARNESS
 jq -n --rawfile script "$STATE/harness.sh" '{turn: "local-1", mode: "ask", cwd: "/tmp/turn",
         run_key: "local-run-key", linger_s: 30, close_stdin: false, script: $script}' >"$STATE/turn.json"
-in_driver -i -- env HANGAR_UID_SPLIT=required hangar-driver relay --spec - \
-        <"$STATE/turn.json" >"$STATE/driver.out" 2>&1 &
-DRIVER_EXEC=$!
-for _ in $(seq 100); do in_driver -- hangar-driver ctl token >"$STATE/token.json" 2>/dev/null && break; sleep 0.3; done
+# The driver is the sidecar's daemon (hangar-driver serve, PID 1, Ready once
+# its startup probe pinged it): a turn is one request, whose reply carries
+# the relay's token and port. One exec into hangar-driver, one for the relay.
+echo "  PID 1 of hangar-driver: $(in_driver -- cat /proc/1/cmdline | tr '\0' ' ')"
+in_driver -- hangar-driver ctl ping | jq -c '{instance, state, pid}' | sed 's/^/  the daemon: /'
+in_driver -i -- hangar-driver ctl start --spec - <"$STATE/turn.json" >"$STATE/start.json"
+echo "  ctl start: $(jq -c '{turn, port, instance}' "$STATE/start.json")"
 # The relay hardens itself, says {"relay":"ready"}, and only then gets the
 # token on its stdin (docs/turn.md: the order hangar keeps).
 mkfifo "$STATE/relay.in"
@@ -172,7 +176,7 @@ RELAY_EXEC=$!
 exec 7>"$STATE/relay.in"
 for _ in $(seq 100); do grep -q '"relay":"ready"' "$STATE/relay.out" 2>/dev/null && break; sleep 0.2; done
 grep -q '"relay":"ready"' "$STATE/relay.out" || { cat "$STATE/relay.out" >&2; false; }
-jq -r .token "$STATE/token.json" >&7
+jq -r .token "$STATE/start.json" >&7
 exec 7>&-
 for _ in $(seq 100); do
         in_driver -- hangar-driver ctl approvals 2>/dev/null | grep -q '"deploy"' && break
@@ -185,8 +189,8 @@ for _ in $(seq 100); do
         sleep 0.3
 done
 in_driver -- hangar-driver ctl finish >/dev/null
-wait "$DRIVER_EXEC" "$RELAY_EXEC" || true
-echo "  driver: $(tail -n 1 "$STATE/driver.out")"
+wait "$RELAY_EXEC" || true
+echo "  driver: $(in_driver -- hangar-driver ctl status --turn local-1 | jq -c '{state, end, harness}')"
 echo "  relay:  $(tail -n 1 "$STATE/relay.out")"
 echo "  the run's log, as the agent reads it from hangar-home:"
 in_agent -- cat /var/lib/hangar/run/log | sed 's/^/    /'
