@@ -9,8 +9,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev
   libcurl4-openssl-dev check
-  # checks: sanitizers, fuzzing, formatting, shell scripts (scripts/lint.sh)
-  clang clang-format libclang-rt-14-dev shellcheck
+  # checks: sanitizers, fuzzing, formatting, shell scripts (scripts/lint.sh),
+  # static analysis (scripts/analyze.sh: clang-tidy), coverage (gcovr)
+  clang clang-format libclang-rt-14-dev shellcheck clang-tidy gcovr
   # tests: TLS clients, JSON tools, container runtimes for real pods
   curl openssl jq runsc crun runc busybox-static
   # the one-node cluster (scripts/node.sh): CNI plugins, nft for its one DNAT, patch for the gVisor shim
