@@ -515,12 +515,15 @@ int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_er
                 a.webhook = json_array_get(hooks, 0);
         }
         const char *ns = o->namespace ? o->namespace : k8s_client_namespace(k);
-        if (o->all_namespaces)
+        if (o->all_namespaces) {
                 r = strbuf_printf(&base, "/api/v1/pods");
-        else if ((r = strbuf_printf(&base, "/api/v1/namespaces/")) == 0)
-                r = url_escape(&base, ns);
-        if (r == 0)
-                r = strbuf_printf(&base, "/pods");
+        } else {
+                r = strbuf_printf(&base, "/api/v1/namespaces/");
+                if (r == 0)
+                        r = url_escape(&base, ns);
+                if (r == 0)
+                        r = strbuf_printf(&base, "/pods");
+        }
         if (r == 0)
                 r = strbuf_printf(&selector, "%s=%s", cfg->selector_key, cfg->selector_value);
         if (r < 0)
