@@ -324,7 +324,7 @@ for m in "${MODES[@]}"; do
                         .driverSidecar == false and ."selector.key" == "hangar.dev/sandbox" and ."selector.value" == "true"
                         and ."server.port" == 8443 and ."server.healthPort" == 8081
                         and ."server.certFile" == "/etc/hangar-webhook/tls/tls.crt" and ."server.keyFile" == "/etc/hangar-webhook/tls/tls.key"
-                        and ."driver.command" == ["sleep", "infinity"] and ."driver.resources.limits.memory" == ""'
+                        and ."driver.command" == ["hangar-driver", "serve"] and ."driver.resources.limits.memory" == ""'
         fi
 done
 "$HELM" template "$REL" "$CHART" -n "$NS" --set driverSidecar.enabled=true --show-only templates/configmap.yaml | to_json >on.json
@@ -395,6 +395,110 @@ expect_refused "caOverlapSeconds <= syncSeconds + certPollSeconds" "caOverlapSec
 expect_refused "healthPort equal to port" "server.healthPort must differ from server.port" --set server.healthPort=8443
 expect_refused "nested volume paths" "must not be equal or nested" --set volumes.ctl.mountPath=/var/lib/hangar/ctl
 expect_refused "PDB minAvailable >= replicas" "minAvailable must be less than replicaCount" --set podDisruptionBudget.minAvailable=2
+
+# ---- 4b. the optional parts: NetworkPolicy, the helm test hook, the package ----
+echo "-- NetworkPolicy and the helm test hook, rendered"
+render() { # OUT ARGS...: helm template with ARGS, as JSON in OUT
+        local out=$1
+        shift
+        if "$HELM" template "$REL" "$CHART" -n "$NS" "$@" 2>"$out.err" | to_json >"$out" 2>>"$out.err"; then
+                return 0
+        fi
+        t_fail "render $*: $(cat "$out.err")"
+        echo '[]' >"$out"
+}
+NP='(map(select(.kind=="NetworkPolicy")) | .[0])'
+HOOKS='map(select(.metadata.annotations["helm.sh/hook"] == "test"))'
+TPOD="($HOOKS | map(select(.kind==\"Pod\")) | .[0])"
+render extras.json -f "$VALUES/extras.yaml"
+jq_check "default: no NetworkPolicy, no test hook" default.json \
+        "(map(select(.kind==\"NetworkPolicy\")) | length == 0) and ($HOOKS | length == 0)"
+jq_check "networkPolicy: one, selecting exactly the webhook's pods" extras.json \
+        "(map(select(.kind==\"NetworkPolicy\")) | length == 1) and $NP.spec.podSelector.matchLabels == $DEP.spec.selector.matchLabels"
+jq_check "networkPolicy: Ingress and Egress both restricted" extras.json "$NP.spec.policyTypes == [\"Ingress\",\"Egress\"]"
+jq_check "networkPolicy: the HTTPS port only from webhookFrom" extras.json \
+        "$NP.spec.ingress[0] == {from: [{ipBlock: {cidr: \"172.16.0.0/28\"}}, {namespaceSelector: {matchLabels: {\"kubernetes.io/metadata.name\": \"kube-system\"}}, podSelector: {matchLabels: {\"k8s-app\": \"konnectivity-agent\"}}}], ports: [{port: \"https\", protocol: \"TCP\"}]}"
+jq_check "networkPolicy: the health/metrics port only from metricsFrom; no other ingress" extras.json \
+        "($NP.spec.ingress | length == 2) and $NP.spec.ingress[1] == {from: [{namespaceSelector: {matchLabels: {\"kubernetes.io/metadata.name\": \"monitoring\"}}}], ports: [{port: \"health\", protocol: \"TCP\"}]}"
+jq_check "networkPolicy: its named ports are the container's" extras.json \
+        "($CTR.ports | map(.name)) as \$p | [$NP.spec.ingress[].ports[].port] | all(. as \$n | \$p | index(\$n))"
+jq_check "networkPolicy: egress only to the API server's endpoints on 443 and 6443" extras.json \
+        "$NP.spec.egress == [{to: [{ipBlock: {cidr: \"172.16.0.2/32\"}}], ports: [{port: 443, protocol: \"TCP\"}, {port: 6443, protocol: \"TCP\"}]}]"
+render np-closed.json -f "$VALUES/provided.yaml" --set guard.enabled=false --set networkPolicy.enabled=true \
+        --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
+jq_check "networkPolicy (provided certificates, no guard: no API access needed): no egress at all, no metrics rule" np-closed.json \
+        "$NP.spec.egress == [] and $NP.spec.policyTypes == [\"Ingress\",\"Egress\"] and ($NP.spec.ingress | length == 1)"
+jq_check "networkPolicy: the pods of that mode get no token either" np-closed.json "$POD.automountServiceAccountToken == false"
+render np-url.json -f "$VALUES/url.yaml" --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
+jq_check "networkPolicy: nothing in URL mode (nothing runs in the cluster)" np-url.json '(map(select(.kind=="NetworkPolicy")) | length) == 0'
+expect_refused "networkPolicy without webhookFrom" "networkPolicy.webhookFrom" --set networkPolicy.enabled=true
+expect_refused "networkPolicy (selfManaged) without apiServerTo" "networkPolicy.apiServerTo" \
+        --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
+expect_refused "networkPolicy peer with a bad CIDR" "/networkPolicy/webhookFrom/0/ipBlock/cidr" \
+        --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0"}}]'
+expect_refused "networkPolicy peer with an unknown field" "/networkPolicy/webhookFrom/0" \
+        --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipblock":{"cidr":"10.0.0.0/8"}}]'
+expect_refused "networkPolicy.apiServerPorts 0" "/networkPolicy/apiServerPorts/0" --set-json 'networkPolicy.apiServerPorts=[0]'
+
+jq_check "test hook: ServiceAccount, Role, RoleBinding and Pod, all helm.sh/hook test" extras.json \
+        "($HOOKS | map(.kind) | sort) == [\"Pod\",\"Role\",\"RoleBinding\",\"ServiceAccount\"]"
+jq_check "test hook: each deleted before the next run and once the test passed" extras.json \
+        "$HOOKS | all(.metadata.annotations[\"helm.sh/hook-delete-policy\"] == \"before-hook-creation,hook-succeeded\")"
+jq_check "test hook: RBAC first (weight -10), the pod after" extras.json \
+        "($HOOKS | map(select(.kind != \"Pod\")) | all(.metadata.annotations[\"helm.sh/hook-weight\"] == \"-10\")) and $TPOD.metadata.annotations[\"helm.sh/hook-weight\"] == \"0\""
+jq_check "test hook: the Role may only create pods, in tests.namespace" extras.json \
+        "($HOOKS | map(select(.kind == \"Role\")) | .[0]) | .metadata.namespace == \"sandboxes\" and .rules == [{apiGroups: [\"\"], resources: [\"pods\"], verbs: [\"create\"]}]"
+jq_check "test hook: bound to the test's own ServiceAccount (not the webhook's)" extras.json \
+        "($HOOKS | map(select(.kind == \"RoleBinding\")) | .[0]) | .metadata.namespace == \"sandboxes\" and .subjects == [{kind: \"ServiceAccount\", name: \"$FULL-test\", namespace: \"$NS\"}] and .roleRef.name == \"$FULL-test\""
+jq_check "test hook: the pod runs the webhook's image: test-injection in sandboxes" extras.json \
+        "($CTR.image) as \$img | $TPOD.spec.containers[0] | .image == \$img and .args[0:1] == [\"test-injection\"] and (.args | index(\"--namespace\")) as \$i | .args[\$i + 1] == \"sandboxes\""
+jq_check "test hook: the pod reads the release's config.yaml" extras.json \
+        "$TPOD.spec.volumes == [{name: \"config\", configMap: {name: \"$FULL\"}}]"
+jq_check "test hook: restricted securityContext, never restarted, its own ServiceAccount" extras.json \
+        "$TPOD.spec | .restartPolicy == \"Never\" and .serviceAccountName == \"$FULL-test\" and .securityContext.runAsNonRoot == true and .securityContext.seccompProfile.type == \"RuntimeDefault\" and (.containers[0].securityContext | .allowPrivilegeEscalation == false and .readOnlyRootFilesystem == true and .capabilities.drop == [\"ALL\"])"
+jq_check "test hook: the pod is not one of the Service's endpoints (component test)" extras.json \
+        "($TPOD.metadata.labels) as \$l | ($DEP.spec.selector.matchLabels | to_entries | all(\$l[.key] == .value)) | not"
+render hooks-url.json -f "$VALUES/url.yaml" --set tests.namespace=sandboxes
+jq_check "test hook: none in URL mode" hooks-url.json "$HOOKS | length == 0"
+expect_refused "tests.namespace kube-system" "tests.namespace kube-system is never sent" --set tests.namespace=kube-system
+expect_refused "tests.namespace the release namespace" "tests.namespace $NS is never sent" --set tests.namespace="$NS"
+expect_refused "tests.namespace excluded" "is never sent" --set tests.namespace=other --set-json 'webhook.excludeNamespaces=["other"]'
+expect_refused "tests.namespace not a DNS label" "/tests/namespace" --set tests.namespace=Bad_NS
+
+echo "-- helm package, lint and metadata of the package"
+mkdir -p pkg
+if "$HELM" package "$CHART" -d pkg >package.log 2>&1; then
+        t_check "helm package" true
+else
+        t_fail "helm package: $(cat package.log)"
+fi
+TGZ=$(compgen -G "pkg/hangar-webhook-*.tgz" | head -n 1)
+t_check "the package is named for the chart's version ($TGZ)" test "$TGZ" = "pkg/hangar-webhook-$("$HELM" show chart "$CHART" | sed -n 's/^version: //p').tgz"
+out=$("$HELM" lint --strict "${TGZ:-none}" 2>&1)
+t_check "helm lint --strict of the package: no warning or error" \
+        bash -c "! grep -Eq '\\[(WARNING|ERROR)\\]' <<<\"\$1\" && grep -q '0 chart(s) failed' <<<\"\$1\"" _ "$out"
+t_check "the package holds the README, the schema and the test hook" bash -c \
+        "tar -tzf '${TGZ:-none}' | sort | grep -qx hangar-webhook/README.md && tar -tzf '${TGZ:-none}' | grep -qx hangar-webhook/values.schema.json && tar -tzf '${TGZ:-none}' | grep -qx hangar-webhook/templates/tests/test-injection.yaml"
+"$HELM" show chart "${TGZ:-none}" 2>/dev/null |
+        python3 -c 'import json,sys,yaml; print(json.dumps(yaml.safe_load(sys.stdin)))' >chart-meta.json 2>/dev/null ||
+        echo '{}' >chart-meta.json
+jq_check "Chart.yaml: kubeVersion, keywords, maintainers" chart-meta.json \
+        '.kubeVersion == ">=1.27.0-0" and (.keywords | length >= 3) and (.maintainers[0].name | length > 0)'
+python3 - chart-meta.json >artifacthub.json <<'PY' || echo '{}' >artifacthub.json
+import json, sys, yaml
+a = json.load(open(sys.argv[1]))["annotations"]
+out = {k.removeprefix("artifacthub.io/"): v for k, v in a.items() if k.startswith("artifacthub.io/")}
+for k in ("images", "changes", "recommendations", "links"):
+    if k in out:
+        out[k] = yaml.safe_load(out[k])
+print(json.dumps(out))
+PY
+jq_check "ArtifactHub: images name the webhook image at the appVersion" artifacthub.json \
+        '.images == [{name: "hangar-webhook", image: "localhost/hangar-webhook:0.1.0"}]'
+jq_check "ArtifactHub: changes are kind/description pairs of known kinds" artifacthub.json \
+        '(.changes | length > 0) and (.changes | all(keys == ["description","kind"] and (.kind | IN("added","changed","deprecated","removed","fixed","security"))))'
+jq_check "ArtifactHub: containsSecurityUpdates, prerelease and operator are booleans in strings" artifacthub.json \
+        '[.containsSecurityUpdates, .prerelease, .operator] | all(. == "true" or . == "false")'
 
 # ---- 5. the real API server ------------------------------------------------------
 echo "-- real control plane (scripts/control-plane.sh)"
@@ -549,7 +653,8 @@ t_check "local webhook ready" t_wait_for "curl -sf http://127.0.0.1:$HEALTH_PORT
 URL=https://127.0.0.1:$PORT/mutate
 UREL=hwurl
 UNS=hangar-url
-if "$HELM" install "$UREL" "$CHART" -n "$UNS" --create-namespace -f "$VALUES/url.yaml" \
+# From the package (helm package above), as a chart repository serves it.
+if "$HELM" install "$UREL" "${TGZ:-$CHART}" -n "$UNS" --create-namespace -f "$VALUES/url.yaml" \
         --set driverSidecar.enabled=true --set webhook.url="$URL" --set webhook.caBundle="$CA_LOCAL" >install-url.log 2>&1; then
         t_check "helm install (URL mode)" true
 else
@@ -579,6 +684,60 @@ injected() { # a dry-run create of a labelled pod comes back injected
                 jq -e '.metadata.annotations["hangar.dev/driver-sidecar"] == "injected"' >/dev/null
 }
 t_check "the API server calls the webhook (a dry-run create is injected)" t_wait_for injected 30
+
+echo "-- the optional parts on the API server: NetworkPolicy and the helm test hook"
+jq '{apiVersion: "v1", kind: "List", items: .}' extras.json >extras-server.json
+out=$("${K[@]}" apply --dry-run=server -f extras-server.json 2>&1)
+t_check "extras: every object accepted (dry-run=server), the test pod under restricted Pod Security without a warning" \
+        bash -c "[ \$(grep -c 'created (server dry run)' <<<\"\$1\") = $(jq length extras.json) ] && ! grep -qi warning <<<\"\$1\"" _ "$out"
+[ "$(grep -c 'created (server dry run)' <<<"$out")" = "$(jq length extras.json)" ] || awk '{print "       " $0}' <<<"$out"
+# The hook's RBAC, for real, in the URL-mode release's namespace (what
+# `helm test` creates before its pod); its pod's command then runs here
+# with a token of the hook's ServiceAccount: the chart's RBAC alone must
+# be enough for it, and nothing more is granted.
+"$HELM" template "$UREL" "${TGZ:-$CHART}" -n "$UNS" --set tests.namespace=sandboxes \
+        --show-only templates/tests/test-injection.yaml | to_json | jq '{apiVersion: "v1", kind: "List", items: map(select(.kind != "Pod"))}' >hook-rbac.json
+"${K[@]}" apply -f hook-rbac.json >/dev/null || t_fail "the test hook's RBAC refused"
+TSA=system:serviceaccount:$UNS:$UREL-hangar-webhook-test
+tcan() { "${K[@]}" auth can-i "$@" --as="$TSA" 2>/dev/null; }
+t_eq "test SA may create pods in sandboxes" yes "$(tcan create pods -n sandboxes)"
+t_eq "test SA may not get pods there" no "$(tcan get pods -n sandboxes)"
+t_eq "test SA may not delete pods there" no "$(tcan delete pods -n sandboxes)"
+t_eq "test SA may not create pods in another namespace" no "$(tcan create pods -n default)"
+t_eq "test SA may not exec into pods" no "$(tcan create pods --subresource=exec -n sandboxes)"
+TTOKEN=$("${K[@]}" create token "$UREL-hangar-webhook-test" -n "$UNS" --duration 10m 2>token.err) ||
+        t_fail "no token for the test's ServiceAccount: $(cat token.err)"
+sed "s|token: \"[^\"]*\"|token: \"$TTOKEN\"|; s|namespace: \"$NS\"|namespace: \"$UNS\"|" sa-kubeconfig >test-kubeconfig
+"$WEBHOOK" test-injection --kubeconfig test-kubeconfig --config url-config.yaml --namespace sandboxes \
+        --image registry.example/agent:1 >ti-ok.out 2>&1
+t_eq "test-injection as the hook's ServiceAccount: passes" 0 "$?"
+t_check "... saying the dry-run pod is stored with hangar-driver in the current shape" \
+        grep -q '^ok: sandbox pod sandboxes/hangar-test-injection-.* (dry run) is stored with hangar-driver in the current shape' ti-ok.out
+t_eq "... and nothing was stored" "" "$("${K[@]}" get pods -n sandboxes -o name | grep hangar-test-injection)"
+"$WEBHOOK" test-injection --kubeconfig test-kubeconfig --config url-config.yaml --namespace default \
+        --image registry.example/agent:1 >ti-rbac.out 2>&1
+t_eq "test-injection in a namespace its Role does not cover: fails" 1 "$?"
+t_check "... with the API server's refusal" grep -q 'refused (HTTP 403)' ti-rbac.out
+# Not injected: a namespace the webhook configuration leaves out (the
+# release's own), as an admin.
+"$WEBHOOK" test-injection --kubeconfig "$KUBECONFIG" --config url-config.yaml --namespace "$UNS" \
+        --image registry.example/agent:1 >ti-ns.out 2>&1
+t_eq "test-injection where the webhook is not called: fails" 1 "$?"
+t_check "... saying the API server did not call the webhook" grep -q 'the API server did not call the webhook for it' ti-ns.out
+# Injected, but not in the shape the test's configuration says (the webhook
+# runs another configuration than the release's).
+sed 's/^  uid: 1001$/  uid: 1005/' url-config.yaml >url-config-other.yaml
+t_check "(that configuration differs in the driver's uid)" bash -c "! cmp -s url-config.yaml url-config-other.yaml"
+"$WEBHOOK" test-injection --kubeconfig test-kubeconfig --config url-config-other.yaml --namespace sandboxes \
+        --image registry.example/agent:1 >ti-shape.out 2>&1
+t_eq "test-injection against another configuration than the webhook's: fails" 1 "$?"
+t_check "... naming the driver's difference" grep -q 'FAIL: the dry-run sandbox pod is stale (shape): injected by another configuration.*driver' ti-shape.out
+sed 's/^driverSidecar: true/driverSidecar: false/' url-config.yaml >url-config-off.yaml
+"$WEBHOOK" test-injection --kubeconfig test-kubeconfig --config url-config-off.yaml \
+        --namespace sandboxes --image registry.example/agent:1 >ti-off.out 2>&1
+t_eq "test-injection with driverSidecar off: fails" 1 "$?"
+t_check "... saying there is no injection to test" grep -q 'driverSidecar is off' ti-off.out
+"${K[@]}" delete -f hook-rbac.json >/dev/null
 create_pod() { # NAME NAMESPACE LABELLED -> stored pod JSON in pod-NAME.json
         pod_json "$@" | "${K[@]}" create -f - -o json >"pod-$1.json" 2>"pod-$1.err" || echo '{}' >"pod-$1.json"
 }
@@ -597,7 +756,7 @@ jq_check "a labelled pod in kube-system is not sent (namespaceSelector)" pod-sys
 create_pod own "$UNS" 1
 jq_check "a labelled pod in the release namespace is not sent (namespaceSelector)" pod-own.json \
         '(.spec.containers | length) == 1 and .metadata.annotations == null'
-t_eq "the webhook reviewed only sandbox pods in selected namespaces (log)" "agent probe" \
+t_eq "the webhook reviewed only sandbox pods in selected namespaces (log; test-injection's dry-run pod among them)" "agent hangar-test-injection- probe" \
         "$(grep '"msg":"review"' webhook.log | jq -r '.pod' | sort -u | xargs)"
 
 t_check "helm uninstall (URL mode)" bash -c "'$HELM' uninstall '$UREL' -n '$UNS' --wait --timeout 60s >/dev/null"
