@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Benchmark: a turn's start, before and after the driver's daemon, in real
+# pods (tests/pods/podrun) under crun and runsc. No pass or fail.
+#
+#   before: `hangar-driver relay --spec -` in an exec of its own (it runs the
+#           turn in that exec's foreground), `ctl token` polled through execs
+#           (every 100 ms) until the driver serves it, then hangar-relay in an
+#           exec into the agent's container, the token written after its
+#           ready line;
+#   after:  `hangar-driver ctl start --spec -` to the daemon (whose reply has
+#           the token), then hangar-relay the same way.
+#
+# The daemon is the sidecar's PID 1 in a real pod; here the pod runs the
+# older `sleep infinity` sidecar so that both ways run in one pod, and the
+# daemon is started once, by an exec not counted. Per turn: the execs made
+# until the driver's harness.started event, and the time from the first exec
+# to that event (the event's timestamp is the driver's clock, the host's wall
+# clock under both runtimes). BENCH_TURNS (5) turns each way, alternating;
+# median, mean and max in ms.
+# usage: bench/daemon.sh BUILD_DIR   (needs root, jq, busybox, crun and/or runsc)
+#   BENCH_RUNTIMES: default "crun runsc".
+set -euo pipefail
+BUILD=$(realpath "${1:?usage: bench/daemon.sh BUILD_DIR}")
+TURNS=${BENCH_TURNS:-5}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PODRUN=$HERE/../tests/pods/podrun
+WEBHOOK=$BUILD/webhook/hangar-webhook
+for bin in "$WEBHOOK" "$BUILD/driver/hangar-driver" "$BUILD/relay/hangar-relay"; do
+        [ -x "$bin" ] || { echo "missing $bin: ninja -C $BUILD hangar-webhook hangar-driver hangar-relay"; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "bench/daemon.sh: needs root (the runtimes)"; exit 1; }
+command -v jq >/dev/null || { echo "missing jq: run scripts/install-deps.sh"; exit 1; }
+TMP=$(mktemp -d /tmp/hangar-bench-daemon.XXXXXX)
+chmod 755 "$TMP"
+PODS=()
+cleanup() {
+        local d
+        for d in "${PODS[@]}"; do "$PODRUN" down --dir "$d" >/dev/null 2>&1 || true; done
+        rm -rf "$TMP"
+}
+trap cleanup EXIT
+now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+stats() { sort -n | awk '{ v[NR] = $1; s += $1 } END {
+        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf "%8d %8d %8d", m, s / NR, v[NR] }'; }
+
+cp "$HERE/../tests/pods/fixtures/sandbox-pod.yaml" "$TMP/pod.yaml"
+HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f "$TMP/pod.yaml" >"$TMP/pod.json"
+SCRIPT='echo started; sleep 0.3'
+
+for rt in ${BENCH_RUNTIMES:-crun runsc}; do
+        dir=$TMP/pod-$rt
+        PODS+=("$dir")
+        if ! "$PODRUN" up -q --pod "$TMP/pod.json" --dir "$dir" --runtime "$rt" \
+                --bin "$BUILD/driver" --bin "$BUILD/relay" >"$TMP/$rt.up.log" 2>&1; then
+                echo "podrun up under $rt failed: $(tail -n 3 "$TMP/$rt.up.log")" >&2
+                continue
+        fi
+        x_driver() { "$PODRUN" exec --dir "$dir" hangar-driver -- "$@"; }
+        x_agent() { "$PODRUN" exec --dir "$dir" sandbox -- "$@"; }
+        x_driver sh -c 'echo "{\"verdict\":\"split-active\",\"reasons\":[]}" | tee /var/lib/hangar-ctl/verdict.json >/var/lib/hangar/verdict.json'
+        x_agent mkdir -p /tmp/turn
+        spec() { jq -n --arg id "$1" --arg s "$SCRIPT" '{turn: $id, mode: "ask", cwd: "/tmp/turn",
+                script: $s, run_key: "k", linger_s: 1, connect_timeout_s: 60}'; }
+        # relay_turn NAME TOKEN: the relay, its token after its ready line; waits for it to end.
+        relay_turn() {
+                : >"$TMP/$1.relay"
+                { while ! grep -q '"relay":' "$TMP/$1.relay"; do sleep 0.02; done
+                  grep -q '"relay":"ready"' "$TMP/$1.relay" && printf '%s\n' "$2"; } |
+                        "$PODRUN" exec --dir "$dir" --stdin sandbox -- hangar-relay > >(exec cat >>"$TMP/$1.relay") 2>/dev/null
+        }
+        started_ms() { # the harness.started event's time, ms
+                x_driver cat /var/lib/hangar-ctl/events.jsonl |
+                        jq -r 'select(.event == "harness.started") | .ts * 1000 | floor' | tail -n 1
+        }
+        : >"$TMP/$rt.before" && : >"$TMP/$rt.after"
+        for ((i = 1; i <= TURNS; i++)); do
+                # before: the driver in an exec's foreground, ctl token polled.
+                spec "b$i" >"$TMP/spec"
+                execs=1
+                t0=$(now_ms)
+                "$PODRUN" exec --dir "$dir" --stdin hangar-driver -- hangar-driver relay --spec - \
+                        <"$TMP/spec" >"$TMP/b$i.driver" 2>&1 &
+                dpid=$!
+                until x_driver hangar-driver ctl token >"$TMP/b$i.token" 2>/dev/null; do
+                        execs=$((execs + 1)); sleep 0.1
+                done
+                execs=$((execs + 2)) # the token's exec, and the relay's
+                relay_turn "b$i" "$(jq -r .token "$TMP/b$i.token")"
+                wait "$dpid" || true
+                echo "$execs $(($(started_ms) - t0))" >>"$TMP/$rt.before"
+                # after: the daemon (its start not counted: the sidecar's PID 1
+                # in a real pod), then ctl start. It stops again after the
+                # turn, for the next relay-mode turn needs the control socket.
+                "$PODRUN" exec --dir "$dir" hangar-driver -- hangar-driver serve >/dev/null 2>&1 &
+                daemon=$!
+                until x_driver hangar-driver ctl ping >/dev/null 2>&1; do sleep 0.1; done
+                spec "a$i" >"$TMP/spec"
+                t0=$(now_ms)
+                "$PODRUN" exec --dir "$dir" --stdin hangar-driver -- hangar-driver ctl start --spec - \
+                        <"$TMP/spec" >"$TMP/a$i.start"
+                relay_turn "a$i" "$(jq -r .token "$TMP/a$i.start")"
+                echo "2 $(($(started_ms) - t0))" >>"$TMP/$rt.after"
+                # shellcheck disable=SC2016 # the container's shell expands it
+                x_driver sh -c 'kill -TERM $(pidof hangar-driver)' || true
+                wait "$daemon" || true
+        done
+        echo "$rt: $TURNS turns each way (ms from the first exec to harness.started)"
+        printf '  %-44s %6s %8s %8s %8s\n' "" execs median mean max
+        for way in before after; do
+                what="before: relay --spec -, ctl token, relay"
+                [ "$way" = after ] && what="after: ctl start (serve), relay"
+                printf '  %-44s %6s %s\n' "$what" "$(awk '{ print $1 }' "$TMP/$rt.$way" | sort -n | tail -n 1)" \
+                        "$(awk '{ print $2 }' "$TMP/$rt.$way" | stats)"
+        done
+done
