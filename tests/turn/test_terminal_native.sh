@@ -60,6 +60,8 @@ serve() {
 stop_serve() {
         kill -TERM "$(cat "$1.serve.pid")"
         t_wait_pid "$1.serve.pid" 10
+        t_eq "$1: SIGTERM: the daemon exits 0 (no sanitizer report)" "0 " \
+                "$? $(grep -l 'Sanitizer' "$1.serve.err" 2>/dev/null)"
 }
 start() {
         echo "$2" >"$1.spec"
@@ -195,4 +197,5 @@ t_check "hangar's keys reach it" t_wait_for "log_has line=from-hangar" 10
 ctl finish >/dev/null
 t_wait_pid ag.relay.pid 15
 stop_serve d2
+t_check "no sanitizer report from the relays" sh -c "! grep -l Sanitizer ./*.relay.err"
 t_end
