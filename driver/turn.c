@@ -1827,8 +1827,12 @@ int turn_serve(const hg_config_t *cfg, turn_spec_t *first)
                 return print_result(strcmp(t.end, "done") == 0 ? TURN_EXIT_RAN : TURN_EXIT_FAILED,
                                     t.end, t.reason, exit_j);
         }
+        /* Say which turn the stop ended, if it ended one. */
+        char stopped[96] = "";
+        if (strcmp(t.end, "driver-stopped") == 0 && t.spec)
+                snprintf(stopped, sizeof(stopped), "; turn %s ended as driver-stopped",
+                         t.spec->turn);
         daemon_teardown(&t);
-        fprintf(stderr, "hangar-driver serve: stopped%s%s\n",
-                t.end[0] ? ", the turn ended as " : "", t.end);
+        fprintf(stderr, "hangar-driver serve: stopped%s\n", stopped);
         return 0;
 }
