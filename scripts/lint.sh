@@ -48,15 +48,6 @@ fi
 # The chart README's values table is generated from values.yaml's comments.
 scripts/chart-readme.sh --check >/dev/null || status=1
 
-# TEMPORARY, for the lead to empty: scripts not yet fixed for shellcheck
-# because someone else had uncommitted changes in them when this check came
-# in. Their findings are counted but do not fail lint.
-shellcheck_pending=(
-  # SC2001 (echo | sed), SC2016 (jq's $l/$k), SC1091 (. "$CP/env", written at run time):
-  # the NetworkPolicy/helm-test work in it was uncommitted
-  tests/chart/test_chart.sh
-)
-
 mapfile -t shell_files < <({ git ls-files 2>/dev/null || find . -path './build*' -prune -o -type f -print | sed 's|^\./||'; } | while IFS= read -r f; do
         [ -f "$f" ] || continue
         case $f in
@@ -65,19 +56,11 @@ mapfile -t shell_files < <({ git ls-files 2>/dev/null || find . -path './build*'
         esac
 done)
 if command -v shellcheck >/dev/null; then
-        checked=() pending=()
-        for f in "${shell_files[@]}"; do
-                if [[ " ${shellcheck_pending[*]} " == *" $f "* ]]; then pending+=("$f"); else checked+=("$f"); fi
-        done
         # Two at a time: following the sourced libraries makes it a few CPU-seconds a file.
-        if ! hits=$(printf '%s\0' "${checked[@]}" | xargs -0 -n 4 -P 2 shellcheck -f gcc 2>&1); then
+        if ! hits=$(printf '%s\0' "${shell_files[@]}" | xargs -0 -n 4 -P 2 shellcheck -f gcc 2>&1); then
                 echo "lint: shellcheck findings (fix them, or disable one in place with the reason):"
                 echo "$hits"
                 status=1
-        fi
-        if [ "${#pending[@]}" -gt 0 ]; then
-                n=$(shellcheck -f gcc "${pending[@]}" 2>&1 | grep -c ': ' || true)
-                echo "lint: shellcheck: ${#pending[@]} file(s) pending in scripts/lint.sh, not failing: $n finding(s) in ${pending[*]}"
         fi
 else
         echo "lint: shellcheck missing (scripts/install-deps.sh installs it)"

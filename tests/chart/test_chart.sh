@@ -84,6 +84,7 @@ for m in "${MODES[@]}"; do
         t_eq "helm lint --strict ($m) exits 0" 0 "$rc"
         t_check "helm lint --strict ($m): no warning or error" \
                 bash -c "! grep -Eq '\\[(WARNING|ERROR)\\]' <<<\"\$1\" && grep -q '0 chart(s) failed' <<<\"\$1\"" _ "$out"
+        # shellcheck disable=SC2001 # indents every line of it
         [ "$rc" = 0 ] || echo "$out" | sed 's/^/       /'
 done
 
@@ -123,6 +124,7 @@ for m in "${MODES[@]}"; do
                 "$WH.rules == [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\"], operations:[\"CREATE\"], scope:\"Namespaced\"}]"
         jq_check "$m: namespaceSelector excludes kube-system and the release namespace" "$f" \
                 "$WH.namespaceSelector.matchExpressions | any(.key==\"kubernetes.io/metadata.name\" and .operator==\"NotIn\" and (.values | index(\"kube-system\") and index(\"$NS\")))"
+        # shellcheck disable=SC2016 # $l and $k are jq's variables
         jq_check "$m: every object has the standard labels" "$f" \
                 'all(.[]; .metadata.labels as $l | ["app.kubernetes.io/name","app.kubernetes.io/instance","app.kubernetes.io/version","app.kubernetes.io/managed-by","app.kubernetes.io/component","app.kubernetes.io/part-of","helm.sh/chart"] | all(. as $k | $l[$k] | type == "string" and length > 0))'
         jq_check "$m: namespaced objects are in the release namespace" "$f" \
@@ -509,6 +511,7 @@ if ! HANGAR_K8S_BIN=$TOOLS "$ROOT/scripts/control-plane.sh" start "$CP" >cp-star
         t_fail "control plane did not start: $(tail -n 20 cp-start.log)"
         t_end
 fi
+# shellcheck source=/dev/null # written by control-plane.sh start
 . "$CP/env"
 K=("$KUBECTL" --request-timeout 20s --cache-dir "$T_TMP/kubecache")
 t_check "kube-apiserver answers /readyz" bash -c "[ \"\$('$KUBECTL' get --raw /readyz)\" = ok ]"
@@ -538,6 +541,7 @@ for m in "${MODES[@]}"; do
         t_eq "$m: all $n objects accepted by the API server (dry-run=server)" 0 "$rc"
         t_eq "$m: every object reported created" "$n" "$(grep -c 'created (server dry run)' <<<"$out")"
         t_check "$m: no warning (Pod Security or otherwise)" bash -c "! grep -qi warning <<<\"\$1\"" _ "$out"
+        # shellcheck disable=SC2001 # indents every line of it
         [ "$rc" = 0 ] || echo "$out" | sed 's/^/       /'
 done
 
