@@ -88,7 +88,7 @@ regen_gomod() {
     echo "// Wrapper module for scripts/certmanager-tools.sh: entry points for"
     echo "// cert-manager's controller and cainjector, built against the pinned"
     echo "// github.com/cert-manager/cert-manager module (its own cmd/* modules are not"
-    echo "// on the Go module proxy). Regenerate: scripts/certmanager-tools.sh --regen-gomod"
+    echo "// on the Go module proxy). Regenerate go.sum: scripts/certmanager-tools.sh --regen-gomod"
     echo "module hangar-sidecar/certmanager-tools"
     echo
     echo "$go_line"
@@ -181,7 +181,7 @@ case "${1:-}" in
       rm -rf "$d"
     done ;;
   -h | --help)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' ;;
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' ;;
   *)
     die "unknown argument '$1' (see --help)" ;;
 esac
