@@ -34,37 +34,26 @@ RECIPE_REV=1 # bump when the build flags below change
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mod_dir="$script_dir/certmanager-tools"
-cache_root="${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
+# shellcheck source=lib/tools.sh
+. "$script_dir/lib/tools.sh"
+# The module and build caches k8s-tools.sh uses (shared downloads).
+tools_init certmanager-tools "${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
 binaries=(cert-manager-controller cert-manager-cainjector)
 crds=(cert-manager.io_certificaterequests.yaml cert-manager.io_certificates.yaml
       cert-manager.io_clusterissuers.yaml cert-manager.io_issuers.yaml
       acme.cert-manager.io_challenges.yaml acme.cert-manager.io_orders.yaml)
-
-log() { echo "certmanager-tools: $*" >&2; }
-die() { echo "certmanager-tools: error: $*" >&2; exit 1; }
-
-# Go environment: the module and build caches k8s-tools.sh uses (shared
-# downloads), no toolchain switching, module cache writable so `rm -rf` works.
-export GOMODCACHE="$cache_root/gomod"
-export GOCACHE="$cache_root/gocache"
-export GOTOOLCHAIN=local
-export GOFLAGS="-buildvcs=false -modcacherw"
-export CGO_ENABLED=0
-
-command -v go >/dev/null 2>&1 || die "go not found in PATH (needed to build cert-manager)"
-
-gomod_version() {
-  awk -v m="$1" '
-    $1 == "require" && $2 == m { print $3; exit }
-    $1 == m && $2 ~ /^v/ { print $2; exit }' "$mod_dir/go.mod"
-}
+# Its own lock: a k8s-tools build holding .lock need not hold this one up.
+tools_lock=.lock-certmanager
+tools_cold="cold: several minutes on 2 cores"
+tools_what=cert-manager
+tools_prefix=certmanager-
 
 cache_key() {
   local pinned gov h
   if [ ! -f "$mod_dir/go.mod" ] || [ ! -f "$mod_dir/go.sum" ]; then
     die "$mod_dir/go.mod or go.sum missing (run $0 --regen-gomod)"
   fi
-  pinned=$(gomod_version github.com/cert-manager/cert-manager)
+  pinned=$(gomod_version "$mod_dir/go.mod" github.com/cert-manager/cert-manager)
   [ "$pinned" = "$CERT_MANAGER_VERSION" ] \
     || die "scripts/certmanager-tools/go.mod pins cert-manager ${pinned:-?}, script pins $CERT_MANAGER_VERSION (run $0 --regen-gomod)"
   gov=$(go env GOVERSION)
@@ -73,6 +62,7 @@ cache_key() {
   echo "certmanager-$CERT_MANAGER_VERSION-$gov-$h"
 }
 
+# A key holds the CRDs too (bin/../crds).
 have_all() {
   local b c
   for b in "${binaries[@]}"; do [ -x "$1/$b" ] || return 1; done
@@ -81,8 +71,7 @@ have_all() {
 
 regen_gomod() {
   local go_line
-  go_line=$(go mod download -json "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" \
-              | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' | xargs grep -m1 '^go ')
+  go_line=$(gomod_download GoMod "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION" | xargs grep -m1 '^go ')
   [ -n "$go_line" ] || die "could not fetch go.mod of github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION"
   {
     echo "// Wrapper module for scripts/certmanager-tools.sh: entry points for"
@@ -121,67 +110,11 @@ build_into() {
   chmod -R u+w "$out/../crds"
 }
 
-build() {
-  local key dir lock start
-  key=$(cache_key)
-  dir="$cache_root/$key"
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  mkdir -p "$cache_root"
-  # Its own lock: a k8s-tools build holding .lock need not hold this one up.
-  lock="$cache_root/.lock-certmanager"
-  exec 9>"$lock"
-  if ! flock -n 9; then
-    log "waiting for another build holding $lock"
-    flock 9
-  fi
-  if have_all "$dir/bin"; then
-    echo "$dir/bin"
-    return 0
-  fi
-  log "building $key (cold: several minutes on 2 cores)"
-  start=$(date +%s)
-  # Global, not local: the EXIT trap may run after this function's frame is gone.
-  build_tmp="$cache_root/.build-$key.$$"
-  rm -rf "$build_tmp"
-  mkdir -p "$build_tmp/bin"
-  trap 'rm -rf "$build_tmp"' EXIT
-  build_into "$build_tmp/bin"
-  {
-    echo "key=$key"
-    echo "cert-manager=$CERT_MANAGER_VERSION (controller, cainjector; CRDs from deploy/crds)"
-    echo "go=$(go env GOVERSION)"
-    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$(($(date +%s) - start))"
-  } >"$build_tmp/BUILD-INFO"
-  rm -rf "$dir"
-  mv "$build_tmp" "$dir"
-  trap - EXIT
-  log "built in $(($(date +%s) - start))s: ${binaries[*]} in $dir/bin"
-  echo "$dir/bin"
+build_info() {
+  echo "cert-manager=$CERT_MANAGER_VERSION (controller, cainjector; CRDs from deploy/crds)"
 }
 
 case "${1:-}" in
-  "" | build)
-    build ;;
-  --print-bin-dir)
-    dir="$cache_root/$(cache_key)/bin"
-    have_all "$dir" || die "cert-manager not built yet: run scripts/certmanager-tools.sh first ($dir)"
-    echo "$dir" ;;
-  --print-key)
-    cache_key ;;
-  --regen-gomod)
-    regen_gomod ;;
-  --prune)
-    key=$(cache_key)
-    for d in "$cache_root"/certmanager-*; do
-      if [ ! -d "$d" ] || [ "$(basename "$d")" = "$key" ]; then continue; fi
-      log "removing $d"
-      rm -rf "$d"
-    done ;;
-  -h | --help)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' ;;
-  *)
-    die "unknown argument '$1' (see --help)" ;;
+  --regen-gomod) regen_gomod ;;
+  *) tools_main "$@" ;;
 esac
