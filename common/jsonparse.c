@@ -505,8 +505,10 @@ static int build_object(reader_t *r, json_t **ret)
                 skip_ws(r);
                 if (r->p >= r->end || *r->p != '"')
                         return fail(r, "expected a string key");
-                const char *k;
-                size_t klen;
+                /* Set by read_string whenever it returns 0; initialised for
+                 * clang's analyzer, which does not follow it that far. */
+                const char *k = NULL;
+                size_t klen = 0;
                 int rc = read_string(r, &k, &klen);
                 if (rc < 0)
                         return rc;
@@ -651,8 +653,8 @@ static int object_members(reader_t *r, const jsonparse_proj_t *proj, json_t *obj
                 skip_ws(r);
                 if (r->p >= r->end || *r->p != '"')
                         return fail(r, "expected a string key");
-                const char *k;
-                size_t klen;
+                const char *k = NULL; /* for the analyzer, as in build_object */
+                size_t klen = 0;
                 int rc = read_string(r, &k, &klen);
                 if (rc < 0)
                         return rc;

@@ -172,6 +172,8 @@ int yamldoc_parse_stream(const char *buf, size_t len, size_t max, ynode_t ***ret
                 if (ev.type == YAML_STREAM_END_EVENT) {
                         if (n == 0)
                                 r = error_set(err, -ENODATA, "empty YAML document");
+                        else if (!docs[n - 1]) /* libyaml always gives one: fail closed */
+                                r = error_set(err, -EINVAL, "a YAML document without a node");
                         break;
                 }
                 if (ev.type == YAML_DOCUMENT_START_EVENT) {
@@ -325,9 +327,11 @@ static json_t *plain_scalar_to_json(const char *s)
         bool negative = *plain == '-';
         uint64_t u;
         bool is_int = false;
-        if (strncmp(digits, "0x", 2) == 0)
+        /* Compared a byte at a time (not strncmp): clang's analyzer then
+         * sees that an empty scalar has no "0x" to skip. */
+        if (digits[0] == '0' && digits[1] == 'x')
                 is_int = parse_digits(digits + 2, 16, &u);
-        else if (strncmp(digits, "0b", 2) == 0)
+        else if (digits[0] == '0' && digits[1] == 'b')
                 is_int = parse_digits(digits + 2, 2, &u);
         else if (digits[0] == '0' && digits[1])
                 is_int = parse_digits(digits + 1, 8, &u);

@@ -176,7 +176,9 @@ static void free_expired_retired(time_t now)
 
 int certstore_reload(hg_error_t *err)
 {
-        file_state_t now_state[2];
+        /* Zeroed only for clang's analyzer, which takes a failed stat's
+         * -errno for a possible success. */
+        file_state_t now_state[2] = {0};
         int r = stat_file(store.cert_path, &now_state[0]);
         if (r == 0)
                 r = stat_file(store.key_path, &now_state[1]);
@@ -215,8 +217,8 @@ int certstore_reload(hg_error_t *err)
         if (r == 0)
                 r = import_pair(cert, cert_len, key, key_len, &c, err);
         explicit_bzero(key, key_len);
-        if (r < 0)
-                return r;
+        if (r < 0 || !c) /* c is set whenever r is 0: the test is for the analyzer */
+                return r < 0 ? r : -EINVAL;
         c->not_after = not_after;
 
         pthread_rwlock_wrlock(&store.lock);

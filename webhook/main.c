@@ -627,7 +627,9 @@ static int cmd_audit(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
+        /* output is never NULL: getopt gives a required_argument's optarg. */
         if (optind != argc || (o.namespace && o.all_namespaces) ||
+            /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker) */
             (strcmp(output, "table") != 0 && strcmp(output, "json") != 0) ||
             (o.namespace && !o.namespace[0])) {
                 fputs(usage_text, stderr);

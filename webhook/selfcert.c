@@ -469,7 +469,7 @@ int selfcert_sync(selfcert_t *sc, hg_error_t *err)
 {
         secret_pems_t p = {0};
         int r = ensure_secret(sc, &p, err);
-        if (r < 0) {
+        if (r != 0) { /* 0 or -errno; anything else would be a failure too */
                 metrics_record_ca_bundle(false, (int64_t)time(NULL));
                 return r;
         }
