@@ -13,19 +13,23 @@
 # reported as PENDING but do not fail the run. A finding is pending when its
 # file or the file being compiled is on the list.
 #
-# usage: scripts/analyze.sh [--build-dir DIR] [--jobs N] [gcc|clang|all]
+# usage: scripts/analyze.sh [--build-dir DIR] [--jobs N] [--only REGEX] [gcc|clang|all]
+#   --only REGEX: just the files whose path (from the top) matches, e.g. after
+#   fixing one: --only '^common/config\.c$'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 build_dir=build-analysis
 jobs=$(nproc)
 which=all
+only=''
 while [ $# -gt 0 ]; do
         case "$1" in
         --build-dir) build_dir=$2; shift 2 ;;
         --jobs) jobs=$2; shift 2 ;;
+        --only) only=$2; shift 2 ;;
         gcc | clang | all) which=$1; shift ;;
-        *) echo "usage: $0 [--build-dir DIR] [--jobs N] [gcc|clang|all]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--build-dir DIR] [--jobs N] [--only REGEX] [gcc|clang|all]" >&2; exit 2 ;;
         esac
 done
 for tool in gcc clang-tidy python3; do
@@ -44,10 +48,12 @@ mkdir -p "$out/gcc" "$out/clang"
 # One job per distinct (file, flags): replay.c is built once per fuzz target
 # with the same flags and is analysed once. Each line: index, directory, file,
 # the compiler's arguments without the compiler and its -o (shell-quoted).
-python3 - "$build_dir/compile_commands.json" >"$out/jobs.tsv" <<'EOF'
-import json, shlex, sys
+python3 - "$build_dir/compile_commands.json" "$root" "$only" >"$out/jobs.tsv" <<'EOF'
+import json, os, re, shlex, sys
 seen = set()
 for e in json.load(open(sys.argv[1])):
+    if sys.argv[3] and not re.search(sys.argv[3], os.path.relpath(e["file"], sys.argv[2])):
+        continue
     args = shlex.split(e["command"])
     if "-o" in args:
         i = args.index("-o")
@@ -109,9 +115,9 @@ for tool in "${tools[@]}"; do
 done
 
 # Collects the findings, splits them into failing and pending, prints both.
-python3 - "$root" "$out" scripts/analyze-pending.txt "${tools[@]}" <<'EOF'
+python3 - "$root" "$out" scripts/analyze-pending.txt "$only" "${tools[@]}" <<'EOF'
 import os, re, sys
-root, out, pending_path, tools = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+root, out, pending_path, only, tools = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 pending = {}
 if os.path.exists(pending_path):
     for n, line in enumerate(open(pending_path), 1):
@@ -159,7 +165,7 @@ for tool in tools:
                 failing.append(entry)
 for e in pend:
     print("PENDING", e)
-for p in sorted(set(pending) - used):
+for p in sorted(set(pending) - used) if not only else []:
     print(f"analyze: {p} is on {pending_path} but has no finding now: take it off the list")
 for e in failing:
     print(e)
