@@ -58,6 +58,7 @@ START_TEST(refused)
         ck_assert_int_eq(
             tmux_keys_encode(many, TMUX_KEY_ARGS_MAX + 1, out, sizeof(out), &len, &err), -E2BIG);
         _cleanup_free_ char *big = malloc(TMUX_KEYS_MAX + 2);
+        ck_assert_ptr_nonnull(big);
         memset(big, 'x', TMUX_KEYS_MAX + 1);
         big[TMUX_KEYS_MAX + 1] = '\0';
         char *k[] = {big};
