@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -104,6 +106,80 @@ static _Noreturn void child_exec(const pty_opts_t *o, pid_t parent, int slave, i
         _exit(127);
 }
 
+/* Whether this kernel's line discipline signals the foreground process
+ * group on the interrupt character: a pty of the relay's own, a child in
+ * its own session with it as its terminal and SIGINT blocked, a ^C into
+ * the master, and did the child get SIGINT within a second. Linux does;
+ * gVisor (runsc 2022) echoes the ^C and signals no one. */
+static bool isig_works(void)
+{
+        bool works = true; /* if the probe cannot run, trust the kernel */
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), s = -1, p[2] = {-1, -1};
+        char name[128];
+        if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) ||
+            (s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || pipe2(p, O_CLOEXEC) < 0)
+                goto out;
+        sigset_t all, old;
+        sigfillset(&all);
+        sigprocmask(SIG_BLOCK, &all, &old);
+        pid_t pid = fork();
+        if (pid == 0) {
+                /* Every signal stays blocked: SIGINT waits for sigtimedwait. */
+                sigset_t intr;
+                sigemptyset(&intr);
+                sigaddset(&intr, SIGINT);
+                struct timespec ts = {.tv_sec = 1};
+                if (setsid() < 0 || ioctl(s, TIOCSCTTY, 0) < 0)
+                        _exit(2);
+                (void)!write(p[1], "r", 1);
+                _exit(sigtimedwait(&intr, NULL, &ts) == SIGINT ? 0 : 1);
+        }
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid < 0)
+                goto out;
+        struct pollfd pf = {.fd = p[0], .events = POLLIN};
+        char c;
+        if (poll(&pf, 1, 2000) == 1 && read(p[0], &c, 1) == 1)
+                (void)!write(m, "\x03", 1);
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        works = !(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+out:
+        if (m >= 0)
+                (void)close(m);
+        if (s >= 0)
+                (void)close(s);
+        if (p[0] >= 0)
+                (void)close(p[0]);
+        if (p[1] >= 0)
+                (void)close(p[1]);
+        return works;
+}
+
+void pty_input_signals(int master, pid_t leader, unsigned char *buf, size_t *len)
+{
+        struct termios tio;
+        if (tcgetattr(master, &tio) < 0 || !(tio.c_lflag & ISIG))
+                return; /* raw mode (a full-screen program): the bytes are keys */
+        size_t out = 0;
+        for (size_t i = 0; i < *len; i++) {
+                unsigned char b = buf[i];
+                int sig = 0;
+                if (b != _POSIX_VDISABLE && b == tio.c_cc[VINTR])
+                        sig = SIGINT;
+                else if (b != _POSIX_VDISABLE && b == tio.c_cc[VQUIT])
+                        sig = SIGQUIT;
+                else if (b != _POSIX_VDISABLE && b == tio.c_cc[VSUSP])
+                        sig = SIGTSTP;
+                if (sig)
+                        (void)pty_signal_foreground(master, leader, sig);
+                else
+                        buf[out++] = b;
+        }
+        *len = out;
+}
+
 int pty_start(const pty_opts_t *o, pty_child_t *ret, hg_error_t *err)
 {
         if (!o->argv || !o->argv[0] || !o->argv[0][0])
@@ -148,7 +224,10 @@ int pty_start(const pty_opts_t *o, pty_child_t *ret, hg_error_t *err)
                 (void)kill(pid, SIGKILL);
                 return error_set(err, -EIO, "cannot make the terminal non-blocking");
         }
-        *ret = (pty_child_t){.pid = pid, .master = TAKE_FD(master), .side = TAKE_FD(side)};
+        *ret = (pty_child_t){.pid = pid,
+                             .master = TAKE_FD(master),
+                             .side = TAKE_FD(side),
+                             .isig_emulated = !isig_works()};
         return 0;
 }
 

@@ -23,9 +23,10 @@ typedef struct pty_opts {
 } pty_opts_t;
 
 typedef struct pty_child {
-        pid_t pid;  /* the session's leader: also its process group id */
-        int master; /* read/write, non-blocking, CLOEXEC */
-        int side;   /* our end of descriptor 3: read/write, non-blocking, CLOEXEC */
+        pid_t pid;          /* the session's leader: also its process group id */
+        int master;         /* read/write, non-blocking, CLOEXEC */
+        int side;           /* our end of descriptor 3: read/write, non-blocking, CLOEXEC */
+        bool isig_emulated; /* the kernel's line discipline does not signal (gVisor) */
 } pty_child_t;
 
 /* TERM values allowed: 1-64 bytes of [A-Za-z0-9._+-], not starting with '-'
@@ -37,6 +38,12 @@ int pty_start(const pty_opts_t *o, pty_child_t *ret, hg_error_t *err);
 /* The terminal's new size (TIOCSWINSZ); the kernel signals SIGWINCH to the
  * foreground process group, and so does this (gVisor may not). */
 int pty_resize(int master, pid_t leader, unsigned rows, unsigned cols);
+
+/* Where the kernel does not (isig_emulated): the signal characters in
+ * buf[0..*len) that the terminal's settings make signals (ISIG: VINTR,
+ * VQUIT, VSUSP) are taken out and their signals sent to the foreground
+ * process group, as a Linux terminal does. */
+void pty_input_signals(int master, pid_t leader, unsigned char *buf, size_t *len);
 
 /* sig to the terminal's foreground process group (tcgetpgrp on the
  * master), or to the leader's group when there is none. */

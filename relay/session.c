@@ -46,6 +46,7 @@ typedef struct session {
                                      * copy of it, err_fd the approval socket (ASK) */
         const session_term_t *term; /* NULL: stdio on socket pairs */
         int side_wfd;               /* terminal: the approval socket, for ANSWER */
+        bool isig_emulated;         /* terminal: the relay turns ^C into SIGINT (gVisor) */
         uint8_t side_buf[2 * FRAME_MAX_PAYLOAD];
         size_t side_len;
         bool h_started, h_reaped, h_out_open, h_err_open;
@@ -166,6 +167,9 @@ static void pump_io(session_t *s)
                 } else if (s->h.in_fd >= 0) {
                         memcpy(s->stdin_buf, f.payload, f.length);
                         s->stdin_len = f.length;
+                        if (s->term && s->isig_emulated && !s->h_reaped)
+                                pty_input_signals(s->h.out_fd, s->h.pid, s->stdin_buf,
+                                                  &s->stdin_len);
                 }
                 write_stdin(s);
         }
@@ -655,6 +659,7 @@ static int start_on_terminal(session_t *s, char *const harness_argv[], const cha
         }
         s->h = (spawn_child_t){.pid = pc.pid, .in_fd = in, .out_fd = pc.master, .err_fd = pc.side};
         s->side_wfd = side_w;
+        s->isig_emulated = pc.isig_emulated;
         return 0;
 }
 
