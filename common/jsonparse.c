@@ -515,7 +515,7 @@ static int build_object(reader_t *r, json_t **ret)
                 /* A key with escapes lives in scratch, which reading the value
                  * reuses: copy that one (rare); others point into the input. */
                 _cleanup_free_ char *copy = NULL;
-                if (k == r->scratch) {
+                if (k && k == r->scratch) {
                         copy = malloc(klen + 1);
                         if (!copy)
                                 return -ENOMEM;
