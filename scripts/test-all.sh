@@ -3,7 +3,9 @@
 # cluster's tools (kube-apiserver, etcd, kubectl, helm; kubelet, scheduler,
 # controller-manager, containerd, gVisor's shim; promtool; a current runsc:
 # all cached outside the tree by version), then
-#   1. lint (banned calls, CLOEXEC, clang-format);
+#   1. lint (banned calls, CLOEXEC, clang-format); static analysis (gcc
+#      -fanalyzer, clang's analyzer: scripts/analyze.sh) starts in the
+#      background of steps 2 and 3, and must have no finding by step 4;
 #   2. a release build and every ctest test: unit (check), fuzz corpus
 #      replays, the server over TLS, golden pods through kubectl, the
 #      end-to-end suites against a real kube-apiserver, the pod suites
@@ -27,6 +29,11 @@ echo "promtool in $PROM_BIN"
 
 echo "== lint"
 scripts/lint.sh
+echo "== static analysis (scripts/analyze.sh) started, in the background of the builds and tests below"
+mkdir -p build-analysis
+setsid scripts/analyze.sh >build-analysis/analyze.log 2>&1 &
+analyze_pid=$!
+trap 'kill -- -"$analyze_pid" 2>/dev/null || true' EXIT
 
 echo "== a current runsc (GKE runs one; Debian's is from 2022), cached by version"
 RUNSC_CURRENT=""
@@ -53,6 +60,14 @@ cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug 
 ninja -C build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
+
+echo "== static analysis (started after lint)"
+if ! wait "$analyze_pid"; then
+        cat build-analysis/analyze.log
+        echo "static analysis: findings above (scripts/analyze.sh)" >&2
+        exit 1
+fi
+grep -E '^(PENDING|analyze:)' build-analysis/analyze.log
 
 echo "== fuzzing"
 scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
