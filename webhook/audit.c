@@ -393,7 +393,8 @@ static int list_page(audit_run_ctx_t *a, const char *base, const char *selector,
                         }
                         return r;
                 }
-                _cleanup_json_ json_t *owned = list;
+                _cleanup_json_ json_t *owned = list; /* freed at return; items is increffed */
+                (void)owned;
                 json_t *items = json_object_get(list, "items");
                 if (!json_is_array(items) && !json_is_null(items) && items)
                         return error_set(err, -EIO, "GET %s: items is not an array", base);
