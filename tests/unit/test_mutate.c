@@ -376,6 +376,7 @@ START_TEST(native_sidecar)
         /* The same pod judged by a configuration without native sidecars. */
         cfg.driver_native_sidecar = false;
         _unit_json_ json_t *other = shapecheck_pod(&cfg, pod, &pass);
+        ck_assert_ptr_nonnull(other);
         ck_assert(!pass);
 }
 END_TEST
@@ -414,6 +415,7 @@ START_TEST(daemon_probes)
                 ck_assert_msg(pass, "spec check: %s", unit_dump(report));
                 cfg.driver_probes = false;
                 _unit_json_ json_t *other = shapecheck_pod(&cfg, pod, &pass);
+                ck_assert_ptr_nonnull(other);
                 ck_assert(!pass);
                 cfg.driver_probes = true;
         }

@@ -224,8 +224,8 @@ START_TEST(self_review_answers)
             SSR("a", ", \"extra\": {\"authentication.kubernetes.io/pod-name\": []}"),
             SSR("a", ", \"extra\": {\"authentication.kubernetes.io/pod-name\": [\"p\", \"q\"]}"),
             SSR("a", ", \"extra\": {\"authentication.kubernetes.io/pod-name\": [1]}"),
-            "{\"kind\": \"SelfSubjectAccessReview\", \"status\": {\"userInfo\": {\"username\": "
-            "\"a\"}}}",
+            ("{\"kind\": \"SelfSubjectAccessReview\", \"status\": {\"userInfo\": {\"username\": "
+             "\"a\"}}}"), /* the wrong kind */
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 ck_assert_msg(ssr(201, bad[i], &id, &err) == -EPROTO, "case %zu accepted", i);

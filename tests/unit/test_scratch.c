@@ -33,8 +33,8 @@ START_TEST(turn_ids)
                                           "a b",
                                           "../x",
                                           "é",
-                                          "0123456789012345678901234567890123456789"
-                                          "01234567890123456789012345"};
+                                          ("0123456789012345678901234567890123456789"
+                                           "01234567890123456789012345")}; /* one long id */
         for (size_t i = 0; i < ARRAY_SIZE(good); i++)
                 ck_assert_msg(scratch_turn_id_valid(good[i]), "refused %s", good[i]);
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
