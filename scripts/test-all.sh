@@ -12,7 +12,8 @@
 #      (probe, turn, attacks) in real runsc/crun/runc pods, the images
 #      (built offline, reproducibly) and the one-node cluster they run on;
 #   3. an ASan+UBSan build running unit, fuzz replays, server, golden and
-#      integration tests, the native turn included (LeakSanitizer on);
+#      integration tests, the native turn included (LeakSanitizer on); it is
+#      also the coverage build: line and branch coverage per module printed;
 #   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,11 +56,14 @@ scripts/build-images.sh --build-dir build >/dev/null
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== ASan+UBSan build: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
-cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug \
+cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DHANGAR_COVERAGE=ON -DCMAKE_BUILD_TYPE=Debug \
         -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_PROM_BIN="$PROM_BIN" >/dev/null
 ninja -C build-asan
+scripts/coverage.sh --prepare build-asan # this run's counts only, from every uid
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
+echo "== coverage of that run"
+scripts/coverage.sh --report-only build-asan
 
 echo "== static analysis (started after lint)"
 if ! wait "$analyze_pid"; then
