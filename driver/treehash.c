@@ -163,12 +163,12 @@ static int hash_dir(walker_t *w, int dirfd, unsigned depth, uint8_t out[HASH_SIZ
                         }
                         entries = ne, cap = ncap;
                 }
-                entries[n] = (entry_t){.name = strdup(name)};
-                if (!entries[n].name) {
+                char *copy = strdup(name);
+                if (!copy) {
                         r = -ENOMEM;
                         goto out;
                 }
-                n++;
+                entries[n++] = (entry_t){.name = copy};
         }
         if (errno) {
                 r = error_set(w->err, -errno, "%s: %s", wpath(w), strerror(errno));

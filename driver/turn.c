@@ -655,20 +655,35 @@ static void client_close(client_t *c)
         *c = (client_t){.fd = -1, .stream_fd = -1};
 }
 
+/* The next bytes to send to c: a copy of data (the client's output buffer
+ * replaced). */
+static int client_set_out(client_t *c, const char *data, size_t len)
+{
+        char *out = malloc(len);
+        if (!out)
+                return -ENOMEM;
+        memcpy(out, data, len);
+        free(c->out);
+        c->out = out, c->out_len = len;
+        return 0;
+}
+
 static void client_reply(client_t *c, json_t *j)
 {
         _cleanup_json_ json_t *owned = j;
         if (c->out)
                 token_wipe(c->out, c->out_len);
         free(c->out);
-        c->out = owned ? json_dumps(owned, JSON_COMPACT) : NULL;
-        if (!c->out) {
-                c->out = strdup("{\"ok\":false,\"error\":\"out of memory\"}\n");
-                c->out_len = c->out ? strlen(c->out) : 0;
+        char *out = owned ? json_dumps(owned, JSON_COMPACT) : NULL;
+        size_t len;
+        if (!out) {
+                out = strdup("{\"ok\":false,\"error\":\"out of memory\"}\n");
+                len = out ? strlen(out) : 0;
         } else {
-                c->out_len = strlen(c->out);
-                c->out[c->out_len++] = '\n';
+                len = strlen(out);
+                out[len++] = '\n';
         }
+        c->out = out, c->out_len = len;
         c->out_off = 0;
         c->state = CLIENT_REPLYING;
 }
@@ -1215,17 +1230,23 @@ static void client_write(turn_t *t, client_t *c)
         if (c->state == CLIENT_WATCHING) {
                 char buf[WATCH_CHUNK];
                 ssize_t n = pread(c->stream_fd, buf, sizeof(buf), c->watch_off);
+#if defined(__GNUC__) && !defined(__clang__)
+/* gcc 12's analyzer loses the buffer client_set_out stored in c->out (c is
+ * an element of t->clients) and reports it leaked here; client_close and the
+ * next client_set_out free it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+#endif
                 if (n > 0) {
-                        free(c->out);
-                        c->out = malloc((size_t)n);
-                        if (!c->out)
+                        if (client_set_out(c, buf, (size_t)n) < 0)
                                 return client_close(c);
-                        memcpy(c->out, buf, (size_t)n);
-                        c->out_len = (size_t)n;
                         c->out_off = 0;
                         c->watch_off += n;
                         return;
                 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
                 /* All of the log is out and nothing more will come. */
                 if (c->watch_gen != t->gen || !turn_active(t))
                         client_close(c);
@@ -1241,12 +1262,8 @@ static void client_write(turn_t *t, client_t *c)
                                         c->watch_off);
                 if (n <= 0)
                         return client_close(c);
-                free(c->out);
-                c->out = malloc((size_t)n);
-                if (!c->out)
+                if (client_set_out(c, buf, (size_t)n) < 0)
                         return client_close(c);
-                memcpy(c->out, buf, (size_t)n);
-                c->out_len = (size_t)n;
                 c->out_off = 0;
                 c->watch_off += n;
                 return;

@@ -85,7 +85,7 @@ int home_open_with(const char *home, const char *mountinfo_path, int *ret_fd, hg
         if ((r = file_read_bounded(mountinfo_path, MOUNTINFO_MAX_BYTES, &text, &len)) < 0)
                 return error_set(err, r, "%s: %s", mountinfo_path, strerror(-r));
         mount_table_t table = {0};
-        if ((r = mountinfo_parse(text, len, &table, err)) < 0)
+        if (mountinfo_parse(text, len, &table, err) < 0)
                 return error_prefix(err, "%s: ", mountinfo_path);
         const mount_entry_t *m = mountinfo_find(&table, home);
         bool ro = m && m->read_only;

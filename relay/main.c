@@ -212,7 +212,7 @@ static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_
         int r = home_read(home_fd, LAYOUT_HOME_TURN, 64 * 1024, &text, &len, err);
         if (r < 0)
                 return r;
-        if ((r = jsonx_load(text, len, 8, &turn, err)) < 0)
+        if (jsonx_load(text, len, 8, &turn, err) < 0)
                 return error_prefix(err, "%s: ", path);
         const char *cwd = json_string_value(json_object_get(turn, "cwd"));
         const char *id = json_string_value(json_object_get(turn, "turn"));
