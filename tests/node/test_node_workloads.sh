@@ -123,6 +123,8 @@ echo "  pods Ready in $((SECONDS - t0)) s"
 DEP=$(kubectl get pods -n "$NS" -l app=agents -o jsonpath='{.items[0].metadata.name}')
 
 echo "-- the probe in a Deployment's pod and in a pod with its own native sidecar"
+t_check "the release's webhook configuration (the shape the spec check judges by)" \
+	hangar_chart_config hangar webhook-config.yaml
 for pod in "$DEP" nativesc; do
 	t_eq "$pod: hangar-driver injected, runtimeClassName gvisor" "true gvisor" \
 		"$(kubectl get pod -n "$NS" "$pod" -o json | jq -r '[any(.spec.containers[]; .name == "hangar-driver"), .spec.runtimeClassName] | join(" ")')"
@@ -130,7 +132,7 @@ for pod in "$DEP" nativesc; do
 	t_eq "$pod: hangar-probe check in the agent's container" pass "$(jget .result "$a")"
 	d=$(x "$pod" hangar-driver hangar-probe check --role driver 2>/dev/null)
 	t_eq "$pod: hangar-probe check in hangar-driver (exec as $HANGAR_ID)" pass "$(jget .result "$d")"
-	s=$("$PROBE" spec --name "$pod" --namespace "$NS" --kubeconfig "$KUBECONFIG" 2>/dev/null)
+	s=$("$PROBE" spec --name "$pod" --namespace "$NS" --kubeconfig "$KUBECONFIG" --config webhook-config.yaml 2>/dev/null)
 	t_eq "$pod: hangar-probe spec through the API" pass "$(jget .result "$s")"
 	t_eq "$pod: the agent runs under gVisor" true \
 		"$(jget '.checks[] | select(.name == "runtime.gvisor") | .observed.gvisor' "$a")"
