@@ -27,6 +27,8 @@ NODE_BIN=$(scripts/node-tools.sh | tail -n 1)
 echo "node tools in $NODE_BIN"
 PROM_BIN=$(scripts/prom-tools.sh | tail -n 1)
 echo "promtool in $PROM_BIN"
+CERTMANAGER_BIN=$(scripts/certmanager-tools.sh | tail -n 1)
+echo "cert-manager in $CERTMANAGER_BIN"
 
 echo "== lint"
 scripts/lint.sh
@@ -49,7 +51,7 @@ echo "== release build and all tests"
 NODE_ARG=()
 [ -z "$RUNSC_CURRENT" ] || NODE_ARG=(-DHANGAR_NODE_BIN="$NODE_BIN")
 cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_RUNSC_CURRENT="$RUNSC_CURRENT" \
-        -DHANGAR_PROM_BIN="$PROM_BIN" "${NODE_ARG[@]}" >/dev/null
+        -DHANGAR_PROM_BIN="$PROM_BIN" -DHANGAR_CERTMANAGER_BIN="$CERTMANAGER_BIN" "${NODE_ARG[@]}" >/dev/null
 ninja -C build
 echo "== images for the node suites (offline, from Debian packages; cached root file systems)"
 scripts/build-images.sh --build-dir build >/dev/null
