@@ -166,6 +166,8 @@ static const setting_t settings[] = {
      4096, 64 * 1024 * 1024, NULL, "a size in bytes from 4096 to 67108864"},
     {"server.requestTimeoutSeconds", "HANGAR_REQUEST_TIMEOUT_SECONDS", SETTING_U32,
      OFF(request_timeout_seconds), "10", 1, 300, NULL, "seconds from 1 to 300"},
+    {"server.idleTimeoutSeconds", "HANGAR_IDLE_TIMEOUT_SECONDS", SETTING_U32,
+     OFF(idle_timeout_seconds), "120", 1, 3600, NULL, "seconds from 1 to 3600"},
     {"server.threads", "HANGAR_THREADS", SETTING_U32, OFF(threads), "0", 0, 256, NULL,
      "0 (one per CPU) to 256"},
     {"server.certPollSeconds", "HANGAR_CERT_POLL_SECONDS", SETTING_U32, OFF(cert_poll_seconds), "2",

@@ -74,6 +74,9 @@ typedef struct hg_config {
         char *key_file;
         uint64_t max_body_bytes;
         uint32_t request_timeout_seconds;
+        /* A kept-alive connection between reviews: longer than the API
+         * server keeps an idle one (90 s), so it never sends on one we closed. */
+        uint32_t idle_timeout_seconds;
         uint32_t threads; /* 0 = one per CPU */
         uint32_t cert_poll_seconds;
         char *log_level;

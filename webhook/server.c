@@ -372,6 +372,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 req->corked_fd = -1;
                 clock_gettime(CLOCK_MONOTONIC, &req->started);
+                /* A request in progress gets the request deadline (a new
+                 * connection starts with it too); between requests the
+                 * longer idle timeout holds (on_completed). */
+                (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                                s->cfg->request_timeout_seconds);
                 req->route = route_of(l, method, url);
                 if (is_review_route(req->route))
                         check_review_headers(s, conn, req);
@@ -419,9 +424,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
+        listener_t *l = cls;
         request_t *req = *con_cls;
         if (!req)
                 return;
+        /* Kept alive for the next review: the API server reuses an idle
+         * connection for up to 90 s and does not resend a POST that meets
+         * one we closed (seen as "failed calling webhook: EOF"). */
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+                (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+                                                l->server->cfg->idle_timeout_seconds);
         /* The answer is all written (or the request is over): send it now. */
         uncork(req);
         free(req->body);
@@ -489,7 +501,7 @@ static struct MHD_Daemon *start_daemon(server_t *s, listener_t *l, uint16_t port
             {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->request_timeout_seconds, NULL},
             {MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL},
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL},
-            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, l},
             /* Plain listeners end the list here; TLS ones go on. */
             {tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0, (void *)certstore_retrieve},
             {tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)TLS_PRIORITIES},

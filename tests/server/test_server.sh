@@ -53,6 +53,7 @@ server:
   keyFile: $T_TMP/secret/tls.key
   maxBodyBytes: 65536
   requestTimeoutSeconds: 2
+  idleTimeoutSeconds: 8
   certPollSeconds: 1
 CFG
 HEALTH_PORT=$(t_free_port)
@@ -119,6 +120,15 @@ out=$($SLOW "$PORT" trickle)
 # The 408 may be lost to a reset if the client keeps sending as the server
 # closes; what matters is that the connection ends at the deadline.
 t_check "trickled request cut off at the deadline ($out)" grep -Eq '^(status 408|closed) [2-5]\.' <<<"$out"
+# Between reviews a kept-alive connection waits the idle timeout (8 s here),
+# not the request deadline: the API server reuses an idle connection for up
+# to 90 s and does not resend a POST that meets a closed one.
+out=$($SLOW "$PORT" idle "$REVIEW" 4)
+t_eq "a kept-alive connection idle past the request deadline still takes the next review" \
+        "first 200 again 200" "$out"
+out=$($SLOW "$PORT" silent)
+t_check "a new connection that sends nothing is cut off at the request deadline ($out)" \
+        grep -Eq '^closed [2-5]\.' <<<"$out"
 out=$($SLOW "$PORT" huge)
 t_check "a declared 1 GB body is refused at once, unread ($out)" grep -Eq '^status 413 [01]\.' <<<"$out"
 t_check "deadline counted as a timeout" bash -c "curl -s '$HURL/metrics' | grep -q 'errors_total{kind=\"timeout\"} [1-9]'"
