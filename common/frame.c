@@ -432,3 +432,19 @@ void frame_run_result_encode_fixed(const frame_run_result_t *r, uint8_t out[FRAM
         out[6] = r->truncated ? 1 : 0;
         out[7] = 0;
 }
+
+bool frame_term_name_ok(const char *term)
+{
+        if (!term)
+                return false;
+        size_t n = strlen(term);
+        if (n == 0 || n > FRAME_TERM_NAME_MAX || term[0] == '-' || term[0] == '.')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = term[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '+' || c == '-'))
+                        return false;
+        }
+        return true;
+}

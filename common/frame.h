@@ -114,6 +114,11 @@ int frame_signal_decode(const frame_t *f, int *ret_signo, hg_error_t *err);
 #define FRAME_TERM_ROWS_MAX 500u
 #define FRAME_TERM_COLS_MIN 10u
 #define FRAME_TERM_COLS_MAX 1000u
+/* A terminal's TERM value, as the spec gives it and the relay sets it:
+ * 1..FRAME_TERM_NAME_MAX bytes of [A-Za-z0-9._+-], not starting with '-' or
+ * '.' (never an option, never a path). One rule for driver and relay. */
+#define FRAME_TERM_NAME_MAX 64u
+bool frame_term_name_ok(const char *term);
 typedef struct frame_resize {
         uint16_t rows, cols;
 } frame_resize_t;

@@ -17,22 +17,6 @@
 #include "jsonx.h"
 #include "tmux.h"
 
-bool terminal_term_ok(const char *term)
-{
-        if (!term)
-                return false;
-        size_t n = strlen(term);
-        if (n == 0 || n > TERMINAL_TERM_MAX || term[0] == '-' || term[0] == '.')
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = term[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '+' || c == '-'))
-                        return false;
-        }
-        return true;
-}
-
 int terminal_spec_parse(const json_t *j, terminal_spec_t *ret, hg_error_t *err)
 {
         *ret = (terminal_spec_t){0};
@@ -61,7 +45,7 @@ int terminal_spec_parse(const json_t *j, terminal_spec_t *ret, hg_error_t *err)
                 return error_set(err, -EINVAL, "\"terminal\": cols must be %u-%u", SCREEN_COLS_MIN,
                                  SCREEN_COLS_MAX);
         const char *t = json_string_value(term);
-        if (json_string_length(term) != strlen(t) || !terminal_term_ok(t))
+        if (json_string_length(term) != strlen(t) || !frame_term_name_ok(t))
                 return error_set(err, -EINVAL,
                                  "\"terminal\": term must be 1-%u characters of [A-Za-z0-9._+-]",
                                  TERMINAL_TERM_MAX);

@@ -15,9 +15,10 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "frame.h"
 #include "screen.h"
 
-#define TERMINAL_TERM_MAX  64u
+#define TERMINAL_TERM_MAX  FRAME_TERM_NAME_MAX
 #define TERMINAL_SESSION   "hangar"
 #define TERMINAL_TMUX_SOCK "tmux.sock"
 
@@ -31,7 +32,6 @@ typedef struct terminal_spec {
  * 1-64 bytes of [A-Za-z0-9._+-], not starting with '-' or '.'}; j NULL or
  * absent is a turn without one. -EINVAL with err saying why. */
 int terminal_spec_parse(const json_t *j, terminal_spec_t *ret, hg_error_t *err);
-bool terminal_term_ok(const char *term);
 /* {"rows", "cols", "term"} for run/turn.json (the relay's copy). */
 json_t *terminal_spec_json(const terminal_spec_t *s);
 

@@ -193,7 +193,7 @@ static int read_terminal(const json_t *turn, session_term_t *ret, bool *ret_on, 
                                  path);
         json_int_t r = json_integer_value(rows), c = json_integer_value(cols);
         if (r < FRAME_TERM_ROWS_MIN || r > FRAME_TERM_ROWS_MAX || c < FRAME_TERM_COLS_MIN ||
-            c > FRAME_TERM_COLS_MAX || !pty_term_ok(term))
+            c > FRAME_TERM_COLS_MAX || !frame_term_name_ok(term))
                 return error_set(err, -EINVAL, "%s: \"terminal\" is out of bounds", path);
         *ret = (session_term_t){.rows = (unsigned)r, .cols = (unsigned)c};
         (void)snprintf(ret->term, sizeof(ret->term), "%s", term);

@@ -18,22 +18,6 @@
 
 extern char **environ;
 
-bool pty_term_ok(const char *term)
-{
-        if (!term)
-                return false;
-        size_t n = strlen(term);
-        if (n == 0 || n > PTY_TERM_MAX || term[0] == '-' || term[0] == '.')
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = term[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '+' || c == '-'))
-                        return false;
-        }
-        return true;
-}
-
 static int set_nonblock(int fd)
 {
         int flags = fcntl(fd, F_GETFL);
@@ -184,7 +168,7 @@ int pty_start(const pty_opts_t *o, pty_child_t *ret, hg_error_t *err)
 {
         if (!o->argv || !o->argv[0] || !o->argv[0][0])
                 return error_set(err, -EINVAL, "no command to run");
-        if (!pty_term_ok(o->term))
+        if (!frame_term_name_ok(o->term))
                 return error_set(err, -EINVAL, "the terminal's TERM is not allowed");
         _cleanup_close_ int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (master < 0)

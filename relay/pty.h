@@ -11,8 +11,9 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "frame.h"
 
-#define PTY_TERM_MAX    64u /* bytes of a TERM value */
+#define PTY_TERM_MAX    FRAME_TERM_NAME_MAX /* bytes of a TERM value */
 #define PTY_APPROVAL_FD 3
 
 typedef struct pty_opts {
@@ -28,10 +29,6 @@ typedef struct pty_child {
         int side;           /* our end of descriptor 3: read/write, non-blocking, CLOEXEC */
         bool isig_emulated; /* the kernel's line discipline does not signal (gVisor) */
 } pty_child_t;
-
-/* TERM values allowed: 1-64 bytes of [A-Za-z0-9._+-], not starting with '-'
- * or '.'. */
-bool pty_term_ok(const char *term);
 
 int pty_start(const pty_opts_t *o, pty_child_t *ret, hg_error_t *err);
 

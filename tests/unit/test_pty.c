@@ -18,22 +18,22 @@
 
 START_TEST(term_values)
 {
-        ck_assert(pty_term_ok("xterm-256color"));
-        ck_assert(pty_term_ok("vt100"));
-        ck_assert(pty_term_ok("screen.xterm+new_1"));
-        ck_assert(!pty_term_ok(NULL));
-        ck_assert(!pty_term_ok(""));
-        ck_assert(!pty_term_ok("-xterm"));
-        ck_assert(!pty_term_ok(".xterm"));
-        ck_assert(!pty_term_ok("xterm;id"));
-        ck_assert(!pty_term_ok("x term"));
-        ck_assert(!pty_term_ok("xterm\n"));
+        ck_assert(frame_term_name_ok("xterm-256color"));
+        ck_assert(frame_term_name_ok("vt100"));
+        ck_assert(frame_term_name_ok("screen.xterm+new_1"));
+        ck_assert(!frame_term_name_ok(NULL));
+        ck_assert(!frame_term_name_ok(""));
+        ck_assert(!frame_term_name_ok("-xterm"));
+        ck_assert(!frame_term_name_ok(".xterm"));
+        ck_assert(!frame_term_name_ok("xterm;id"));
+        ck_assert(!frame_term_name_ok("x term"));
+        ck_assert(!frame_term_name_ok("xterm\n"));
         char big[PTY_TERM_MAX + 2];
         memset(big, 'a', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
-        ck_assert(!pty_term_ok(big));
+        ck_assert(!frame_term_name_ok(big));
         big[PTY_TERM_MAX] = '\0';
-        ck_assert(pty_term_ok(big));
+        ck_assert(frame_term_name_ok(big));
 }
 END_TEST
 
