@@ -19,27 +19,15 @@ if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
                 bash "$0" "$DRIVER" "$RELAY"
 fi
 . "$HERE/../lib/testlib.sh"
+. "$HERE/hostlib.sh"
 t_begin "a terminal turn on the host (pty, screen, tmux)"
 cd "$T_TMP" || exit 1
 [ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
 command -v busybox >/dev/null || { t_fail "busybox not found"; t_end; }
-chmod 755 "$T_TMP"
-mkdir -p home ctl turn agent-home view/lib/home bin
-mount -t tmpfs -o size=64m,mode=0700 hangar-ctl ctl
-chown 1001:1001 home ctl
-chown 1000:1000 turn agent-home view view/lib
-chmod 700 ctl
-mount --bind home view/lib/home && mount -o remount,bind,ro view/lib/home
-AGENT_HOME_VIEW=$T_TMP/view/lib/home
-trap 'umount "$AGENT_HOME_VIEW" "$T_TMP/ctl" 2>/dev/null; t_cleanup' EXIT
-export HANGAR_HOME_PATH=$T_TMP/home HANGAR_CTL_PATH=$T_TMP/ctl HANGAR_UID_SPLIT=required
-cp "$DRIVER" "$RELAY" bin/ && chmod 755 bin/*
-export PATH=$T_TMP/bin:$PATH
+host_turn_setup "$DRIVER" "$RELAY"
 DRIVER=$T_TMP/bin/hangar-driver
 RELAY=$T_TMP/bin/hangar-relay
-as_driver() { setpriv --reuid 1001 --regid 1001 --clear-groups -- "$@"; }
 as_agent() { HOME=$T_TMP/agent-home setpriv --reuid 1000 --regid 1000 --clear-groups -- "$@"; }
-ctl() { as_driver "$DRIVER" ctl "$@"; }
 as_driver sh -c "echo '{\"verdict\":\"split-active\",\"reasons\":[]}' | tee ctl/verdict.json >home/verdict.json"
 
 spec() {

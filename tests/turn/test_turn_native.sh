@@ -16,35 +16,21 @@ if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
                 bash "$0" "$DRIVER" "$RELAY" "$ATTACK"
 fi
 . "$HERE/../lib/testlib.sh"
+. "$HERE/hostlib.sh"
 t_begin "a turn on the host (driver uid 1001, relay uid 1000)"
 cd "$T_TMP" || exit 1
 [ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
-chmod 755 "$T_TMP"
-mkdir -p home ctl turn agent-home view/lib/home
-mount -t tmpfs -o size=64m,mode=0700 hangar-ctl ctl
-chown 1001:1001 home ctl
-chown 1000:1000 turn agent-home view view/lib
-chmod 700 ctl
-# The agent's view of hangar-home: a read-only bind mount under a directory
-# the agent owns (an agent-writable ancestor, the case the relay checks for).
-mount --bind home view/lib/home && mount -o remount,bind,ro view/lib/home
-AGENT_HOME_VIEW=$T_TMP/view/lib/home
-trap 'umount "$AGENT_HOME_VIEW" "$T_TMP/ctl" 2>/dev/null; t_cleanup' EXIT
-export HANGAR_HOME_PATH=$T_TMP/home HANGAR_CTL_PATH=$T_TMP/ctl HANGAR_UID_SPLIT=required
-as_driver() { setpriv --reuid 1001 --regid 1001 --clear-groups -- "$@"; }
+# The binaries must be reachable by both uids (the tree and gate commands
+# run as the agent through the relay).
+host_turn_setup "$DRIVER" "$RELAY" "$ATTACK"
 as_agent() {
         HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
                 setpriv --reuid 1000 --regid 1000 --clear-groups -- "$@"
 }
-ctl() { as_driver "$DRIVER" ctl "$@"; }
 verdict() {
         as_driver sh -c "echo '{\"verdict\":\"$1\",\"reasons\":[{\"code\":\"$2\"}]}' | tee ctl/verdict.json >home/verdict.json"
 }
 verdict split-active none
-# The binaries must be reachable by both uids (the tree and gate commands
-# run as the agent through the relay).
-mkdir -p bin && cp "$DRIVER" "$RELAY" "$ATTACK" bin/ && chmod 755 bin/*
-export PATH=$T_TMP/bin:$PATH
 DRIVER=$T_TMP/bin/hangar-driver
 RELAY=$T_TMP/bin/hangar-relay
 
