@@ -46,7 +46,11 @@ typedef struct sweep_report {
         int yama_scope;    /* /proc/sys/kernel/yama/ptrace_scope, -1 when absent or unreadable */
         sweep_pid1_t pid1; /* why PID 1 is not the trial's, or that it could be */
         long elapsed_ms;   /* wall time of the whole sweep */
-        char reason[200];  /* "" when clean; else one line: what was left, or what failed */
+        /* "" when clean; else "foreign-process", "still-running",
+         * "not-own-pid-namespace", "proc-unreadable" or "bad-deadline" (a
+         * static string; never NULL after sweep_others). */
+        const char *code;
+        char reason[200]; /* "" when clean; else one line: what was left, or what failed */
 } sweep_report_t;
 
 /* Sweeps for at most deadline_ms (1..SWEEP_DEADLINE_MAX_MS). Returns 0 when
@@ -70,6 +74,6 @@ const char *sweep_pid1_name(sweep_pid1_t p);
 /* The report as the record shows it (both the relay's ready line and a
  * grade's "sweep" member): {"killed", "rounds", "survivors",
  * "unsignalable", "zombies", "pid1", "yama_scope", "elapsed_ms"} plus
- * "survivor_pids"/"unsignalable_pids" arrays when non-empty and "reason"
- * when set. NULL on allocation failure. */
+ * "survivor_pids"/"unsignalable_pids" arrays when non-empty and "code" and
+ * "reason" when set. NULL on allocation failure. */
 json_t *sweep_report_json(const sweep_report_t *r);
