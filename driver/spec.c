@@ -63,7 +63,8 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
                                             "connect_timeout_s",
                                             "handshake_timeout_ms",
                                             "linger_s",
-                                            "terminal"};
+                                            "terminal",
+                                            "keep_processes"};
         if (len > SPEC_MAX_BYTES)
                 return error_set(err, -EFBIG, "the turn spec is over %u bytes", SPEC_MAX_BYTES);
         _cleanup_json_ json_t *o = NULL;
@@ -123,6 +124,12 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
                 goto fail;
         }
         s.close_stdin = cs ? json_is_true(cs) : true;
+        json_t *kp = json_object_get(o, "keep_processes");
+        if (kp && !json_is_boolean(kp)) {
+                error_set(err, r, "\"keep_processes\" must be true or false");
+                goto fail;
+        }
+        s.keep_processes = kp && json_is_true(kp);
         json_t *settings = json_object_get(o, "settings");
         if (settings && !json_is_object(settings)) {
                 error_set(err, r, "\"settings\" must be an object");

@@ -5,7 +5,8 @@
  *    "script": "#!/bin/sh\nexec claude ...", "input": "prompt...",
  *    "close_stdin": true, "run_key": "...", "settings": {...},
  *    "connect_timeout_s": 120, "linger_s": 300,
- *    "terminal": {"rows": 24, "cols": 80, "term": "xterm-256color"}}
+ *    "terminal": {"rows": 24, "cols": 80, "term": "xterm-256color"},
+ *    "keep_processes": false}
  *
  * Unknown members are rejected, so a typo never silently changes a turn. */
 #pragma once
@@ -39,6 +40,10 @@ typedef struct turn_spec {
         uint32_t handshake_timeout_ms;
         uint32_t linger_s;
         terminal_spec_t terminal; /* "terminal": the harness on a pty (docs/terminal.md) */
+        /* "keep_processes": true: the relay does not sweep the agent's
+         * container before the token (docs/turn.md "sealed start"); the
+         * token race is then detected only (token-misused). Default false. */
+        bool keep_processes;
 } turn_spec_t;
 
 int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err);

@@ -1564,8 +1564,9 @@ static int prepare_files(turn_t *t, hg_error_t *err)
                 return error_set(err, r, "%s: cannot write the turn's secrets: %s", ctl,
                                  strerror(-r));
         _cleanup_json_ json_t *turn =
-            json_pack("{s:s, s:s, s:s, s:s}", "turn", t->spec->turn, "mode",
-                      spec_mode_name(t->spec->mode), "cwd", t->spec->cwd, "instance", t->instance);
+            json_pack("{s:s, s:s, s:s, s:s, s:b}", "turn", t->spec->turn, "mode",
+                      spec_mode_name(t->spec->mode), "cwd", t->spec->cwd, "instance", t->instance,
+                      "keep_processes", t->spec->keep_processes);
         /* The relay's copy of the terminal: it opens the pty to that size. */
         if (turn && t->spec->terminal.on &&
             json_object_set_new(turn, "terminal", terminal_spec_json(&t->spec->terminal)) < 0)
@@ -1705,8 +1706,9 @@ static int start_turn(turn_t *t, hg_error_t *err)
                 return r;
         }
         rec(t, "relay.listening",
-            json_pack("{s:i, s:s, s:s, s:s}", "port", t->lis.port, "turn", t->spec->turn, "mode",
-                      spec_mode_name(t->spec->mode), "instance", t->instance));
+            json_pack("{s:i, s:s, s:s, s:s, s:b}", "port", t->lis.port, "turn", t->spec->turn,
+                      "mode", spec_mode_name(t->spec->mode), "instance", t->instance,
+                      "keep_processes", t->spec->keep_processes));
         t->connect_deadline = conn_now_ms() + (int64_t)t->spec->connect_timeout_s * 1000;
         save_status(t);
         return 0;

@@ -260,6 +260,27 @@ START_TEST(close_stdin_bool)
 }
 END_TEST
 
+/* The sealed start is the default; only an explicit boolean opts out. */
+START_TEST(keep_processes_bool)
+{
+        turn_spec_t s;
+        accepted_with("\"close_stdin\":true", &s);
+        ck_assert(!s.keep_processes);
+        spec_free(&s);
+        accepted_with("\"keep_processes\":true", &s);
+        ck_assert(s.keep_processes);
+        spec_free(&s);
+        accepted_with("\"keep_processes\":false", &s);
+        ck_assert(!s.keep_processes);
+        spec_free(&s);
+        static const char *const bad[] = {"\"keep_processes\":1", "\"keep_processes\":\"true\"",
+                                          "\"keep_processes\":null", "\"keep_processes\":{}"};
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+                assert_refused_with(bad[i], "\"keep_processes\" must be true or false");
+        assert_refused_with("\"keep_process\":true", "unknown member");
+}
+END_TEST
+
 START_TEST(settings_object)
 {
         turn_spec_t s;
@@ -463,6 +484,7 @@ static Suite *spec_suite(void)
         tcase_add_test(tc, terminal_member);
         tcase_add_test(tc, duplicate_keys);
         tcase_add_test(tc, not_a_spec);
+        tcase_add_test(tc, keep_processes_bool);
         tcase_add_test(tc, size_limit);
         tcase_add_test(tc, free_zeroed);
         tcase_add_test(tc, wiped_on_every_path);
