@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# Benchmark: hangar-webhook against Kyverno, the policy engine a cluster
+# would use instead, with nginx's static answer as the ceiling, in one run.
+#
+# 1. A real kube-apiserver + etcd (scripts/control-plane.sh) with Kyverno's
+#    CRDs; Kyverno's admission controller runs as a local process against it
+#    (kubeconfig, URL webhooks on 127.0.0.1), with the ClusterPolicy
+#    bench/kyverno/policy.yaml. Both servers serve the same ECDSA P-256
+#    certificate (hangar-webhook certs), Kyverno's through its TLS Secret.
+# 2. Same stored pod: the benchmark's pod (bench/data/review-typical.json's
+#    object) is created once through each (hangar's MutatingWebhookConfiguration
+#    first, removed; then Kyverno's), fetched back and compared with a
+#    normalising diff (server-set metadata dropped, keys sorted). Then the
+#    timed answers themselves: each server's patch for the benchmark's review,
+#    applied with kubectl patch --local, must give the same pod. Every
+#    difference is printed; the known one (Kyverno's own annotation) is named.
+# 3. The bench/webhook.sh method: wrk posts that review over keep-alive
+#    HTTPS at c=1/8/32 to hangar-webhook (/mutate), Kyverno (/mutate/fail,
+#    the path its webhook configuration gives the API server) and nginx
+#    (a static body of the webhook's answer), one after the other at each
+#    concurrency; requests/s, p50, p99, then each process's peak RSS.
+# Not part of CI. Needs the tool caches: scripts/k8s-tools.sh (kube-apiserver,
+# etcd, kubectl) and scripts/kyverno-tools.sh (Kyverno, built if missing:
+# a long build). All traffic stays on 127.0.0.1.
+# usage: bench/kyverno.sh [PATH/TO/hangar-webhook] [SECONDS_PER_RUN]
+#   HANGAR_K8S_BIN, HANGAR_KYVERNO_BIN: use these tool dirs instead of the caches.
+#   HANGAR_BENCH_KEEP=1: keep the work directory (logs, stored pods).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+WEBHOOK=$(realpath "${1:-$ROOT/build/webhook/hangar-webhook}")
+DURATION=${2:-10}
+for tool in wrk nginx jq curl python3; do
+        command -v "$tool" >/dev/null || PATH=$PATH:/usr/sbin
+        command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
+done
+[ -x "$WEBHOOK" ] || { echo "no hangar-webhook at $WEBHOOK"; exit 1; }
+K8S_BIN=${HANGAR_K8S_BIN:-$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)}
+KYVERNO_BIN=${HANGAR_KYVERNO_BIN:-$("$ROOT/scripts/kyverno-tools.sh" | tail -n 1)}
+KYVERNO=$KYVERNO_BIN/kyverno
+CRDS=$KYVERNO_BIN/../crds
+POLICY=$HERE/kyverno/policy.yaml
+REVIEW=$HERE/data/review-typical.json
+KUBECTL=$K8S_BIN/kubectl
+
+TMP=$(mktemp -d /tmp/hangar-bench-kyverno.XXXXXX)
+pids=()
+cleanup() {
+        local p
+        for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+        if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; fi
+        for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+        HANGAR_K8S_BIN=$K8S_BIN "$ROOT/scripts/control-plane.sh" stop "$TMP/cp" >>"$TMP/cp.log" 2>&1 || true
+        if [ "${HANGAR_BENCH_KEEP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+die() { echo "bench/kyverno.sh: $*" >&2; exit 1; }
+# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+wait_for() {
+        local deadline=$((SECONDS + $1))
+        shift
+        until "$@" >/dev/null 2>&1; do
+                ((SECONDS < deadline)) || return 1
+                sleep 0.2
+        done
+}
+
+# ---- the control plane -------------------------------------------------------
+HANGAR_K8S_BIN=$K8S_BIN "$ROOT/scripts/control-plane.sh" start "$TMP/cp" >"$TMP/cp.log" 2>&1 ||
+        { cat "$TMP/cp.log"; die "control plane did not start"; }
+export KUBECONFIG=$TMP/cp/kubeconfig
+kc() { "$KUBECTL" --request-timeout 20s "$@"; }
+kc apply --server-side -f "$CRDS/kyverno" -f "$CRDS/policies.kyverno.io" -f "$CRDS/reports" \
+        -f "$CRDS/policyreport" >"$TMP/crds.log"
+kc wait --for condition=established --timeout 60s crd --all >/dev/null
+kc create namespace kyverno >/dev/null
+kc create namespace agents >/dev/null
+
+# One certificate for both servers (SAN 127.0.0.1: the webhook URLs).
+"$WEBHOOK" certs --out-dir "$TMP/pki" --ip 127.0.0.1 >/dev/null
+CA_B64=$(base64 -w0 "$TMP/pki/ca.crt")
+
+# ---- hangar-webhook ------------------------------------------------------------
+WPORT=$(free_port)
+cat >"$TMP/webhook.yaml" <<CFG
+driverSidecar: true
+logLevel: warn
+server: {address: 127.0.0.1, port: $WPORT, certFile: $TMP/pki/tls.crt, keyFile: $TMP/pki/tls.key}
+CFG
+"$WEBHOOK" serve --config "$TMP/webhook.yaml" 2>"$TMP/webhook.log" &
+WPID=$!
+pids+=("$WPID")
+wait_for 10 curl -sf --cacert "$TMP/pki/ca.crt" "https://127.0.0.1:$WPORT/readyz" || die "hangar-webhook not ready"
+
+# ---- Kyverno ---------------------------------------------------------------------
+# As the Helm chart runs the admission controller, minus what needs a pod
+# (docs/benchmarks.md, "Kyverno", says what is off and why).
+KPORT=$(free_port)
+KMPORT=$(free_port)
+KCRPORT=$(free_port)
+kc create configmap kyverno -n kyverno \
+        --from-literal=enableDefaultRegistryMutation=true \
+        --from-literal=defaultRegistry=docker.io \
+        --from-literal=generateSuccessEvents=false \
+        --from-literal=excludeGroups=system:nodes \
+        --from-literal=resourceFilters='[Event,*,*][*/*,kube-system,*][*/*,kube-public,*][*/*,kube-node-lease,*][Node,*,*][Node/?*,*,*][APIService,*,*][APIService/?*,*,*][TokenReview,*,*][SubjectAccessReview,*,*][SelfSubjectAccessReview,*,*][Binding,*,*][Pod/binding,*,*][ReplicaSet,*,*][ReplicaSet/?*,*,*][EphemeralReport,*,*][ClusterEphemeralReport,*,*]' \
+        --from-literal=webhooks='{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kyverno"]}]}}' \
+        >/dev/null
+kc create configmap kyverno-metrics -n kyverno >/dev/null
+# The pair it serves and the CA it puts into its webhook configurations.
+kc create secret tls kyverno-svc.kyverno.svc.kyverno-tls-ca -n kyverno \
+        --cert "$TMP/pki/ca.crt" --key "$TMP/pki/ca.key" >/dev/null
+kc create secret tls kyverno-svc.kyverno.svc.kyverno-tls-pair -n kyverno \
+        --cert "$TMP/pki/tls.crt" --key "$TMP/pki/tls.key" >/dev/null
+KYVERNO_NAMESPACE=kyverno KYVERNO_SERVICEACCOUNT_NAME=kyverno-admission-controller \
+        KYVERNO_ROLE_NAME=kyverno:admission-controller KYVERNO_DEPLOYMENT=kyverno-admission-controller \
+        KYVERNO_POD_NAME=kyverno-admission-controller-bench KYVERNO_SVC=kyverno-svc \
+        INIT_CONFIG=kyverno METRICS_CONFIG=kyverno-metrics \
+        "$KYVERNO" \
+        --kubeconfig "$KUBECONFIG" \
+        --serverIP "127.0.0.1:$KPORT" \
+        --webhookServerHost 127.0.0.1 --webhookServerPort "$KPORT" \
+        --caSecretName kyverno-svc.kyverno.svc.kyverno-tls-ca \
+        --tlsSecretName kyverno-svc.kyverno.svc.kyverno-tls-pair \
+        --disableCertManagerController \
+        --backgroundServiceAccountName system:serviceaccount:kyverno:kyverno-background-controller \
+        --reportsServiceAccountName system:serviceaccount:kyverno:kyverno-reports-controller \
+        --admissionReports=false \
+        --omitEvents PolicyApplied,PolicySkipped \
+        --metricsHost 127.0.0.1 --metricsPort "$KMPORT" \
+        --controllerRuntimeMetricsAddress "127.0.0.1:$KCRPORT" \
+        --loggingFormat text --v 2 \
+        >"$TMP/kyverno.log" 2>&1 &
+KYPID=$!
+pids+=("$KYPID")
+kyverno_ready() {
+        kill -0 "$KYPID" 2>/dev/null || { tail -n 40 "$TMP/kyverno.log" >&2; die "kyverno exited"; }
+        curl -sf --cacert "$TMP/pki/ca.crt" "https://127.0.0.1:$KPORT/health/readiness" >/dev/null
+}
+deadline=$((SECONDS + 180))
+until kyverno_ready; do
+        ((SECONDS < deadline)) || { tail -n 40 "$TMP/kyverno.log" >&2; die "kyverno not ready after 180 s"; }
+        sleep 0.5
+done
+
+# ---- the same stored pod ---------------------------------------------------------
+jq '.request.object | del(.metadata.managedFields, .metadata.uid, .metadata.creationTimestamp)' \
+        "$REVIEW" >"$TMP/pod.json"
+# dry_run_gives N: a dry-run create of the pod comes back with N containers
+# (2: a webhook injected it; 1: none did).
+dry_run_gives() {
+        [ "$(kc create --dry-run=server -o json -f "$TMP/pod.json" 2>/dev/null | jq '.spec.containers | length')" = "$1" ]
+}
+# Server-set fields out, keys sorted; arrays keep their order (it is part of the shape).
+normalise() {
+        jq -S 'del(.metadata.name, .metadata.uid, .metadata.resourceVersion, .metadata.creationTimestamp,
+                   .metadata.managedFields, .metadata.generation, .status)' "$1"
+}
+
+cat >"$TMP/hangar-mwc.yaml" <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: hangar-bench}
+webhooks:
+- name: driver-sidecar.hangar.dev
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  timeoutSeconds: 10
+  matchPolicy: Equivalent
+  reinvocationPolicy: IfNeeded
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], resources: [pods], operations: [CREATE], scope: Namespaced}
+  objectSelector: {matchLabels: {hangar.dev/sandbox: "true"}}
+  namespaceSelector:
+    matchExpressions:
+    - {key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kyverno]}
+  clientConfig: {url: "https://127.0.0.1:$WPORT/mutate", caBundle: "$CA_B64"}
+EOF
+kc apply -f "$TMP/hangar-mwc.yaml" >/dev/null
+wait_for 30 dry_run_gives 2 || die "the API server does not call hangar-webhook"
+kc create -f "$TMP/pod.json" -o json >"$TMP/stored-hangar.json"
+kc delete mutatingwebhookconfiguration hangar-bench >/dev/null
+wait_for 30 dry_run_gives 1 || die "the API server still calls hangar-webhook"
+
+kc apply -f "$POLICY" >/dev/null
+kc wait --for condition=Ready --timeout 120s clusterpolicy/hangar-driver-sidecar >/dev/null ||
+        { tail -n 40 "$TMP/kyverno.log" >&2; die "policy not ready"; }
+wait_for 60 dry_run_gives 2 || { tail -n 40 "$TMP/kyverno.log" >&2; die "the API server does not call Kyverno"; }
+kc create -f "$TMP/pod.json" -o json >"$TMP/stored-kyverno.json"
+kc get mutatingwebhookconfigurations -o json >"$TMP/kyverno-mwc.json"
+
+# Kyverno's own record of what it did (an annotation of its own), dropped
+# from the comparison once named; anything else is a difference.
+KY_ANNOTATION=policies.kyverno.io/last-applied-patches
+compare() { # WHAT A.json B.json
+        local a=$TMP/cmp-a.json b=$TMP/cmp-b.json extra
+        normalise "$2" >"$a"
+        normalise "$3" >"$b"
+        extra=$(jq -r --arg k "$KY_ANNOTATION" '.metadata.annotations[$k] // empty' "$b")
+        if [ -n "$extra" ]; then
+                echo "$1: Kyverno adds the annotation $KY_ANNOTATION: $(tr '\n' ' ' <<<"$extra")"
+                jq -S --arg k "$KY_ANNOTATION" 'del(.metadata.annotations[$k])' "$b" >"$b.tmp" && mv "$b.tmp" "$b"
+        fi
+        if diff -u --label hangar-webhook --label kyverno "$a" "$b" >"$TMP/cmp.diff"; then
+                echo "$1: same pod otherwise"
+        else
+                echo "$1: DIFFERENT (- hangar-webhook, + kyverno):"
+                cat "$TMP/cmp.diff"
+                same=0
+        fi
+}
+same=1
+compare "stored pods (through the API server)" "$TMP/stored-hangar.json" "$TMP/stored-kyverno.json"
+
+# The timed answers: each patch applied to the review's pod.
+post() { curl -sf --cacert "$TMP/pki/ca.crt" -H 'Content-Type: application/json' --data-binary @"$REVIEW" "$1"; }
+W_ANSWER=$(post "https://127.0.0.1:$WPORT/mutate")
+K_ANSWER=$(post "https://127.0.0.1:$KPORT/mutate/fail")
+apply_answer() { # ANSWER OUT
+        jq -r '.response.patch // empty' <<<"$1" | base64 -d >"$TMP/patch.json"
+        [ -s "$TMP/patch.json" ] || die "no patch in the answer: $1"
+        "$KUBECTL" patch --local -f "$TMP/pod.json" --type=json --patch-file "$TMP/patch.json" -o json >"$2"
+}
+apply_answer "$W_ANSWER" "$TMP/answer-hangar.json"
+apply_answer "$K_ANSWER" "$TMP/answer-kyverno.json"
+compare "the benchmark's answers (patches applied with kubectl)" "$TMP/answer-hangar.json" "$TMP/answer-kyverno.json"
+echo "patches: hangar-webhook $(jq -r .response.patch <<<"$W_ANSWER" | base64 -d | jq length) operations," \
+        "Kyverno $(jq -r .response.patch <<<"$K_ANSWER" | base64 -d | jq length)"
+[ "$same" = 1 ] || echo "(the pods differ as shown: timing them anyway, the difference is the report's)"
+
+# ---- nginx, the ceiling ------------------------------------------------------------
+NPORT=$(free_port)
+mkdir -p "$TMP/nginx"
+cat >"$TMP/nginx.conf" <<CONF
+worker_processes auto;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $TMP/nginx/body;
+    proxy_temp_path $TMP/nginx/proxy;
+    fastcgi_temp_path $TMP/nginx/fastcgi;
+    uwsgi_temp_path $TMP/nginx/uwsgi;
+    scgi_temp_path $TMP/nginx/scgi;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$NPORT ssl;
+        ssl_certificate $TMP/pki/tls.crt;
+        ssl_certificate_key $TMP/pki/tls.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location /mutate { default_type application/json; return 200 '$W_ANSWER'; }
+    }
+}
+CONF
+nginx -c "$TMP/nginx.conf" -p "$TMP/nginx"
+wait_for 5 curl -sfk "https://127.0.0.1:$NPORT/mutate" -X POST || die "nginx not answering"
+
+cat >"$TMP/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open("$REVIEW", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
+
+# Peak and current RSS in KiB.
+rss_of() { awk -v f="${2:-VmHWM}:" '$1 == f {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+nginx_rss() {
+        local total=0 p
+        for p in $(cat "$TMP/nginx.pid") $(pgrep -P "$(cat "$TMP/nginx.pid")"); do
+                total=$((total + $(rss_of "$p")))
+        done
+        echo "$total"
+}
+to_us() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n }'; }
+run_wrk() { # URL CONNECTIONS -> "rps p50_us p99_us"
+        local threads=$(($2 < 2 ? 1 : 2)) out
+        out=$(wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$TMP/post.lua" "$1")
+        local rps p50 p99
+        rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+        p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+        p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+        if grep -qE "Non-2xx|Socket errors" <<<"$out"; then echo "errors from $1: $out" >&2; exit 1; fi
+        echo "$rps $(to_us "$p50") $(to_us "$p99")"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+k_idle=$(rss_of "$KYPID" VmRSS)
+echo
+echo "hangar-webhook vs Kyverno $(sed -n 's/^kyverno=\([^ ]*\).*/\1/p' "$KYVERNO_BIN/../BUILD-INFO" 2>/dev/null) vs nginx, HTTPS keep-alive," \
+        "${DURATION}s per run, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)," \
+        "body $(wc -c <"$REVIEW") B, answers ${#W_ANSWER} B (hangar, nginx) / ${#K_ANSWER} B (Kyverno)"
+printf '%-4s | %9s %9s %9s %5s %5s | %8s %8s %8s %5s | %8s %8s %8s %5s\n' conc "hangar/s" "kyverno/s" "nginx/s" "h/ng" "k/h" \
+        "h p50us" "k p50us" "ng p50us" "k/h" "h p99us" "k p99us" "ng p99us" "k/h"
+for c in 1 8 32; do
+        read -r wr w50 w99 < <(run_wrk "https://127.0.0.1:$WPORT/mutate" "$c")
+        read -r kr k50 k99 < <(run_wrk "https://127.0.0.1:$KPORT/mutate/fail" "$c")
+        read -r nr n50 n99 < <(run_wrk "https://127.0.0.1:$NPORT/mutate" "$c")
+        printf '%-4s | %9s %9s %9s %5s %5s | %8s %8s %8s %5s | %8s %8s %8s %5s\n' "$c" "$wr" "$kr" "$nr" \
+                "$(ratio "$wr" "$nr")" "$(ratio "$kr" "$wr")" \
+                "$w50" "$k50" "$n50" "$(ratio "$k50" "$w50")" "$w99" "$k99" "$n99" "$(ratio "$k99" "$w99")"
+done
+wrss=$(rss_of "$WPID")
+krss=$(rss_of "$KYPID")
+nrss=$(nginx_rss)
+echo "peak RSS: hangar-webhook $((wrss / 1024)) MiB ($wrss KiB), Kyverno $((krss / 1024)) MiB ($krss KiB; $((k_idle / 1024)) MiB" \
+        "before the runs), nginx (all processes) $((nrss / 1024)) MiB ($nrss KiB); Kyverno/hangar $(ratio "$krss" "$wrss")"
+kill -0 "$KYPID" 2>/dev/null || die "kyverno exited during the runs"
+echo "Kyverno log: $(wc -l <"$TMP/kyverno.log") lines"
