@@ -187,10 +187,18 @@ json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)
         return built(v, bad);
 }
 
+/* Whether the shape gives role a mount of volume (shape_mount_json builds
+ * it): tells a mount the role has none of from one that failed to build. */
+static bool role_mounts(shape_role_t role, shape_volume_t volume)
+{
+        shape_access_t access = shape_mount_access(role, volume);
+        return access == SHAPE_ACCESS_READ_ONLY || access == SHAPE_ACCESS_READ_WRITE;
+}
+
 json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume_t volume)
 {
         shape_access_t access = shape_mount_access(role, volume);
-        if (access != SHAPE_ACCESS_READ_ONLY && access != SHAPE_ACCESS_READ_WRITE)
+        if (!role_mounts(role, volume))
                 return NULL;
         json_t *m = json_object();
         int bad = put(m, "name", json_string_nocheck(shape_volume_name(volume)));
@@ -273,11 +281,9 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
         int bad = 0;
         for (size_t i = 0; i < cfg->driver_command.n; i++)
                 bad |= push(command, json_string(cfg->driver_command.items[i]));
-        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                json_t *m = shape_mount_json(cfg, SHAPE_ROLE_DRIVER, v);
-                if (m)
-                        bad |= push(mounts, m);
-        }
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                if (role_mounts(SHAPE_ROLE_DRIVER, v)) /* NULL: out of memory */
+                        bad |= push(mounts, shape_mount_json(cfg, SHAPE_ROLE_DRIVER, v));
         bad |= put(c, "name", json_string_nocheck(SHAPE_DRIVER_CONTAINER));
         bad |= put(c, "image", json_string(image));
         /* IfNotPresent: the agent's container has just pulled this image, so the
@@ -332,9 +338,10 @@ int shape_values_new(const hg_config_t *cfg, shape_values_t **ret)
         int r = 0;
         for (shape_volume_t v = 0; r == 0 && v < SHAPE_VOLUME_COUNT; v++) {
                 r = with_text(shape_volume_json(cfg, v), &sv->volume[v], &sv->volume_text[v]);
-                json_t *mount = r == 0 ? shape_mount_json(cfg, SHAPE_ROLE_AGENT, v) : NULL;
-                if (mount)
-                        r = with_text(mount, &sv->agent_mount[v], &sv->agent_mount_text[v]);
+                /* A mount the agent has must be there: NULL is then out of memory. */
+                if (r == 0 && role_mounts(SHAPE_ROLE_AGENT, v))
+                        r = with_text(shape_mount_json(cfg, SHAPE_ROLE_AGENT, v),
+                                      &sv->agent_mount[v], &sv->agent_mount_text[v]);
         }
         /* The whole container with an empty image, less its name and image:
          * what follows them, in the order the builder set it. */
