@@ -11,6 +11,7 @@
 #include "jsondump.h"
 #include "jsonparse.h"
 #include "jsonx.h"
+#include "podview.h"
 #include "strbuf.h"
 
 #define API_V1      "admission.k8s.io/v1"
@@ -19,7 +20,7 @@
 #define UID_MAX_LEN 128
 
 /* What decode() and decide() below read of a review; the pod is read
- * through mutate's own projection. The fuzz target compares every input read
+ * through podview's projection. The fuzz target compares every input read
  * this way with the whole-review answer. */
 static const jsonparse_member_t request_members[] = {
     JSONPARSE_MEMBER("uid", NULL),
@@ -29,7 +30,7 @@ static const jsonparse_member_t request_members[] = {
     JSONPARSE_MEMBER("name", NULL),
     JSONPARSE_MEMBER("subResource", NULL),
     JSONPARSE_MEMBER("dryRun", NULL),
-    JSONPARSE_MEMBER("object", &mutate_pod_projection),
+    JSONPARSE_MEMBER("object", &podview_projection),
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_member_t review_members[] = {
@@ -122,6 +123,14 @@ static bool is_core_pod(json_t *request)
         return group[0] == '\0' && strcmp(kind, "Pod") == 0;
 }
 
+/* A Pod CREATE's decision: mutate_pod's, with the sidecar's values built
+ * once (values) or for this pod (NULL). */
+static int decide_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+                      mutate_result_t *ret)
+{
+        return values ? mutate_pod_with(cfg, values, pod, ret) : mutate_pod(cfg, pod, ret);
+}
+
 /* Makes the decision for a decoded request. */
 static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *request,
                   admission_outcome_t *o, hg_error_t *err)
@@ -150,8 +159,49 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
                 if (jsonx_string(meta, "name", &o->name) < 0)
                         (void)jsonx_string(meta, "generateName", &o->name);
         }
-        return values ? mutate_pod_with(cfg, values, pod, &o->result)
-                      : mutate_pod(cfg, pod, &o->result);
+        return decide_pod(cfg, values, pod, &o->result);
+}
+
+/* The review's pod sits in review.request.object, two levels down. */
+#define POD_MAX_DEPTH (JSONX_MAX_DEPTH - 2)
+
+/* What the review's reader would refuse in a pod built some other way (a
+ * manifest read from YAML): nesting past the review's bound, and NUL in a
+ * string (jansson holds it, the reader takes no \u0000). Keys cannot hold
+ * NUL here: jansson's are C strings. */
+static int check_as_review_reads(json_t *v, unsigned depth, hg_error_t *err)
+{
+        if ((json_is_object(v) || json_is_array(v)) && depth > POD_MAX_DEPTH)
+                return error_set(err, -EINVAL,
+                                 "the pod is nested deeper than a review may carry it (%u levels "
+                                 "under request.object)",
+                                 POD_MAX_DEPTH);
+        if (json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v))
+                return error_set(err, -EINVAL, "\\u0000 is not accepted in the pod's strings");
+        const char *key;
+        size_t i;
+        json_t *member;
+        json_object_foreach (v, key, member) {
+                int r = check_as_review_reads(member, depth + 1, err);
+                if (r < 0)
+                        return r;
+        }
+        json_array_foreach (v, i, member) {
+                int r = check_as_review_reads(member, depth + 1, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int admission_decide_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+                         mutate_result_t *ret, hg_error_t *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!json_is_object(pod))
+                return error_set(err, -EINVAL, "request.object must be the Pod being created");
+        int r = check_as_review_reads(pod, 1, err);
+        return r < 0 ? r : decide_pod(cfg, values, pod, ret);
 }
 
 /* Base64 written straight into the answer (the patch is most of its bytes),

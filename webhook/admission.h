@@ -33,7 +33,7 @@ typedef enum admission_read {
         /* The whole review: o->pod is the whole pod as patched (inject, and
          * the reference the projected read is checked against). */
         ADMISSION_READ_WHOLE,
-        /* Only what the decision reads is built (mutate_pod_projection);
+        /* Only what the decision reads is built (podview_projection);
          * the rest (managedFields, env, status, ...) is checked, not kept.
          * o->pod then holds only those parts. The server and `review`. */
         ADMISSION_READ_PROJECTED,
@@ -69,5 +69,15 @@ int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
                        admission_pod_lookup_fn lookup, void *lookup_ctx, char **ret_body,
                        admission_outcome_t *outcome, hg_error_t *err);
 
-/* Wraps a pod in a v1 CREATE AdmissionReview (for `inject` and tests). */
+/* The decision a v1 CREATE review of pod gets, without the review: pod is
+ * checked as the review's reader would check it as request.object (an
+ * object, nesting within the review's bound, no NUL in a string: -EINVAL
+ * with err saying why), then decided and patched in place by mutate_pod
+ * (values as for admission_review). Returns 0 with *ret filled (any
+ * decision), -EINVAL, or -ENOMEM (then *ret is the internal-error deny).
+ * For `inject`: the pods of a manifest decided as the server decides. */
+int admission_decide_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+                         mutate_result_t *ret, hg_error_t *err);
+
+/* Wraps a pod in a v1 CREATE AdmissionReview (for tests). */
 json_t *admission_wrap_pod(json_t *pod, const char *uid);

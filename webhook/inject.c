@@ -6,7 +6,6 @@
 
 #include "admission.h"
 #include "cleanup.h"
-#include "jsondump.h"
 #include "jsonx.h"
 
 /* Lists inside Lists are read this deep; kubectl never nests them. */
@@ -27,31 +26,23 @@ static const struct {
     {"CronJob", {"spec", "jobTemplate", "spec", "template"}},
 };
 
-/* The pod as the API server would receive it, through the server's path.
- * On inject or skip, *pod is replaced by the pod as it would be stored. */
-static int decide(const hg_config_t *cfg, json_t **pod, const char *where, inject_skip_fn skipped,
-                  void *ctx, hg_error_t *err)
+/* The pod as the API server would receive it, decided as the server
+ * decides a CREATE of it (admission_decide_pod); on inject or skip, pod is
+ * left as it would be stored. */
+static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+                  const char *where, inject_skip_fn skipped, void *ctx, hg_error_t *err)
 {
-        _cleanup_json_ json_t *review = admission_wrap_pod(*pod, "hangar-inject");
-        _cleanup_free_ char *body = review ? jsondump(review) : NULL;
-        if (!body)
-                return -ENOMEM;
-        admission_outcome_t o;
-        _cleanup_free_ char *response = NULL;
-        int r = admission_handle(cfg, body, strlen(body), &response, &o, err);
-        if (r < 0) {
-                admission_outcome_free(&o);
-                return error_prefix(err, "%s: ", where);
-        }
-        if (o.result.decision == DECISION_DENY) {
-                r = error_set(err, -EPERM, "%s: %s", where, o.result.detail);
-        } else {
-                if (o.result.decision == DECISION_SKIP && skipped)
-                        skipped(where, mutate_reason_name(o.result.reason), o.result.detail, ctx);
-                json_decref(*pod);
-                *pod = json_incref(o.pod);
-        }
-        admission_outcome_free(&o);
+        mutate_result_t res;
+        int r = admission_decide_pod(cfg, values, pod, &res, err);
+        if (r == -ENOMEM)
+                r = error_set(err, -ENOMEM, "%s: %s", where, res.detail);
+        else if (r < 0)
+                r = error_prefix(err, "%s: ", where);
+        else if (res.decision == DECISION_DENY)
+                r = error_set(err, -EPERM, "%s: %s", where, res.detail);
+        else if (res.decision == DECISION_SKIP && skipped)
+                skipped(where, mutate_reason_name(res.reason), res.detail, ctx);
+        mutate_result_free(&res);
         return r;
 }
 
@@ -67,8 +58,9 @@ static void describe(json_t *doc, const char *prefix, char *out, size_t size)
 }
 
 /* A workload's template as a Pod: its metadata and spec, nothing else. */
-static int inject_template(const hg_config_t *cfg, json_t *parent, const char *member,
-                           const char *where, inject_skip_fn skipped, void *ctx, hg_error_t *err)
+static int inject_template(const hg_config_t *cfg, const shape_values_t *values, json_t *parent,
+                           const char *member, const char *where, inject_skip_fn skipped, void *ctx,
+                           hg_error_t *err)
 {
         json_t *tmpl = json_object_get(parent, member);
         if (!json_is_object(tmpl) || !json_is_object(json_object_get(tmpl, "spec")))
@@ -82,7 +74,7 @@ static int inject_template(const hg_config_t *cfg, json_t *parent, const char *m
                                 json_object_get(tmpl, "spec"));
         if (!pod)
                 return -ENOMEM;
-        int r = decide(cfg, &pod, where, skipped, ctx, err);
+        int r = decide(cfg, values, pod, where, skipped, ctx, err);
         if (r == 0 && (json_object_set(tmpl, "metadata", json_object_get(pod, "metadata")) < 0 ||
                        json_object_set(tmpl, "spec", json_object_get(pod, "spec")) < 0))
                 r = -ENOMEM;
@@ -90,13 +82,15 @@ static int inject_template(const hg_config_t *cfg, json_t *parent, const char *m
         return r;
 }
 
-static int inject_one(const hg_config_t *cfg, json_t *docs, size_t index, const char *prefix,
-                      unsigned depth, inject_skip_fn skipped, void *ctx, hg_error_t *err);
+static int inject_one(const hg_config_t *cfg, const shape_values_t *values, json_t *docs,
+                      size_t index, const char *prefix, unsigned depth, inject_skip_fn skipped,
+                      void *ctx, hg_error_t *err);
 
 /* A List, or a typed list (PodList, DeploymentList, ... as the API serves
  * them), whose items carry no kind: they get the list's. */
-static int inject_list(const hg_config_t *cfg, json_t *list, const char *kind, const char *where,
-                       unsigned depth, inject_skip_fn skipped, void *ctx, hg_error_t *err)
+static int inject_list(const hg_config_t *cfg, const shape_values_t *values, json_t *list,
+                       const char *kind, const char *where, unsigned depth, inject_skip_fn skipped,
+                       void *ctx, hg_error_t *err)
 {
         json_t *items = json_object_get(list, "items");
         if (!json_is_array(items))
@@ -120,15 +114,16 @@ static int inject_list(const hg_config_t *cfg, json_t *list, const char *kind, c
         for (size_t i = 0; i < json_array_size(items); i++) {
                 char prefix[256];
                 (void)snprintf(prefix, sizeof(prefix), "%s, item %zu: ", where, i + 1);
-                int r = inject_one(cfg, items, i, prefix, depth + 1, skipped, ctx, err);
+                int r = inject_one(cfg, values, items, i, prefix, depth + 1, skipped, ctx, err);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-static int inject_one(const hg_config_t *cfg, json_t *docs, size_t index, const char *prefix,
-                      unsigned depth, inject_skip_fn skipped, void *ctx, hg_error_t *err)
+static int inject_one(const hg_config_t *cfg, const shape_values_t *values, json_t *docs,
+                      size_t index, const char *prefix, unsigned depth, inject_skip_fn skipped,
+                      void *ctx, hg_error_t *err)
 {
         json_t *doc = json_array_get(docs, index);
         char where[512];
@@ -143,16 +138,11 @@ static int inject_one(const hg_config_t *cfg, json_t *docs, size_t index, const 
                 if (strcmp(api, "v1") != 0)
                         return error_set(err, -EINVAL, "%s: apiVersion \"%s\", expected v1", where,
                                          api);
-                json_t *pod = json_incref(doc);
-                int r = decide(cfg, &pod, where, skipped, ctx, err);
-                if (r == 0 && json_array_set(docs, index, pod) < 0)
-                        r = -ENOMEM;
-                json_decref(pod);
-                return r;
+                return decide(cfg, values, doc, where, skipped, ctx, err);
         }
         size_t len = strlen(kind);
         if (len >= 4 && strcmp(kind + len - 4, "List") == 0)
-                return inject_list(cfg, doc, kind, where, depth, skipped, ctx, err);
+                return inject_list(cfg, values, doc, kind, where, depth, skipped, ctx, err);
         for (size_t t = 0; t < ARRAY_SIZE(templates); t++) {
                 if (strcmp(kind, templates[t].kind) != 0)
                         continue;
@@ -162,8 +152,8 @@ static int inject_one(const hg_config_t *cfg, json_t *docs, size_t index, const 
                         last++;
                 for (size_t i = 0; i < last && parent; i++)
                         parent = json_object_get(parent, templates[t].path[i]);
-                return inject_template(cfg, parent, templates[t].path[last], where, skipped, ctx,
-                                       err);
+                return inject_template(cfg, values, parent, templates[t].path[last], where, skipped,
+                                       ctx, err);
         }
         return 0; /* a Service, a ConfigMap, ...: nothing of ours */
 }
@@ -171,14 +161,18 @@ static int inject_one(const hg_config_t *cfg, json_t *docs, size_t index, const 
 int inject_manifests(const hg_config_t *cfg, json_t *docs, inject_skip_fn skipped, void *ctx,
                      hg_error_t *err)
 {
+        /* The sidecar's values once for every pod, as the server has them. */
+        shape_values_t *values = NULL;
+        if (shape_values_new(cfg, &values) < 0)
+                return error_set(err, -ENOMEM, "internal error while building the patch");
         size_t n = json_array_size(docs);
-        for (size_t i = 0; i < n; i++) {
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < n; i++) {
                 char prefix[32] = "";
                 if (n > 1)
                         (void)snprintf(prefix, sizeof(prefix), "document %zu: ", i + 1);
-                int r = inject_one(cfg, docs, i, prefix, 0, skipped, ctx, err);
-                if (r < 0)
-                        return r;
+                r = inject_one(cfg, values, docs, i, prefix, 0, skipped, ctx, err);
         }
-        return 0;
+        shape_values_free(values);
+        return r;
 }

@@ -2,7 +2,8 @@
  * manifests an admin would apply (like `istioctl kube-inject`): Pods, the pod
  * templates of workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet,
  * ReplicationController, Job, CronJob), and Lists of them. Each pod or
- * template goes through the same AdmissionReview path the server answers,
+ * template gets the decision the server gives a CREATE of it
+ * (admission_decide_pod: the same checks of the pod, the same mutate_pod),
  * so what inject prints is what the API server would store. Other kinds pass
  * through unchanged. */
 #pragma once

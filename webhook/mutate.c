@@ -10,6 +10,7 @@
 #include "jsonx.h"
 #include "patch.h"
 #include "pathnorm.h"
+#include "podview.h"
 #include "shape.h"
 #include "shapecheck.h"
 #include "strbuf.h"
@@ -94,198 +95,6 @@ void mutate_result_free(mutate_result_t *r)
         r->patch = NULL;
 }
 
-/* The pod's container lists that a conflict or privilege check must see. */
-static const char *const container_lists[] = {"initContainers", "containers",
-                                              "ephemeralContainers"};
-/* Their indexes in container_lists and pod_view_t.lists. */
-enum { LIST_INIT, LIST_CONTAINERS, LIST_EPHEMERAL };
-
-/* What this file reads of a pod, below, with what shapecheck.c reads of a
- * pod marked injected (and metadata.name and generateName, which
- * admission.c reads for its log line): kept in step with the code by the
- * fuzz target, which decides every input both ways and compares.
- *
- * The spec check compares the driver member by member and refuses any
- * member the shape does not set, so of every container each member is
- * there: the ones judged by value whole, the others (env, args, probes,
- * ...: an extra one is refused whatever it holds) as `present`, their
- * objects emptied. */
-static const jsonparse_member_t no_members[] = {JSONPARSE_MEMBERS_END};
-static const jsonparse_proj_t present;
-static const jsonparse_proj_t present = {.members = no_members, .items = &present};
-static const jsonparse_member_t volume_members[] = {
-    JSONPARSE_MEMBER("name", NULL),
-    JSONPARSE_MEMBER("emptyDir", NULL),
-    JSONPARSE_MEMBERS_END,
-};
-static const jsonparse_proj_t volume_proj = {.members = volume_members, .others = &present};
-static const jsonparse_member_t container_members[] = {
-    JSONPARSE_MEMBER("name", NULL),
-    JSONPARSE_MEMBER("image", NULL),
-    JSONPARSE_MEMBER("imagePullPolicy", NULL),
-    JSONPARSE_MEMBER("command", NULL),
-    JSONPARSE_MEMBER("resources", NULL),
-    JSONPARSE_MEMBER("securityContext", NULL),
-    JSONPARSE_MEMBER("volumeMounts", NULL),
-    JSONPARSE_MEMBER("startupProbe", NULL), /* the driver's: judged by value (driver.probes) */
-    JSONPARSE_MEMBER("livenessProbe", NULL),
-    JSONPARSE_MEMBER("terminationMessagePath", NULL),
-    JSONPARSE_MEMBER("terminationMessagePolicy", NULL),
-    JSONPARSE_MEMBER("targetContainerName", NULL),
-    JSONPARSE_MEMBERS_END,
-};
-static const jsonparse_proj_t container_proj = {.members = container_members, .others = &present};
-static const jsonparse_proj_t container_list_proj = {.items = &container_proj};
-static const jsonparse_member_t spec_members[] = {
-    JSONPARSE_MEMBER("volumes", &(const jsonparse_proj_t){.items = &volume_proj}),
-    JSONPARSE_MEMBER("initContainers", &container_list_proj),
-    JSONPARSE_MEMBER("containers", &container_list_proj),
-    JSONPARSE_MEMBER("ephemeralContainers", &container_list_proj),
-    JSONPARSE_MEMBER("hostPID", NULL),
-    JSONPARSE_MEMBER("hostNetwork", NULL),
-    JSONPARSE_MEMBER("hostIPC", NULL),
-    JSONPARSE_MEMBER("shareProcessNamespace", NULL),
-    JSONPARSE_MEMBER("securityContext", NULL),
-    JSONPARSE_MEMBER("runtimeClassName", NULL),
-    JSONPARSE_MEMBERS_END,
-};
-static const jsonparse_member_t metadata_members[] = {
-    JSONPARSE_MEMBER("name", NULL),
-    JSONPARSE_MEMBER("generateName", NULL),
-    JSONPARSE_MEMBER("labels", NULL),
-    JSONPARSE_MEMBER("annotations", NULL),
-    JSONPARSE_MEMBERS_END,
-};
-static const jsonparse_member_t pod_members[] = {
-    JSONPARSE_MEMBER("metadata", &(const jsonparse_proj_t){.members = metadata_members}),
-    JSONPARSE_MEMBER("spec", &(const jsonparse_proj_t){.members = spec_members}),
-    JSONPARSE_MEMBERS_END,
-};
-const jsonparse_proj_t mutate_pod_projection = {.members = pod_members};
-
-/* The parts of a pod the decision reads, looked up (and type-checked) once
- * by check_pod_types. Absent and JSON null are both NULL. Ops added later
- * never replace these objects, only add into them. */
-typedef struct pod_view {
-        json_t *annotations;
-        json_t *spec;
-        json_t *volumes;
-        json_t *lists[ARRAY_SIZE(container_lists)];
-} pod_view_t;
-
-static int cmp_name(const void *a, const void *b)
-{
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Container names are unique across all three lists (the API server
- * insists, after admission): with two "sandbox" containers, which one is
- * the agent would be a guess, so such a pod is invalid here too. Sorted,
- * not compared pairwise: a review may carry many thousands of containers. */
-static int check_unique_names(const pod_view_t *view, hg_error_t *err)
-{
-        size_t n = 0;
-        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++)
-                n += json_array_size(view->lists[l]);
-        if (n < 2)
-                return 0;
-        _cleanup_free_ const char **names = malloc(n * sizeof(*names));
-        if (!names)
-                return -ENOMEM;
-        size_t k = 0;
-        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
-                size_t i;
-                json_t *c;
-                json_array_foreach (view->lists[l], i, c)
-                        names[k++] = json_string_value(json_object_get(c, "name"));
-        }
-        qsort(names, n, sizeof(*names), cmp_name);
-        for (size_t i = 1; i < n; i++)
-                if (strcmp(names[i - 1], names[i]) == 0)
-                        return error_set(err, -EINVAL, "container name \"%s\" is used twice",
-                                         names[i]);
-        return 0;
-}
-
-/* Checks the parts of the pod this module reads have the types it expects;
- * anything else is an invalid pod, denied with what was wrong. */
-static int check_pod_types(json_t *pod, pod_view_t *view, hg_error_t *err)
-{
-        json_t *metadata = NULL, *v;
-        *view = (pod_view_t){0};
-        if (!json_is_object(pod))
-                return error_set(err, -EINVAL, "object is %s, expected a Pod object",
-                                 jsonx_type_name(pod));
-        if (jsonx_member(pod, "metadata", JSON_OBJECT, &metadata) == -EINVAL)
-                return error_set(err, -EINVAL, "metadata is not an object");
-        if (jsonx_member(metadata, "labels", JSON_OBJECT, &v) == -EINVAL ||
-            jsonx_member(metadata, "annotations", JSON_OBJECT, &view->annotations) == -EINVAL)
-                return error_set(err, -EINVAL, "metadata.labels and annotations must be objects");
-        if (jsonx_member(pod, "spec", JSON_OBJECT, &view->spec) < 0)
-                return error_set(err, -EINVAL, "spec is missing or not an object");
-        if (jsonx_member(view->spec, "volumes", JSON_ARRAY, &view->volumes) == -EINVAL)
-                return error_set(err, -EINVAL, "spec.volumes is not an array");
-        size_t i;
-        json_t *vol;
-        json_array_foreach (view->volumes, i, vol) {
-                const char *name;
-                if (jsonx_string(vol, "name", &name) < 0)
-                        return error_set(err, -EINVAL, "spec.volumes[%zu] has no name", i);
-        }
-        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
-                json_t *list;
-                int r = jsonx_member(view->spec, container_lists[l], JSON_ARRAY, &list);
-                if (r == -ENOENT)
-                        continue;
-                if (r < 0)
-                        return error_set(err, -EINVAL, "spec.%s is not an array",
-                                         container_lists[l]);
-                view->lists[l] = list;
-                json_t *c;
-                json_array_foreach (list, i, c) {
-                        const char *name;
-                        json_t *mounts, *sc;
-                        if (jsonx_string(c, "name", &name) < 0)
-                                return error_set(err, -EINVAL, "spec.%s[%zu] has no name",
-                                                 container_lists[l], i);
-                        if (jsonx_member(c, "securityContext", JSON_OBJECT, &sc) == -EINVAL)
-                                return error_set(
-                                    err, -EINVAL,
-                                    "container \"%s\": securityContext is not an object", name);
-                        r = jsonx_member(c, "volumeMounts", JSON_ARRAY, &mounts);
-                        if (r == -EINVAL)
-                                return error_set(err, -EINVAL,
-                                                 "container \"%s\": volumeMounts is not an array",
-                                                 name);
-                        size_t k;
-                        json_t *m;
-                        json_array_foreach (r == 0 ? mounts : NULL, k, m) {
-                                const char *s, *path;
-                                if (jsonx_string(m, "name", &s) < 0 ||
-                                    jsonx_string(m, "mountPath", &path) < 0)
-                                        return error_set(err, -EINVAL,
-                                                         "container \"%s\": volumeMounts[%zu] "
-                                                         "needs a name and a mountPath",
-                                                         name, k);
-                                /* Compared with hangar's paths below: one
-                                 * that cannot be normalised could be
-                                 * either, so it is refused (no kernel takes
-                                 * a path that long either). */
-                                if (pathnorm_within(path, "/") < 0)
-                                        return error_set(err, -EINVAL,
-                                                         "container \"%s\": volumeMounts[%zu]."
-                                                         "mountPath is longer than %d bytes "
-                                                         "once normalised",
-                                                         name, k, PATHNORM_MAX - 1);
-                        }
-                }
-        }
-        /* The pod must have containers. */
-        if (!view->lists[LIST_CONTAINERS] || json_array_size(view->lists[LIST_CONTAINERS]) == 0)
-                return error_set(err, -EINVAL, "spec.containers is missing or empty");
-        return check_unique_names(view, err);
-}
-
 static bool is_selected(const hg_config_t *cfg, json_t *pod)
 {
         const char *value;
@@ -300,30 +109,7 @@ static const char *annotation(json_t *annotations, const char *key)
         return jsonx_string(annotations, key, &v) == 0 ? v : NULL;
 }
 
-/* Calls fn on every container of every list (with its name, which
- * check_pod_types made sure is a string) until it returns non-zero. */
-typedef int (*container_fn)(json_t *c, const char *name, const char *list, void *ctx);
-static int for_each_container(const pod_view_t *view, container_fn fn, void *ctx)
-{
-        for (size_t l = 0; l < ARRAY_SIZE(container_lists); l++) {
-                size_t i;
-                json_t *c;
-                json_array_foreach (view->lists[l], i, c) {
-                        int r = fn(c, json_string_value(json_object_get(c, "name")),
-                                   container_lists[l], ctx);
-                        if (r != 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
-static int find_named(json_t *c, const char *name, const char *list, void *ctx)
-{
-        return strcmp(name, ctx) == 0;
-}
-
-static int find_privileged(json_t *c, const char *name, const char *list, void *ctx)
+static int find_privileged(json_t *c, const char *name, podview_list_t list, void *ctx)
 {
         bool privileged = false;
         if (jsonx_bool(json_object_get(c, "securityContext"), "privileged", &privileged) == 0 &&
@@ -334,31 +120,15 @@ static int find_privileged(json_t *c, const char *name, const char *list, void *
         return 0;
 }
 
-/* Returns the agent container and its index in spec.containers, or NULL. */
-static json_t *find_agent(const hg_config_t *cfg, const pod_view_t *view, size_t *ret_index)
-{
-        size_t i;
-        json_t *c;
-        json_array_foreach (view->lists[LIST_CONTAINERS], i, c) {
-                if (strcmp(json_string_value(json_object_get(c, "name")), cfg->agent_container) ==
-                    0) {
-                        *ret_index = i;
-                        return c;
-                }
-        }
-        return NULL;
-}
-
 typedef struct conflict_ctx {
         const hg_config_t *cfg;
         hg_error_t *err;
 } conflict_ctx_t;
 
-static int find_conflicting_mount(json_t *c, const char *cname, const char *list, void *ctx)
+static int find_conflicting_mount(json_t *c, const char *cname, podview_list_t list, void *ctx)
 {
         conflict_ctx_t *cc = ctx;
-        bool is_agent =
-            strcmp(list, "containers") == 0 && strcmp(cname, cc->cfg->agent_container) == 0;
+        bool is_agent = list == PODVIEW_CONTAINERS && strcmp(cname, cc->cfg->agent_container) == 0;
         size_t i;
         json_t *m;
         json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
@@ -370,7 +140,7 @@ static int find_conflicting_mount(json_t *c, const char *cname, const char *list
                                                  "container \"%s\" already mounts volume \"%s\", "
                                                  "which hangar reserves for the driver sidecar",
                                                  cname, name);
-                        /* Fits: check_pod_types refused any path that does not. */
+                        /* Fits: podview_read refused any path that does not. */
                         if (is_agent && pathnorm_within(path, shape_volume_path(cc->cfg, v)) != 0)
                                 return error_set(cc->err, -EEXIST,
                                                  "agent container \"%s\" already mounts \"%s\" at "
@@ -381,7 +151,7 @@ static int find_conflicting_mount(json_t *c, const char *cname, const char *list
         return 0;
 }
 
-static int find_targeting_driver(json_t *c, const char *name, const char *list, void *ctx)
+static int find_targeting_driver(json_t *c, const char *name, podview_list_t list, void *ctx)
 {
         const char *target;
         return jsonx_string(c, "targetContainerName", &target) == 0 &&
@@ -402,26 +172,26 @@ static int check_conflicts(const hg_config_t *cfg, const pod_view_t *view, hg_er
                                                  "which hangar reserves for the driver sidecar",
                                                  name);
         }
-        if (for_each_container(view, find_named, (void *)SHAPE_DRIVER_CONTAINER))
+        if (podview_has_container(view, SHAPE_DRIVER_CONTAINER))
                 return error_set(err, -EEXIST,
                                  "the pod already has a container named \"%s\" that hangar did not "
                                  "inject",
                                  SHAPE_DRIVER_CONTAINER);
-        if (for_each_container(view, find_targeting_driver, NULL))
+        if (podview_for_each_container(view, find_targeting_driver, NULL))
                 return error_set(err, -EEXIST,
                                  "a container of the pod targets \"%s\", which hangar reserves "
                                  "for the driver sidecar",
                                  SHAPE_DRIVER_CONTAINER);
         conflict_ctx_t ctx = {cfg, err};
-        return for_each_container(view, find_conflicting_mount, &ctx) ? -EEXIST : 0;
+        return podview_for_each_container(view, find_conflicting_mount, &ctx) ? -EEXIST : 0;
 }
 
 /* Removes container index's mounts of the service-account token (every
  * one shapecheck_is_token_mount names, or for plugin_only only the mount
  * the ServiceAccount admission plugin adds), from the last to the first so
  * each op's index is the element as the array is then. */
-static int remove_token_mounts(patch_t *p, const pod_view_t *view, size_t list, size_t index,
-                               bool plugin_only, hg_error_t *err)
+static int remove_token_mounts(patch_t *p, const pod_view_t *view, podview_list_t list,
+                               size_t index, bool plugin_only, hg_error_t *err)
 {
         json_t *mounts = json_object_get(json_array_get(view->lists[list], index), "volumeMounts");
         for (size_t k = json_array_size(mounts); k-- > 0;) {
@@ -431,7 +201,7 @@ static int remove_token_mounts(patch_t *p, const pod_view_t *view, size_t list, 
                         continue;
                 char path[96];
                 (void)snprintf(path, sizeof(path), "/spec/%s/%zu/volumeMounts/%zu",
-                               container_lists[list], index, k);
+                               podview_list_name(list), index, k);
                 int r = patch_remove(p, path, err);
                 if (r < 0)
                         return r;
@@ -461,7 +231,7 @@ static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *vie
         size_t i;
         json_t *c;
         int r = 0;
-        size_t driver_list = cfg->driver_native_sidecar ? LIST_INIT : LIST_CONTAINERS;
+        podview_list_t driver_list = cfg->driver_native_sidecar ? PODVIEW_INIT : PODVIEW_CONTAINERS;
         json_array_foreach (view->lists[driver_list], i, c) {
                 const char *name = json_string_value(json_object_get(c, "name"));
                 if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0)
@@ -469,10 +239,10 @@ static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *vie
                 if (r < 0)
                         return r;
         }
-        json_array_foreach (view->lists[LIST_CONTAINERS], i, c) {
+        json_array_foreach (view->lists[PODVIEW_CONTAINERS], i, c) {
                 const char *name = json_string_value(json_object_get(c, "name"));
                 if (strcmp(name, cfg->agent_container) == 0 && remove_agent_token(cfg))
-                        r = remove_token_mounts(p, view, LIST_CONTAINERS, i, false, &err);
+                        r = remove_token_mounts(p, view, PODVIEW_CONTAINERS, i, false, &err);
                 if (r < 0)
                         return r;
         }
@@ -575,7 +345,7 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
         /* The ServiceAccount plugin ran before us: its token mount in the
          * agent goes when the admin asks (the driver gets none). */
         if (remove_agent_token(cfg)) {
-                r = remove_token_mounts(p, view, LIST_CONTAINERS, agent_index, false, err);
+                r = remove_token_mounts(p, view, PODVIEW_CONTAINERS, agent_index, false, err);
                 if (r < 0)
                         return r;
         }
@@ -637,17 +407,20 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
                 return 0;
         }
         pod_view_t view;
-        if (check_pod_types(pod, &view, &err) < 0) {
+        int r = podview_read(pod, &view, &err);
+        if (r == -ENOMEM)
+                return r; /* not the pod's fault: an internal error */
+        if (r < 0) {
                 mutate_result_set(ret, REASON_INVALID_POD, "invalid pod: %s", err.message);
                 return 0;
         }
-        const char *status = annotation(view.annotations, SHAPE_ANNOTATION_STATUS);
+        const char *status = podview_annotation(&view, SHAPE_ANNOTATION_STATUS);
         if (status && strcmp(status, SHAPE_STATUS_INJECTED) == 0 &&
-            for_each_container(&view, find_named, (void *)SHAPE_DRIVER_CONTAINER))
+            podview_has_container(&view, SHAPE_DRIVER_CONTAINER))
                 return decide_already_injected(cfg, &view, p, ret);
 
         const char *privileged = NULL;
-        if (for_each_container(&view, find_privileged, &privileged))
+        if (podview_for_each_container(&view, find_privileged, &privileged))
                 mutate_result_set(ret, REASON_PRIVILEGED,
                                   "container \"%s\" is privileged: a heavy pod gains nothing from "
                                   "the uid split",
@@ -668,7 +441,7 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
                 return annotate(p, ret, &err);
 
         size_t agent_index = 0;
-        json_t *agent = find_agent(cfg, &view, &agent_index);
+        json_t *agent = podview_agent(&view, cfg->agent_container, &agent_index);
         const char *image;
         if (!agent) {
                 mutate_result_set(ret, REASON_NO_AGENT_CONTAINER,
@@ -689,7 +462,7 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
         }
 
         mutate_result_set(ret, REASON_INJECTED, "injected %s", SHAPE_DRIVER_CONTAINER);
-        int r = annotate(p, ret, &err);
+        r = annotate(p, ret, &err);
         if (r == 0)
                 r = inject(cfg, values, p, &view, agent, agent_index, &err);
         return r;

@@ -63,11 +63,6 @@ mutate_decision_t mutate_reason_decision(mutate_reason_t reason);
  * (a selected pod left without the split: tell whoever created it). */
 bool mutate_reason_warns(mutate_reason_t reason);
 
-/* The parts of a Pod that mutate_pod reads (for jsonparse_load_projected):
- * given a pod read through it, mutate_pod decides and patches exactly as it
- * does for the whole pod. Whatever mutate.c reads must be listed here. */
-extern const jsonparse_proj_t mutate_pod_projection;
-
 /* Decides for a Pod CREATE and patches pod in place. Returns 0 with *ret
  * filled (any decision), or -ENOMEM; on error *ret says deny/internal. */
 int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret);
