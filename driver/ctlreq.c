@@ -47,6 +47,9 @@ static const struct {
     [CTLREQ_RESIZE] = {"resize",
                        {{"rows", M_UINT, true}, {"cols", M_UINT, true}, {"turn", M_STRING, false}}},
     [CTLREQ_TYPE] = {"type", {{"data_base64", M_STRING, true}, {"turn", M_STRING, false}}},
+    [CTLREQ_GRADE_BEGIN] = {"grade-begin", {{"spec", M_STRING, true}}},
+    [CTLREQ_GRADE_FINISH] = {"grade-finish", {{"spec", M_STRING, true}}},
+    [CTLREQ_GRADE_SHOW] = {"grade-show", {{"grade", M_STRING, true}}},
 };
 
 const char *ctlreq_op_name(ctlreq_op_t op)

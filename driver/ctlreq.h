@@ -12,7 +12,9 @@
  *   {"op": "events", "turn": "t-42", "from": 0}      events.jsonl from byte 0
  *   ... and the turn's ops (docs/turn.md): token, approvals, approve, deny,
  *   steer, close-stdin, signal, finish, run, tree, verify, and a terminal
- *   turn's screen, send-keys, resize, type (docs/terminal.md). */
+ *   turn's screen, send-keys, resize, type (docs/terminal.md), and the
+ *   sealed grades' grade-begin, grade-finish (a spec each) and grade-show
+ *   (docs/graders.md). */
 #pragma once
 
 #include <jansson.h>
@@ -45,6 +47,9 @@ typedef enum ctlreq_op {
         CTLREQ_SEND_KEYS, /* tmux key names or text, typed into it */
         CTLREQ_RESIZE,    /* its new size */
         CTLREQ_TYPE,      /* raw bytes from the tmux pane (hangar-driver term-pane) */
+        CTLREQ_GRADE_BEGIN,  /* a sealed grade (docs/graders.md): its spec */
+        CTLREQ_GRADE_FINISH, /* the exec's status and output: the grade sealed */
+        CTLREQ_GRADE_SHOW,   /* a grade's record */
         CTLREQ_OP_COUNT,
 } ctlreq_op_t;
 

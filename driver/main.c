@@ -21,6 +21,7 @@
 #include "config.h"
 #include "ctlsock.h"
 #include "fileio.h"
+#include "grade.h"
 #include "jsonx.h"
 #include "layout.h"
 #include "scratch.h"
@@ -56,7 +57,8 @@ static const char usage[] =
     "  run [--timeout S] [--tail BYTES] -- CMD [ARG]...\n"
     "  tree [--timeout S] | verify [--timeout S] -- CMD [ARG]...\n"
     "  a terminal turn's: screen [--turn ID] | send-keys [--turn ID] KEY... |\n"
-    "  resize [--turn ID] ROWS COLS\n"
+    "  resize [--turn ID] ROWS COLS |\n"
+    "  grade begin --spec FILE|- | grade finish --spec FILE|- | grade show ID\n"
     "ctl prints the driver's JSON reply (run: the command's output tail, and\n"
     "exits with its status; watch: the harness's output, live; screen: the\n"
     "terminal's text rows).\n";
@@ -389,6 +391,10 @@ static int cmd_ctl(int argc, char **argv)
                                 json_array_append_new(keys, json_string(argv[i]));
                         json_object_set_new(req, "keys", keys);
                 }
+        } else if (strcmp(op, "grade") == 0) {
+                int r = grade_ctl_args(argc - i, argv + i, req);
+                if (r)
+                        return r;
         } else if (strcmp(op, "tree") == 0) {
                 uint32_t timeout = 0;
                 if (i + 2 == argc && strcmp(argv[i], "--timeout") == 0 &&

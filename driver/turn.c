@@ -21,6 +21,7 @@
 #include "ctlreq.h"
 #include "ctlsock.h"
 #include "fileio.h"
+#include "grade.h"
 #include "jsonx.h"
 #include "layout.h"
 #include "listener.h"
@@ -136,6 +137,8 @@ typedef struct turn {
         uint64_t log_bytes;   /* of the terminal stream, kept in the log */
         uint64_t log_dropped; /* past TERMINAL_LOG_MAX */
         bool log_capped_noted;
+
+        grade_ctx_t *grade; /* serve: sealed grades (docs/graders.md) */
 } turn_t;
 
 static const char *state_name(turn_state_t s)
@@ -895,6 +898,8 @@ static json_t *op_start(turn_t *t, client_t *c, const ctlreq_t *q)
                 return reply_error("the daemon is stopping");
         if (turn_active(t))
                 return reply_error("turn \"%s\" is in flight: one turn at a time", t->spec->turn);
+        if (grade_busy(t->grade))
+                return reply_error("a grade is in flight: no turn until it is finished");
         turn_spec_t spec;
         hg_error_t err = {0};
         if (spec_parse(q->spec, q->spec_len, &spec, &err) < 0)
@@ -1052,6 +1057,9 @@ static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
                                  t->spec ? t->spec->turn : NULL, "pid", (int)getpid());
         if (q->op == CTLREQ_START)
                 return op_start(t, c, q);
+        if (q->op == CTLREQ_GRADE_BEGIN || q->op == CTLREQ_GRADE_FINISH || q->op == CTLREQ_GRADE_SHOW)
+                return t->grade ? grade_ctl(t->grade, q, turn_active(t))
+                                : reply_error("grades are the daemon's (hangar-driver serve)");
         /* --turn ID: this request is for that turn, and no other. */
         if (q->turn && (!t->spec || strcmp(q->turn, t->spec->turn) != 0))
                 return reply_error("no turn \"%s\" here (%s%s)", q->turn,
@@ -1304,7 +1312,8 @@ static void accept_clients(turn_t *t)
 /* ---- the loop ---- */
 
 enum { P_SIG, P_CTLSOCK, P_IO, P_CTL, P_CLIENTS, P_LISTENER = P_CLIENTS + CLIENTS_MAX };
-#define P_COUNT (P_LISTENER + LISTENER_PENDING_MAX + 1)
+#define P_GRADE (P_LISTENER + LISTENER_PENDING_MAX + 1)
+#define P_COUNT (P_GRADE + GRADE_POLLFDS)
 
 /* A socket error reads as the relay closing: the turn loop decides. */
 static void conn_events(conn_t *c, short revents)
@@ -1496,9 +1505,15 @@ static void loop(turn_t *t)
                 int timeout = 1000; /* watchers poll the log at least once a second */
                 if (deadline != INT64_MAX && deadline - now < timeout)
                         timeout = deadline - now < 0 ? 0 : (int)(deadline - now);
+                if (t->grade) {
+                        grade_pollfds(t->grade, &p[P_GRADE]);
+                        int64_t gd = grade_next_deadline(t->grade);
+                        if (gd != INT64_MAX && gd - now < timeout)
+                                timeout = gd - now < 0 ? 0 : (int)(gd - now);
+                }
                 if (any_watcher(t) && timeout > 100)
                         timeout = 100;
-                int n = poll(p, P_LISTENER + nl, timeout);
+                int n = poll(p, t->grade ? P_COUNT : P_LISTENER + nl, timeout);
                 if (n < 0 && errno != EINTR) {
                         end_turn(t, "driver-failed", "poll: %s", strerror(errno));
                         t->stop = true;
@@ -1514,6 +1529,7 @@ static void loop(turn_t *t)
                         conn_events(&t->ctl, p[P_CTL].revents);
                 if (p[P_CTLSOCK].revents)
                         accept_clients(t);
+                grade_process(t->grade, &p[P_GRADE]);
                 for (size_t i = 0; i < CLIENTS_MAX; i++) {
                         client_t *c = &t->clients[i];
                         if (!c->used)
@@ -1756,6 +1772,8 @@ static int daemon_setup(turn_t *t, hg_error_t *err)
         unlink_in(t->cfg->home_path, LAYOUT_HOME_PORT);
         unlink_in(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
         unlink_in(t->cfg->ctl_path, LAYOUT_CTL_STATUS);
+        if (!t->once && grade_ctx_new(t->cfg->home_path, t->cfg->ctl_path, &t->grade) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
         return 0;
 }
 
@@ -1799,6 +1817,8 @@ static void daemon_teardown(turn_t *t)
                 terminal_close(&t->term);
         t->term_open = false;
         free(t->stdin_q);
+        grade_ctx_free(t->grade);
+        t->grade = NULL;
         if (t->spec == &t->own_spec)
                 spec_free(&t->own_spec);
 }

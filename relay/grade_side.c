@@ -1,0 +1,556 @@
+/* hangar-grade: the grader side of a sealed grade (docs/graders.md),
+ * started by hangar through exec in the agent's container, as the agent,
+ * after the turn. Non-dumpable first (a constructor), then it checks
+ * hangar-home, sweeps every other process of the container (common/sweep.h),
+ * says ready with what it found, and only then reads the grade's token and
+ * port on stdin. Over the token-checked connection it sends its findings,
+ * gets the go (the tests are now in hangar-home), hashes the workspace,
+ * runs the grader in an environment built from nothing, with a timeout
+ * (124), forwards its report (descriptor 3, one frame, bounded) and its
+ * end, sweeps again and exits with the grader's status. A small binary of
+ * its own, not a mode of hangar-relay: it holds no turn, links no session
+ * loop, and its whole job fits on one page. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cleanup.h"
+#include "config.h"
+#include "conn.h"
+#include "fileio.h"
+#include "grade_msg.h"
+#include "home.h"
+#include "strparse.h"
+#include "sweep.h"
+#include "token.h"
+#include "treehash.h"
+
+#define EXIT_SIDE_FAIL 125
+#define EXIT_TIMEOUT   124
+#define PORT_LINE_MAX  (TOKEN_HEX_LEN + 1 + 5 + 1)
+
+static const char usage[] =
+    "usage: hangar-grade [--config FILE] [--sweep-ms MS] [--connect-timeout SECONDS]\n"
+    "\n"
+    "Run by hangar in the agent's container after the turn. Sweeps every other\n"
+    "process of the container, prints {\"grade\":\"ready\",...} with what it found,\n"
+    "then reads \"<64 hex token> <port>\" on stdin (written by hangar only after\n"
+    "that line), gets the grade's plan from hangar-driver, runs the grader and\n"
+    "exits with its status (124 past its timeout, 125 the grader side failed).\n";
+
+static int dumpable_at_exec = -1;
+
+static void harden_now(void)
+{
+        struct rlimit none = {0, 0};
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        (void)setrlimit(RLIMIT_CORE, &none);
+}
+
+__attribute__((constructor)) static void harden_early(void)
+{
+        dumpable_at_exec = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        harden_now();
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+        char msg[ERROR_MESSAGE_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "grade", "failed", "reason", msg);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        fprintf(stderr, "%s\n", text ? text : "{\"grade\":\"failed\"}");
+        return EXIT_SIDE_FAIL;
+}
+
+/* TracerPid in /proc/self/status: 0, or the tracer. -1 if unreadable. */
+static long tracer_pid(void)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (file_read_bounded("/proc/self/status", 64 * 1024, &text, &len) < 0)
+                return -1;
+        const char *p = strstr(text, "\nTracerPid:");
+        if (!p)
+                return -1;
+        p += strlen("\nTracerPid:");
+        while (*p == ' ' || *p == '\t')
+                p++;
+        char num[24];
+        size_t n = strspn(p, "0123456789");
+        if (n == 0 || n >= sizeof(num))
+                return -1;
+        memcpy(num, p, n);
+        num[n] = '\0';
+        uint64_t v = 0;
+        return parse_u64(num, &v) < 0 || v > INT_MAX ? -1 : (long)v;
+}
+
+/* Every component of dir's real path is root's and writable by root alone. */
+static bool root_only(const char *dir)
+{
+        char real[PATH_MAX];
+        if (!realpath(dir, real))
+                return false;
+        for (size_t i = 1;; i++) {
+                char c = real[i];
+                if (c == '/' || c == '\0') {
+                        real[i] = '\0';
+                        struct stat st;
+                        bool ok = lstat(real, &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022);
+                        real[i] = c;
+                        if (!ok)
+                                return false;
+                        if (c == '\0')
+                                break;
+                }
+        }
+        struct stat st;
+        return stat("/", &st) == 0 && st.st_uid == 0 && !(st.st_mode & 022);
+}
+
+/* PATH from a fixed list, root's directories only. */
+static void clean_path(char *out, size_t cap, uint32_t *reasons)
+{
+        static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+        out[0] = '\0';
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+                if (!root_only(dirs[i])) {
+                        *reasons |= GRADE_R_PATH_WRITABLE;
+                        continue;
+                }
+                size_t n = strlen(out);
+                snprintf(out + n, cap - n, "%s%s", n ? ":" : "", dirs[i]);
+        }
+}
+
+/* /etc/ld.so.preload: absent, or root's file that only root may write. */
+static bool preload_safe(void)
+{
+        struct stat st;
+        if (lstat("/etc/ld.so.preload", &st) < 0)
+                return errno == ENOENT;
+        return S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022) &&
+               access("/etc/ld.so.preload", W_OK) < 0 && root_only("/etc");
+}
+
+static int stdin_is_empty(void)
+{
+        struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+        int n;
+        do
+                n = poll(&p, 1, 0);
+        while (n < 0 && errno == EINTR);
+        return n == 0 ? 0 : -EPROTO;
+}
+
+/* "<64 hex> <port>\n" from stdin, byte by byte (nothing past the line is
+ * read), within the deadline; the buffer wiped. */
+static int read_token_port(int64_t deadline, token_t *ret_token, uint16_t *ret_port,
+                           hg_error_t *err)
+{
+        char buf[PORT_LINE_MAX + 1];
+        size_t len = 0;
+        int r = -ETIMEDOUT;
+        while (len < sizeof(buf) - 1) {
+                struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+                int64_t left = deadline - conn_now_ms();
+                if (left <= 0)
+                        break;
+                int pr = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+                if (pr < 0 && errno == EINTR)
+                        continue;
+                if (pr <= 0)
+                        continue;
+                ssize_t n = read(STDIN_FILENO, buf + len, 1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = -EPIPE;
+                        break;
+                }
+                if (buf[len++] == '\n') {
+                        r = 0;
+                        break;
+                }
+        }
+        uint32_t port = 0;
+        if (r == 0) {
+                buf[len - 1] = '\0';
+                if (len < TOKEN_HEX_LEN + 3 || buf[TOKEN_HEX_LEN] != ' ' ||
+                    token_from_hex(buf, TOKEN_HEX_LEN, ret_token, err) < 0 ||
+                    parse_u32(buf + TOKEN_HEX_LEN + 1, &port) < 0 || port == 0 || port > 65535)
+                        r = -EINVAL;
+        }
+        token_wipe(buf, sizeof(buf));
+        if (r < 0)
+                return error_set(err, r, "stdin: %s",
+                                 r == -ETIMEDOUT ? "no token within the connect timeout"
+                                 : r == -EPIPE   ? "closed before the token line"
+                                                 : "not \"<64 hex token> <port>\"");
+        *ret_port = (uint16_t)port;
+        return 0;
+}
+
+static int open_channel(uint16_t port, const token_t *token, frame_channel_t channel,
+                        int64_t deadline, conn_t *ret, hg_error_t *err)
+{
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return error_set(err, -errno, "socket: %s", strerror(errno));
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return error_set(err, -errno, "connect to 127.0.0.1:%u: %s", port, strerror(errno));
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        conn_t c;
+        int r = conn_init(&c, TAKE_FD(fd), GRADE_MSG_MAX);
+        if (r < 0)
+                return error_set(err, r, "connection: %s", strerror(-r));
+        frame_hello_t hello = {.channel = channel};
+        memcpy(hello.token, token->bytes, FRAME_TOKEN_SIZE);
+        uint8_t payload[FRAME_HELLO_SIZE];
+        frame_hello_encode(&hello, payload);
+        r = conn_queue(&c, FRAME_HELLO, payload, sizeof(payload), NULL, 0);
+        token_wipe(&hello, sizeof(hello));
+        token_wipe(payload, sizeof(payload));
+        if (r == 0)
+                r = conn_flush_until(&c, deadline);
+        token_wipe(c.out, CONN_OUT_MAX);
+        frame_t f;
+        if (r == 0 && (r = conn_next_until(&c, &f, deadline, err)) == 1 && f.type != FRAME_WELCOME)
+                r = error_set(err, -EPROTO, "expected WELCOME");
+        if (r <= 0) {
+                conn_close(&c);
+                return r < 0 ? r : error_set(err, -EPIPE, "the driver closed the connection");
+        }
+        *ret = c;
+        return 0;
+}
+
+static int send_json(conn_t *c, frame_type_t type, json_t *j, int64_t deadline)
+{
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!text)
+                return -ENOMEM;
+        int r = conn_queue(c, type, text, strlen(text), NULL, 0);
+        return r < 0 ? r : conn_flush_until(c, deadline);
+}
+
+/* argv[0] as execve needs it: with a slash as given, else found in PATH. */
+static char *resolve(const char *prog, const char *path)
+{
+        if (strchr(prog, '/'))
+                return strdup(prog);
+        _cleanup_free_ char *copy = strdup(path);
+        for (char *save = NULL, *d = copy ? strtok_r(copy, ":", &save) : NULL; d;
+             d = strtok_r(NULL, ":", &save)) {
+                char *cand = NULL;
+                if (asprintf(&cand, "%s/%s", d, prog) < 0)
+                        return NULL;
+                if (access(cand, X_OK) == 0)
+                        return cand;
+                free(cand);
+        }
+        return NULL;
+}
+
+typedef struct run_result {
+        frame_exit_t end;
+        char *report;
+        size_t report_len;
+} run_result_t;
+
+/* The grader: its own process group, stdin /dev/null, the report on
+ * descriptor 3 (a pipe: HANGAR_GRADE_REPORT=/dev/fd/3 opens it), stdout
+ * and stderr the exec's, the environment built here, the timeout. */
+static int run_grader(const grade_go_t *go, const char *path, run_result_t *ret, hg_error_t *err)
+{
+        char home[] = "/tmp/hangar-grade-XXXXXX";
+        if (!mkdtemp(home))
+                return error_set(err, -errno, "mkdtemp: %s", strerror(errno));
+        _cleanup_free_ char *prog = resolve(go->argv[0], path);
+        char *env_path = NULL, *env_home = NULL, *env_tests = NULL;
+        if (asprintf(&env_path, "PATH=%s", path) < 0 || asprintf(&env_home, "HOME=%s", home) < 0 ||
+            asprintf(&env_tests, "HANGAR_GRADE_TESTS=%s", go->tests) < 0)
+                return error_set(err, -ENOMEM, "out of memory");
+        char *envp[] = {env_path,
+                        env_home,
+                        "LANG=C.UTF-8",
+                        "LC_ALL=C.UTF-8",
+                        "TERM=dumb",
+                        env_tests,
+                        "HANGAR_GRADE_REPORT=/dev/fd/3",
+                        "PYTHONNOUSERSITE=1",
+                        NULL};
+        int pfd[2];
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return error_set(err, -errno, "pipe: %s", strerror(errno));
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        pid_t pid = devnull < 0 ? -1 : fork();
+        if (pid < 0) {
+                int e = errno;
+                (void)close(pfd[0]);
+                (void)close(pfd[1]);
+                if (devnull >= 0)
+                        (void)close(devnull);
+                return error_set(err, -e, "fork: %s", strerror(e));
+        }
+        if (pid == 0) {
+                (void)setpgid(0, 0);
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                umask(022);
+                if (chdir(go->cwd) < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(pfd[1], 3) < 0)
+                        _exit(127);
+                for (int fd = 4; fd < 1024; fd++)
+                        (void)close(fd);
+                if (prog)
+                        execve(prog, (char *const *)go->argv, envp);
+                static const char msg[] = "hangar-grade: cannot start the grader\n";
+                (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+                _exit(127);
+        }
+        (void)setpgid(pid, pid);
+        (void)close(pfd[1]);
+        (void)close(devnull);
+        free(env_path);
+        free(env_home);
+        free(env_tests);
+        size_t cap = (size_t)go->report_max + 1;
+        char *rep = malloc(cap);
+        size_t len = 0;
+        int rfd = pfd[0];
+        int64_t deadline = conn_now_ms() + (int64_t)go->timeout_s * 1000;
+        int status = 0;
+        bool exited = false, timed_out = false;
+        while (!exited) {
+                struct pollfd p = {.fd = rfd, .events = POLLIN};
+                int64_t left = deadline - conn_now_ms();
+                if (left <= 0) {
+                        timed_out = true;
+                        (void)kill(-pid, SIGKILL);
+                        (void)kill(pid, SIGKILL);
+                        (void)waitpid(pid, &status, 0);
+                        break;
+                }
+                int n = poll(rfd >= 0 ? &p : NULL, rfd >= 0 ? 1 : 0, left > 50 ? 50 : (int)left);
+                if (n > 0 && rfd >= 0) {
+                        char buf[4096];
+                        ssize_t k = read(rfd, buf, sizeof(buf));
+                        if (k > 0 && rep) {
+                                size_t take = (size_t)k < cap - len ? (size_t)k : cap - len;
+                                memcpy(rep + len, buf, take);
+                                len += take;
+                        } else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
+                                (void)close(rfd);
+                                rfd = -1;
+                        }
+                }
+                pid_t w = waitpid(pid, &status, WNOHANG);
+                exited = w == pid;
+        }
+        /* What the grader wrote before it ended, if its descendants keep
+         * the pipe open: what is there now, no more waiting. */
+        if (rfd >= 0) {
+                (void)fcntl(rfd, F_SETFL, O_NONBLOCK);
+                char buf[4096];
+                ssize_t k;
+                while (rep && (k = read(rfd, buf, sizeof(buf))) > 0) {
+                        size_t take = (size_t)k < cap - len ? (size_t)k : cap - len;
+                        memcpy(rep + len, buf, take);
+                        len += take;
+                }
+                (void)close(rfd);
+        }
+        (void)kill(-pid, SIGKILL); /* what the grader left in its group */
+        (void)rmdir(home);
+        if (timed_out)
+                ret->end = (frame_exit_t){FRAME_END_TIMEOUT, EXIT_TIMEOUT};
+        else if (WIFSIGNALED(status))
+                ret->end = (frame_exit_t){FRAME_END_SIGNALED, (uint8_t)WTERMSIG(status)};
+        else if (WEXITSTATUS(status) == 127 && !prog)
+                ret->end = (frame_exit_t){FRAME_END_NOT_STARTED, 127};
+        else
+                ret->end = (frame_exit_t){FRAME_END_EXITED, (uint8_t)WEXITSTATUS(status)};
+        ret->report = rep;
+        ret->report_len = len;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                             {"sweep-ms", required_argument, NULL, 's'},
+                                             {"connect-timeout", required_argument, NULL, 't'},
+                                             {NULL, 0, NULL, 0}};
+        const char *config_path = getenv("HANGAR_CONFIG");
+        uint32_t sweep_ms = 10000, connect_timeout_s = 120;
+        int c;
+        while ((c = getopt_long(argc, argv, "c:s:t:", opts, NULL)) != -1) {
+                switch (c) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 's':
+                        if (parse_u32(optarg, &sweep_ms) < 0 || sweep_ms == 0 ||
+                            sweep_ms > SWEEP_DEADLINE_MAX_MS) {
+                                fputs(usage, stderr);
+                                return 2;
+                        }
+                        break;
+                case 't':
+                        if (parse_u32(optarg, &connect_timeout_s) < 0 || connect_timeout_s == 0 ||
+                            connect_timeout_s > 3600) {
+                                fputs(usage, stderr);
+                                return 2;
+                        }
+                        break;
+                default:
+                        fputs(usage, stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc) {
+                fputs(usage, stderr);
+                return 2;
+        }
+        struct rlimit core;
+        harden_now();
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0 || getrlimit(RLIMIT_CORE, &core) < 0 ||
+            core.rlim_cur != 0)
+                return fail("cannot make itself non-dumpable");
+        (void)signal(SIGPIPE, SIG_IGN);
+        hg_error_t err = {0};
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (config_load(&cfg, config_path, &err) < 0)
+                return fail("%s", err.message);
+        /* The tests will be in hangar-home: it must be the driver's
+         * read-only mount (relay/home.h), not a directory of the agent's. */
+        _cleanup_close_ int home_fd = -1;
+        if (home_open(cfg.home_path, &home_fd, &err) < 0)
+                return fail("%s", err.message);
+
+        uint32_t reasons = 0;
+        if (tracer_pid() != 0)
+                reasons |= GRADE_R_GRADER_TRACED;
+        sweep_report_t sw;
+        int sr = sweep_others((int)sweep_ms, &sw);
+        if (sr == -EPERM)
+                reasons |= GRADE_R_FOREIGN_PROCESS;
+        else if (sr == -ETIMEDOUT)
+                reasons |= GRADE_R_TRIAL_RUNNING;
+        else if (sr < 0)
+                reasons |= GRADE_R_SWEEP_FAILED;
+        if (sw.pid1 != SWEEP_PID1_YAMA_RELATIONAL && sw.pid1 != SWEEP_PID1_NON_DUMPABLE &&
+            sw.pid1 != SWEEP_PID1_OTHER_UID)
+                reasons |= GRADE_R_PID1_OPEN;
+        char path[256];
+        clean_path(path, sizeof(path), &reasons);
+        if (!preload_safe())
+                reasons |= GRADE_R_PRELOAD_WRITABLE;
+        if (tracer_pid() != 0)
+                reasons |= GRADE_R_GRADER_TRACED;
+
+        _cleanup_json_ json_t *findings = json_pack(
+            "{s:o, s:o}", "reasons", grade_reasons_json(reasons), "sweep", sweep_report_json(&sw));
+        if (!findings)
+                return fail("out of memory");
+        /* The order hangar keeps: swept, stdin still empty, ready, then the
+         * token (docs/graders.md). */
+        if (stdin_is_empty() < 0)
+                return fail("bytes on stdin before the ready line: refusing them");
+        _cleanup_json_ json_t *ready = json_pack("{s:s, s:b, s:O}", "grade", "ready", "window",
+                                                 dumpable_at_exec != 0, "findings", findings);
+        _cleanup_free_ char *ready_text = ready ? json_dumps(ready, JSON_COMPACT) : NULL;
+        if (!ready_text || printf("%s\n", ready_text) < 0 || fflush(stdout) != 0)
+                return fail("cannot say ready on stdout");
+        int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
+        token_t token;
+        uint16_t port = 0;
+        if (read_token_port(deadline, &token, &port, &err) < 0)
+                return fail("%s", err.message);
+        conn_t io = {.fd = -1}, ctl = {.fd = -1};
+        int r = open_channel(port, &token, FRAME_CHANNEL_IO, deadline, &io, &err);
+        if (r == 0)
+                r = open_channel(port, &token, FRAME_CHANNEL_CTL, deadline, &ctl, &err);
+        token_wipe(&token, sizeof(token));
+        if (r < 0) {
+                conn_close(&io);
+                return fail("%s", err.message);
+        }
+        if (send_json(&ctl, FRAME_ASK, findings, deadline) < 0)
+                return fail("cannot send the findings");
+        frame_t f;
+        r = conn_next_until(&ctl, &f, conn_now_ms() + 60000, &err);
+        if (r <= 0 || f.type != FRAME_ANSWER)
+                return fail("no go from the driver%s%s", r < 0 ? ": " : "",
+                            r < 0 ? err.message : "");
+        grade_go_t go;
+        if (grade_go_parse(f.payload, f.length, &go, &err) < 0)
+                return fail("the driver's go: %s", err.message);
+        if (!go.go) {
+                int st = fail("the driver said no: %s", go.reason);
+                grade_go_free(&go);
+                return st;
+        }
+        /* The workspace as it is now: nothing of the trial runs any more. */
+        char tree[TREEHASH_HEX_LEN + 1];
+        treehash_stats_t ts;
+        if (treehash_compute(go.cwd, NULL, tree, &ts, &err) < 0) {
+                grade_go_free(&go);
+                return fail("the workspace's tree: %s", err.message);
+        }
+        _cleanup_json_ json_t *tj = json_pack("{s:s}", "tree", tree);
+        if (send_json(&ctl, FRAME_ASK, tj, conn_now_ms() + 10000) < 0) {
+                grade_go_free(&go);
+                return fail("cannot send the tree");
+        }
+        run_result_t res = {0};
+        r = run_grader(&go, path, &res, &err);
+        grade_go_free(&go);
+        if (r < 0)
+                return fail("%s", err.message);
+        /* Whatever the grader left behind (it ran the trial's code, maybe). */
+        sweep_report_t after;
+        (void)sweep_others(5000, &after);
+        uint8_t ex[FRAME_EXIT_SIZE];
+        frame_exit_encode(&res.end, ex);
+        int64_t d2 = conn_now_ms() + 10000;
+        r = conn_queue(&ctl, FRAME_STDOUT, res.report, res.report_len, NULL, 0);
+        if (r == 0)
+                r = conn_queue(&ctl, FRAME_EXIT, ex, sizeof(ex), NULL, 0);
+        if (r == 0)
+                r = conn_flush_until(&ctl, d2);
+        free(res.report);
+        /* The driver closes once it has the end. */
+        while (r == 0 && conn_next_until(&ctl, &f, d2, NULL) == 1)
+                ;
+        conn_close(&io);
+        conn_close(&ctl);
+        int status = res.end.end == FRAME_END_SIGNALED ? 128 + res.end.value : res.end.value;
+        fprintf(stderr, "{\"grade\":\"done\",\"status\":%d,\"sent\":%s}\n", status,
+                r == 0 ? "true" : "false");
+        return status;
+}
