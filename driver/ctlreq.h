@@ -43,10 +43,10 @@ typedef enum ctlreq_op {
         CTLREQ_RUN,
         CTLREQ_TREE,
         CTLREQ_VERIFY,
-        CTLREQ_SCREEN,    /* a terminal turn's screen (docs/terminal.md) */
-        CTLREQ_SEND_KEYS, /* tmux key names or text, typed into it */
-        CTLREQ_RESIZE,    /* its new size */
-        CTLREQ_TYPE,      /* raw bytes from the tmux pane (hangar-driver term-pane) */
+        CTLREQ_SCREEN,       /* a terminal turn's screen (docs/terminal.md) */
+        CTLREQ_SEND_KEYS,    /* tmux key names or text, typed into it */
+        CTLREQ_RESIZE,       /* its new size */
+        CTLREQ_TYPE,         /* raw bytes from the tmux pane (hangar-driver term-pane) */
         CTLREQ_GRADE_BEGIN,  /* a sealed grade (docs/graders.md): its spec */
         CTLREQ_GRADE_FINISH, /* the exec's status and output: the grade sealed */
         CTLREQ_GRADE_SHOW,   /* a grade's record */

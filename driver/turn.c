@@ -1057,7 +1057,8 @@ static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
                                  t->spec ? t->spec->turn : NULL, "pid", (int)getpid());
         if (q->op == CTLREQ_START)
                 return op_start(t, c, q);
-        if (q->op == CTLREQ_GRADE_BEGIN || q->op == CTLREQ_GRADE_FINISH || q->op == CTLREQ_GRADE_SHOW)
+        if (q->op == CTLREQ_GRADE_BEGIN || q->op == CTLREQ_GRADE_FINISH ||
+            q->op == CTLREQ_GRADE_SHOW)
                 return t->grade ? grade_ctl(t->grade, q, turn_active(t))
                                 : reply_error("grades are the daemon's (hangar-driver serve)");
         /* --turn ID: this request is for that turn, and no other. */
