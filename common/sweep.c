@@ -398,7 +398,7 @@ int sweep_others(int deadline_ms, sweep_report_t *out)
         if (r < 0)
                 return fail(out, r, "proc-unreadable", "/proc: %s", strerror(-r));
         if (s.kthread)
-                return fail(out, -ENOTSUP, "not-own-pid-namespace",
+                return fail(out, -ENOTSUP, "host-pid-namespace",
                             "kernel threads are visible: this is the host's PID namespace, "
                             "not a container's; nothing was signalled");
         int clean = 0, pause = 1;

@@ -47,7 +47,9 @@ typedef struct sweep_report {
         sweep_pid1_t pid1; /* why PID 1 is not the trial's, or that it could be */
         long elapsed_ms;   /* wall time of the whole sweep */
         /* "" when clean; else "foreign-process", "still-running",
-         * "not-own-pid-namespace", "proc-unreadable" or "bad-deadline" (a
+         * "not-own-pid-namespace", "host-pid-namespace" (kernel threads
+         * visible: nothing was signalled), "proc-unreadable" or
+         * "bad-deadline" (a
          * static string; never NULL after sweep_others). */
         const char *code;
         char reason[200]; /* "" when clean; else one line: what was left, or what failed */
@@ -58,7 +60,10 @@ typedef struct sweep_report {
  * uid is alive (cannot be signalled: "foreign-process"); -ETIMEDOUT when
  * signalable processes were still alive at the deadline ("trial-running",
  * e.g. a fork storm that did not end, or one stuck in D state); -ENOTSUP when
- * /proc is not this PID namespace's, or the caller is PID 1 itself;
+ * /proc is not this PID namespace's, the caller is PID 1 itself, or this is
+ * the host's PID namespace (kernel threads visible: kill(-1) there would
+ * reach every process of the caller's uid on the machine; code
+ * "host-pid-namespace"), each before anything is signalled;
  * -EINVAL for a bad deadline; other -errno when /proc cannot be read. out is always written (zeroed
  * first), reason set on every failure. Not async-signal-safe; single-threaded
  * callers only (it blocks nothing and installs no handlers). */

@@ -1,7 +1,9 @@
 /* hangar-relay: started by hangar in the agent's container, as the agent,
- * through pods/exec. Makes itself non-dumpable, checks hangar-home, says
- * ready, reads the run's token from stdin, connects twice to the driver (io, then ctl) on the port
- * the driver wrote into hangar-home, and relays the harness (docs/turn.md). */
+ * through pods/exec. Makes itself non-dumpable, checks hangar-home, sweeps
+ * the container (the sealed start: every other process of the agent's but
+ * PID 1 killed), says ready, reads the run's token from stdin, connects twice to the driver (io,
+ * then ctl) on the port the driver wrote into hangar-home, and relays the harness (docs/turn.md).
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -29,6 +31,7 @@
 #include "session.h"
 #include "split.h"
 #include "strparse.h"
+#include "sweep.h"
 #include "token.h"
 
 /* Exit statuses of the relay itself; otherwise it exits as the harness did. */
@@ -40,7 +43,8 @@ static const char usage[] =
     "usage: hangar-relay [--config FILE] [--connect-timeout SECONDS]\n"
     "\n"
     "Run by hangar in the agent's container, as the agent. Checks that hangar-home\n"
-    "is the driver's read-only mount, prints {\"relay\":\"ready\"} once hardened,\n"
+    "is the driver's read-only mount, kills every other process of the container but\n"
+    "PID 1 (unless the turn keeps them), prints {\"relay\":\"ready\",...} once sealed,\n"
     "then reads the run's relay token (64 hex digits) on stdin (written by hangar\n"
     "only after that line), connects to hangar-driver on the port in hangar-home,\n"
     "starts the run's script with /bin/sh from the turn's directory, and relays\n"
@@ -70,9 +74,10 @@ static int fail(const char *fmt, ...)
  * /proc/PID/fd by the agent's other processes (same uid, no
  * CAP_SYS_PTRACE), no core dumps. Done in a constructor as well as first in
  * main, so the window after execve in which the relay is still dumpable is
- * only the dynamic loader's; what an agent process may have opened in it is
- * harmless because the token is only written after the relay says "ready"
- * (see main). Checked in main. */
+ * only the dynamic loader's; an agent process that opened its stdin or
+ * stdout in it is killed by the sweep before the relay says "ready", and
+ * the token is only written after that line (see seal and main). Checked
+ * in main. */
 static void harden_now(void)
 {
         struct rlimit none = {0, 0};
@@ -104,9 +109,60 @@ static int harden(void)
         return 0;
 }
 
-/* hangar writes the token only after this line (docs/protocol.md). */
-static const char ready_line[] = "{\"relay\":\"ready\",\"window\":false}\n";
-static const char ready_line_window[] = "{\"relay\":\"ready\",\"window\":true}\n";
+/* The sweep's bound: a fork storm that outlives it fails the turn. */
+#define SWEEP_DEADLINE_MS 10000
+
+/* hangar writes the token only after this line (docs/protocol.md):
+ * {"relay":"ready","window":W,"sealed":S,"sweep":{...}}. */
+static int say_ready(bool window, bool sealed, json_t *sweep)
+{
+        _cleanup_json_ json_t *line = json_pack("{s:s, s:b, s:b, s:O}", "relay", "ready", "window",
+                                                window, "sealed", sealed, "sweep", sweep);
+        _cleanup_free_ char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+        if (!text)
+                return -ENOMEM;
+        size_t len = strlen(text);
+        text[len] = '\n'; /* json_dumps's NUL, replaced: one write, one line */
+        return fd_write_all(STDOUT_FILENO, text, len + 1);
+}
+
+/* The sealed start (docs/turn.md): before the token exists anywhere the
+ * agent could reach, every other process of this PID namespace that the
+ * relay may signal is killed, except PID 1 (the container's own command).
+ * One that opened /proc/RELAY/fd/0 or fd/1 in the moment after execve, before
+ * the relay was non-dumpable, dies with its descriptors, and so does any
+ * process it could have handed them to over a unix socket. The relay is
+ * non-dumpable by now, so no process started after the sweep can open them.
+ * Returns 0 with *ret_sweep set (the report, or {"skipped": why}) and
+ * *ret_sealed, or fails the relay (the exit status, negative never). */
+static int seal(bool keep_processes, bool *ret_sealed, json_t **ret_sweep, hg_error_t *err)
+{
+        *ret_sealed = false;
+        if (keep_processes) {
+                *ret_sweep = json_pack("{s:s}", "skipped", "keep-processes");
+                return *ret_sweep ? 0 : -ENOMEM;
+        }
+        sweep_report_t rep;
+        int r = sweep_others(SWEEP_DEADLINE_MS, &rep);
+        json_t *j = sweep_report_json(&rep);
+        if (!j)
+                return -ENOMEM;
+        if (r == -ENOTSUP && strcmp(rep.code, "host-pid-namespace") == 0) {
+                /* Only a test gets here: a split turn needs the probe's
+                 * split-active verdict, which a pod sharing the host's PID
+                 * namespace never gets (docs/turn.md). kill(-1) here would
+                 * reach every process of this uid on the machine. */
+                json_decref(j);
+                fprintf(stderr, "hangar-relay: %s: the token race is detected only\n", rep.reason);
+                *ret_sweep = json_pack("{s:s}", "skipped", "host-pid-namespace");
+                return *ret_sweep ? 0 : -ENOMEM;
+        }
+        *ret_sweep = j;
+        if (r < 0)
+                return error_set(err, r, "the sealed start failed: %s", rep.reason);
+        *ret_sealed = true;
+        return 0;
+}
 
 /* Before the ready line, stdin must hold nothing: bytes already there were
  * written before the relay was hardened, when any process of the agent's
@@ -203,7 +259,7 @@ static int read_terminal(const json_t *turn, session_term_t *ret, bool *ret_on, 
 
 /* The turn's id and directory, and its terminal, from the driver's turn file. */
 static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_t *ret_term,
-                     bool *ret_term_on, hg_error_t *err)
+                     bool *ret_term_on, bool *ret_keep, hg_error_t *err)
 {
         static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
         _cleanup_free_ char *text = NULL;
@@ -220,6 +276,12 @@ static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_
                 return error_set(err, -EINVAL, "%s: needs \"turn\" and an absolute \"cwd\"", path);
         if ((r = read_terminal(turn, ret_term, ret_term_on, err)) < 0)
                 return r;
+        /* Absent: sealed (the default); anything but a boolean refuses. */
+        json_t *keep = json_object_get(turn, "keep_processes");
+        if (keep && !json_is_boolean(keep))
+                return error_set(err, -EINVAL, "%s: \"keep_processes\" must be true or false",
+                                 path);
+        *ret_keep = keep && json_is_true(keep);
         _cleanup_free_ char *c = strdup(cwd), *t = strdup(id);
         if (!c || !t)
                 return -ENOMEM;
@@ -337,22 +399,32 @@ int main(int argc, char **argv)
         uint16_t port = 0;
         _cleanup_free_ char *cwd = NULL, *turn = NULL;
         session_term_t term = {0};
-        bool term_on = false;
+        bool term_on = false, keep_processes = false;
         if (read_port(home_fd, &port, &err) < 0 ||
-            read_turn(home_fd, &turn, &cwd, &term, &term_on, &err) < 0)
+            read_turn(home_fd, &turn, &cwd, &term, &term_on, &keep_processes, &err) < 0)
                 return fail("%s", err.message);
 
         /* The order hangar keeps (docs/protocol.md): the relay is hardened
-         * (above), stdin is still empty, the relay says ready, and only then
+         * (above), sweeps, finds stdin still empty, says ready, and only then
          * does hangar write the token. */
+        bool sealed = false;
+        _cleanup_json_ json_t *sweep = NULL;
+        int sr = seal(keep_processes, &sealed, &sweep, &err);
+        if (sr == -ENOMEM)
+                return fail("out of memory");
+        if (sr < 0) {
+                fprintf(stderr, "hangar-relay: %s\n", err.message);
+                _cleanup_json_ json_t *extra = json_pack("{s:O}", "sweep", sweep);
+                return report(EXIT_RELAY_FAIL, "failed", err.message, extra);
+        }
         int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
         if (stdin_is_empty(&err) < 0)
                 return fail("%s", err.message);
         /* "window": whether the relay was dumpable for a moment after execve
          * (a readable binary), when another process of the agent's could have
-         * opened its stdin (docs/security-model.md). */
-        const char *ready = dumpable_at_exec == 0 ? ready_line : ready_line_window;
-        if (fd_write_all(STDOUT_FILENO, ready, strlen(ready)) < 0)
+         * opened its stdin (docs/security-model.md); "sealed": whether every
+         * process that could have done so is dead now. */
+        if (say_ready(dumpable_at_exec != 0, sealed, sweep) < 0)
                 return fail("cannot say ready on stdout");
         token_t token;
         if (read_token(deadline, &token, &err) < 0)
@@ -378,8 +450,9 @@ int main(int argc, char **argv)
         conn_close(&io);
         conn_close(&ctl);
 
-        _cleanup_json_ json_t *extra = json_pack("{s:s, s:i}", "end", session_end_name(res.end),
-                                                 "harness_value", res.harness.value);
+        _cleanup_json_ json_t *extra =
+            json_pack("{s:s, s:i, s:b, s:O}", "end", session_end_name(res.end), "harness_value",
+                      res.harness.value, "sealed", sealed, "sweep", sweep);
         if (res.end != SESSION_END_DONE) {
                 fprintf(stderr, "hangar-relay: %s: %s\n", session_end_name(res.end), res.detail);
                 return report(EXIT_RELAY_FAIL, session_end_name(res.end), res.detail, extra);

@@ -417,7 +417,7 @@ START_TEST(host_namespace_refused)
                 sweep_report_t rep;
                 int r = sweep_others(1000, &rep);
                 print_report("host", r, &rep);
-                _exit(r == -ENOTSUP && strcmp(rep.code, "not-own-pid-namespace") == 0 &&
+                _exit(r == -ENOTSUP && strcmp(rep.code, "host-pid-namespace") == 0 &&
                               rep.rounds == 0
                           ? S_OK
                           : S_RESULT);
