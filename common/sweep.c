@@ -165,8 +165,13 @@ static pkind_t classify(int procfd, pid_t pid)
                 return PK_ALIVE; /* unreadable (hidepid=1, another uid): kill() will tell */
         if (s.flags & SWEEP_PF_KTHREAD)
                 return PK_KTHREAD;
+        /* num_threads counts the zombie leader itself until it is reaped:
+         * more than one means live threads (whose descriptors live on);
+         * then every task must be dead. gVisor cannot list a zombie's task
+         * directory, and shows 1 for it. */
         if (s.state == 'Z' || s.state == 'X')
-                return all_tasks_dead(procfd, pid) ? PK_ZOMBIE : PK_ALIVE;
+                return (s.threads >= 0 && s.threads <= 1) || all_tasks_dead(procfd, pid) ? PK_ZOMBIE
+                                                                                         : PK_ALIVE;
         return PK_ALIVE;
 }
 

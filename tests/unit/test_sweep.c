@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -309,6 +311,58 @@ START_TEST(zombie_is_not_alive)
 }
 END_TEST
 
+/* ---- a zombie leader whose other thread lives (and holds its files) ---- */
+static void *sleeper_thread(void *arg)
+{
+        (void)arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+static int sweeper_leader(void)
+{
+        sweep_report_t rep;
+        int r = sweep_others(5000, &rep);
+        print_report("zombie leader", r, &rep);
+        /* Seen alive before the first kill (counted), dead after. */
+        if (r != 0 || rep.killed != 1 || rep.survivors)
+                return S_RESULT;
+        return S_OK;
+}
+static int body_leader(void)
+{
+        pid_t c = fork();
+        if (c == 0) {
+                pthread_t t;
+                if (pthread_create(&t, NULL, sleeper_thread, NULL) != 0)
+                        _exit(1);
+                syscall(SYS_exit, 0); /* the leader alone: a zombie leader, one live thread */
+        }
+        if (c < 0)
+                return S_SETUP;
+        char path[64], buf[512] = "";
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)c);
+        bool zombie = false;
+        for (int i = 0; i < 300 && !zombie; i++) {
+                usleep(10 * 1000);
+                FILE *f = fopen(path, "re");
+                zombie = f && fgets(buf, sizeof(buf), f) && strstr(buf, ") Z ");
+                if (f)
+                        fclose(f);
+        }
+        if (!zombie) {
+                fprintf(stderr, "zombie leader: not the case under test: %s\n", buf);
+                return S_SETUP;
+        }
+        return run_sweeper(sweeper_leader);
+}
+
+START_TEST(zombie_leader_with_live_thread)
+{
+        ck_assert_int_eq(in_pidns(body_leader, true), 0);
+}
+END_TEST
+
 /* ---- a process of another uid ---- */
 static int sweeper_foreign(void)
 {
@@ -461,6 +515,7 @@ int main(void)
         tcase_add_test(tc, holders_and_thief_die);
         tcase_add_test(tc, fork_storm_converges);
         tcase_add_test(tc, zombie_is_not_alive);
+        tcase_add_test(tc, zombie_leader_with_live_thread);
         tcase_add_test(tc, foreign_uid_fails_closed);
         tcase_add_test(tc, proc_of_another_namespace);
         tcase_add_test(tc, caller_is_pid1);
