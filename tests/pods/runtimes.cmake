@@ -1,0 +1,62 @@
+# One pod suite registered once per runtime (tests/pods, tests/turn, tests/grade):
+#
+#   include(${PROJECT_SOURCE_DIR}/tests/pods/runtimes.cmake)
+#   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> RUNTIMES <runtime>... [CURRENT]
+#                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>])
+#
+# registers, for each runtime R of RUNTIMES (runsc: Debian's, crun, runc), the
+# test <base>_R running `bash <suite.sh> <arg>... R`; with CURRENT and
+# HANGAR_RUNSC_CURRENT set, also <base>_runsc_current running
+# `bash <suite.sh> <arg>... runsc $HANGAR_RUNSC_CURRENT <current-arg>...`
+# (the suites' "RUNTIME [RUNTIME_BIN [FLAG...]]" convention, tests/pods/podlib.sh).
+# ENV: variables for the suite (through `cmake -E env`). TIMEOUT: 900 s unless given.
+#
+# Every test gets the labels "pods" and its runtime ("runsc", "crun", "runc",
+# "runsc_current"; ctest -L is a regular expression: -L '^runsc$' for Debian's
+# runsc alone), and the scheduling properties docs/ci.md explains: one CPU
+# slot each (the suites wait on execs far more than they compute) and a share
+# of the resource "pods", so that `ctest -j N` runs at most HANGAR_POD_SLOTS
+# pod suites at once (tests/README.md: ctest --resource-spec-file).
+include_guard(GLOBAL)
+
+set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
+    "A current runsc for the *_runsc_current pod tests (tests/pods/build-runsc.sh prints its path)")
+
+function(hangar_pod_tests)
+  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT" "NAME;SCRIPT;TIMEOUT" "RUNTIMES;ARGS;ENV;CURRENT_ARGS")
+  if(NOT P_NAME OR NOT P_SCRIPT OR NOT P_RUNTIMES)
+    message(FATAL_ERROR "hangar_pod_tests: NAME, SCRIPT and RUNTIMES are required")
+  endif()
+  if(P_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "hangar_pod_tests(${P_NAME}): unknown arguments ${P_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT P_TIMEOUT)
+    set(P_TIMEOUT 900)
+  endif()
+  set(prefix bash)
+  if(P_ENV)
+    set(prefix ${CMAKE_COMMAND} -E env ${P_ENV} bash)
+  endif()
+  set(variants ${P_RUNTIMES})
+  if(P_CURRENT AND HANGAR_RUNSC_CURRENT)
+    list(APPEND variants runsc_current)
+  endif()
+  foreach(v ${variants})
+    if(v STREQUAL "runsc_current")
+      set(rt_args runsc ${HANGAR_RUNSC_CURRENT} ${P_CURRENT_ARGS})
+    elseif(v MATCHES "^(runsc|crun|runc)$")
+      set(rt_args ${v})
+    else()
+      message(FATAL_ERROR "hangar_pod_tests(${P_NAME}): unknown runtime ${v} (runsc, crun, runc)")
+    endif()
+    # Through EVAL, each argument bracket-quoted: an empty one (an unset
+    # HANGAR_TOOLS_BIN) stays an argument, which ${P_ARGS} would drop.
+    set(cmd "")
+    foreach(a IN LISTS prefix P_SCRIPT P_ARGS rt_args)
+      string(APPEND cmd " [==[${a}]==]")
+    endforeach()
+    cmake_language(EVAL CODE "add_test(NAME ${P_NAME}_${v} COMMAND ${cmd})")
+    set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT}
+                         RESOURCE_GROUPS "pods:1")
+  endforeach()
+endfunction()
