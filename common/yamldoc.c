@@ -375,9 +375,11 @@ int ynode_to_json(const ynode_t *n, json_t **ret, hg_error_t *err)
                         int r = ynode_to_json(n->items[i + 1], &value, err);
                         if (r < 0)
                                 return r;
+                        /* libyaml hands over valid UTF-8 only (it refuses
+                         * invalid input and escapes), as json_string below
+                         * relies on too: a failure is out of memory. */
                         if (json_object_set_new(out, n->items[i]->scalar, value) < 0)
-                                return error_set(err, -EINVAL, "line %u: bad key",
-                                                 n->items[i]->line);
+                                return -ENOMEM;
                 }
                 break;
         default:
