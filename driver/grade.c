@@ -61,7 +61,8 @@ struct grade_ctx {
         size_t report_len;
         bool have_report, have_exit, tests_unpacked;
         frame_exit_t side_exit;
-        char note[200]; /* why the connection ended early, for the record */
+        char note[200];    /* why the connection ended early, for the record */
+        uint64_t rejected; /* connections the listener dropped (anyone on the loopback) */
 };
 
 static const char *state_name(grade_state_t s)
@@ -261,6 +262,7 @@ static json_t *grade_json(grade_ctx_t *g, bool sealed)
         json_object_set_new(j, "argv", argv);
         json_object_set_new(j, "cwd", json_string(g->spec.cwd));
         json_object_set_new(j, "timeout_s", json_integer(g->spec.timeout_s));
+        json_object_set_new(j, "rejected", json_integer((json_int_t)g->rejected));
         if (g->have_report) {
                 json_object_set(j, "report", g->report ? g->report : json_null());
                 _cleanup_free_ char *b64 = base64_encode(g->report_raw, g->report_len);
@@ -319,6 +321,7 @@ static void on_reject(void *userdata, listener_reject_t why, const char *detail)
 {
         grade_ctx_t *g = userdata;
         (void)detail;
+        g->rejected++;
         /* The right token out of order: it leaked. */
         if (why == LISTENER_REJECT_REPLAYED)
                 g->reasons |= GRADE_R_TOKEN_MISUSED;
