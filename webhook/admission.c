@@ -373,8 +373,12 @@ int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
         if (guard_needs_pod(g.operation, g.subresource)) {
                 if (!lookup || !o->namespace || !o->name)
                         (void)error_set(&lookup_err, -ENOENT, "no way to read the pod");
-                else if (lookup(lookup_ctx, o->namespace, o->name, &pod, &lookup_err) < 0)
+                else if ((r = lookup(lookup_ctx, o->namespace, o->name, &pod, &lookup_err)) < 0) {
                         pod = NULL;
+                        /* A failure without a reason (out of memory) still says one. */
+                        if (!lookup_err.message[0])
+                                (void)error_set(&lookup_err, r, "%s", strerror(-r));
+                }
                 g.pod = pod;
                 g.pod_error = lookup_err.message;
         }
