@@ -361,7 +361,10 @@ int execcred_parse(const char *buf, size_t len, const char *api_version, time_t 
         if (len == 0)
                 return error_set(err, -EINVAL, "printed nothing on stdout");
         _cleanup_json_ json_t *j = NULL;
-        if (jsonx_load(buf, len, JSONX_MAX_DEPTH, &j, err) < 0)
+        int r = jsonx_load(buf, len, JSONX_MAX_DEPTH, &j, err);
+        if (r == -ENOMEM) /* not the plugin's fault: no "bad JSON" */
+                return error_set(err, r, "out of memory reading its ExecCredential");
+        if (r < 0)
                 return error_prefix(err, "printed bad JSON, not an ExecCredential: ");
         if (!json_is_object(j))
                 return error_set(err, -EINVAL, "printed %s, not an ExecCredential object",
@@ -381,7 +384,7 @@ int execcred_parse(const char *buf, size_t len, const char *api_version, time_t 
                 return error_set(err, -EINVAL, "the answer is kind \"%.64s\", not %s", kind,
                                  EXECCRED_KIND);
         json_t *status = NULL;
-        int r = jsonx_member(j, "status", JSON_OBJECT, &status);
+        r = jsonx_member(j, "status", JSON_OBJECT, &status);
         if (r < 0)
                 return error_set(err, -EINVAL,
                                  r == -EINVAL ? "the ExecCredential's status is not an object"
