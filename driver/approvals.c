@@ -39,26 +39,33 @@ static approval_t *find(const approvals_t *a, const char *id)
         return NULL;
 }
 
-static void consider_line(approvals_t *a, approvals_request_fn fn, void *userdata)
+/* -ENOMEM when the line could not be read for want of memory (counted in
+ * lost: it may have been a request); 0 otherwise, a request or not. */
+static int consider_line(approvals_t *a, approvals_request_fn fn, void *userdata)
 {
         if (a->line_len == 0 || a->line[0] != '{')
-                return;
+                return 0;
         _cleanup_json_ json_t *j = NULL;
-        if (jsonx_load((const char *)a->line, a->line_len, 16, &j, NULL) < 0 || !json_is_object(j))
-                return;
+        int r = jsonx_load((const char *)a->line, a->line_len, 16, &j, NULL);
+        if (r == -ENOMEM) {
+                a->lost++;
+                return r;
+        }
+        if (r < 0 || !json_is_object(j))
+                return 0;
         const char *type = json_string_value(json_object_get(j, "type"));
         const char *id = json_string_value(json_object_get(j, "id"));
         if (!type || strcmp(type, "approval_request") != 0 || !id || !id[0] ||
             strlen(id) > APPROVALS_ID_MAX)
-                return;
+                return 0;
         /* Counted, never silently dropped: the driver reports both. */
         if (find(a, id)) {
                 a->duplicates++;
-                return;
+                return 0;
         }
         if (a->n == APPROVALS_MAX) {
                 a->over_limit++;
-                return;
+                return 0;
         }
         approval_t *ap = &a->items[a->n++];
         memcpy(ap->id, id, strlen(id) + 1);
@@ -66,11 +73,13 @@ static void consider_line(approvals_t *a, approvals_request_fn fn, void *userdat
         ap->state = APPROVAL_PENDING;
         if (fn)
                 fn(userdata, ap->id, j);
+        return 0;
 }
 
-void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
-                    void *userdata)
+int approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
+                   void *userdata)
 {
+        int ret = 0;
         while (n > 0) {
                 const uint8_t *nl = memchr(data, '\n', n);
                 size_t len = nl ? (size_t)(nl - data) : n;
@@ -86,14 +95,15 @@ void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_req
                         }
                 }
                 if (!nl)
-                        return;
-                if (!a->line_overflow)
-                        consider_line(a, fn, userdata);
+                        return ret;
+                if (!a->line_overflow && consider_line(a, fn, userdata) < 0)
+                        ret = -ENOMEM;
                 a->line_len = 0;
                 a->line_overflow = false;
                 data = nl + 1;
                 n -= len + 1;
         }
+        return ret;
 }
 
 char *approvals_response_line(const approvals_t *a, const char *id, bool approve)

@@ -37,6 +37,7 @@ typedef struct approvals {
         bool line_overflow;
         uint64_t over_limit; /* well-formed requests past APPROVALS_MAX, not kept */
         uint64_t duplicates; /* requests repeating a known id, ignored */
+        uint64_t lost;       /* lines not read for want of memory (approvals_scan) */
 } approvals_t;
 
 typedef void (*approvals_request_fn)(void *userdata, const char *id, json_t *request);
@@ -45,9 +46,13 @@ int approvals_init(approvals_t *a);
 void approvals_free(approvals_t *a);
 
 /* Feeds harness stdout; calls fn for each new well-formed request (ids are
- * unique: a repeated id is ignored, never re-opened). */
-void approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
-                    void *userdata);
+ * unique: a repeated id is ignored, never re-opened). Returns 0, or -ENOMEM
+ * when a line that may have been a request could not be read for want of
+ * memory (counted in lost; the rest of data is still scanned): the harness
+ * may then wait for an answer that will not come, so the caller must not
+ * carry on as if nothing was asked. */
+int approvals_scan(approvals_t *a, const uint8_t *data, size_t n, approvals_request_fn fn,
+                   void *userdata);
 /* The line for the harness's stdin deciding a pending id (caller frees), or
  * NULL if id is not pending (or out of memory). Changes nothing: the driver
  * records the decision and makes room for the line first, and only then

@@ -25,9 +25,11 @@
 #include <jansson.h>
 
 #include "admission.h"
+#include "approvals.h"
 #include "cleanup.h"
 #include "config.h"
 #include "ctlreq.h"
+#include "execcred.h"
 #include "failalloc.h"
 #include "fileio.h"
 #include "frame.h"
@@ -395,6 +397,49 @@ static void t_procstatus(const char *path, const char *buf, size_t len, outcome_
             (unsigned long long)s.cap[CAP_SET_EFFECTIVE], s.no_new_privs, s.seccomp);
 }
 
+/* A credential plugin's stdout (the first byte picks the apiVersion, as in
+ * the fuzz corpus: 'b' v1beta1, else v1). */
+static void t_execcred(const char *path, const char *buf, size_t len, outcome_t *o)
+{
+        hg_error_t err = {0};
+        execcred_t c = {0};
+        const char *version = len > 0 && buf[0] == 'b' ? EXECCRED_API_V1BETA1 : EXECCRED_API_V1;
+        int r = len > 0 ? execcred_parse(buf + 1, len - 1, version, 1764633600, &c, &err)
+                        : error_set(&err, -EINVAL, "empty input");
+        failalloc_disarm();
+        if (r < 0)
+                return put_error(o, r, &err);
+        put(o, "%s\n%s\n%s\n%lld\n", c.token ? c.token : "-", c.cert_pem ? c.cert_pem : "-",
+            c.key_pem ? c.key_pem : "-", (long long)c.expiry);
+        execcred_clear(&c);
+}
+
+/* The harness's stdout as the driver scans it for approval requests, fed
+ * in pieces of 7 bytes (lines split across reads). */
+static void t_approvals(const char *path, const char *buf, size_t len, outcome_t *o)
+{
+        approvals_t a;
+        int r = approvals_init(&a);
+        if (r < 0) {
+                failalloc_disarm();
+                o->r = r;
+                return;
+        }
+        for (size_t off = 0; off < len; off += 7)
+                if (approvals_scan(&a, (const uint8_t *)buf + off, len - off < 7 ? len - off : 7,
+                                   NULL, NULL) < 0)
+                        r = -ENOMEM;
+        failalloc_disarm();
+        o->r = r;
+        for (size_t i = 0; i < a.n; i++) {
+                put(o, "%s ", a.items[i].id);
+                put_json(o, a.items[i].request);
+        }
+        put(o, "over %llu dup %llu lost %llu\n", (unsigned long long)a.over_limit,
+            (unsigned long long)a.duplicates, (unsigned long long)a.lost);
+        approvals_free(&a);
+}
+
 static const struct {
         const char *name;
         target_fn fn;
@@ -406,6 +451,7 @@ static const struct {
     {"config", t_config, false},       {"spec", t_spec, false},
     {"ctlreq", t_ctlreq, false},       {"frame", t_frame, false},
     {"mountinfo", t_mountinfo, false}, {"procstatus", t_procstatus, false},
+    {"execcred", t_execcred, false},   {"approvals", t_approvals, false},
 };
 
 static void run(target_fn fn, unsigned long fail_at, const char *path, const char *buf, size_t len,
