@@ -45,8 +45,9 @@ static const char usage[] =
     "Run by hangar in the agent's container, as the agent. Checks that hangar-home\n"
     "is the driver's read-only mount, kills every other process of the container but\n"
     "PID 1 (unless the turn keeps them), prints {\"relay\":\"ready\",...} once sealed,\n"
-    "then reads the run's relay token (64 hex digits) on stdin (written by hangar\n"
-    "only after that line), connects to hangar-driver on the port in hangar-home,\n"
+    "then reads the run's relay token (64 hex digits; then a space and the daemon's\n"
+    "instance id, which must be the one named in hangar-home) on stdin (written by\n"
+    "hangar only after that line), connects to hangar-driver on the port in hangar-home,\n"
     "starts the run's script with /bin/sh from the turn's directory, and relays\n"
     "it. Prints one JSON line on stdout when done. Exit status: the\n"
     "harness's (128+N for a signal), 3 single-user, 4 refused (HANGAR_UID_SPLIT),\n"
@@ -134,8 +135,9 @@ static int say_ready(bool window, bool sealed, json_t *sweep)
  * process it could have handed them to over a unix socket. The relay is
  * non-dumpable by now, so no process started after the sweep can open them.
  * Returns 0 with *ret_sweep set (the report, or {"skipped": why}) and
- * *ret_sealed, or fails the relay (the exit status, negative never). */
-static int seal(bool keep_processes, bool *ret_sealed, json_t **ret_sweep, hg_error_t *err)
+ * *ret_sealed, or -errno with err set (the sweep's report in *ret_sweep). */
+static int seal(bool keep_processes, bool window, bool *ret_sealed, json_t **ret_sweep,
+                hg_error_t *err)
 {
         *ret_sealed = false;
         if (keep_processes) {
@@ -160,7 +162,11 @@ static int seal(bool keep_processes, bool *ret_sealed, json_t **ret_sweep, hg_er
         *ret_sweep = j;
         if (r < 0)
                 return error_set(err, r, "the sealed start failed: %s", rep.reason);
-        *ret_sealed = true;
+        /* PID 1 survives the sweep: with a window after execve, sealed only
+         * if no process of the agent's could have taken PID 1 over (ptrace)
+         * to open the relay's stdin for it. Otherwise detected only. */
+        *ret_sealed = !window || rep.pid1 == SWEEP_PID1_YAMA_RELATIONAL ||
+                      rep.pid1 == SWEEP_PID1_OTHER_UID || rep.pid1 == SWEEP_PID1_NON_DUMPABLE;
         return 0;
 }
 
@@ -183,11 +189,28 @@ static int stdin_is_empty(hg_error_t *err)
         return 0;
 }
 
-/* One line from stdin, at most TOKEN_HEX_LEN + 1 bytes: no allocation, and
- * the buffer is wiped once parsed. */
-static int read_token(int64_t deadline, token_t *ret, hg_error_t *err)
+/* The daemon's instance id: 32 lowercase hex digits (driver/turn.c). */
+#define INSTANCE_HEX_LEN 32
+
+static bool instance_ok(const char *s, size_t len)
 {
-        char buf[TOKEN_HEX_LEN + 2];
+        if (len != INSTANCE_HEX_LEN)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+/* One line from stdin: the token's 64 hex digits, or those, one space and
+ * the instance id of the daemon that started the turn (ctl start's or ctl
+ * token's "instance"), then "\n"; nothing else. At most that many bytes:
+ * no allocation, and the buffer is wiped once parsed. ret_instance is ""
+ * when hangar gave none. */
+static int read_token(int64_t deadline, token_t *ret, char ret_instance[INSTANCE_HEX_LEN + 1],
+                      hg_error_t *err)
+{
+        char buf[TOKEN_HEX_LEN + 1 + INSTANCE_HEX_LEN + 1];
         size_t len = 0;
         while (len < sizeof(buf)) {
                 struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
@@ -208,6 +231,20 @@ static int read_token(int64_t deadline, token_t *ret, hg_error_t *err)
                         break;
                 if (buf[len++] == '\n')
                         break;
+        }
+        ret_instance[0] = '\0';
+        if (len == sizeof(buf) || (len > TOKEN_HEX_LEN + 1 && buf[TOKEN_HEX_LEN] == ' ')) {
+                if (len != sizeof(buf) || buf[TOKEN_HEX_LEN] != ' ' || buf[len - 1] != '\n' ||
+                    !instance_ok(buf + TOKEN_HEX_LEN + 1, INSTANCE_HEX_LEN)) {
+                        token_wipe(buf, sizeof(buf));
+                        return error_set(err, -EINVAL,
+                                         "expected the token (64 hex digits), optionally a space "
+                                         "and the daemon's instance id (32 hex digits), and a "
+                                         "newline");
+                }
+                memcpy(ret_instance, buf + TOKEN_HEX_LEN + 1, INSTANCE_HEX_LEN);
+                ret_instance[INSTANCE_HEX_LEN] = '\0';
+                len = TOKEN_HEX_LEN;
         }
         int r = token_from_hex(buf, len, ret, err);
         token_wipe(buf, sizeof(buf));
@@ -259,7 +296,8 @@ static int read_terminal(const json_t *turn, session_term_t *ret, bool *ret_on, 
 
 /* The turn's id and directory, and its terminal, from the driver's turn file. */
 static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_t *ret_term,
-                     bool *ret_term_on, bool *ret_keep, hg_error_t *err)
+                     bool *ret_term_on, bool *ret_keep, char ret_instance[INSTANCE_HEX_LEN + 1],
+                     hg_error_t *err)
 {
         static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
         _cleanup_free_ char *text = NULL;
@@ -282,11 +320,53 @@ static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_
                 return error_set(err, -EINVAL, "%s: \"keep_processes\" must be true or false",
                                  path);
         *ret_keep = keep && json_is_true(keep);
+        /* The daemon that wrote the file: absent (an older driver) or its id. */
+        json_t *inst = json_object_get(turn, "instance");
+        ret_instance[0] = '\0';
+        if (inst && (!json_is_string(inst) ||
+                     !instance_ok(json_string_value(inst), json_string_length(inst))))
+                return error_set(err, -EINVAL, "%s: \"instance\" is not an instance id", path);
+        if (inst)
+                memcpy(ret_instance, json_string_value(inst), INSTANCE_HEX_LEN + 1);
         _cleanup_free_ char *c = strdup(cwd), *t = strdup(id);
         if (!c || !t)
                 return -ENOMEM;
         *ret_cwd = TAKE_PTR(c);
         *ret_turn = TAKE_PTR(t);
+        return 0;
+}
+
+/* hangar named the daemon instance that started the turn: the port and the
+ * turn file are read again now (the daemon may have restarted since the
+ * relay read them) and must be that instance's, the port and turn those
+ * read before. Otherwise the port may be a dead daemon's, free for any
+ * process of the agent's to listen on: the relay does not connect. */
+static int check_instance(int home_fd, const char *want, uint16_t port, const char *turn,
+                          hg_error_t *err)
+{
+        uint16_t port_now = 0;
+        _cleanup_free_ char *cwd_now = NULL, *turn_now = NULL;
+        session_term_t term;
+        bool term_on = false, keep = false;
+        char have[INSTANCE_HEX_LEN + 1];
+        int r = read_port(home_fd, &port_now, err);
+        if (r == 0)
+                r = read_turn(home_fd, &turn_now, &cwd_now, &term, &term_on, &keep, have, err);
+        if (r < 0)
+                return error_prefix(err, "daemon %s: ", want);
+        if (!have[0])
+                return error_set(err, -ESTALE,
+                                 "hangar-home/%s names no daemon instance; hangar expects %s",
+                                 LAYOUT_HOME_TURN, want);
+        if (strcmp(have, want) != 0)
+                return error_set(err, -ESTALE,
+                                 "hangar-home/%s is daemon %s's, not %s's (the one that started "
+                                 "the turn): not connecting",
+                                 LAYOUT_HOME_TURN, have, want);
+        if (port_now != port || strcmp(turn_now, turn) != 0)
+                return error_set(err, -ESTALE,
+                                 "the turn in hangar-home changed while the relay waited for its "
+                                 "token: not connecting");
         return 0;
 }
 
@@ -400,8 +480,10 @@ int main(int argc, char **argv)
         _cleanup_free_ char *cwd = NULL, *turn = NULL;
         session_term_t term = {0};
         bool term_on = false, keep_processes = false;
+        char turn_instance[INSTANCE_HEX_LEN + 1];
         if (read_port(home_fd, &port, &err) < 0 ||
-            read_turn(home_fd, &turn, &cwd, &term, &term_on, &keep_processes, &err) < 0)
+            read_turn(home_fd, &turn, &cwd, &term, &term_on, &keep_processes, turn_instance, &err) <
+                0)
                 return fail("%s", err.message);
 
         /* The order hangar keeps (docs/protocol.md): the relay is hardened
@@ -409,7 +491,8 @@ int main(int argc, char **argv)
          * does hangar write the token. */
         bool sealed = false;
         _cleanup_json_ json_t *sweep = NULL;
-        int sr = seal(keep_processes, &sealed, &sweep, &err);
+        bool window = dumpable_at_exec != 0;
+        int sr = seal(keep_processes, window, &sealed, &sweep, &err);
         if (sr == -ENOMEM)
                 return fail("out of memory");
         if (sr < 0) {
@@ -424,11 +507,17 @@ int main(int argc, char **argv)
          * (a readable binary), when another process of the agent's could have
          * opened its stdin (docs/security-model.md); "sealed": whether every
          * process that could have done so is dead now. */
-        if (say_ready(dumpable_at_exec != 0, sealed, sweep) < 0)
+        if (say_ready(window, sealed, sweep) < 0)
                 return fail("cannot say ready on stdout");
         token_t token;
-        if (read_token(deadline, &token, &err) < 0)
+        char instance[INSTANCE_HEX_LEN + 1];
+        if (read_token(deadline, &token, instance, &err) < 0)
                 return fail("stdin: %s", err.message);
+        if (instance[0] && check_instance(home_fd, instance, port, turn, &err) < 0) {
+                token_wipe(&token, sizeof(token));
+                fprintf(stderr, "hangar-relay: %s\n", err.message);
+                return report(EXIT_RELAY_FAIL, "driver-instance", err.message, NULL);
+        }
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
         int r = open_channel(port, &token, FRAME_CHANNEL_IO, deadline, &io, &err);
         if (r == 0)
