@@ -13,10 +13,9 @@
 #
 # Every test gets the labels "pods" and its runtime ("runsc", "crun", "runc",
 # "runsc_current"; ctest -L is a regular expression: -L '^runsc$' for Debian's
-# runsc alone), and the scheduling properties docs/ci.md explains: one CPU
-# slot each (the suites wait on execs far more than they compute) and a share
-# of the resource "pods", so that `ctest -j N` runs at most HANGAR_POD_SLOTS
-# pod suites at once (tests/README.md: ctest --resource-spec-file).
+# runsc alone). Each suite has a pod (a podrun directory) in its own T_TMP
+# and nothing fixed on the host, so any of them run side by side (ctest -j;
+# docs/ci.md).
 include_guard(GLOBAL)
 
 set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
@@ -56,7 +55,6 @@ function(hangar_pod_tests)
       string(APPEND cmd " [==[${a}]==]")
     endforeach()
     cmake_language(EVAL CODE "add_test(NAME ${P_NAME}_${v} COMMAND ${cmd})")
-    set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT}
-                         RESOURCE_GROUPS "pods:1")
+    set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT})
   endforeach()
 endfunction()
