@@ -36,7 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         if (q.from > CTLREQ_FROM_MAX)
                 abort();
-        if ((q.op == CTLREQ_START) != (q.spec != NULL))
+        if ((q.op == CTLREQ_START || q.op == CTLREQ_GRADE_BEGIN || q.op == CTLREQ_GRADE_FINISH) !=
+            (q.spec != NULL))
                 abort();
         if (q.spec && strlen(q.spec) != q.spec_len)
                 abort();
