@@ -45,7 +45,8 @@ stats() { sort -n | awk '{ v[NR] = $1; s += $1 } END {
         printf "%8d %8d %8d", m, s / NR, v[NR] }'; }
 
 cp "$HERE/../tests/pods/fixtures/sandbox-pod.yaml" "$TMP/pod.yaml"
-HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f "$TMP/pod.yaml" >"$TMP/pod.json"
+HANGAR_K8S_DRIVER_SIDECAR=true HANGAR_DRIVER_COMMAND='["sleep", "infinity"]' HANGAR_DRIVER_PROBES=false \
+        "$WEBHOOK" inject -f "$TMP/pod.yaml" >"$TMP/pod.json"
 SCRIPT='echo started; sleep 0.3'
 
 for rt in ${BENCH_RUNTIMES:-crun runsc}; do

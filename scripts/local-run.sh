@@ -140,9 +140,7 @@ in_agent() { kubectl exec -n "$NS" "$POD" -c sandbox "${as_hangar[@]}" "$@"; }
 in_driver() { kubectl exec -n "$NS" "$POD" -c hangar-driver "${as_hangar[@]}" "$@"; }
 in_agent -- hangar-probe check --role agent >"$STATE/agent.json" || true
 in_driver -- hangar-probe check --role driver >"$STATE/driver.json" || true
-hangar_chart_config hangar "$STATE/webhook-config.yaml"
-"$PROBE" spec --name "$POD" --namespace "$NS" --kubeconfig "$KUBECONFIG" \
-        --config "$STATE/webhook-config.yaml" >"$STATE/spec.json" || true
+"$PROBE" spec --name "$POD" --namespace "$NS" --kubeconfig "$KUBECONFIG" >"$STATE/spec.json" || true
 for r in spec agent driver; do
         printf '  %-7s %s\n' "$r" "$(jq -r .result "$STATE/$r.json")"
 done

@@ -52,18 +52,6 @@ hangar_chart_bundle() {
   kubectl get mutatingwebhookconfiguration "$mwc" -o jsonpath='{.webhooks[0].clientConfig.caBundle}'
 }
 
-# hangar_chart_config RELEASE FILE: writes the release's webhook
-# configuration (its ConfigMap's config.yaml) to FILE. hangar-probe spec
-# judges a pod against the shape of this configuration, as the webhook that
-# injected it did (the binaries' built-in defaults are not the chart's).
-hangar_chart_config() {
-  local cm
-  cm=$(kubectl get configmap -n hangar-system -l "app.kubernetes.io/instance=$1" \
-    -o jsonpath='{.items[0].metadata.name}') || return 1
-  [ -n "$cm" ] || return 1
-  kubectl get configmap -n hangar-system "$cm" -o jsonpath='{.data.config\.yaml}' >"$2" && [ -s "$2" ]
-}
-
 # hangar_chart_ready RELEASE NS [SECONDS]: waits (default 60 s) until the
 # replicas patched the caBundle and the API server sends a labelled pod in
 # NS to the webhook (a server-side dry run comes back with hangar-driver

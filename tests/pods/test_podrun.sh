@@ -95,7 +95,10 @@ jq -n '{apiVersion: "v1", kind: "Pod",
                containers: [{name: "sandbox", image: "us-docker.pkg.dev/hangar/envs/python:3.12",
                              command: ["python3", "-m", "envd"],
                              securityContext: {runAsUser: 1000, runAsGroup: 1000}}]}}' >pod.json
-"$WEBHOOK" inject -f pod.json >injected.json 2>inject.err
+# The older driver, sleep infinity (no hangar-driver is mounted here for the
+# default, hangar-driver serve): its sleep tells the driver's processes apart.
+HANGAR_DRIVER_COMMAND='["sleep", "infinity"]' HANGAR_DRIVER_PROBES=false \
+        "$WEBHOOK" inject -f pod.json >injected.json 2>inject.err
 jqe() { jq -e "$@" >/dev/null; }
 t_check "hangar-webhook inject adds the hangar-driver container" \
         jqe '[.spec.containers[].name] == ["sandbox", "hangar-driver"]' injected.json

@@ -24,7 +24,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
 t_begin "the driver's daemon as the sidecar's PID 1 in a real $RUNTIME pod"
 EXTRA_BINS=()
-# The chart's driver: the daemon as the container's command, probes on.
+# The default driver (the chart's too): the daemon as the container's
+# command, probes on; said here since turnlib.sh's own is the older one.
 export HANGAR_DRIVER_COMMAND='["hangar-driver", "serve"]' HANGAR_DRIVER_PROBES=true
 . "$HERE/turnlib.sh"
 turn_pod_up || t_end

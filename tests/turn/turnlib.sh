@@ -7,6 +7,14 @@
 # EXTRA_BINS (an array of more --bin directories) set; then call turn_pod_up.
 
 . "$HERE/../pods/podlib.sh"
+# The sidecar's command. The suites that start the driver by exec
+# (start_driver: hangar-driver relay --spec -, the daemon for one turn) give
+# the pod the older driver that runs nothing, and so no probes (nothing
+# would answer them); test_daemon_pod.sh sets the default, hangar-driver
+# serve with its probes. Exported: hangar-probe spec below judges the pod by
+# the same configuration.
+export HANGAR_DRIVER_COMMAND=${HANGAR_DRIVER_COMMAND:-'["sleep", "infinity"]'}
+export HANGAR_DRIVER_PROBES=${HANGAR_DRIVER_PROBES:-false}
 PODRUN="$HERE/../pods/podrun"
 POD=$T_TMP/pod
 HOME_DIR=/var/lib/hangar

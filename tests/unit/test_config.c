@@ -108,11 +108,10 @@ START_TEST(defaults_exactly)
         ck_assert_uint_eq(c.driver_uid, 1001);
         ck_assert_uint_eq(c.driver_gid, 1001);
         ck_assert_uint_eq(c.driver_command.n, 2);
-        ck_assert_str_eq(c.driver_command.items[0], "sleep");
-        ck_assert_str_eq(c.driver_command.items[1], "infinity");
-        /* The daemon's probes are off by default (the command above runs no
-         * daemon); the chart turns both on with hangar-driver serve. */
-        ck_assert(!c.driver_probes);
+        ck_assert_str_eq(c.driver_command.items[0], "hangar-driver");
+        ck_assert_str_eq(c.driver_command.items[1], "serve");
+        /* The daemon and its probes by default, as in the chart. */
+        ck_assert(c.driver_probes);
         ck_assert_uint_eq(c.driver_startup.period_s, 1);
         ck_assert_uint_eq(c.driver_startup.timeout_s, 5);
         ck_assert_uint_eq(c.driver_startup.failures, 60);
@@ -543,7 +542,8 @@ START_TEST(dump_reflects_settings)
         ck_assert_ptr_nonnull(text);
         _unit_json_ json_t *j = unit_json(text);
         ck_assert_int_eq(json_integer_value(json_object_get(j, "driver.uid")), 4242);
-        ck_assert_json_eq_text(json_object_get(j, "driver.command"), "[\"sleep\", \"infinity\"]");
+        ck_assert_json_eq_text(json_object_get(j, "driver.command"),
+                               "[\"hangar-driver\", \"serve\"]");
         ck_assert_int_eq(
             json_integer_value(json_object_get(j, "driver.probes.liveness.periodSeconds")), 10);
         ck_assert(json_is_false(json_object_get(j, "driverSidecar")));

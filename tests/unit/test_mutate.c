@@ -120,7 +120,7 @@ static const char *injected_pod =
     "      \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
     "        \"readOnly\": true}]},"
     "     {\"name\": \"hangar-driver\", \"image\": \"" IMAGE "\","
-    "      \"imagePullPolicy\": \"IfNotPresent\", \"command\": [\"sleep\", \"infinity\"],"
+    "      \"imagePullPolicy\": \"IfNotPresent\", \"command\": [\"hangar-driver\", \"serve\"],"
     "      \"resources\": {\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}},"
     "      \"securityContext\": {\"runAsUser\": 1001, \"runAsGroup\": 1001,"
     "        \"runAsNonRoot\": true, \"allowPrivilegeEscalation\": false,"
@@ -128,7 +128,13 @@ static const char *injected_pod =
     "        \"capabilities\": {\"drop\": [\"ALL\"]},"
     "        \"seccompProfile\": {\"type\": \"RuntimeDefault\"}},"
     "      \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\"},"
-    "        {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}]}],"
+    "        {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}],"
+    "      \"startupProbe\": {\"exec\": {\"command\": [\"hangar-driver\", \"ctl\", \"ping\"]},"
+    "        \"periodSeconds\": 1, \"timeoutSeconds\": 5, \"failureThreshold\": 60,"
+    "        \"successThreshold\": 1},"
+    "      \"livenessProbe\": {\"exec\": {\"command\": [\"hangar-driver\", \"ctl\", \"ping\"]},"
+    "        \"periodSeconds\": 10, \"timeoutSeconds\": 5, \"failureThreshold\": 3,"
+    "        \"successThreshold\": 1}}],"
     "   \"volumes\": [{\"name\": \"hangar-home\", \"emptyDir\": {}},"
     "     {\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
     "       \"sizeLimit\": \"64Mi\"}}],"
@@ -152,7 +158,7 @@ START_TEST(injected_pod_shape)
         ck_assert_str_eq(json_string_value(unit_at(driver, "/name")), "hangar-driver");
         ck_assert_str_eq(json_string_value(unit_at(driver, "/image")), IMAGE);
         ck_assert_str_eq(json_string_value(unit_at(driver, "/imagePullPolicy")), "IfNotPresent");
-        ck_assert_json_eq_text(unit_at(driver, "/command"), "[\"sleep\", \"infinity\"]");
+        ck_assert_json_eq_text(unit_at(driver, "/command"), "[\"hangar-driver\", \"serve\"]");
         ck_assert_int_eq(json_integer_value(unit_at(driver, "/securityContext/runAsUser")), 1001);
         ck_assert_int_eq(json_integer_value(unit_at(driver, "/securityContext/runAsGroup")), 1001);
         ck_assert(json_is_true(unit_at(driver, "/securityContext/runAsNonRoot")));
@@ -381,13 +387,13 @@ START_TEST(native_sidecar)
 }
 END_TEST
 
-/* driver.probes.enabled (the chart's default, with hangar-driver serve):
- * the driver gets the startup and liveness probes, in containers and as a
- * native sidecar; reinvocation is a no-op, the spec check passes, and a
+/* driver.probes.enabled (the default, with hangar-driver serve): the driver
+ * gets the startup and liveness probes, in containers and as a native
+ * sidecar; reinvocation is a no-op, the spec check passes, and a
  * configuration without probes refuses the pod (they are part of the shape). */
 START_TEST(daemon_probes)
 {
-        cfg.driver_probes = true;
+        ck_assert(cfg.driver_probes);
         for (int native = 0; native <= 1; native++) {
                 cfg.driver_native_sidecar = native;
                 _unit_json_ json_t *pod = with(base_pod(), "/spec/securityContext",
@@ -402,7 +408,7 @@ START_TEST(daemon_probes)
                 ck_assert_str_eq(json_string_value(json_object_get(driver, "name")),
                                  "hangar-driver");
                 ck_assert_json_eq_text(unit_at(driver, "/livenessProbe/exec/command"),
-                                       "[\"sleep\", \"ctl\", \"ping\"]");
+                                       "[\"hangar-driver\", \"ctl\", \"ping\"]");
                 ck_assert_int_eq(json_integer_value(unit_at(driver, "/startupProbe/periodSeconds")),
                                  1);
                 _unit_json_ json_t *after_first = json_deep_copy(pod);

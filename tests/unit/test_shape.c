@@ -129,14 +129,20 @@ END_TEST
 
 static const char *driver_default =
     "{\"name\": \"hangar-driver\", \"image\": \"registry.example/agent:1.2\","
-    " \"imagePullPolicy\": \"IfNotPresent\", \"command\": [\"sleep\", \"infinity\"],"
+    " \"imagePullPolicy\": \"IfNotPresent\", \"command\": [\"hangar-driver\", \"serve\"],"
     " \"resources\": {\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}},"
     " \"securityContext\": {\"runAsUser\": 1001, \"runAsGroup\": 1001, \"runAsNonRoot\": true,"
     "   \"allowPrivilegeEscalation\": false, \"readOnlyRootFilesystem\": true,"
     "   \"privileged\": false, \"capabilities\": {\"drop\": [\"ALL\"]},"
     "   \"seccompProfile\": {\"type\": \"RuntimeDefault\"}},"
     " \"volumeMounts\": [{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\"},"
-    "   {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}]}";
+    "   {\"name\": \"hangar-ctl\", \"mountPath\": \"/var/lib/hangar-ctl\"}],"
+    " \"startupProbe\": {\"exec\": {\"command\": [\"hangar-driver\", \"ctl\", \"ping\"]},"
+    "   \"periodSeconds\": 1, \"timeoutSeconds\": 5, \"failureThreshold\": 60,"
+    "   \"successThreshold\": 1},"
+    " \"livenessProbe\": {\"exec\": {\"command\": [\"hangar-driver\", \"ctl\", \"ping\"]},"
+    "   \"periodSeconds\": 10, \"timeoutSeconds\": 5, \"failureThreshold\": 3,"
+    "   \"successThreshold\": 1}}";
 
 START_TEST(driver_container_json)
 {
@@ -154,14 +160,13 @@ START_TEST(driver_container_json)
 }
 END_TEST
 
-/* The probes (driver.probes.enabled): the command's own binary, ctl ping;
- * the configured timing, all four numbers set; none when off (the default). */
+/* The probes (driver.probes.enabled, on by default): the command's own
+ * binary, ctl ping; the configured timing, all four numbers set; none when
+ * off (the older sidecar that runs sleep). */
 START_TEST(driver_probes_follow_config)
 {
-        _unit_json_ json_t *dflt = shape_driver_container_json(&cfg, "img");
-        ck_assert_ptr_null(json_object_get(dflt, "livenessProbe"));
-        ck_assert_ptr_null(json_object_get(dflt, "startupProbe"));
-        cfg.driver_probes = true;
+        ck_assert(cfg.driver_probes);
+        set_string(&cfg.driver_command.items[0], "sleep");
         _unit_json_ json_t *on = shape_driver_container_json(&cfg, "img");
         ck_assert_json_eq_text(json_object_get(on, "startupProbe"),
                                "{\"exec\": {\"command\": [\"sleep\", \"ctl\", \"ping\"]},"
