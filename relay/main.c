@@ -59,6 +59,10 @@ static int report(int status, const char *outcome, const char *reason, json_t *e
         return jsonx_print_outcome(status, "relay", outcome, reason, extra);
 }
 
+/* Once the sealed start has run: {"sealed", "sweep"} for every outcome line
+ * after it, so hangar sees the sweep's report however the relay ends. */
+static json_t *seal_report;
+
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
@@ -68,7 +72,7 @@ static int fail(const char *fmt, ...)
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         fprintf(stderr, "hangar-relay: %s\n", msg);
-        return report(EXIT_RELAY_FAIL, "failed", msg, NULL);
+        return report(EXIT_RELAY_FAIL, "failed", msg, seal_report);
 }
 
 /* Before any secret is in memory: no ptrace, /proc/PID/mem or
@@ -500,6 +504,9 @@ int main(int argc, char **argv)
                 _cleanup_json_ json_t *extra = json_pack("{s:O}", "sweep", sweep);
                 return report(EXIT_RELAY_FAIL, "failed", err.message, extra);
         }
+        _cleanup_json_ json_t *sealed_extra =
+            json_pack("{s:b, s:O}", "sealed", sealed, "sweep", sweep);
+        seal_report = sealed_extra;
         int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
         if (stdin_is_empty(&err) < 0)
                 return fail("%s", err.message);
