@@ -240,7 +240,7 @@ char *execcred_exec_info(const execcred_config_t *cfg, json_t *cluster)
             json_object_set_new(j, "kind", json_string(EXECCRED_KIND)) < 0 ||
             json_object_set(j, "spec", spec) < 0)
                 return NULL;
-        return json_dumps(j, JSON_COMPACT);
+        return jsonx_dumps(j, JSON_COMPACT);
 }
 
 /* ---- the ExecCredential a plugin prints ------------------------------------ */

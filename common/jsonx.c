@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "strbuf.h"
 
 int jsonx_load(const char *buf, size_t len, unsigned max_depth, json_t **ret, hg_error_t *err)
 {
@@ -70,13 +71,40 @@ const char *jsonx_type_name(const json_t *j)
         }
 }
 
+typedef struct dump_state {
+        strbuf_t sb;
+        bool failed; /* sticky: jansson goes on after a key's failed write */
+} dump_state_t;
+
+static int dump_append(const char *buffer, size_t size, void *data)
+{
+        dump_state_t *d = data;
+        if (d->failed || strbuf_append(&d->sb, buffer, size) < 0) {
+                d->failed = true;
+                return -1;
+        }
+        return 0;
+}
+
+char *jsonx_dumps(const json_t *j, size_t flags)
+{
+        if (!j)
+                return NULL;
+        dump_state_t d = {.failed = false};
+        if (json_dump_callback(j, dump_append, &d, flags) < 0 || d.failed || !d.sb.data) {
+                strbuf_free(&d.sb);
+                return NULL;
+        }
+        return strbuf_take(&d.sb);
+}
+
 int jsonx_print_outcome(int status, const char *who, const char *outcome, const char *reason,
                         json_t *extra)
 {
         _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", who, outcome, "reason", reason);
-        if (j && extra)
-                json_object_update(j, extra);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        /* Without its extra members it would be another outcome: none. */
+        bool whole = j && (!extra || json_object_update(j, extra) == 0);
+        _cleanup_free_ char *text = whole ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (text)
                 puts(text);
         fflush(stdout);

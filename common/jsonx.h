@@ -27,6 +27,14 @@ int jsonx_bool(json_t *obj, const char *key, bool *ret);
 /* Human name of a JSON type for error messages ("an object", "a string"). */
 const char *jsonx_type_name(const json_t *j);
 
+/* json_dumps(j, flags), or NULL when any of the text could not be stored.
+ * Use it instead of json_dumps: jansson 2.14's dumper ignores a failure to
+ * write an object's key and returns the text without that key (under
+ * memory pressure `{"driverSidecar": true}` came out as `{": true}`). The
+ * text is written through a callback into a buffer of ours and refused on
+ * the first failed write (tests/alloc, the config target). */
+char *jsonx_dumps(const json_t *j, size_t flags);
+
 /* Prints one compact JSON line {"<who>": outcome, "reason": reason, ...extra}
  * on stdout and flushes: the line a hangar-driver or hangar-relay run ends
  * with, for hangar to read. Returns status, so callers can return it. */

@@ -113,7 +113,7 @@ char *approvals_response_line(const approvals_t *a, const char *id, bool approve
                 return NULL;
         _cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:s}", "type", "approval_response", "id",
                                              id, "decision", approve ? "approve" : "deny");
-        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!text)
                 return NULL;
         size_t len = strlen(text);

@@ -179,7 +179,7 @@ static int ctl_request(const char *sock, json_t *req, bool is_run, bool is_start
                 fprintf(stderr, "hangar-driver ctl: %s\n", err.message);
                 return 1;
         }
-        _cleanup_free_ char *text = json_dumps(req, JSON_COMPACT);
+        _cleanup_free_ char *text = jsonx_dumps(req, JSON_COMPACT);
         if (!text || fd_write_all(fd, text, strlen(text)) < 0 || shutdown(fd, SHUT_WR) < 0) {
                 fprintf(stderr, "hangar-driver ctl: cannot send the request\n");
                 return 1;
@@ -475,7 +475,7 @@ static int cmd_tree(int argc, char **argv)
             "{s:s, s:I, s:I, s:I, s:I, s:I, s:s}", "tree", hex, "files", (json_int_t)st.files,
             "dirs", (json_int_t)st.dirs, "symlinks", (json_int_t)st.symlinks, "specials",
             (json_int_t)st.specials, "bytes", (json_int_t)st.bytes, "manifest", final);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!text)
                 return 1;
         puts(text);

@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "fileio.h"
+#include "jsonx.h"
 #include "layout.h"
 
 char *record_path(const char *dir, const char *name)
@@ -85,7 +86,7 @@ int record_event(record_t *r, const char *event, json_t *fields)
         if (j && fields && json_object_update(j, fields) < 0)
                 json_decref(TAKE_PTR(j));
         json_decref(fields);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!text)
                 return -ENOMEM;
         int e = append_line(r->events_fd, text);
@@ -105,7 +106,7 @@ int record_log(record_t *r, const void *data, size_t n)
 int record_append_json(const char *dir, const char *name, json_t *j)
 {
         _cleanup_free_ char *path = record_path(dir, name);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!path || !text)
                 return -ENOMEM;
         _cleanup_close_ int fd =
@@ -118,7 +119,7 @@ int record_append_json(const char *dir, const char *name, json_t *j)
 int record_write_json(const char *dir, const char *name, json_t *j, unsigned mode)
 {
         _cleanup_free_ char *path = record_path(dir, name);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!path || !text)
                 return -ENOMEM;
         return file_write_atomic(path, text, strlen(text), (mode_t)mode, 0);

@@ -231,7 +231,7 @@ static int pane_request(const char *sock, json_t *req, bool *ret_ok)
         int fd = -1;
         if (ctlsock_connect(sock, &fd, &err) < 0)
                 return -1;
-        _cleanup_free_ char *text = json_dumps(req, JSON_COMPACT);
+        _cleanup_free_ char *text = jsonx_dumps(req, JSON_COMPACT);
         if (!text || fd_write_all(fd, text, strlen(text)) < 0 || shutdown(fd, SHUT_WR) < 0) {
                 (void)close(fd);
                 return -1;

@@ -48,7 +48,7 @@ static const char usage_text[] =
 
 static int print_json(json_t *j)
 {
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_INDENT(2)) : NULL;
         if (!text) {
                 fputs("hangar-probe: out of memory\n", stderr);
                 return -1;
@@ -146,7 +146,7 @@ static int cmd_check(int argc, char **argv)
         _cleanup_json_ json_t *report = checks_run(&cfg, role, &o, &result);
         observe_free(&o);
         config_free(&cfg);
-        _cleanup_free_ char *text = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
+        _cleanup_free_ char *text = report ? jsonx_dumps(report, JSON_INDENT(2)) : NULL;
         if (!text) {
                 fputs("hangar-probe check: out of memory\n", stderr);
                 return EXIT_FAIL;
@@ -305,7 +305,7 @@ static int cmd_verdict(int argc, char **argv)
         if (!out || print_json(out) < 0)
                 return EXIT_FAIL;
         if (write_path) {
-                _cleanup_free_ char *text = json_dumps(out, JSON_COMPACT);
+                _cleanup_free_ char *text = jsonx_dumps(out, JSON_COMPACT);
                 int r = text ? file_write_atomic(write_path, text, strlen(text), 0644, 0) : -ENOMEM;
                 if (r < 0) {
                         fprintf(stderr, "hangar-probe verdict: cannot write %s: %s\n", write_path,

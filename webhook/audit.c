@@ -564,7 +564,7 @@ int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_er
                                        "driverList", shape_driver_list(cfg), "webhookConfiguration",
                                        o->webhook_configuration, "counts", counts, "pods", rows)
                            : NULL;
-                _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_INDENT(2)) : NULL;
+                _cleanup_free_ char *text = doc ? jsonx_dumps(doc, JSON_INDENT(2)) : NULL;
                 if (!text) {
                         r = -ENOMEM;
                         goto out;
@@ -608,7 +608,7 @@ int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const c
             "containers", "name", cfg->agent_container, "image", image, "command", "sleep",
             "infinity", "securityContext", "allowPrivilegeEscalation", 0, "runAsNonRoot", 1,
             "capabilities", "drop", "ALL");
-        _cleanup_free_ char *body = pod ? json_dumps(pod, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *body = pod ? jsonx_dumps(pod, JSON_COMPACT) : NULL;
         _cleanup_strbuf_ strbuf_t path = {0};
         if (!body || strbuf_printf(&path, "/api/v1/namespaces/") < 0 || url_escape(&path, ns) < 0 ||
             strbuf_printf(&path, "/pods?dryRun=All&fieldManager=hangar-webhook-test") < 0)

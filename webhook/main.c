@@ -368,7 +368,7 @@ static int cmd_inject(int argc, char **argv)
             json_array_size(docs) == 1
                 ? json_incref(json_array_get(docs, 0))
                 : json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", docs);
-        _cleanup_free_ char *text = out ? json_dumps(out, JSON_INDENT(2)) : NULL;
+        _cleanup_free_ char *text = out ? jsonx_dumps(out, JSON_INDENT(2)) : NULL;
         if (!text)
                 return fail("inject", strerror(ENOMEM));
         puts(text);

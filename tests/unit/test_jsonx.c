@@ -285,6 +285,25 @@ START_TEST(print_outcome)
 }
 END_TEST
 
+/* jsonx_dumps writes what json_dumps writes, for every flag the tree uses;
+ * tests/alloc covers that it refuses a text it could not store whole. */
+START_TEST(dumps_as_json_dumps)
+{
+        _cleanup_json_ json_t *j = unit_json(
+            "{\"b\":[1,2.5,\"x\\u00e9\\n\",null,true],\"a\":{\"k\":{}},\"e\":[],\"s\":\"\"}");
+        const size_t flags[] = {0, JSON_COMPACT, JSON_INDENT(2), JSON_INDENT(2) | JSON_SORT_KEYS,
+                                JSON_COMPACT | JSON_ENSURE_ASCII};
+        for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
+                _cleanup_free_ char *want = json_dumps(j, flags[i]);
+                _cleanup_free_ char *got = jsonx_dumps(j, flags[i]);
+                ck_assert_ptr_nonnull(want);
+                ck_assert_ptr_nonnull(got);
+                ck_assert_str_eq(got, want);
+        }
+        ck_assert_ptr_null(jsonx_dumps(NULL, 0));
+}
+END_TEST
+
 static Suite *jsonx_suite(void)
 {
         Suite *s = suite_create("jsonx");
@@ -306,6 +325,7 @@ static Suite *jsonx_suite(void)
         tcase_add_test(tc, string_and_bool_access);
         tcase_add_test(tc, type_names);
         tcase_add_test(tc, print_outcome);
+        tcase_add_test(tc, dumps_as_json_dumps);
         suite_add_tcase(s, tc);
         return s;
 }
