@@ -134,6 +134,23 @@ static void t_jsonparse(const char *path, const char *buf, size_t len, outcome_t
         put_json(o, proj);
 }
 
+/* A document written out as the CLIs write theirs (jsonx_dumps: jansson's
+ * json_dumps returns a text without a key when a write fails). */
+static void t_dumps(const char *path, const char *buf, size_t len, outcome_t *o)
+{
+        hg_error_t err = {0};
+        _cleanup_json_ json_t *doc = NULL;
+        int r = jsonparse_load(buf, len, JSONX_MAX_DEPTH, &doc, &err);
+        _cleanup_free_ char *pretty = r == 0 ? jsonx_dumps(doc, JSON_INDENT(2)) : NULL;
+        _cleanup_free_ char *compact = pretty ? jsonx_dumps(doc, JSON_COMPACT) : NULL;
+        if (r == 0 && !compact)
+                r = -ENOMEM;
+        failalloc_disarm();
+        if (r < 0)
+                return put_error(o, r, &err);
+        put(o, "%s\n%s\n", pretty, compact);
+}
+
 /* A review's pod edited through JSON pointers and a patch, as mutate does. */
 static void t_patch(const char *path, const char *buf, size_t len, outcome_t *o)
 {
@@ -445,13 +462,21 @@ static const struct {
         target_fn fn;
         bool review; /* an internal error is answered as a deny */
 } targets[] = {
-    {"jsonparse", t_jsonparse, false}, {"patch", t_patch, false},
-    {"admission", t_admission, true},  {"server", t_server, true},
-    {"validate", t_validate, true},    {"inject", t_inject, false},
-    {"config", t_config, false},       {"spec", t_spec, false},
-    {"ctlreq", t_ctlreq, false},       {"frame", t_frame, false},
-    {"mountinfo", t_mountinfo, false}, {"procstatus", t_procstatus, false},
-    {"execcred", t_execcred, false},   {"approvals", t_approvals, false},
+    {"jsonparse", t_jsonparse, false},
+    {"patch", t_patch, false},
+    {"dumps", t_dumps, false},
+    {"admission", t_admission, true},
+    {"server", t_server, true},
+    {"validate", t_validate, true},
+    {"inject", t_inject, false},
+    {"config", t_config, false},
+    {"spec", t_spec, false},
+    {"ctlreq", t_ctlreq, false},
+    {"frame", t_frame, false},
+    {"mountinfo", t_mountinfo, false},
+    {"procstatus", t_procstatus, false},
+    {"execcred", t_execcred, false},
+    {"approvals", t_approvals, false},
 };
 
 static void run(target_fn fn, unsigned long fail_at, const char *path, const char *buf, size_t len,
