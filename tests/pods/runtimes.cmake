@@ -2,7 +2,8 @@
 #
 #   include(${PROJECT_SOURCE_DIR}/tests/pods/runtimes.cmake)
 #   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> RUNTIMES <runtime>... [CURRENT]
-#                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>])
+#                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>]
+#                    [COST <s>])
 #
 # registers, for each runtime R of RUNTIMES (runsc: Debian's, crun, runc), the
 # test <base>_R running `bash <suite.sh> <arg>... R`; with CURRENT and
@@ -10,6 +11,10 @@
 # `bash <suite.sh> <arg>... runsc $HANGAR_RUNSC_CURRENT <current-arg>...`
 # (the suites' "RUNTIME [RUNTIME_BIN [FLAG...]]" convention, tests/pods/podlib.sh).
 # ENV: variables for the suite (through `cmake -E env`). TIMEOUT: 900 s unless given.
+# COST: about how many seconds the suite takes (default 60): ctest starts the
+# costliest tests first when it has no timings of its own yet (a clean
+# build directory, as in CI), so the long pod suites do not start last and
+# leave the run waiting on them alone (docs/ci.md).
 #
 # Every test gets the labels "pods" and its runtime ("runsc", "crun", "runc",
 # "runsc_current"; ctest -L is a regular expression: -L '^runsc$' for Debian's
@@ -22,7 +27,7 @@ set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
     "A current runsc for the *_runsc_current pod tests (tests/pods/build-runsc.sh prints its path)")
 
 function(hangar_pod_tests)
-  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT" "NAME;SCRIPT;TIMEOUT" "RUNTIMES;ARGS;ENV;CURRENT_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT" "NAME;SCRIPT;TIMEOUT;COST" "RUNTIMES;ARGS;ENV;CURRENT_ARGS")
   if(NOT P_NAME OR NOT P_SCRIPT OR NOT P_RUNTIMES)
     message(FATAL_ERROR "hangar_pod_tests: NAME, SCRIPT and RUNTIMES are required")
   endif()
@@ -31,6 +36,9 @@ function(hangar_pod_tests)
   endif()
   if(NOT P_TIMEOUT)
     set(P_TIMEOUT 900)
+  endif()
+  if(NOT P_COST)
+    set(P_COST 60)
   endif()
   set(prefix bash)
   if(P_ENV)
@@ -55,6 +63,7 @@ function(hangar_pod_tests)
       string(APPEND cmd " [==[${a}]==]")
     endforeach()
     cmake_language(EVAL CODE "add_test(NAME ${P_NAME}_${v} COMMAND ${cmd})")
-    set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT})
+    set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT}
+                         COST ${P_COST})
   endforeach()
 endfunction()
