@@ -1096,7 +1096,8 @@ static json_t *dispatch(turn_t *t, client_t *c, const ctlreq_t *q)
                 char hex[TOKEN_HEX_LEN + 1];
                 token_to_hex(&t->token, hex);
                 json_t *j =
-                    json_pack("{s:b, s:s, s:i}", "ok", 1, "token", hex, "port", t->lis.port);
+                    json_pack("{s:b, s:s, s:i, s:s, s:I}", "ok", 1, "token", hex, "port",
+                              t->lis.port, "instance", t->instance, "gen", (json_int_t)t->gen);
                 token_wipe(hex, sizeof(hex));
                 return j;
         }
@@ -1769,8 +1770,10 @@ static int daemon_setup(turn_t *t, hg_error_t *err)
         token_wipe(&id, sizeof(id));
         if ((r = ctlsock_listen(sock, &t->ctl_lfd, err)) < 0)
                 return r;
-        /* The socket is ours: whatever an earlier daemon left is not. */
+        /* The socket is ours: whatever an earlier daemon left is not (its
+         * turn file too: a relay checks the instance named there). */
         unlink_in(t->cfg->home_path, LAYOUT_HOME_PORT);
+        unlink_in(t->cfg->home_path, LAYOUT_HOME_TURN);
         unlink_in(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
         unlink_in(t->cfg->ctl_path, LAYOUT_CTL_STATUS);
         if (!t->once && grade_ctx_new(t->cfg->home_path, t->cfg->ctl_path, &t->grade) < 0)

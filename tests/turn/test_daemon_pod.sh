@@ -60,7 +60,8 @@ T0=$(date +%s%N)
 "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- hangar-driver ctl start --spec - <t1.spec >t1.start 2>t1.start.err
 t_eq "ctl start: exit 0, the turn, a token, the port" "0 t1 64 true" \
         "$? $(jq -r '"\(.turn) \(.token | length) \(.port > 0)"' t1.start 2>/dev/null)"
-TOKEN=$(jq -r .token t1.start)
+# hangar's line on the relay's stdin: the token and the daemon's instance.
+TOKEN=$(jq -r '"\(.token) \(.instance)"' t1.start)
 : >t1.relay.out
 { t_wait_for "grep -q '\"relay\":' t1.relay.out" 120 &&
         grep -q '"relay":"ready"' t1.relay.out && printf '%s\n' "$TOKEN"; } |
@@ -113,7 +114,7 @@ t_check "the relay left nothing of the harness" t_wait_for harness_gone 15
 LOOP='echo started; i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.2; done'
 spec kr ask "$LOOP" >kr.spec
 "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- hangar-driver ctl start --spec - <kr.spec >kr.start
-TOKEN=$(jq -r .token kr.start)
+TOKEN=$(jq -r '"\(.token) \(.instance)"' kr.start)
 : >kr.relay.out
 { t_wait_for "grep -q '\"relay\":' kr.relay.out" 120 &&
         grep -q '"relay":"ready"' kr.relay.out && printf '%s\n' "$TOKEN"; } |
@@ -148,7 +149,7 @@ t_check "no harness left" t_wait_for harness_gone 15
 spec t2 ask "$LOOP" >t2.spec
 "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- hangar-driver ctl start --spec - <t2.spec >t2.start
 t_eq "the next turn starts (same instance)" "t2 $(jq -r .instance ping.json)" "$(jq -r '"\(.turn) \(.instance)"' t2.start)"
-TOKEN=$(jq -r .token t2.start)
+TOKEN=$(jq -r '"\(.token) \(.instance)"' t2.start)
 : >t2.relay.out
 { t_wait_for "grep -q '\"relay\":' t2.relay.out" 120 &&
         grep -q '"relay":"ready"' t2.relay.out && printf '%s\n' "$TOKEN"; } |

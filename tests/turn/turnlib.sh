@@ -90,7 +90,8 @@ start_relay() {
         shift
         t_wait_for "ctl token >$name.token.json 2>/dev/null" 30 ||
                 { t_fail "$name: the driver never served a token: $(cat "$name.driver.err")"; return 1; }
-        token=$(jq -r .token "$name.token.json")
+        # The token and, next to it, the daemon's instance (the relay checks it).
+        token=$(jq -r 'if .instance then "\(.token) \(.instance)" else .token end' "$name.token.json")
         : >"$name.relay.out"
         { t_wait_for "grep -q '\"relay\":' '$name.relay.out'" 120 &&
                 grep -q '"relay":"ready"' "$name.relay.out" && printf '%s\n' "$token"; } |

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The relay checks the daemon's instance, on the host (no pod): hangar
+# writes the token and the instance id that `ctl start` replied with on the
+# relay's stdin ("TOKEN INSTANCE\n"); the relay, once it has them, reads
+# hangar-home's port and turn file again and connects only if they are that
+# instance's, unchanged. Cases: a wrong instance and malformed lines are
+# refused without a connection (the turn still waits; the right line then
+# runs it); a daemon killed with a turn waiting leaves its port and turn
+# file, the next daemon (a new instance) removes both, and a relay with the
+# old turn's token and instance is refused, before and after that daemon
+# started a turn of its own; a daemon replaced while the relay waits for
+# its token is noticed. Quick, and sanitized in the ASan+UBSan build.
+# usage: test_instance_native.sh DRIVER RELAY
+# shellcheck disable=SC2016,SC2094 # scripts for the harness; the relay's out file is read as it grows
+DRIVER=$(realpath "$1")
+RELAY=$(realpath "$2")
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
+        HANGAR_NATIVE_UNSHARED=1 exec unshare --mount --propagation private -- \
+                bash "$0" "$DRIVER" "$RELAY"
+fi
+. "$HERE/../lib/testlib.sh"
+. "$HERE/hostlib.sh"
+t_begin "the relay refuses a daemon that is not the instance that started its turn"
+cd "$T_TMP" || exit 1
+[ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
+host_turn_setup "$DRIVER" "$RELAY"
+DRIVER=$T_TMP/bin/hangar-driver
+RELAY=$T_TMP/bin/hangar-relay
+as_driver sh -c "echo '{\"verdict\":\"split-active\",\"reasons\":[]}' | tee ctl/verdict.json >home/verdict.json"
+
+spec() {
+        jq -n --arg id "$1" --arg cwd "$T_TMP/turn" \
+                '{turn: $id, mode: "ask", cwd: $cwd, script: "echo ran-\($id)", run_key: "KEY-\($id)",
+                  linger_s: 5, connect_timeout_s: 60, handshake_timeout_ms: 500}'
+}
+serve() { # NAME: the daemon in the background; its instance in NAME.instance
+        setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" serve 2>"$1.serve.err" &
+        echo $! >"$1.serve.pid"
+        t_cleanup_pid "$(cat "$1.serve.pid")"
+        t_wait_for "ctl ping >$1.ping 2>/dev/null" 10 || t_fail "$1: the daemon never answered"
+        jq -r .instance "$1.ping" >"$1.instance"
+}
+start() { # NAME: ctl start; the reply in NAME.start
+        spec "$1" | ctl start --spec - >"$1.start" 2>"$1.start.err" ||
+                t_fail "$1: ctl start: $(cat "$1.start.err")"
+}
+# relay NAME LINE: hangar-relay as the agent (uid 1000), LINE written on its
+# stdin only after its ready line, as hangar does. Waits for it to end;
+# its exit status in NAME.rc, its last line in NAME.out.
+relay() {
+        : >"$1.out"
+        { t_wait_for "grep -q '\"relay\":' '$1.out'" 30 && grep -q '"relay":"ready"' "$1.out" &&
+                printf '%s\n' "$2"; } |
+                HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+                        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" >"$1.out" 2>"$1.err"
+        echo $? >"$1.rc"
+}
+outcome() { echo "$(cat "$1.rc") $(tail -n 1 "$1.out" | jq -r '"\(.relay) \(.reason)"')"; }
+events_has() { grep -q "\"event\":\"$1\"" home/run/events.jsonl ctl/events.jsonl 2>/dev/null; }
+state() { ctl status | jq -r .state; }
+
+serve d1
+I1=$(cat d1.instance)
+start t1
+T1=$(jq -r .token t1.start)
+t_eq "ctl start's reply names the instance (ping's)" "$I1" "$(jq -r .instance t1.start)"
+t_eq "ctl token's reply names it too" "$I1 $(jq -r .gen t1.start)" "$(ctl token | jq -r '"\(.instance) \(.gen)"')"
+OTHER=$(printf '%032x' 7)
+relay wrong "$T1 $OTHER"
+t_check "a wrong instance id: refused, 125 driver-instance ($(outcome wrong))" \
+        grep -q "^125 driver-instance .*daemon $I1's, not $OTHER's" <<<"$(outcome wrong)"
+for bad in "$T1  $I1" "$T1 ${I1^^}" "$T1 ${I1:0:31}" "$T1 ${I1}0" "$T1 $I1 x" "$T1 " "$T1"$'\t'"$I1"; do
+        relay bad "$bad"
+        t_check "a malformed line ([${bad:60}]): refused, 125 failed ($(outcome bad))" \
+                grep -q '^125 failed stdin: ' <<<"$(outcome bad)"
+done
+t_eq "... none of them connected: the turn still waits for its relay" waiting-for-relay "$(state)"
+t_check "... no relay.connected, no relay.rejected" sh -c "! grep -qE 'relay\.(connected|rejected)' home/run/events.jsonl ctl/events.jsonl 2>/dev/null"
+relay right "$T1 $I1"
+t_eq "the right instance: the turn runs (exit 0, done)" "0 done" "$(cat right.rc) $(tail -n 1 right.out | jq -r .relay)"
+t_check "... the harness ran" grep -q ran-t1 home/run/log
+ctl finish >/dev/null 2>&1
+t_wait_for "[ \"\$(ctl status | jq -r .state)\" = ended ]" 20
+start t1b
+relay legacy "$(jq -r .token t1b.start)"
+t_eq "the token alone (no instance): the turn runs, as before" "0 done" \
+        "$(cat legacy.rc) $(tail -n 1 legacy.out | jq -r .relay)"
+t_wait_for "[ \"\$(ctl status | jq -r .state)\" = ended ]" 20
+
+# ---- a daemon killed with a turn waiting for its relay ----
+start t2
+T2=$(jq -r .token t2.start)
+kill -9 "$(cat d1.serve.pid)"
+t_wait_for "! kill -0 $(cat d1.serve.pid) 2>/dev/null" 10
+t_check "the killed daemon left its port and its turn file" test -e home/relay.port -a -e home/run/turn.json
+serve d2
+I2=$(cat d2.instance)
+t_check "the next daemon is a new instance ($I2)" test "$I2" != "$I1"
+t_check "... it removed the old port and turn file" test ! -e home/relay.port -a ! -e home/run/turn.json
+relay gone "$T2 $I1"
+t_check "a relay for the old turn finds no port: refused ($(outcome gone))" \
+        grep -q '^125 failed .*relay.port' <<<"$(outcome gone)"
+start t3
+relay stale "$T2 $I1"
+t_check "... and once the new daemon runs a turn: refused, 125 driver-instance ($(outcome stale))" \
+        grep -q "^125 driver-instance .*daemon $I2's, not $I1's" <<<"$(outcome stale)"
+t_check "... it never connected (no relay.rejected for the new turn)" \
+        sh -c "! grep -q 'relay.rejected' home/run/events.jsonl ctl/events.jsonl 2>/dev/null"
+relay t3 "$(jq -r .token t3.start) $I2"
+t_eq "the new turn runs clean with its own token and instance" "0 done" "$(cat t3.rc) $(tail -n 1 t3.out | jq -r .relay)"
+t_wait_for "[ \"\$(ctl status | jq -r .state)\" = ended ]" 20
+
+# ---- the daemon replaced while the relay waits for its token ----
+start t4
+T4=$(jq -r .token t4.start)
+mkfifo t4.in
+: >t4.out
+HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" <t4.in >t4.out 2>t4.err &
+RPID=$!
+t_cleanup_pid $RPID
+exec 7>t4.in
+t_check "the relay read t4's port and turn file and says ready" t_wait_for "grep -q '\"relay\":\"ready\"' t4.out" 30
+kill -9 "$(cat d2.serve.pid)"
+t_wait_for "! kill -0 $(cat d2.serve.pid) 2>/dev/null" 10
+serve d3
+start t5
+printf '%s %s\n' "$T4" "$I2" >&7
+exec 7>&-
+wait $RPID
+echo $? >t4.rc
+t_check "the token arrives after a restart: refused, 125 driver-instance ($(outcome t4))" \
+        grep -q "^125 driver-instance .*daemon $(cat d3.instance)'s, not $I2's" <<<"$(outcome t4)"
+t_eq "... the new daemon's turn still waits for its own relay" waiting-for-relay "$(state)"
+kill -TERM "$(cat d3.serve.pid)"
+t_wait_for "! kill -0 $(cat d3.serve.pid) 2>/dev/null" 10
+t_end
