@@ -5,19 +5,44 @@
 # all cached outside the tree by version), then
 #   1. lint (banned calls, CLOEXEC, clang-format); static analysis (gcc
 #      -fanalyzer, clang's analyzer: scripts/analyze.sh) starts in the
-#      background of steps 2 and 3, and must have no finding by step 4;
+#      background, at the lowest priority, and must have no finding by step 4;
 #   2. a release build and every ctest test: unit (check), fuzz corpus
 #      replays, the server over TLS, golden pods through kubectl, the
 #      end-to-end suites against a real kube-apiserver, the pod suites
 #      (probe, turn, attacks) in real runsc/crun/runc pods, the images
-#      (built offline, reproducibly) and the one-node cluster they run on;
-#   3. an ASan+UBSan build running unit, fuzz replays, server, golden and
+#      (built offline, reproducibly) and the one-node cluster they run on.
+#      Two lanes at once (docs/ci.md): the images and node suites one after
+#      the other (they share the image cache and the node), and every other
+#      test CTEST_JOBS at a time (default twice the cores: the pod and
+#      end-to-end suites mostly wait on execs and API calls). The ASan+UBSan
+#      build and the fuzz targets are built meanwhile, at the lowest priority;
+#   3. that ASan+UBSan build running unit, fuzz replays, server, golden and
 #      integration tests, the native turn included (LeakSanitizer on); it is
 #      also the coverage build: line and branch coverage per module printed;
-#   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30).
+#   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30 s
+#      each, FUZZ_JOBS at a time, default the cores: scripts/fuzz.sh).
+# Each stage prints its wall time; docs/ci.md has the figures and how to run
+# a part alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
+ctest_jobs=${CTEST_JOBS:-$((2 * jobs))}
+t0=$SECONDS
+stage_t=$SECONDS
+# stage NAME: the previous stage's time, then NAME.
+stage() {
+        echo "   ($((SECONDS - stage_t)) s; $((SECONDS - t0)) s in all)"
+        stage_t=$SECONDS
+        echo "== $*"
+}
+# Background jobs are process groups of their own (setsid, or set -m for the
+# node lane), ended on exit.
+bg_pids=()
+cleanup() {
+        local p
+        for p in "${bg_pids[@]+"${bg_pids[@]}"}"; do kill -- -"$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
 
 echo "== dependencies"
 scripts/install-deps.sh
@@ -30,15 +55,15 @@ echo "promtool in $PROM_BIN"
 CERTMANAGER_BIN=$(scripts/certmanager-tools.sh | tail -n 1)
 echo "cert-manager in $CERTMANAGER_BIN"
 
-echo "== lint"
+stage "lint"
 scripts/lint.sh
-echo "== static analysis (scripts/analyze.sh) started, in the background of the builds and tests below"
+stage "static analysis (scripts/analyze.sh) started, at the lowest priority, in the background of what follows"
 mkdir -p build-analysis
-setsid scripts/analyze.sh >build-analysis/analyze.log 2>&1 &
+setsid nice -n 19 scripts/analyze.sh >build-analysis/analyze.log 2>&1 &
 analyze_pid=$!
-trap 'kill -- -"$analyze_pid" 2>/dev/null || true' EXIT
+bg_pids+=("$analyze_pid")
 
-echo "== a current runsc (GKE runs one; Debian's is from 2022), cached by version"
+stage "a current runsc (GKE runs one; Debian's is from 2022), cached by version"
 RUNSC_CURRENT=""
 if RUNSC_CURRENT=$(tests/pods/build-runsc.sh | tail -n 1) && [ -x "$RUNSC_CURRENT" ]; then
         echo "current runsc: $RUNSC_CURRENT"
@@ -46,28 +71,65 @@ else
         RUNSC_CURRENT=""
         echo "WARNING: no current runsc could be built; the *_runsc_current pod tests are left out" >&2
 fi
-echo "== release build and all tests"
+stage "release build"
 # The node suite needs the current runsc (its RuntimeClass gvisor runs it).
 NODE_ARG=()
 [ -z "$RUNSC_CURRENT" ] || NODE_ARG=(-DHANGAR_NODE_BIN="$NODE_BIN")
 cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_RUNSC_CURRENT="$RUNSC_CURRENT" \
         -DHANGAR_PROM_BIN="$PROM_BIN" -DHANGAR_CERTMANAGER_BIN="$CERTMANAGER_BIN" "${NODE_ARG[@]}" >/dev/null
 ninja -C build
-echo "== images for the node suites (offline, from Debian packages; cached root file systems)"
-scripts/build-images.sh --build-dir build >/dev/null
-ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== ASan+UBSan build: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
+stage "ASan+UBSan build and the fuzz targets started, at the lowest priority, in the background of the tests"
 cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DHANGAR_COVERAGE=ON -DCMAKE_BUILD_TYPE=Debug \
         -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_PROM_BIN="$PROM_BIN" >/dev/null
-ninja -C build-asan
+setsid bash -c 'nice -n 19 ninja -C build-asan && nice -n 19 scripts/fuzz.sh --build-only' \
+        >build-asan/background-build.log 2>&1 &
+builds_pid=$!
+bg_pids+=("$builds_pid")
+
+stage "release tests: lane [node] (images, then the node suites) and lane [main] (the rest, -j $ctest_jobs)"
+# lane NAME COMMAND...: COMMAND's output with each line prefixed [NAME], and
+# its status.
+lane() {
+        local name=$1
+        shift
+        "$@" 2>&1 | sed -u "s/^/[$name] /"
+        return "${PIPESTATUS[0]}"
+}
+node_lane() {
+        echo "images for the node suites (offline, from Debian packages; cached root file systems)"
+        scripts/build-images.sh --build-dir build >/dev/null || return 1
+        ctest --test-dir build --output-on-failure -L '^(images|node)$' -O build/ctest-node.log
+}
+set -m # the lane in a process group of its own
+lane node node_lane &
+node_lane_pid=$!
+set +m
+bg_pids+=("$node_lane_pid")
+main_rc=0
+lane main ctest --test-dir build --output-on-failure -j "$ctest_jobs" -LE '^(images|node)$' \
+        -O build/ctest-main.log || main_rc=$?
+node_rc=0
+wait "$node_lane_pid" || node_rc=$?
+if [ "$main_rc" != 0 ] || [ "$node_rc" != 0 ]; then
+        echo "release tests failed: lane main $main_rc, lane node $node_rc (build/ctest-main.log, build/ctest-node.log)" >&2
+        exit 1
+fi
+
+stage "ASan+UBSan build (started in the background) finishing"
+if ! wait "$builds_pid"; then
+        cat build-asan/background-build.log
+        echo "the ASan+UBSan or the fuzz build failed" >&2
+        exit 1
+fi
+stage "ASan+UBSan: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
 scripts/coverage.sh --prepare build-asan # this run's counts only, from every uid
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
-echo "== coverage of that run"
+stage "coverage of that run"
 scripts/coverage.sh --report-only build-asan
 
-echo "== static analysis (started after lint)"
+stage "static analysis (started after lint)"
 if ! wait "$analyze_pid"; then
         cat build-analysis/analyze.log
         echo "static analysis: findings above (scripts/analyze.sh)" >&2
@@ -75,6 +137,6 @@ if ! wait "$analyze_pid"; then
 fi
 grep -E '^(PENDING|analyze:)' build-analysis/analyze.log
 
-echo "== fuzzing"
+stage "fuzzing"
 scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
-echo "== all tests passed"
+stage "all tests passed"
