@@ -106,5 +106,6 @@ sleep 2
 jq -n '{grade: "g4", exit_status: 0, output_base64: ""}' | ctl grade finish --spec - >g4.finished
 t_eq "no grader side: best_effort, grader-incomplete" 'best_effort ["grader-incomplete"]' \
         "$(jq -c -r '.grade | "\(.trust) \(.reasons)"' g4.finished)"
-t_check "ctl ping still answers" ctl ping
+ping_quiet() { ctl ping >/dev/null; }
+t_check "ctl ping still answers" ping_quiet
 t_end
