@@ -102,6 +102,9 @@ done
 grade_spec g4 tests1 "$T_TMP/turn" 30 '["/bin/true"]' '{"connect_timeout_s": 1}' >g4.spec
 ctl grade begin --spec - <g4.spec >g4.begin
 t_check "one grade at a time" sh -c "! ctl grade begin --spec - <g2.spec >/dev/null 2>&1"
+jq -n --arg cwd "$T_TMP/turn" '{turn: "t1", mode: "ask", cwd: $cwd, script: "true", run_key: "K"}' >t1.spec
+start_refused() { ! ctl start --spec - <t1.spec >t1.start 2>&1 && grep -q "a grade is in flight" t1.start; }
+t_check "no turn starts while a grade is in flight" start_refused
 sleep 2
 jq -n '{grade: "g4", exit_status: 0, output_base64: ""}' | ctl grade finish --spec - >g4.finished
 t_eq "no grader side: best_effort, grader-incomplete" 'best_effort ["grader-incomplete"]' \
