@@ -176,7 +176,8 @@ RELAY_EXEC=$!
 exec 7>"$STATE/relay.in"
 for _ in $(seq 100); do grep -q '"relay":"ready"' "$STATE/relay.out" 2>/dev/null && break; sleep 0.2; done
 grep -q '"relay":"ready"' "$STATE/relay.out" || { cat "$STATE/relay.out" >&2; false; }
-jq -r .token "$STATE/start.json" >&7
+# The token and the daemon's instance: the relay connects only to that daemon.
+jq -r '"\(.token) \(.instance)"' "$STATE/start.json" >&7
 exec 7>&-
 for _ in $(seq 100); do
         in_driver -- hangar-driver ctl approvals 2>/dev/null | grep -q '"deploy"' && break
