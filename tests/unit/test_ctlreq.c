@@ -58,6 +58,9 @@ START_TEST(every_op)
             "{\"op\":\"send-keys\",\"keys\":[\"C-c\",\"ls\",\"Enter\"]}",
             "{\"op\":\"resize\",\"rows\":30,\"cols\":100}",
             "{\"op\":\"type\",\"data_base64\":\"aGk=\"}",
+            "{\"op\":\"grade-begin\",\"spec\":\"{}\"}",
+            "{\"op\":\"grade-finish\",\"spec\":\"{}\"}",
+            "{\"op\":\"grade-show\",\"grade\":\"g-1\"}",
         };
         ck_assert_int_eq(ARRAY_SIZE(texts), CTLREQ_OP_COUNT);
         for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
