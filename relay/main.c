@@ -156,7 +156,7 @@ static int seal(bool keep_processes, bool window, bool *ret_sealed, json_t **ret
         if (r == -ENOTSUP && strcmp(rep.code, "host-pid-namespace") == 0) {
                 /* Only a test gets here: a split turn needs the probe's
                  * split-active verdict, which a pod sharing the host's PID
-                 * namespace never gets (docs/turn.md). kill(-1) here would
+                 * namespace is never given (docs/turn.md). kill(-1) here would
                  * reach every process of this uid on the machine. */
                 json_decref(j);
                 fprintf(stderr, "hangar-relay: %s: the token race is detected only\n", rep.reason);
