@@ -225,7 +225,10 @@ static int parse_strlist_json(const char *text, strlist_t *ret)
 {
         hg_error_t ignored;
         _cleanup_json_ json_t *arr = NULL;
-        if (jsonx_load(text, strlen(text), 4, &arr, &ignored) < 0 || !json_is_array(arr))
+        int r = jsonx_load(text, strlen(text), 4, &arr, &ignored);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || !json_is_array(arr))
                 return -EINVAL;
         strlist_t l = {0};
         l.items = calloc(json_array_size(arr) + 1, sizeof(char *));
@@ -378,6 +381,8 @@ static int apply_node(hg_config_t *cfg, const char *name, const ynode_t *map, co
                                                          "%s:%u: key '%s': expected %s", name,
                                                          value->line, path, match->expected);
                                 r = ynode_to_json(value, &j, err);
+                                if (r == -ENOMEM) /* not the file's fault */
+                                        return r;
                                 if (r < 0)
                                         return error_prefix(err, "%s: key '%s': ", name, path);
                                 text = jsondump(j);
@@ -390,6 +395,8 @@ static int apply_node(hg_config_t *cfg, const char *name, const ynode_t *map, co
                         } else {
                                 r = set_from_text(cfg, match, value->scalar, err);
                         }
+                        if (r == -ENOMEM)
+                                return r;
                         if (r < 0)
                                 return error_prefix(err, "%s:%u: key '%s': ", name, value->line,
                                                     path);
@@ -415,6 +422,8 @@ int config_apply_yaml(hg_config_t *cfg, const char *name, const char *buf, size_
                 error_clear(err);
                 return 0;
         }
+        if (r == -ENOMEM)
+                return r;
         if (r < 0)
                 return error_prefix(err, "%s: ", name);
         /* So does an empty document ("---") or "{}". */
@@ -430,6 +439,8 @@ int config_apply_env(hg_config_t *cfg, hg_error_t *err)
                 if (!v)
                         continue;
                 int r = set_from_text(cfg, &settings[i], v, err);
+                if (r == -ENOMEM)
+                        return r;
                 if (r < 0)
                         return error_prefix(err, "environment %s: ", settings[i].env);
         }
@@ -563,8 +574,13 @@ char *config_dump(const hg_config_t *cfg)
                 case SETTING_STRLIST: {
                         const strlist_t *l = f;
                         v = json_array();
-                        for (size_t k = 0; v && k < l->n; k++)
-                                json_array_append_new(v, json_string(l->items[k]));
+                        for (size_t k = 0; v && k < l->n; k++) {
+                                /* A list cut short would be another setting. */
+                                if (json_array_append_new(v, json_string(l->items[k])) < 0) {
+                                        json_decref(v);
+                                        v = NULL;
+                                }
+                        }
                         break;
                 }
                 default:
@@ -573,5 +589,5 @@ char *config_dump(const hg_config_t *cfg)
                 if (!v || json_object_set_new(out, s->path, v) < 0)
                         return NULL;
         }
-        return json_dumps(out, JSON_INDENT(2));
+        return jsonx_dumps(out, JSON_INDENT(2));
 }
