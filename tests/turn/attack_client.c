@@ -17,7 +17,8 @@
  *   flood-record HEX  with the token: take io and ctl, then try to blind the
  *                  record: 200 SIGNAL frames, 40 RUN_RESULTs nobody asked for,
  *                  300 approval requests of 1 KiB (past the driver's 256);
- *                  prints "sent", then holds both connections 10 s
+ *                  prints "sent", then holds both connections 30 s (the
+ *                  suite reads the record meanwhile, slowly on a loaded machine)
  *   listen PORTFILE SECS  a listener of the agent's own (port written to
  *                  PORTFILE): prints "hello" if a relay sent it a HELLO (the
  *                  token) within SECS, else "nothing"
@@ -447,7 +448,7 @@ int main(int argc, char **argv)
                 puts("sent");
                 fflush(stdout);
                 /* Hold, reading (and dropping) what the driver sends. */
-                for (int64_t end = conn_now_ms() + 10000; conn_now_ms() < end;) {
+                for (int64_t end = conn_now_ms() + 30000; conn_now_ms() < end;) {
                         char b[4096];
                         struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
                                               {.fd = ctl, .events = POLLIN}};

@@ -337,8 +337,6 @@ if [ "$EXEC_ONLY" = true ]; then
         t_eq "the relay was non-dumpable from execve: no window" false "$(head -n 1 seal1.relay.out | jq -r .window)"
 else
         t_eq "the relay (readable) says it had a window after execve" true "$(head -n 1 seal1.relay.out | jq -r .window)"
-        # The attack is real: under gVisor the thief gets the relay's stdin.
-        t_check "the thief opened the relay's stdin in the window in $OPENED of 3 rounds (>= 1)" test "$OPENED" -ge 1
 fi
 held_eq "over the 3 sealed rounds, the thief read nothing from the relay's stdin" 0 "$STOLEN"
 echo "  note PID 1 under $RUNTIME: $(head -n 1 seal1.relay.out | jq -r '"\(.sweep.pid1) (yama_scope \(.sweep.yama_scope))"')"
@@ -358,6 +356,12 @@ if grep -q '^forged' forge.thief; then
                         echo \"\$relay_out\" | grep -q 'before the relay said it was ready'"
 else
         echo "  note the thief did not get the relay's stdout in time (no forgery this round)"
+fi
+if [ "$EXEC_ONLY" != true ]; then
+        # The attack is real: under gVisor the thief gets the relay's stdin
+        # (Debian's runsc: every round; a current one: about one in three).
+        OPENED=$((OPENED + $(grep -c '^opened 0' forge.thief)))
+        t_check "the thief opened the relay's stdin in the window in $OPENED of 4 rounds (>= 1)" test "$OPENED" -ge 1
 fi
 
 # The opt-out: "keep_processes": true. The race is detected only: a thief that
