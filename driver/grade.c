@@ -336,7 +336,7 @@ static void send_go(grade_ctx_t *g)
                 r = unpack_tests(g);
         g->tests_unpacked = true; /* partly, perhaps: removed with the connection */
         _cleanup_json_ json_t *go = r == 0 ? grade_go_json(&g->spec, tests) : NULL;
-        _cleanup_free_ char *text = go ? json_dumps(go, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = go ? jsonx_dumps(go, JSON_COMPACT) : NULL;
         if (!text) {
                 g->reasons |= GRADE_R_RECORD_FAILED;
                 static const char no[] = "{\"go\":false,\"reason\":\"the tests could not be "
@@ -589,7 +589,18 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
                 reset(g);
                 return reply_error("out of memory", NULL);
         }
-        /* trust is the last word: isolated only if no reason was found. */
+        /* A record missing a member (out of memory while it was built)
+         * is not sealed at all. */
+        if (!json_is_array(json_object_get(j, "reasons")) ||
+            !json_is_integer(json_object_get(j, "exit_status")) ||
+            !json_is_string(json_object_get(j, "output_sha256"))) {
+                reset(g);
+                return reply_error("out of memory", NULL);
+        }
+        /* trust is the last word: isolated only if no reason was found. The
+         * record is written first without it, so that a failed write is
+         * itself a reason (record-failed); a record without trust is not
+         * isolated. */
         bool rec_ok = record_write_json(g->dir, GRADE_SEALED_FILE, j, 0600) == 0;
         if (!rec_ok) {
                 g->reasons |= GRADE_R_RECORD_FAILED;

@@ -36,6 +36,7 @@
 #include "fileio.h"
 #include "grade_msg.h"
 #include "home.h"
+#include "jsonx.h"
 #include "strparse.h"
 #include "sweep.h"
 #include "token.h"
@@ -78,7 +79,7 @@ static int fail(const char *fmt, ...)
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
         _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "grade", "failed", "reason", msg);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         fprintf(stderr, "%s\n", text ? text : "{\"grade\":\"failed\"}");
         return EXIT_SIDE_FAIL;
 }
@@ -252,7 +253,7 @@ static int open_channel(uint16_t port, const token_t *token, frame_channel_t cha
 
 static int send_json(conn_t *c, frame_type_t type, json_t *j, int64_t deadline)
 {
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!text)
                 return -ENOMEM;
         int r = conn_queue(c, type, text, strlen(text), NULL, 0);
@@ -483,7 +484,7 @@ int main(int argc, char **argv)
                 return fail("bytes on stdin before the ready line: refusing them");
         _cleanup_json_ json_t *ready = json_pack("{s:s, s:b, s:O}", "grade", "ready", "window",
                                                  dumpable_at_exec != 0, "findings", findings);
-        _cleanup_free_ char *ready_text = ready ? json_dumps(ready, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *ready_text = ready ? jsonx_dumps(ready, JSON_COMPACT) : NULL;
         if (!ready_text || printf("%s\n", ready_text) < 0 || fflush(stdout) != 0)
                 return fail("cannot say ready on stdout");
         int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;

@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "ctlreq.h"
 #include "grade_msg.h"
+#include "jsonx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,7 +48,7 @@ static void spec_case(const char *text, size_t len)
         if (total > GRADE_TESTS_BYTES_MAX)
                 abort();
         _cleanup_json_ json_t *go = grade_go_json(&s, "/var/lib/hangar/grades/x/tests");
-        _cleanup_free_ char *gt = go ? json_dumps(go, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *gt = go ? jsonx_dumps(go, JSON_COMPACT) : NULL;
         grade_go_t g;
         if (!gt || grade_go_parse(gt, strlen(gt), &g, &err) != 0 || !g.go ||
             strcmp(g.id, s.id) != 0 || strcmp(g.cwd, s.cwd) != 0 || g.argc != s.argc ||
