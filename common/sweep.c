@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 #include "strparse.h"
 
 /* include/linux/sched.h: set on kernel threads, which only the initial PID
@@ -264,9 +265,9 @@ static bool proc_is_ours(int procfd)
 /* hidepid=2 (invisible) hides other uids' processes from the scan. */
 static bool proc_hides_pids(void)
 {
-        char buf[16384];
-        ssize_t n = read_small(AT_FDCWD, "/proc/self/mountinfo", buf, sizeof(buf));
-        if (n <= 0)
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        if (file_read_bounded("/proc/self/mountinfo", 4u << 20, &buf, &len) < 0)
                 return true; /* cannot tell: assume the worst */
         for (char *line = buf, *next; line && *line; line = next) {
                 next = strchr(line, '\n');

@@ -5,7 +5,8 @@
  * sweeper's stdin through /proc while it was dumpable, a fork storm and an
  * evasive fork chain, stopped and non-dumpable processes, a zombie PID 1
  * does not reap, a process of another uid (foreign-process), /proc of
- * another namespace, the caller as PID 1, a bad deadline, and the guard
+ * another namespace, a /proc with hidepid=2, the caller as PID 1, a bad
+ * deadline, a zombie leader with a live thread, and the guard
  * that refuses to signal anything in the host's PID namespace. */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,9 @@
 
 /* Exit codes of a scenario's sweeper; 0 is a pass. */
 enum { S_OK = 0, S_SETUP = 90, S_RESULT = 91, S_LEAK = 92, S_NS = 93 };
+
+/* The namespace's /proc mount options (NULL: none). */
+static const char *proc_opts;
 
 static void write_map(const char *path, const char *text)
 {
@@ -67,7 +71,7 @@ static int in_pidns(int (*body)(void), bool mount_proc)
                         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                                 _exit(S_NS);
                         if (mount_proc && mount("proc", "/proc", "proc",
-                                                MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                                                MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_opts) < 0)
                                 _exit(S_NS);
                         _exit(body());
                 }
@@ -437,6 +441,28 @@ START_TEST(caller_is_pid1)
 }
 END_TEST
 
+/* hidepid=2 would hide other uids' processes from the scan: refused. */
+static int sweeper_hidden(void)
+{
+        sweep_report_t rep;
+        int r = sweep_others(5000, &rep);
+        print_report("hidepid", r, &rep);
+        return r == -ENOTSUP && strcmp(rep.code, "proc-unreadable") == 0 && rep.rounds == 0
+                   ? S_OK
+                   : S_RESULT;
+}
+static int body_hidden(void)
+{
+        return run_sweeper(sweeper_hidden);
+}
+
+START_TEST(proc_with_hidepid)
+{
+        proc_opts = "hidepid=2";
+        ck_assert_int_eq(in_pidns(body_hidden, true), 0);
+}
+END_TEST
+
 START_TEST(bad_deadline)
 {
         sweep_report_t rep;
@@ -519,6 +545,7 @@ int main(void)
         tcase_add_test(tc, foreign_uid_fails_closed);
         tcase_add_test(tc, proc_of_another_namespace);
         tcase_add_test(tc, caller_is_pid1);
+        tcase_add_test(tc, proc_with_hidepid);
         tcase_add_test(tc, bad_deadline);
         tcase_add_test(tc, host_namespace_refused);
         tcase_add_test(tc, report_json);
