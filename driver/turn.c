@@ -677,7 +677,7 @@ static void client_reply(client_t *c, json_t *j)
         if (c->out)
                 token_wipe(c->out, c->out_len);
         free(c->out);
-        char *out = owned ? json_dumps(owned, JSON_COMPACT) : NULL;
+        char *out = owned ? jsonx_dumps(owned, JSON_COMPACT) : NULL;
         size_t len;
         if (!out) {
                 out = strdup("{\"ok\":false,\"error\":\"out of memory\"}\n");
@@ -839,7 +839,7 @@ static json_t *op_approvals(turn_t *t, client_t *c)
 {
         _cleanup_json_ json_t *doc =
             json_pack("{s:b, s:o}", "ok", 1, "approvals", approvals_json(&t->approvals));
-        _cleanup_free_ char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *body = doc ? jsonx_dumps(doc, JSON_COMPACT) : NULL;
         static const char header[] = "{\"ok\":true,\"stream\":\"approvals\"}\n";
         size_t blen = body ? strlen(body) : 0;
         char *out = body ? malloc(sizeof(header) - 1 + blen + 1) : NULL;

@@ -123,7 +123,7 @@ static int say_ready(bool window, bool sealed, json_t *sweep)
 {
         _cleanup_json_ json_t *line = json_pack("{s:s, s:b, s:b, s:O}", "relay", "ready", "window",
                                                 window, "sealed", sealed, "sweep", sweep);
-        _cleanup_free_ char *text = line ? json_dumps(line, JSON_COMPACT) : NULL;
+        _cleanup_free_ char *text = line ? jsonx_dumps(line, JSON_COMPACT) : NULL;
         if (!text)
                 return -ENOMEM;
         size_t len = strlen(text);
