@@ -25,6 +25,8 @@
 /* Distinct pids remembered for the "killed" count; past this many the count
  * goes on without telling repeats apart. */
 #define SWEEP_SEEN_SLOTS 4096u
+/* How long a process of another uid must stay so before it fails the sweep. */
+#define SWEEP_FOREIGN_GRACE_MS 1000
 
 typedef struct seen {
         pid_t *slot;
@@ -408,6 +410,7 @@ int sweep_others(int deadline_ms, sweep_report_t *out)
                             "kernel threads are visible: this is the host's PID namespace, "
                             "not a container's; nothing was signalled");
         int clean = 0, pause = 1;
+        int64_t foreign_since = 0;
         for (;;) {
                 out->rounds++;
                 /* Every process this uid may signal but PID 1 and the caller. */
@@ -418,13 +421,27 @@ int sweep_others(int deadline_ms, sweep_report_t *out)
                 out->survivors = s.alive;
                 out->unsignalable = s.foreign;
                 out->zombies = s.zombies;
+                /* A process of another uid is judged only once it has
+                 * stayed so for SWEEP_FOREIGN_GRACE_MS: an exec into the
+                 * container (runc, crun) enters it as root and takes the
+                 * container's uid a moment later, when it is killed like
+                 * the rest. */
+                bool foreign_settled = false;
+                if (!s.foreign)
+                        foreign_since = 0;
+                else if (!foreign_since)
+                        foreign_since = now_ms();
+                else
+                        foreign_settled = now_ms() - foreign_since >= SWEEP_FOREIGN_GRACE_MS;
                 /* Clean twice running: a fork that raced the first kill(-1)
                  * shows in the second scan. */
-                if (s.alive == 0 && ++clean >= 2)
+                if (s.alive == 0 && (!s.foreign || foreign_settled) && ++clean >= 2)
                         break;
-                if (s.alive)
+                if (s.alive || (s.foreign && !foreign_settled))
                         clean = 0;
                 out->elapsed_ms = (long)(now_ms() - start);
+                if (out->elapsed_ms >= deadline_ms && s.alive == 0)
+                        break; /* only other uids left: judged below */
                 if (out->elapsed_ms >= deadline_ms) {
                         char pids[SWEEP_PIDS_MAX * 12 + 8];
                         pids_text(out->survivor_pids, s.alive, pids, sizeof(pids));
@@ -433,7 +450,7 @@ int sweep_others(int deadline_ms, sweep_report_t *out)
                                     "(pids %s)",
                                     s.alive, out->rounds, out->elapsed_ms, pids);
                 }
-                if (s.alive) {
+                if (s.alive || (s.foreign && !foreign_settled)) {
                         sleep_ms(pause);
                         pause = pause < 16 ? pause * 2 : 16;
                 }

@@ -399,6 +399,45 @@ static int body_foreign(void)
         return r;
 }
 
+/* An exec entering the container as root, taking the container's uid a
+ * moment later (runc, crun): not foreign, killed once it is the sweeper's. */
+static int sweeper_transient(void)
+{
+        if (setresgid(54320, 54320, 54320) < 0 || setresuid(54320, 54320, 54320) < 0)
+                return S_SETUP;
+        sweep_report_t rep;
+        int r = sweep_others(5000, &rep);
+        print_report("transient", r, &rep);
+        /* killed by kill(-1) as soon as it was ours: dead (a zombie), maybe never seen alive */
+        if (r != 0 || rep.unsignalable || rep.survivors || rep.zombies != 1)
+                return S_RESULT;
+        return S_OK;
+}
+static int body_transient(void)
+{
+        pid_t c = fork();
+        if (c == 0) {
+                usleep(300 * 1000);
+                if (setresgid(54320, 54320, 54320) < 0 || setresuid(54320, 54320, 54320) < 0)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        if (c < 0)
+                return S_SETUP;
+        return run_sweeper(sweeper_transient);
+}
+
+START_TEST(transient_root_is_not_foreign)
+{
+        if (geteuid() != 0) {
+                fprintf(stderr, "transient_root_is_not_foreign: needs root (two uids); not run\n");
+                return;
+        }
+        ck_assert_int_eq(in_pidns(body_transient, true), 0);
+}
+END_TEST
+
 START_TEST(foreign_uid_fails_closed)
 {
         if (geteuid() != 0) {
@@ -543,6 +582,7 @@ int main(void)
         tcase_add_test(tc, zombie_is_not_alive);
         tcase_add_test(tc, zombie_leader_with_live_thread);
         tcase_add_test(tc, foreign_uid_fails_closed);
+        tcase_add_test(tc, transient_root_is_not_foreign);
         tcase_add_test(tc, proc_of_another_namespace);
         tcase_add_test(tc, caller_is_pid1);
         tcase_add_test(tc, proc_with_hidepid);
