@@ -57,7 +57,9 @@ typedef struct sweep_report {
 
 /* Sweeps for at most deadline_ms (1..SWEEP_DEADLINE_MAX_MS). Returns 0 when
  * only PID 1, the caller and zombies remain; -EPERM when a process of another
- * uid is alive (cannot be signalled: "foreign-process"); -ETIMEDOUT when
+ * uid is alive and stayed so for a second (cannot be signalled:
+ * "foreign-process"; an exec entering the container as root and taking the
+ * caller's uid a moment later is not one); -ETIMEDOUT when
  * signalable processes were still alive at the deadline ("trial-running",
  * e.g. a fork storm that did not end, or one stuck in D state); -ENOTSUP when
  * /proc is not this PID namespace's, the caller is PID 1 itself, or this is
