@@ -60,7 +60,7 @@ typedef struct sweep_report {
  * uid is alive and stayed so for a second (cannot be signalled:
  * "foreign-process"; an exec entering the container as root and taking the
  * caller's uid a moment later is not one); -ETIMEDOUT when
- * signalable processes were still alive at the deadline ("trial-running",
+ * signalable processes were still alive at the deadline ("still-running",
  * e.g. a fork storm that did not end, or one stuck in D state); -ENOTSUP when
  * /proc is not this PID namespace's, the caller is PID 1 itself, or this is
  * the host's PID namespace (kernel threads visible: kill(-1) there would
