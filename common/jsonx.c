@@ -3,11 +3,11 @@
 #include "jsonparse.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cleanup.h"
-#include "strbuf.h"
 
 int jsonx_load(const char *buf, size_t len, unsigned max_depth, json_t **ret, hg_error_t *err)
 {
@@ -71,18 +71,46 @@ const char *jsonx_type_name(const json_t *j)
         }
 }
 
+/* The text is kept in memory from jansson's allocator, as json_dumps keeps
+ * it (the driver's allocator wipes what it frees: a token being written out
+ * must not stay behind in a buffer outgrown on the way). */
 typedef struct dump_state {
-        strbuf_t sb;
+        char *data;
+        size_t len, cap;
         bool failed; /* sticky: jansson goes on after a key's failed write */
+        json_malloc_t alloc;
+        json_free_t release;
 } dump_state_t;
 
 static int dump_append(const char *buffer, size_t size, void *data)
 {
         dump_state_t *d = data;
-        if (d->failed || strbuf_append(&d->sb, buffer, size) < 0) {
-                d->failed = true;
+        if (d->failed)
                 return -1;
+        if (size >= d->cap - d->len) { /* and room for the NUL */
+                size_t cap = d->cap ? d->cap : 256;
+                while (size >= cap - d->len) {
+                        if (cap > SIZE_MAX / 2) {
+                                d->failed = true;
+                                return -1;
+                        }
+                        cap *= 2;
+                }
+                char *grown = d->alloc(cap);
+                if (!grown) {
+                        d->failed = true;
+                        return -1;
+                }
+                if (d->data) {
+                        memcpy(grown, d->data, d->len);
+                        d->release(d->data);
+                }
+                d->data = grown;
+                d->cap = cap;
         }
+        memcpy(d->data + d->len, buffer, size);
+        d->len += size;
+        d->data[d->len] = '\0';
         return 0;
 }
 
@@ -91,11 +119,13 @@ char *jsonx_dumps(const json_t *j, size_t flags)
         if (!j)
                 return NULL;
         dump_state_t d = {.failed = false};
-        if (json_dump_callback(j, dump_append, &d, flags) < 0 || d.failed || !d.sb.data) {
-                strbuf_free(&d.sb);
+        json_get_alloc_funcs(&d.alloc, &d.release);
+        if (json_dump_callback(j, dump_append, &d, flags) < 0 || d.failed || !d.data) {
+                if (d.data)
+                        d.release(d.data);
                 return NULL;
         }
-        return strbuf_take(&d.sb);
+        return d.data;
 }
 
 int jsonx_print_outcome(int status, const char *who, const char *outcome, const char *reason,

@@ -32,7 +32,8 @@ const char *jsonx_type_name(const json_t *j);
  * write an object's key and returns the text without that key (under
  * memory pressure `{"driverSidecar": true}` came out as `{": true}`). The
  * text is written through a callback into a buffer of ours and refused on
- * the first failed write (tests/alloc, the config target). */
+ * the first failed write (tests/alloc, the config target); its memory comes
+ * from jansson's allocator, as json_dumps's does (free() it as before). */
 char *jsonx_dumps(const json_t *j, size_t flags);
 
 /* Prints one compact JSON line {"<who>": outcome, "reason": reason, ...extra}
