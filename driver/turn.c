@@ -538,7 +538,11 @@ static void pump_relay_io(turn_t *t)
                 }
                 if ((r = record_log(&t->rec, f.payload, f.length)) < 0)
                         return record_failed(t, LAYOUT_HOME_LOG, r);
-                approvals_scan(&t->approvals, f.payload, f.length, on_approval_request, t);
+                /* A request lost for want of memory would leave the harness
+                 * waiting for an answer: the turn ends instead. */
+                if (approvals_scan(&t->approvals, f.payload, f.length, on_approval_request, t) < 0)
+                        return end_turn(t, "driver-failed",
+                                        "out of memory reading an approval request");
                 if (t->approvals.over_limit)
                         note_cap(t, &t->approvals_capped, "approval.requested", APPROVALS_MAX);
                 if (t->approvals.duplicates)
@@ -595,7 +599,10 @@ static void pump_relay_ctl(turn_t *t)
                         if (!t->spec->terminal.on)
                                 return end_turn(t, "protocol-error",
                                                 "ctl: ASK on a turn without a terminal");
-                        approvals_scan(&t->approvals, f.payload, f.length, on_approval_request, t);
+                        if (approvals_scan(&t->approvals, f.payload, f.length, on_approval_request,
+                                           t) < 0)
+                                return end_turn(t, "driver-failed",
+                                                "out of memory reading an approval request");
                         if (t->approvals.over_limit)
                                 note_cap(t, &t->approvals_capped, "approval.requested",
                                          APPROVALS_MAX);
