@@ -82,6 +82,8 @@ kc create namespace kyverno >/dev/null
 kc create namespace agents >/dev/null
 # No kube-controller-manager here: the account the plugin looks for, by hand.
 kc create serviceaccount default -n agents >/dev/null
+# The benchmark's pod asks for the gvisor RuntimeClass (admission checks it exists).
+printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n' | kc create -f - >/dev/null
 
 # One certificate for both servers (SAN 127.0.0.1: the webhook URLs).
 "$WEBHOOK" certs --out-dir "$TMP/pki" --ip 127.0.0.1 >/dev/null
