@@ -56,16 +56,17 @@ done
 # ---- the webhook, locally on TLS, under an older configuration -------------------
 "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
 PORT=$(t_free_port)
-write_config() { # FILE COMMAND_JSON SIZE
+write_config() { # FILE COMMAND_JSON SIZE PROBES
         cat >"$1" <<CFG
 driverSidecar: true
-driver: {command: $2}
+driver: {command: $2, probes: {enabled: $4}}
 volumes: {ctl: {sizeLimit: $3}}
 server: {address: 127.0.0.1, port: $PORT, certFile: $T_TMP/pki/tls.crt, keyFile: $T_TMP/pki/tls.key}
 CFG
 }
-write_config old.yaml '["sleep", "infinity"]' 64Mi
-write_config new.yaml '["hangar-driver", "serve"]' 32Mi
+# The older sidecar: sleep as PID 1, so no ctl ping probes (today's default is serve with them).
+write_config old.yaml '["sleep", "infinity"]' 64Mi false
+write_config new.yaml '["hangar-driver", "serve"]' 32Mi true
 start_webhook() { # CONFIG
         "$WEBHOOK" serve --config "$1" 2>>webhook.log &
         WEBHOOK_PID=$!
