@@ -116,7 +116,7 @@ std_path=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # ---- the Debian packages ----------------------------------------------------
 packages() {
         local bin
-        for bin in webhook/hangar-webhook driver/hangar-driver relay/hangar-relay probe/hangar-probe; do
+        for bin in webhook/hangar-webhook driver/hangar-driver relay/hangar-relay relay/hangar-grade probe/hangar-probe; do
                 [ -x "$build_dir/$bin" ] || img_die "$build_dir/$bin missing: build first (ninja -C $build_dir)"
         done
         img_log "packages: cpack -G DEB"
@@ -208,7 +208,7 @@ image_sandbox() {
         img_layer "$root" "$IMG_WORK/layer-sandbox.tar"
         local -a labels
         mapfile -t labels < <(img_labels hangar-sandbox "$version" \
-                "Example agent environment: Debian $IMG_SUITE, bash, busybox, python3, tmux and hangar-sidecar (hangar-driver, hangar-relay, hangar-probe)")
+                "Example agent environment: Debian $IMG_SUITE, bash, busybox, python3, tmux and hangar-sidecar (hangar-driver, hangar-relay, hangar-grade, hangar-probe)")
         ref[sandbox]="localhost/hangar-sandbox:dev"
         archive[sandbox]="$out_dir/hangar-sandbox-dev.oci.tar"
         digest[sandbox]=$(img_oci sandbox "${ref[sandbox]}" "$IMG_WORK/layer-sandbox.tar" "${archive[sandbox]}" \

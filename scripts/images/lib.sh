@@ -130,12 +130,20 @@ img_rootfs() {
                 hooks=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
                         --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$IMG_CACHE/debs' -maxdepth 1 -name '*.deb' -exec cp -l -t \"\$1/var/cache/apt/archives\" {} +")
         fi
-        local sources t0=$SECONDS
+        local sources t0=$SECONDS attempt
         mapfile -t sources < <(img_sources)
-        SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH nice -n 10 mmdebstrap --quiet --mode=root --variant="$variant" \
-                --format=directory --skip=cleanup/apt/cache --skip=essential/unlink \
-                --include="$pkgs" "${hooks[@]}" "$IMG_SUITE" "$dir" "${sources[@]}" >&2 ||
-                img_die "mmdebstrap failed for $name"
+        # Up to three tries: a download from the archive fails now and then
+        # (CI saw "apt download failed" once); apt checks every .deb's hash,
+        # so a retry cannot change what is built, only whether it is.
+        for attempt in 1 2 3; do
+                rm -rf "$dir"
+                SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH nice -n 10 mmdebstrap --quiet --mode=root --variant="$variant" \
+                        --format=directory --skip=cleanup/apt/cache --skip=essential/unlink \
+                        --include="$pkgs" "${hooks[@]}" "$IMG_SUITE" "$dir" "${sources[@]}" >&2 && break
+                [ "$attempt" -lt 3 ] || img_die "mmdebstrap failed for $name (3 tries)"
+                img_log "$name: mmdebstrap failed (try $attempt of 3), again in $((attempt * 10))s"
+                sleep $((attempt * 10))
+        done
         img_log "$name: mmdebstrap took $((SECONDS - t0))s"
 
         if [ "$variant" = extract ]; then

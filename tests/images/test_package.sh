@@ -44,7 +44,7 @@ for deb in "$sidecar_deb" "$webhook_deb"; do
                 t_check "$field set ($(dpkg-deb -f "$deb" "$field" | head -n1))" test -n "$(dpkg-deb -f "$deb" "$field")"
         done
         case $name in
-        hangar-sidecar) want="./usr/bin/hangar-driver ./usr/bin/hangar-probe ./usr/bin/hangar-relay" ;;
+        hangar-sidecar) want="./usr/bin/hangar-driver ./usr/bin/hangar-grade ./usr/bin/hangar-probe ./usr/bin/hangar-relay" ;;
         *) want="./usr/bin/hangar-webhook" ;;
         esac
         t_eq "files" "$want" "$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sort | paste -sd' ' -)"
@@ -88,7 +88,7 @@ t_eq "hangar-probe version in the clean rootfs" "hangar-probe $VERSION" "$(chroo
 t_eq "hangar-driver version in the clean rootfs" "hangar-driver $VERSION" "$(chroot "$root" hangar-driver version 2>&1)"
 t_check "hangar-relay --help in the clean rootfs" im_quiet chroot "$root" hangar-relay --help
 # ld.so --list exits non-zero when a library is missing, or prints "not found".
-for b in hangar-probe hangar-driver hangar-relay; do
+for b in hangar-probe hangar-driver hangar-relay hangar-grade; do
         if out=$(chroot "$root" /lib64/ld-linux-x86-64.so.2 --list "/usr/bin/$b" 2>&1) &&
                 ! grep -q "not found" <<<"$out"; then
                 t_check "$b: every library found in the clean rootfs" true

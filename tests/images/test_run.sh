@@ -86,13 +86,13 @@ as_agent() { chroot --userspec=1000:1000 "$S" /usr/bin/env -i HOME=/home/agent P
 # No /dev/null in a bare chroot: the output is discarded outside it.
 # shellcheck disable=SC2317 # called through t_check
 on_path() { as_agent /bin/sh -c "command -v $1" >/dev/null; }
-for b in hangar-probe hangar-driver hangar-relay bash busybox python3 tmux sh ls; do
+for b in hangar-probe hangar-driver hangar-relay hangar-grade bash busybox python3 tmux sh ls; do
         t_check "$b on the agent's PATH" on_path "$b"
 done
 t_eq "hangar-probe version" "hangar-probe $VERSION" "$(as_agent hangar-probe version 2>&1)"
 t_eq "hangar-driver version" "hangar-driver $VERSION" "$(as_agent hangar-driver version 2>&1)"
 t_check "hangar-relay --help" im_quiet as_agent hangar-relay --help
-for b in hangar-probe hangar-driver hangar-relay; do
+for b in hangar-probe hangar-driver hangar-relay hangar-grade; do
         t_check "$b finds all its libraries" no_missing_libs "$S" "/usr/bin/$b"
 done
 t_check "python3 with curses and a terminfo entry" \
