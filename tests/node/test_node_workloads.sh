@@ -74,7 +74,28 @@ t_check "the replicas patched the caBundle and the API server sends sandbox pods
 
 # x POD CONTAINER CMD...: exec as hangar's identity (the guard refuses anyone
 # else into hangar-driver).
-x() { local pod=$1 c=$2; shift 2; kubectl exec -i -n "$NS" "$pod" -c "$c" --as "$HANGAR_ID" -- "$@"; }
+# An exec the runtime never started ("failed to exec in container": containerd's
+# task call timed out on a loaded machine) is tried again, up to three times:
+# the command did not run, so trying again cannot run it twice. x takes no
+# stdin (it could not be given twice); xin POD CONTAINER CMD... feeds stdin once.
+x() {
+	local pod=$1 c=$2 try rc err
+	shift 2
+	err=$(mktemp)
+	for try in 1 2 3; do
+		rc=0
+		kubectl exec -n "$NS" "$pod" -c "$c" --as "$HANGAR_ID" -- "$@" </dev/null 2>"$err" || rc=$?
+		if [ "$rc" -eq 0 ] || [ "$try" -eq 3 ] || ! grep -q 'failed to exec in container' "$err"; then
+			break
+		fi
+		echo "  note exec into $pod/$c not started (try $try): $(tail -n 1 "$err")" >&2
+		sleep 2
+	done
+	cat "$err" >&2
+	rm -f "$err"
+	return "$rc"
+}
+xin() { local pod=$1 c=$2; shift 2; kubectl exec -i -n "$NS" "$pod" -c "$c" --as "$HANGAR_ID" -- "$@"; }
 jget() { jq -r "$1" <<<"$2" 2>/dev/null; }
 # The agent's part of a sandbox pod spec (JSON), extra spec fields merged in.
 spec() { # EXTRA_JSON
@@ -188,7 +209,7 @@ claim() { # ID FAILURES_BEFORE
 	if [ "$T_FAILURES" -gt "$2" ]; then CLAIM[$1]="does not hold"; else CLAIM[$1]=holds; fi
 }
 for c in sandbox hangar-driver; do
-	x split "$c" sh -c 'cat >/tmp/hangar-test-ptrace && chmod 755 /tmp/hangar-test-ptrace' <"$HELPER"
+	xin split "$c" sh -c 'cat >/tmp/hangar-test-ptrace && chmod 755 /tmp/hangar-test-ptrace' <"$HELPER"
 done
 H=/tmp/hangar-test-ptrace
 f=$T_FAILURES
@@ -230,7 +251,7 @@ claim a "$f"
 # b, c: in the shared-PID pod, where the processes see each other, so the
 # uid, dumpability and Yama decide. Every target sets PR_SET_PTRACER_ANY.
 for c in sandbox other; do
-	x shared "$c" sh -c 'cat >/tmp/hangar-test-ptrace && chmod 755 /tmp/hangar-test-ptrace' <"$HELPER"
+	xin shared "$c" sh -c 'cat >/tmp/hangar-test-ptrace && chmod 755 /tmp/hangar-test-ptrace' <"$HELPER"
 done
 start='/tmp/hangar-test-ptrace target $1 --pidfile $2 --seconds 600 </dev/null >/dev/null 2>&1 &
 	i=0; while [ ! -s $2 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done; cat $2'
