@@ -171,7 +171,7 @@ t_eq "status: running, both channels, rejections counted" "running true true" \
 
 # ---- the relay: the agent's own process, but hardened ----
 # shellcheck disable=SC2016 # expanded by the container's shell
-RELAY_PID=$(in_agent sh -c 'for d in /proc/[0-9]*; do case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "hangar-relay"*) echo ${d#/proc/};; esac; done' | head -n 1)
+RELAY_PID=$(in_agent sh -c 'for d in /proc/[0-9]*; do case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "hangar-relay"*) echo ${d#/proc/};; esac; done' | sort -n | head -n 1)
 t_check "the relay runs in the agent's container (pid $RELAY_PID)" test -n "$RELAY_PID"
 in_agent hangar-test-ptrace attack "$RELAY_PID" >relay.attack.json
 held "/proc/PID/mem of the non-dumpable relay: not readable ($(jq -c '{mem_open, attach}' relay.attack.json))" \

@@ -121,11 +121,14 @@ log_kept() {
         fi
 }
 # The harness's processes in the agent's container (busybox has no pgrep).
+# The harness's pids, oldest first (sorted as numbers: the glob sorts 108
+# before 99, and a shell's forked child carries its parent's command line for
+# a moment, so the first of an unsorted list may be a child already gone).
 harness_pids() {
         # shellcheck disable=SC2016 # expanded by the container's shell
         in_agent sh -c 'for d in /proc/[0-9]*; do
                 case "$(tr "\0" " " <$d/cmdline 2>/dev/null)" in "/bin/sh /var/lib/hangar/run/script ") echo ${d#/proc/} ;; esac
-        done'
+        done' | sort -n
 }
 harness_gone() { [ -z "$(harness_pids)" ]; }
 
