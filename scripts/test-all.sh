@@ -87,7 +87,15 @@ setsid bash -c 'nice -n 19 ninja -C build-asan && nice -n 19 scripts/fuzz.sh --b
 builds_pid=$!
 bg_pids+=("$builds_pid")
 
-stage "release tests: lane [node] (images, then the node suites) and lane [main] (the rest, -j $ctest_jobs)"
+stage "images (offline, from Debian packages; cached root file systems) and their tests, alone"
+# Before the lanes, not in one: the reproducibility test's second build
+# downloads from the Debian archive again, and with the other suites beside
+# it that download failed in 2 of 2 CI runs (never alone; cause not found
+# yet, docs/ci.md). About 2 minutes.
+scripts/build-images.sh --build-dir build >/dev/null
+ctest --test-dir build --output-on-failure -L '^images$' -O build/ctest-images.log
+
+stage "release tests: lane [node] (the node suites) and lane [main] (the rest, -j $ctest_jobs)"
 # lane NAME COMMAND...: COMMAND's output with each line prefixed [NAME], and
 # its status.
 lane() {
@@ -97,9 +105,7 @@ lane() {
         return "${PIPESTATUS[0]}"
 }
 node_lane() {
-        echo "images for the node suites (offline, from Debian packages; cached root file systems)"
-        scripts/build-images.sh --build-dir build >/dev/null || return 1
-        ctest --test-dir build --output-on-failure -L '^(images|node)$' -O build/ctest-node.log
+        ctest --test-dir build --output-on-failure -L '^node$' -O build/ctest-node.log
 }
 set -m # the lane in a process group of its own
 lane node node_lane &
