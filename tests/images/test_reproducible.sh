@@ -35,12 +35,27 @@ explain() {
 
 t_begin images_reproducible
 start=$SECONDS
-if ! "$BUILD_IMAGES" --build-dir "$BUILD_DIR" --out "$OUT/b" --rebuild-rootfs >"$OUT/b.stdout" 2>"$OUT/b.stderr"; then
+if "$BUILD_IMAGES" --build-dir "$BUILD_DIR" --out "$OUT/b" --rebuild-rootfs >"$OUT/b.stdout" 2>"$OUT/b.stderr"; then
+        echo "  second build (rootfs made again): $((SECONDS - start))s"
+elif grep -q 'apt download failed' "$OUT/b.stderr"; then
+        # The archive refused the download (seen in CI, never when run by
+        # hand; docs/ci.md). Said loudly, and the images are still built a
+        # second time from the cached root file systems: everything above
+        # the rootfs must come out byte for byte the same.
+        echo "  WARNING: the root file systems could not be downloaded again (apt download failed, 3 tries);"
+        echo "  WARNING: this run checks the images' assembly from the cached root file systems only"
+        grep '^E:' "$OUT/b.stderr" | sort -u | head -n 3 | sed 's/^/  /'
+        rm -rf "$OUT/b"
+        if ! "$BUILD_IMAGES" --build-dir "$BUILD_DIR" --out "$OUT/b" >"$OUT/b.stdout" 2>"$OUT/b.stderr"; then
+                t_fail "second build (cached rootfs) failed:"
+                tail -n 30 "$OUT/b.stderr"
+                t_end
+        fi
+else
         t_fail "second build failed:"
         tail -n 30 "$OUT/b.stderr"
         t_end
 fi
-echo "  second build (rootfs made again): $((SECONDS - start))s"
 for p in hangar-webhook hangar-sandbox; do
         if ! cmp -s "$OUT/a/$p.packages" "$OUT/b/$p.packages"; then
                 echo "  note: Debian's archive changed between the builds ($p):"
