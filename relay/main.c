@@ -352,7 +352,7 @@ static int check_instance(int home_fd, const char *want, uint16_t port, const ch
         _cleanup_free_ char *cwd_now = NULL, *turn_now = NULL;
         session_term_t term;
         bool term_on = false, keep = false;
-        char have[INSTANCE_HEX_LEN + 1];
+        char have[INSTANCE_HEX_LEN + 1] = ""; /* read_turn fills it; empty means none */
         int r = read_port(home_fd, &port_now, err);
         if (r == 0)
                 r = read_turn(home_fd, &turn_now, &cwd_now, &term, &term_on, &keep, have, err);
@@ -367,7 +367,7 @@ static int check_instance(int home_fd, const char *want, uint16_t port, const ch
                                  "hangar-home/%s is daemon %s's, not %s's (the one that started "
                                  "the turn): not connecting",
                                  LAYOUT_HOME_TURN, have, want);
-        if (port_now != port || strcmp(turn_now, turn) != 0)
+        if (port_now != port || !turn_now || !turn || strcmp(turn_now, turn) != 0)
                 return error_set(err, -ESTALE,
                                  "the turn in hangar-home changed while the relay waited for its "
                                  "token: not connecting");
