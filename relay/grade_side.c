@@ -30,6 +30,7 @@
 
 #include <jansson.h>
 
+#include "channel.h"
 #include "cleanup.h"
 #include "config.h"
 #include "conn.h"
@@ -210,44 +211,6 @@ static int read_token_port(int64_t deadline, token_t *ret_token, uint16_t *ret_p
                                  : r == -EPIPE   ? "closed before the token line"
                                                  : "not \"<64 hex token> <port>\"");
         *ret_port = (uint16_t)port;
-        return 0;
-}
-
-static int open_channel(uint16_t port, const token_t *token, frame_channel_t channel,
-                        int64_t deadline, conn_t *ret, hg_error_t *err)
-{
-        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return error_set(err, -errno, "socket: %s", strerror(errno));
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons(port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                return error_set(err, -errno, "connect to 127.0.0.1:%u: %s", port, strerror(errno));
-        int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        conn_t c;
-        int r = conn_init(&c, TAKE_FD(fd), GRADE_MSG_MAX);
-        if (r < 0)
-                return error_set(err, r, "connection: %s", strerror(-r));
-        frame_hello_t hello = {.channel = channel};
-        memcpy(hello.token, token->bytes, FRAME_TOKEN_SIZE);
-        uint8_t payload[FRAME_HELLO_SIZE];
-        frame_hello_encode(&hello, payload);
-        r = conn_queue(&c, FRAME_HELLO, payload, sizeof(payload), NULL, 0);
-        token_wipe(&hello, sizeof(hello));
-        token_wipe(payload, sizeof(payload));
-        if (r == 0)
-                r = conn_flush_until(&c, deadline);
-        token_wipe(c.out, CONN_OUT_MAX);
-        frame_t f;
-        if (r == 0 && (r = conn_next_until(&c, &f, deadline, err)) == 1 && f.type != FRAME_WELCOME)
-                r = error_set(err, -EPROTO, "expected WELCOME");
-        if (r <= 0) {
-                conn_close(&c);
-                return r < 0 ? r : error_set(err, -EPIPE, "the driver closed the connection");
-        }
-        *ret = c;
         return 0;
 }
 
@@ -493,9 +456,11 @@ int main(int argc, char **argv)
         if (read_token_port(deadline, &token, &port, &err) < 0)
                 return fail("%s", err.message);
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
-        int r = open_channel(port, &token, FRAME_CHANNEL_IO, deadline, &io, &err);
+        int r =
+            relay_open_channel(port, &token, FRAME_CHANNEL_IO, GRADE_MSG_MAX, deadline, &io, &err);
         if (r == 0)
-                r = open_channel(port, &token, FRAME_CHANNEL_CTL, deadline, &ctl, &err);
+                r = relay_open_channel(port, &token, FRAME_CHANNEL_CTL, GRADE_MSG_MAX, deadline,
+                                       &ctl, &err);
         token_wipe(&token, sizeof(token));
         if (r < 0) {
                 conn_close(&io);
