@@ -19,6 +19,22 @@ static void put_be32(uint8_t *p, uint32_t v)
         p[3] = (uint8_t)v;
 }
 
+const char *frame_end_name(frame_end_t end)
+{
+        switch (end) {
+        case FRAME_END_EXITED:
+                return "exited";
+        case FRAME_END_SIGNALED:
+                return "signaled";
+        case FRAME_END_TIMEOUT:
+                return "timeout";
+        case FRAME_END_NOT_STARTED:
+                return "not-started";
+        default:
+                return "?";
+        }
+}
+
 const char *frame_type_name(int type)
 {
         switch (type) {

@@ -64,6 +64,8 @@ typedef struct frame {
 /* Returns the name of a frame type ("HELLO", ...) or NULL for a value outside
  * the closed set. */
 const char *frame_type_name(int type);
+/* "exited", "signaled", "timeout", "not-started" ("?" for a value no decoder accepts). */
+const char *frame_end_name(frame_end_t end);
 
 /* Looks for one complete frame at the start of buf[0..len).
  * Returns 1 and fills *ret_frame and *ret_used (header + payload bytes) when

@@ -87,22 +87,6 @@ static const char *state_name(grade_state_t s)
         }
 }
 
-static const char *end_name(frame_end_t e)
-{
-        switch (e) {
-        case FRAME_END_EXITED:
-                return "exited";
-        case FRAME_END_SIGNALED:
-                return "signaled";
-        case FRAME_END_TIMEOUT:
-                return "timeout";
-        case FRAME_END_NOT_STARTED:
-                return "not-started";
-        default:
-                return "?";
-        }
-}
-
 /* ---- files ---- */
 
 /* Removes everything under dirfd/name (a tree the driver made: regular
@@ -270,7 +254,7 @@ static json_t *grade_json(grade_ctx_t *g, bool sealed)
         }
         if (g->have_exit)
                 json_object_set_new(j, "grader_side",
-                                    json_pack("{s:s, s:i}", "end", end_name(g->side_exit.end),
+                                    json_pack("{s:s, s:i}", "end", frame_end_name(g->side_exit.end),
                                               "value", g->side_exit.value));
         if (g->note[0])
                 json_object_set_new(j, "note", json_string(g->note));

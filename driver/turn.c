@@ -158,21 +158,6 @@ static const char *state_name(turn_state_t s)
         }
 }
 
-static const char *end_name(frame_end_t e)
-{
-        switch (e) {
-        case FRAME_END_EXITED:
-                return "exited";
-        case FRAME_END_SIGNALED:
-                return "signaled";
-        case FRAME_END_TIMEOUT:
-                return "timeout";
-        case FRAME_END_NOT_STARTED:
-        default:
-                return "not-started";
-        }
-}
-
 static json_t *status_json(const turn_t *t)
 {
         if (!t->spec)
@@ -197,9 +182,9 @@ static json_t *status_json(const turn_t *t)
                               "approvals_over_limit", (json_int_t)t->approvals.over_limit,
                               "approvals_duplicate", (json_int_t)t->approvals.duplicates));
         if (j && t->have_exit)
-                json_object_set_new(
-                    j, "harness",
-                    json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value", t->exit.value));
+                json_object_set_new(j, "harness",
+                                    json_pack("{s:s, s:i}", "end", frame_end_name(t->exit.end),
+                                              "value", t->exit.value));
         if (j && t->state == STATE_ENDED)
                 json_object_set_new(j, "end",
                                     json_pack("{s:s, s:s}", "end", t->end, "reason", t->reason));
@@ -448,7 +433,7 @@ static void on_run_result(turn_t *t, const frame_t *f)
                 return;
         }
         rec(t, "run.finished",
-            json_pack("{s:i, s:s, s:i, s:b}", "id", (int)rr.id, "end", end_name(rr.exit.end),
+            json_pack("{s:i, s:s, s:i, s:b}", "id", (int)rr.id, "end", frame_end_name(rr.exit.end),
                       "value", rr.exit.value, "truncated", rr.truncated));
         for (size_t i = 0; i < CLIENTS_MAX; i++) {
                 client_t *c = &t->clients[i];
@@ -468,22 +453,23 @@ static void on_run_result(turn_t *t, const frame_t *f)
                         } else {
                                 _cleanup_free_ char *out = failed_tail_text(&rr);
                                 reply = reply_error("the tree hash failed (%s %d): %s",
-                                                    end_name(rr.exit.end), rr.exit.value,
+                                                    frame_end_name(rr.exit.end), rr.exit.value,
                                                     out ? out : "");
                         }
                 } else {
                         int r = 0;
                         if (c->run_kind == RUN_VERIFY)
-                                r = record_event(
-                                    &t->rec, "verify",
-                                    json_pack("{s:s, s:i, s:s, s:b}", "end", end_name(rr.exit.end),
-                                              "value", rr.exit.value, "by", "agent", "trusted", 0));
+                                r = record_event(&t->rec, "verify",
+                                                 json_pack("{s:s, s:i, s:s, s:b}", "end",
+                                                           frame_end_name(rr.exit.end), "value",
+                                                           rr.exit.value, "by", "agent", "trusted",
+                                                           0));
                         _cleanup_free_ char *tail = base64_encode(rr.tail, rr.tail_len);
                         reply = r < 0 ? reply_error("the verify round could not be recorded: %s",
                                                     strerror(-r))
                                       : json_pack("{s:b, s:i, s:s, s:i, s:b, s:s}", "ok", 1, "id",
-                                                  (int)rr.id, "end", end_name(rr.exit.end), "value",
-                                                  rr.exit.value, "truncated", rr.truncated,
+                                                  (int)rr.id, "end", frame_end_name(rr.exit.end),
+                                                  "value", rr.exit.value, "truncated", rr.truncated,
                                                   "tail_base64", tail ? tail : "");
                 }
                 client_reply(c, reply);
@@ -571,7 +557,7 @@ static void pump_relay_ctl(turn_t *t)
                                                 t->have_exit ? "a second EXIT" : err.message);
                         t->have_exit = true;
                         rec(t, "harness.exited",
-                            json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value",
+                            json_pack("{s:s, s:i}", "end", frame_end_name(t->exit.end), "value",
                                       t->exit.value));
                         t->linger_deadline = conn_now_ms() + (int64_t)t->spec->linger_s * 1000;
                         t->drain_deadline = t->linger_deadline > conn_now_ms() + DRAIN_GRACE_MS
@@ -1393,9 +1379,9 @@ static json_t *exit_json(const turn_t *t)
         json_t *j =
             json_pack("{s:s, s:s, s:s}", "turn", t->spec->turn, "end", t->end, "reason", t->reason);
         if (j && t->have_exit)
-                json_object_set_new(
-                    j, "harness",
-                    json_pack("{s:s, s:i}", "end", end_name(t->exit.end), "value", t->exit.value));
+                json_object_set_new(j, "harness",
+                                    json_pack("{s:s, s:i}", "end", frame_end_name(t->exit.end),
+                                              "value", t->exit.value));
         return j;
 }
 
