@@ -135,13 +135,20 @@ img_rootfs() {
         # Up to three tries: a download from the archive fails now and then
         # (CI saw "apt download failed" once); apt checks every .deb's hash,
         # so a retry cannot change what is built, only whether it is.
+        # mmdebstrap's and apt's own words go to a log per try (its --quiet
+        # hid apt's error, leaving only "apt download failed"); a failed
+        # try prints the log's end, so the cause is on record.
+        local log
         for attempt in 1 2 3; do
                 rm -rf "$dir"
-                SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH nice -n 10 mmdebstrap --quiet --mode=root --variant="$variant" \
+                log=$IMG_WORK/mmdebstrap-$name.try$attempt.log
+                SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH nice -n 10 mmdebstrap --verbose --mode=root --variant="$variant" \
                         --format=directory --skip=cleanup/apt/cache --skip=essential/unlink \
-                        --include="$pkgs" "${hooks[@]}" "$IMG_SUITE" "$dir" "${sources[@]}" >&2 && break
+                        --include="$pkgs" "${hooks[@]}" "$IMG_SUITE" "$dir" "${sources[@]}" >"$log" 2>&1 && break
+                img_log "$name: mmdebstrap failed (try $attempt of 3); the end of its log ($log):"
+                grep -v '^I: \|^Get:\|^Hit:\|^Ign:\|^Unpacking\|^Selecting\|^Setting up\|^Preparing' "$log" | tail -n 40 >&2
                 [ "$attempt" -lt 3 ] || img_die "mmdebstrap failed for $name (3 tries)"
-                img_log "$name: mmdebstrap failed (try $attempt of 3), again in $((attempt * 10))s"
+                img_log "$name: again in $((attempt * 10))s"
                 sleep $((attempt * 10))
         done
         img_log "$name: mmdebstrap took $((SECONDS - t0))s"
