@@ -4,7 +4,9 @@
 # tests/pods/podrun, the probe's verdict delivered as hangar delivers it, and
 # helpers that start the driver and the relay through exec. Source it after
 # testlib.sh with WEBHOOK, DRIVER, RELAY, PROBE, RUNTIME, RUNTIME_BIN and
-# EXTRA_BINS (an array of more --bin directories) set; then call turn_pod_up.
+# EXTRA_BINS (an array of more --bin directories) set, and POD_EDIT (a jq
+# filter for the injected pod) when a suite needs a pod of its own shape;
+# then call turn_pod_up.
 
 . "$HERE/../pods/podlib.sh"
 # The sidecar's command. The suites that start the driver by exec
@@ -41,6 +43,13 @@ turn_pod_up() {
         cp "$HERE/../pods/fixtures/sandbox-pod.yaml" pod.yaml
         HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
                 { t_fail "hangar-webhook inject: $(cat inject.err)"; return 1; }
+        # POD_EDIT: a jq filter a suite applies to the injected pod (a pod of
+        # its own shape, as a user may give one: another container, a volume).
+        if [ -n "${POD_EDIT:-}" ]; then
+                jq "$POD_EDIT" pod.json >pod.edited.json ||
+                        { t_fail "POD_EDIT: jq failed on the injected pod"; return 1; }
+                mv pod.edited.json pod.json
+        fi
 
         local UP_ARGS=(--pod pod.json --dir "$POD" --runtime "$RUNTIME" -q
                 --bin "$(dirname "$DRIVER")" --bin "$(dirname "$RELAY")" --bin "$(dirname "$PROBE")")
