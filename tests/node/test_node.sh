@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016,SC1091,SC2153 # single-quoted container commands; testlib and DIR/env are sourced
-# The one-node cluster of scripts/node.sh, for real (docs/node.md):
-#   - start: the node registers and goes Ready, kubelet v1.37.x on containerd
+# The one-node cluster of scripts/node.sh, for real (docs/node.md), on the
+# node suites' shared node (the ctest fixture: tests/node/node_fixture.sh
+# starts it, and its stop checks that nothing is left), in namespace
+# "cluster" of its own:
+#   - the node is Ready, kubelet v1.37.x on containerd
 #     2.4.x, RuntimeClass gvisor (handler runsc) exists, the API server is
 #     reached from the host's network namespace at the node's address, and
 #     the node's network namespace has no default route;
@@ -16,78 +19,35 @@
 #   - a pod reaches the API server through the kubernetes Service's ClusterIP
 #     with its service-account token (ServiceAccount admission is on);
 #   - a Job completes;
-#   - stop leaves no process, mount, network namespace, link or cgroup, and a
-#     second stop is a no-op; a start killed half-way is cleaned up by stop.
-# usage: test_node.sh K8S_BIN NODE_BIN RUNSC PAUSE_ARCHIVE TEST_ARCHIVE TEST_IMAGE
+#   - a second node, whose start is killed half-way, is cleaned up by stop:
+#     no process, mount, network namespace, link or cgroup left (the shared
+#     node's own stop is checked the same way by node_down).
+# usage: test_node.sh K8S_BIN NODE_BIN RUNSC PAUSE_ARCHIVE TEST_IMAGE
 #   K8S_BIN: scripts/k8s-tools.sh's bin dir; NODE_BIN: scripts/node-tools.sh's;
 #   RUNSC: a current runsc (tests/pods/build-runsc.sh); PAUSE_ARCHIVE: an OCI
-#   archive of registry.k8s.io/pause:3.10.2; TEST_ARCHIVE: an OCI archive of
-#   TEST_IMAGE, which has sh, cat, wc, sleep, dmesg, chroot and busybox (for
-#   httpd): scripts/build-images.sh's pause and hangar-sandbox images. The
-#   pods run as root (chroot, dmesg), whatever the image's user.
+#   archive of registry.k8s.io/pause:3.10.2 (for the second node); TEST_IMAGE:
+#   an image the shared node has (the fixture loads build-images.sh's
+#   hangar-sandbox), with sh, cat, wc, sleep, dmesg, chroot and busybox (for
+#   httpd). The pods run as root (chroot, dmesg), whatever the image's user.
 # The webhook pod runs the host's python3 (chroot into a read-only hostPath /).
 # Needs root. T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
+. "$HERE/nodelib.sh"
 t_begin "one-node cluster (scripts/node.sh)"
 
-K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} PAUSE_ARCHIVE=${4:-} TEST_ARCHIVE=${5:-} TEST_IMAGE=${6:-}
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (namespaces, cgroups, links)"; t_end; fi
-missing=""
-for f in "$K8S_BIN/kubectl" "$NODE_BIN/kubelet" "$RUNSC"; do [ -x "$f" ] || missing+=" $f"; done
-for f in "$PAUSE_ARCHIVE" "$TEST_ARCHIVE"; do [ -r "$f" ] || missing+=" ${f:-(archive)}"; done
-[ -n "$TEST_IMAGE" ] || missing+=" (test image name)"
-if [ -n "$missing" ]; then
-	t_fail "missing:$missing (see tests/node/CMakeLists.txt)"
-	t_end
-fi
-export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
-NODE=$ROOT/scripts/node.sh
-D=$T_TMP/node
-KC=("$K8S_BIN/kubectl" --kubeconfig "$D/kubeconfig" --request-timeout 30s --cache-dir "$T_TMP/kube-cache")
+K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} PAUSE_ARCHIVE=${4:-} TEST_IMAGE=${5:-}
+[ -r "$PAUSE_ARCHIVE" ] || { t_fail "missing: ${PAUSE_ARCHIVE:-(pause archive)} (see tests/node/CMakeLists.txt)"; t_end; }
+[ -n "$TEST_IMAGE" ] || { t_fail "missing: the test image's name"; t_end; }
+node_attach "$K8S_BIN" "$NODE_BIN/kubelet" "$RUNSC"
+NODE=$NODE_SH
+NS=cluster
+KC=("$K8S_BIN/kubectl" --kubeconfig "$D/kubeconfig" --request-timeout 30s --cache-dir "$T_TMP/kube-cache" -n "$NS")
 kc() { "${KC[@]}" "$@"; }
-node_id() { printf '%s' "$(cd "$1" && pwd -P)" | sha256sum | cut -c1-8; }
+node_namespace "$NS"
 
-stop_node() { "$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1; }
-trap 'stop_node; t_cleanup' EXIT
-
-# What a stopped node must not leave: called with DIR, the node's id and its
-# network namespace (net:[INODE]); every check says what it found.
 KUBERNETES_SVC=10.0.0.1
-HIDDEN=(/run/containerd /var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni)
-declare -A EXISTED=()
-for p in "${HIDDEN[@]}"; do [ ! -e "$p" ] || EXISTED[$p]=1; done
-assert_clean() {
-	local dir=$1 id=$2 netns=$3 what=$4 found p h
-	found=$(for p in /proc/[0-9]*; do
-		if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "$dir/"; then echo "${p#/proc/}"; fi
-	done)
-	t_eq "$what: no process names $dir" "" "$found"
-	found=$(grep -l "/hangar-node-$id" /proc/[0-9]*/cgroup 2>/dev/null)
-	t_eq "$what: no process in cgroup hangar-node-$id" "" "$found"
-	if [ -n "$netns" ]; then
-		found=$(for p in /proc/[0-9]*; do
-			[ "$(readlink "$p/ns/net" 2>/dev/null)" != "$netns" ] || echo "${p#/proc/}"
-		done)
-		t_eq "$what: no process in the node's network namespace $netns" "" "$found"
-		found=$(awk -v i="${netns//[^0-9]/}" '$0 ~ "net:\\[" i "\\]"' /proc/self/mountinfo)
-		t_eq "$what: the node's network namespace is not bind-mounted" "" "$found"
-	fi
-	found=$(grep -E "$dir/|hangar-node| (/run/containerd|/var/lib/kubelet|/var/log/pods|/var/log/containers|/var/lib/cni)[ /]" /proc/self/mountinfo)
-	t_eq "$what: no mount of the node in /proc/self/mountinfo" "" "$found"
-	found=$(ip -o link show 2>/dev/null | grep -E "hgn-$id|cni0" || true)
-	t_eq "$what: no link hgn-$id or cni0 on the host" "" "$found"
-	found=$(for h in /sys/fs/cgroup/*/; do [ ! -d "$h/hangar-node-$id" ] || echo "$h/hangar-node-$id"; done)
-	t_eq "$what: no cgroup hangar-node-$id in any hierarchy" "" "$found"
-	# (unless another node, e.g. scripts/local-run.sh's, still mounts there)
-	found=$(for p in "${HIDDEN[@]}"; do
-		[ -n "${EXISTED[$p]:-}" ] || [ ! -e "$p" ] || grep -qsF " $p " /proc/[0-9]*/mountinfo || echo "$p"
-	done)
-	t_eq "$what: no mount point left on the host (${HIDDEN[*]})" "" "$found"
-	found=$(ls -A "$dir/node" 2>/dev/null)
-	t_eq "$what: the node's state under $dir/node is gone" "" "$found"
-}
 
 # wait_running POD SECONDS: prints the seconds it took, fails after SECONDS.
 wait_running() {
@@ -100,17 +60,7 @@ wait_running() {
 	done
 }
 
-echo "-- start"
-t0=$SECONDS
-if ! "$NODE" start "$D" "$PAUSE_ARCHIVE" "$TEST_ARCHIVE" >"$T_TMP/start.log" 2>&1; then
-	t_fail "node.sh start failed:"
-	tail -n 60 "$T_TMP/start.log"
-	t_end
-fi
-echo "  node started in $((SECONDS - t0)) s"
-# shellcheck disable=SC1091
-. "$D/env"
-ID=$(node_id "$D")
+echo "-- the node"
 NETNS=$(cat "$D/node/netns")
 
 t_eq "node hangar-node is Ready" True \
@@ -130,7 +80,7 @@ t_check "this test runs in the host's network namespace, not the node's" \
 	test "$(readlink /proc/self/ns/net)" != "$NETNS"
 routes=$("$NODE" exec "$D" ip -4 route show)
 t_check "no default route in the node's network namespace" bash -c '! grep -q "^default" <<<"$1"' _ "$routes"
-t_check "the node's routes are its link only before any pod (got: $(tr '\n' ';' <<<"$routes"))" \
+t_check "the node's routes are its link and the pods' bridge only (got: $(tr '\n' ';' <<<"$routes"))" \
 	bash -c '[ "$(grep -vc "dev eth0\|dev cni0" <<<"$1")" = 0 ]' _ "$routes"
 t_check "ServiceAccount admission is on (the API server does not disable it)" \
 	bash -c '! tr "\0" " " </proc/$1/cmdline | grep -q "disable-admission-plugins ServiceAccount"' _ "$HANGAR_APISERVER_PID"
@@ -168,7 +118,7 @@ plain_dmesg=$(kc exec plain -- dmesg 2>&1)
 t_check "the runc pod's dmesg is not gVisor's" bash -c '! grep -q "Starting gVisor" <<<"$1"' _ "$plain_dmesg"
 sandbox_id=$(kc get pod sandboxed -o jsonpath='{.status.containerStatuses[0].containerID}')
 sandbox_id=${sandbox_id#containerd://}
-runsc_list=$("$NODE" exec "$D" "$RUNSC" --root /run/containerd/runsc/k8s.io list 2>&1)
+runsc_list=$("$NODE" exec "$D" "$HANGAR_RUNSC_CURRENT" --root /run/containerd/runsc/k8s.io list 2>&1)
 t_check "runsc lists the gVisor pod's container" grep -q "^${sandbox_id:-none}" <<<"$runsc_list"
 t_check "runsc does not list the runc pod's container" \
 	bash -c '! grep -q "^$1" <<<"$2"' _ "$(kc get pod plain -o jsonpath='{.status.containerStatuses[0].containerID}' | sed 's|containerd://||')" "$runsc_list"
@@ -220,19 +170,19 @@ else
 fi
 ep=$(kc get endpointslices -l kubernetes.io/service-name=web -o jsonpath='{.items[0].endpoints[0].addresses[0]}' 2>/dev/null)
 t_check "the endpoint is a pod address ($ep) in 10.244.0.0/24" grep -q '^10\.244\.0\.' <<<"$ep"
-got=$(kc get --raw "/api/v1/namespaces/default/services/http:web:80/proxy/index.html" 2>&1)
+got=$(kc get --raw "/api/v1/namespaces/$NS/services/http:web:80/proxy/index.html" 2>&1)
 t_eq "the API server reaches the Service's pod (service proxy)" "$token" "$got"
 
 echo "-- an admission webhook Service called by the API server at its pod's IP"
 # The webhook: a few lines of the host's python3 (the pod chroots into the
-# host's root, read-only), TLS with a certificate for hook.default.svc.
+# host's root, read-only), TLS with a certificate for hook.$NS.svc.
 H=$T_TMP/hook
 mkdir -p "$H"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=hook-ca \
 	-keyout "$H/ca.key" -out "$H/ca.crt" -addext basicConstraints=critical,CA:TRUE 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=hook.default.svc \
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=hook.$NS.svc" \
 	-keyout "$H/tls.key" -out "$H/tls.csr" 2>/dev/null
-printf 'subjectAltName=DNS:hook.default.svc\nextendedKeyUsage=serverAuth\n' >"$H/ext"
+printf 'subjectAltName=DNS:hook.%s.svc\nextendedKeyUsage=serverAuth\n' "$NS" >"$H/ext"
 openssl x509 -req -in "$H/tls.csr" -CA "$H/ca.crt" -CAkey "$H/ca.key" -CAcreateserial -days 1 \
 	-extfile "$H/ext" -out "$H/tls.crt" 2>/dev/null
 chmod 644 "$H/tls.key"
@@ -260,6 +210,9 @@ server.socket = ctx.wrap_socket(server.socket, server_side=True)
 print("listening", flush=True)
 server.serve_forever()
 EOF
+# The configuration is cluster-wide: it selects this namespace only, and
+# goes on exit.
+node_on_exit "kubectl delete mutatingwebhookconfiguration node-test-hook"
 kc apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -289,9 +242,10 @@ metadata: {name: node-test-hook}
 webhooks:
 - name: hook.node-test.hangar.dev
   objectSelector: {matchLabels: {hook-me: "yes"}}
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $NS}}
   rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
   clientConfig:
-    service: {name: hook, namespace: default, path: /mutate, port: 443}
+    service: {name: hook, namespace: $NS, path: /mutate, port: 443}
     caBundle: $(base64 -w0 "$H/ca.crt")
   failurePolicy: Fail
   sideEffects: None
@@ -321,7 +275,7 @@ echo "-- a pod reaches the API server through the kubernetes Service"
 t_eq "the kubernetes Service's endpoint is the API server on the node's address" "$HANGAR_NODE_IP:6443" \
 	"$(kc get endpointslices -n default -l kubernetes.io/service-name=kubernetes -o jsonpath='{.items[0].endpoints[0].addresses[0]}:{.items[0].ports[0].port}')"
 kc create role pod-reader --verb=get --resource=pods >/dev/null
-kc create rolebinding pod-reader --role=pod-reader --serviceaccount=default:default >/dev/null
+kc create rolebinding pod-reader --role=pod-reader --serviceaccount="$NS:default" >/dev/null
 tok=$(kc exec plain -- cat /var/run/secrets/kubernetes.io/serviceaccount/token 2>/dev/null)
 t_check "the runc pod has a service-account token mounted (a JWT)" grep -Eq '^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$' <<<"$tok"
 for pod in plain sandboxed; do
@@ -332,7 +286,7 @@ for pod in plain sandboxed; do
 	t_eq "$pod: reads its own pod through the kubernetes Service with its token" "$pod" "$got"
 	got=$(kc exec "$pod" -- /k8s/kubectl get secrets 2>&1)
 	t_check "$pod: is refused what its account may not do, as that account" \
-		grep -q 'forbidden.*system:serviceaccount:default:default' <<<"$got"
+		grep -q "forbidden.*system:serviceaccount:$NS:default" <<<"$got"
 done
 
 echo "-- a Job completes"
@@ -344,17 +298,8 @@ else
 	t_fail "Job once did not succeed: $(kc get pods -l job-name=once 2>&1 | tail -n 2)"
 fi
 
-echo "-- stop"
-t0=$SECONDS
-"$NODE" stop "$D" >"$T_TMP/stop.log" 2>&1
-t_eq "node.sh stop exits 0" 0 "$?"
-echo "  node stopped in $((SECONDS - t0)) s"
-assert_clean "$D" "$ID" "$NETNS" "after stop"
-"$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1
-t_eq "a second stop exits 0" 0 "$?"
-t_check "status reports a stopped node" bash -c '! "$1" status "$2" >/dev/null 2>&1' _ "$NODE" "$D"
-
-echo "-- a start killed half-way, then stop"
+echo "-- a second node whose start is killed half-way, then stop"
+export HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
 D2=$T_TMP/half
 "$NODE" start "$D2" "$PAUSE_ARCHIVE" >"$T_TMP/half.log" 2>&1 &
 half=$!
@@ -368,7 +313,7 @@ if t_wait_for '[ -s "$D2/node/containerd.pid" ] && grep -q "importing\|kube-cont
 		bash -c 'tr "\0" " " </proc/$(cat "$1")/cmdline | grep -q containerd' _ "$D2/node/containerd.pid"
 	"$NODE" stop "$D2" >"$T_TMP/half-stop.log" 2>&1
 	t_eq "stop of the half-started node exits 0" 0 "$?"
-	assert_clean "$D2" "$(node_id "$D2")" "$NETNS2" "half-started"
+	node_assert_clean "$D2" "$(node_id "$D2")" "$NETNS2" "half-started"
 else
 	kill -KILL "$half" 2>/dev/null
 	t_fail "the second start did not get as far as containerd: $(tail -n 5 "$T_TMP/half.log")"

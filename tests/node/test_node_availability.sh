@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016,SC1091 # single-quoted xargs commands; testlib is sourced
-# The webhook's availability on the real node (scripts/node.sh, docs/node.md),
-# the chart installed in service mode (2 replicas, self-managed certificates)
+# The webhook's availability on the real node (scripts/node.sh, docs/node.md;
+# the node suites' shared node, namespace "avail"), the chart installed in
+# service mode (2 replicas, self-managed certificates)
 # as scripts/local-run.sh installs it. Sandbox pods are created in parallel
 # batches (5 pods per kubectl, 4 kubectl at a time, paced so the creates span
 # the disruption) while:
@@ -20,49 +21,28 @@
 # nothing). The pods carry a scheduling gate: admission is what is tested, so
 # they stay Pending (never scheduled, nothing started) and are deleted after
 # each round.
-# usage: test_node_availability.sh K8S_BIN NODE_BIN RUNSC IMAGES_DIR HANGAR_WEBHOOK
-#   IMAGES_DIR: scripts/build-images.sh's output (pause, hangar-webhook,
-#   hangar-sandbox archives); HANGAR_WEBHOOK: the built binary (for `certs`).
-# Needs root. T_KEEP_TMP=1 keeps the files.
+# usage: test_node_availability.sh K8S_BIN HANGAR_WEBHOOK
+#   HANGAR_WEBHOOK: the built binary (for `certs`); the images are the
+#   fixture's (tests/node/node_fixture.sh).
+# Needs root and the shared node (HANGAR_TEST_NODE_DIR). T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
 # shellcheck source=../../scripts/lib/hangar-chart.sh
 . "$ROOT/scripts/lib/hangar-chart.sh"
+. "$HERE/nodelib.sh"
 t_begin "webhook availability on the node (pod deleted, helm upgrade, CA rotation)"
 
-K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} IMAGES=$(realpath -m "${4:-.}") WEBHOOK=$(realpath -m "${5:-.}")
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (the node)"; t_end; fi
-missing=""
-for f in "$K8S_BIN/kubectl" "$K8S_BIN/helm" "$NODE_BIN/kubelet" "$RUNSC" "$WEBHOOK"; do [ -x "$f" ] || missing+=" $f"; done
-ARCHIVES=()
-for a in pause-3.10.2 hangar-sandbox-dev hangar-webhook-*; do
-	f=$(compgen -G "$IMAGES/$a.oci.tar" | head -n 1)
-	if [ -r "$f" ]; then ARCHIVES+=("$f"); else missing+=" $IMAGES/$a.oci.tar"; fi
-done
-if [ -n "$missing" ]; then t_fail "missing:$missing (see tests/node/CMakeLists.txt)"; t_end; fi
-export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
-export PATH=$K8S_BIN:$PATH
-NODE=$ROOT/scripts/node.sh
-D=$T_TMP/node
-export KUBECONFIG=$D/kubeconfig
-NS=sandboxes
+K8S_BIN=${1:-} WEBHOOK=$(realpath -m "${2:-.}")
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$WEBHOOK"
+NS=avail
 REL=hangar
 FULL=hangar-webhook   # fullnameOverride: the Service, Deployment and Secret names
 SECRET=$FULL-tls
 OVERLAP=30
 cd "$T_TMP" || exit 1
-trap '"$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1; t_cleanup' EXIT
-
-t0=$SECONDS
-if ! "$NODE" start "$D" "${ARCHIVES[@]}" >start.log 2>&1; then
-	t_fail "node.sh start failed:"
-	tail -n 40 start.log
-	t_end
-fi
-echo "  node started in $((SECONDS - t0)) s"
-hangar_system_namespace
-kubectl create namespace "$NS" >/dev/null
+node_namespace "$NS"
+node_chart "$REL" "$NS"
 
 # ---- round 1: a CA rotation by the replicas ----------------------------------
 # A Secret as the webhook writes it, whose CA expires in a day: inside the
@@ -71,7 +51,7 @@ kubectl create namespace "$NS" >/dev/null
 kubectl create secret generic "$SECRET" -n hangar-system --from-file=ca.crt=oldca/ca.crt \
 	--from-file=ca.key=oldca/ca.key --from-file=tls.crt=oldca/tls.crt --from-file=tls.key=oldca/tls.key >/dev/null
 t0=$SECONDS
-hangar_chart_install "$REL" --set fullnameOverride="$FULL" \
+hangar_chart_install "$REL" "${NODE_CHART_ARGS[@]}" --set fullnameOverride="$FULL" \
 	--set server.certPollSeconds=1 --set certificates.selfManaged.syncSeconds=1 \
 	--set certificates.selfManaged.caOverlapSeconds=$OVERLAP >helm.log 2>&1
 t_check "helm install --wait: both replicas Ready ($((SECONDS - t0)) s)" \
@@ -223,8 +203,5 @@ mapfile -t after_pods < <(webhook_pods)
 t_check "the webhook pods were all replaced (${before[*]} -> ${after_pods[*]})" bash -c \
 	'for p in "${@:2}"; do [[ " $1 " != *" $p "* ]] || exit 1; done' _ "${before[*]}" "${after_pods[@]}"
 
-t0=$SECONDS
-helm uninstall "$REL" -n hangar-system --wait >>helm.log 2>&1
-"$NODE" stop "$D" >>stop.log 2>&1
-t_check "the node stops cleanly ($((SECONDS - t0)) s)" bash -c '[ -z "$(ls -A "$1/node" 2>/dev/null)" ]' _ "$D"
+t_check "helm uninstall" logged helm uninstall "$REL" -n hangar-system --wait --timeout 2m
 t_end

@@ -17,49 +17,26 @@
 #     old turn's token and instance is refused, before and after the new
 #     daemon starts its own turn, which runs to its end.
 # One pod, one node start. usage:
-#   test_node_daemon.sh K8S_BIN NODE_BIN RUNSC IMAGES_DIR HANGAR_PROBE
-# Needs root. T_KEEP_TMP=1 keeps the files.
+#   test_node_daemon.sh K8S_BIN HANGAR_PROBE
+# Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace "daemon"). T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
 # shellcheck source=../../scripts/lib/hangar-chart.sh
 . "$ROOT/scripts/lib/hangar-chart.sh"
+. "$HERE/nodelib.sh"
 t_begin "the driver's daemon on the node: probes, a terminal turn, a restart"
 
-K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} IMAGES=$(realpath -m "${4:-.}") PROBE=$(realpath -m "${5:-.}")
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (the node)"; t_end; fi
-missing=""
-for f in "$K8S_BIN/kubectl" "$K8S_BIN/helm" "$NODE_BIN/kubelet" "$RUNSC" "$PROBE"; do
-	[ -x "$f" ] || missing+=" $f"
-done
-ARCHIVES=()
-for a in pause-3.10.2 hangar-sandbox-dev hangar-webhook-*; do
-	f=$(compgen -G "$IMAGES/$a.oci.tar" | head -n 1)
-	if [ -r "$f" ]; then ARCHIVES+=("$f"); else missing+=" $IMAGES/$a.oci.tar"; fi
-done
-if [ -n "$missing" ]; then t_fail "missing:$missing (see tests/node/CMakeLists.txt)"; t_end; fi
-export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
-export PATH=$K8S_BIN:$PATH
-NODE=$ROOT/scripts/node.sh
-D=$T_TMP/node
-export KUBECONFIG=$D/kubeconfig
-NS=sandboxes POD=box
+K8S_BIN=${1:-} PROBE=$(realpath -m "${2:-.}")
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$PROBE"
+NS=daemon POD=box
 CTL=/var/lib/hangar-ctl HOMEV=/var/lib/hangar
 cd "$T_TMP" || exit 1
-trap '"$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1; t_cleanup' EXIT
-
-t0=$SECONDS
-if ! "$NODE" start "$D" "${ARCHIVES[@]}" >start.log 2>&1; then
-	t_fail "node.sh start failed:"
-	tail -n 40 start.log
-	t_end
-fi
-echo "  node started in $((SECONDS - t0)) s"
-hangar_system_namespace
-hangar_identity "$NS"
+node_identity "$NS"
+node_chart hangar "$NS"
 logged() { "$@" >>helm.log 2>&1; }
 t_check "helm install (the chart's defaults: the driver is hangar-driver serve, probes on)" \
-	logged hangar_chart_install hangar
+	logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
 t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
 	hangar_chart_ready hangar "$NS" 60
 
@@ -196,4 +173,5 @@ t_eq "the next turn runs to its end: the relay exits 3, done, the driver's recor
 log_has() { local log; log=$(in_agent cat "$HOMEV/run/log" </dev/null); grep -q -- "$1" <<<"$log"; }
 t_check "... its log has its output" log_has clean-turn
 t_eq "restartCount stays 1" 1 "$(driver_status restartCount)"
+t_check "helm uninstall" logged helm uninstall hangar -n hangar-system --wait --timeout 2m
 t_end

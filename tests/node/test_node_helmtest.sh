@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC1091,SC2016 # testlib is sourced; t_wait_for conditions are single-quoted
-# `helm test` of the chart on the real node (scripts/node.sh), the chart in
-# service mode with the sidecar on and tests.namespace=sandboxes, a
+# `helm test` of the chart on the real node (scripts/node.sh; the node
+# suites' shared node), the chart in service mode with the sidecar on and
+# tests.namespace=helmtest, a
 # namespace that enforces Pod Security "restricted" (the injected dry-run
 # pod must pass it):
 #   - a good install: `helm test` passes; its pod ran the webhook's image
 #     (`hangar-webhook test-injection`) under restricted Pod Security in
 #     hangar-system; its pod, ServiceAccount, Role and RoleBinding are gone
-#     afterwards (hook-succeeded); nothing was stored in sandboxes;
+#     afterwards (hook-succeeded); nothing was stored in helmtest;
 #   - the namespace no longer selected (webhook.namespaceSelector): `helm
 #     test` fails and the failed pod's log says the API server did not call
 #     the webhook;
@@ -15,53 +16,28 @@
 #     API server's refusal;
 #   - back to good: `helm test` passes again (the failed run's objects
 #     replaced: before-hook-creation).
-# usage: test_node_helmtest.sh K8S_BIN NODE_BIN RUNSC IMAGES_DIR
-# Needs root. T_KEEP_TMP=1 keeps the files.
+# usage: test_node_helmtest.sh K8S_BIN
+# Needs root and the shared node (HANGAR_TEST_NODE_DIR). T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
 # shellcheck source=../../scripts/lib/hangar-chart.sh
 . "$ROOT/scripts/lib/hangar-chart.sh"
+. "$HERE/nodelib.sh"
 t_begin "helm test of the chart on the node"
 
-K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} IMAGES=$(realpath -m "${4:-.}")
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (the node)"; t_end; fi
-missing=""
-for f in "$K8S_BIN/kubectl" "$K8S_BIN/helm" "$NODE_BIN/kubelet" "$RUNSC"; do
-	[ -x "$f" ] || missing+=" $f"
-done
-ARCHIVES=()
-for a in pause-3.10.2 hangar-webhook-*; do
-	f=$(compgen -G "$IMAGES/$a.oci.tar" | head -n 1)
-	if [ -r "$f" ]; then ARCHIVES+=("$f"); else missing+=" $IMAGES/$a.oci.tar"; fi
-done
-if [ -n "$missing" ]; then t_fail "missing:$missing (see tests/node/CMakeLists.txt)"; t_end; fi
-export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
-export PATH=$K8S_BIN:$PATH
-export HELM_CONFIG_HOME=$T_TMP/helm/config HELM_CACHE_HOME=$T_TMP/helm/cache HELM_DATA_HOME=$T_TMP/helm/data
-NODE=$ROOT/scripts/node.sh
-D=$T_TMP/node
-export KUBECONFIG=$D/kubeconfig
-NS=sandboxes
+K8S_BIN=${1:-}
+node_attach "$K8S_BIN" "$K8S_BIN/helm"
+NS=helmtest
 REL=hangar
 FULL=hangar-hangar-webhook
 cd "$T_TMP" || exit 1
-trap '"$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1; t_cleanup' EXIT
-
-t0=$SECONDS
-if ! "$NODE" start "$D" "${ARCHIVES[@]}" >start.log 2>&1; then
-	t_fail "node.sh start failed:"
-	tail -n 40 start.log
-	t_end
-fi
-echo "  node started in $((SECONDS - t0)) s"
-hangar_system_namespace
-kubectl create namespace "$NS" >/dev/null
-kubectl label namespace "$NS" pod-security.kubernetes.io/enforce=restricted >/dev/null
+node_namespace "$NS" pod-security.kubernetes.io/enforce=restricted
+node_chart "$REL" "$NS"
 t0=$SECONDS
 logged() { "$@" >>helm.log 2>&1; }
 t_check "helm install (service mode, sidecar on, tests.namespace=$NS)" \
-	logged hangar_chart_install "$REL" --set tests.namespace="$NS"
+	logged hangar_chart_install "$REL" "${NODE_CHART_ARGS[@]}" --set tests.namespace="$NS"
 t_check "the replicas patched the caBundle" t_wait_for '[ -n "$(hangar_chart_bundle "$REL" 2>/dev/null)" ]' 60
 echo "  chart installed in $((SECONDS - t0)) s"
 

@@ -24,50 +24,27 @@
 #     annotation), no eviction.
 # The ptrace helper (tests/pods/attack_helper.c) is copied into the
 # containers through kubectl exec.
-# usage: test_node_workloads.sh K8S_BIN NODE_BIN RUNSC IMAGES_DIR HANGAR_PROBE HANGAR_TEST_PTRACE
-# Needs root. T_KEEP_TMP=1 keeps the files.
+# usage: test_node_workloads.sh K8S_BIN HANGAR_PROBE HANGAR_TEST_PTRACE
+# Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace "workloads"). T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
 # shellcheck source=../../scripts/lib/hangar-chart.sh
 . "$ROOT/scripts/lib/hangar-chart.sh"
+. "$HERE/nodelib.sh"
 t_begin "sandbox workloads and gVisor's claims on the node"
 
-K8S_BIN=${1:-} NODE_BIN=${2:-} RUNSC=${3:-} IMAGES=$(realpath -m "${4:-.}")
-PROBE=$(realpath -m "${5:-.}") HELPER=$(realpath -m "${6:-.}")
-if [ "$(id -u)" != 0 ]; then t_fail "must run as root (the node)"; t_end; fi
-missing=""
-for f in "$K8S_BIN/kubectl" "$K8S_BIN/helm" "$NODE_BIN/kubelet" "$RUNSC" "$PROBE" "$HELPER"; do
-	[ -x "$f" ] || missing+=" $f"
-done
-ARCHIVES=()
-for a in pause-3.10.2 hangar-sandbox-dev hangar-webhook-*; do
-	f=$(compgen -G "$IMAGES/$a.oci.tar" | head -n 1)
-	if [ -r "$f" ]; then ARCHIVES+=("$f"); else missing+=" $IMAGES/$a.oci.tar"; fi
-done
-if [ -n "$missing" ]; then t_fail "missing:$missing (see tests/node/CMakeLists.txt)"; t_end; fi
-export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
-export PATH=$K8S_BIN:$PATH
-NODE=$ROOT/scripts/node.sh
-D=$T_TMP/node
-export KUBECONFIG=$D/kubeconfig
-NS=sandboxes
+K8S_BIN=${1:-}
+PROBE=$(realpath -m "${2:-.}") HELPER=$(realpath -m "${3:-.}")
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$PROBE" "$HELPER"
+NS=workloads
 cd "$T_TMP" || exit 1
-trap '"$NODE" stop "$D" >>"$T_TMP/stop.log" 2>&1; t_cleanup' EXIT
-
-t0=$SECONDS
-if ! "$NODE" start "$D" "${ARCHIVES[@]}" >start.log 2>&1; then
-	t_fail "node.sh start failed:"
-	tail -n 40 start.log
-	t_end
-fi
-echo "  node started in $((SECONDS - t0)) s"
-hangar_system_namespace
-hangar_identity "$NS"
+node_identity "$NS"
+node_chart hangar "$NS"
 t0=$SECONDS
 # (helm's output in helm.log, the check's line in the test's output)
 logged() { "$@" >>helm.log 2>&1; }
-t_check "helm install (service mode, sidecar on, guard lists hangar's identity)" logged hangar_chart_install hangar
+t_check "helm install (service mode, sidecar on, guard lists hangar's identity)" logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
 echo "  chart installed in $((SECONDS - t0)) s"
 t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
 	hangar_chart_ready hangar "$NS" 60
@@ -300,7 +277,7 @@ t_check "at most 64 MiB went in (du: ${used} MiB)" bash -c '[[ $1 =~ ^[0-9]+$ ]]
 host_dir=$(kubectl get pod -n "$NS" split -o jsonpath='{.metadata.uid}')
 host_dir=/var/lib/kubelet/pods/$host_dir/volumes/kubernetes.io~empty-dir/hangar-ctl
 t_eq "the kubelet's view: hangar-ctl's host directory holds nothing ($host_dir)" 0 \
-	"$("$NODE" exec "$D" sh -c "du -sm '$host_dir' | cut -f1" 2>/dev/null)"
+	"$("$NODE_SH" exec "$D" sh -c "du -sm '$host_dir' | cut -f1" 2>/dev/null)"
 sleep 10
 t_eq "10 s later the pod still runs: no eviction (the sandbox refused the bytes)" "Running -" \
 	"$(kubectl get pod -n "$NS" split -o json | jq -r '[.status.phase, (.status.reason // "-")] | join(" ")')"
@@ -308,10 +285,7 @@ t_check "the driver writes hangar-ctl again once the fill is removed" \
 	x split hangar-driver sh -c 'rm /var/lib/hangar-ctl/fill && echo ok >/var/lib/hangar-ctl/after-fill'
 echo "  events: $(kubectl get events -n "$NS" --field-selector involvedObject.name=split -o json | jq -r '[.items[] | .reason] | unique | join(",")')"
 
-echo "-- claims on the real node (kubelet + containerd + containerd-shim-runsc-v1, runsc $(basename "$(dirname "$RUNSC")"))"
+echo "-- claims on the real node (kubelet + containerd + containerd-shim-runsc-v1, runsc $(basename "$(dirname "$HANGAR_RUNSC_CURRENT")"))"
 for c in a b c d e; do printf '  %s  %s\n' "$c" "${CLAIM[$c]:-not reached}"; done
-kubectl delete -n "$NS" job/once deploy/agents pod/split pod/nativesc pod/shared --wait=false >/dev/null 2>&1
-t0=$SECONDS
-"$NODE" stop "$D" >>stop.log 2>&1
-t_check "the node stops cleanly ($((SECONDS - t0)) s)" bash -c '[ -z "$(ls -A "$1/node" 2>/dev/null)" ]' _ "$D"
+t_check "helm uninstall" logged helm uninstall hangar -n hangar-system --wait --timeout 2m
 t_end

@@ -5,7 +5,8 @@
 #                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>]
 #                    [COST <s>])
 #
-# registers, for each runtime R of RUNTIMES (runsc: Debian's, crun, runc), the
+# registers, for each runtime R of RUNTIMES (runsc: Debian's, crun, runc; node:
+# the shared one-node cluster, below), the
 # test <base>_R running `bash <suite.sh> <arg>... R`; with CURRENT and
 # HANGAR_RUNSC_CURRENT set, also <base>_runsc_current running
 # `bash <suite.sh> <arg>... runsc $HANGAR_RUNSC_CURRENT <current-arg>...`
@@ -21,7 +22,20 @@
 # runsc alone). Each suite has a pod (a podrun directory) in its own T_TMP
 # and nothing fixed on the host, so any of them run side by side (ctest -j;
 # docs/ci.md).
+#
+# Runtime "node": the suite's pod goes through the API server and the kubelet
+# of the node suites' shared one-node cluster (tests/node/nodepod instead of
+# podrun: RuntimeClass gvisor, exec through kubectl exec), registered only
+# with -DHANGAR_NODE_BIN; the test <base>_node has the label "node" alone (the
+# node lane, not the pods one), requires the ctest fixture "node"
+# (tests/node/CMakeLists.txt) and finds the node through HANGAR_TEST_NODE_DIR.
 include_guard(GLOBAL)
+
+# hangar_node_fixture_dir(VAR): where the node fixture runs the shared node
+# (one per build directory, so two builds' node lanes never share a node).
+function(hangar_node_fixture_dir var)
+  set(${var} "${CMAKE_BINARY_DIR}/node-shared" PARENT_SCOPE)
+endfunction()
 
 set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
     "A current runsc for the *_runsc_current pod tests (tests/pods/build-runsc.sh prints its path)")
@@ -49,12 +63,15 @@ function(hangar_pod_tests)
     list(APPEND variants runsc_current)
   endif()
   foreach(v ${variants})
+    if(v STREQUAL "node" AND NOT HANGAR_NODE_BIN)
+      continue()
+    endif()
     if(v STREQUAL "runsc_current")
       set(rt_args runsc ${HANGAR_RUNSC_CURRENT} ${P_CURRENT_ARGS})
-    elseif(v MATCHES "^(runsc|crun|runc)$")
+    elseif(v MATCHES "^(runsc|crun|runc|node)$")
       set(rt_args ${v})
     else()
-      message(FATAL_ERROR "hangar_pod_tests(${P_NAME}): unknown runtime ${v} (runsc, crun, runc)")
+      message(FATAL_ERROR "hangar_pod_tests(${P_NAME}): unknown runtime ${v} (runsc, crun, runc, node)")
     endif()
     # Through EVAL, each argument bracket-quoted: an empty one (an unset
     # HANGAR_TOOLS_BIN) stays an argument, which ${P_ARGS} would drop.
@@ -63,7 +80,13 @@ function(hangar_pod_tests)
       string(APPEND cmd " [==[${a}]==]")
     endforeach()
     cmake_language(EVAL CODE "add_test(NAME ${P_NAME}_${v} COMMAND ${cmd})")
-    set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT}
-                         COST ${P_COST})
+    if(v STREQUAL "node")
+      hangar_node_fixture_dir(node_dir)
+      set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "node" TIMEOUT ${P_TIMEOUT} COST ${P_COST}
+                           FIXTURES_REQUIRED node ENVIRONMENT "HANGAR_TEST_NODE_DIR=${node_dir}")
+    else()
+      set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT}
+                           COST ${P_COST})
+    endif()
   endforeach()
 endfunction()

@@ -1,7 +1,11 @@
 # shellcheck shell=bash
 # The pod a turn runs in, for the turn suites (test_turn_pod.sh,
-# test_attacks_pod.sh): the webhook's injected sandbox pod run by
-# tests/pods/podrun, the probe's verdict delivered as hangar delivers it, and
+# test_attacks_pod.sh; the grade suite): the webhook's injected sandbox pod
+# run by tests/pods/podrun, or, with RUNTIME "node", by tests/node/nodepod
+# (podrun's interface: the pod created through the shared node's API server
+# and run by its kubelet under gVisor, exec through kubectl exec; suites
+# call "$PODRUN" exec --dir "$POD" ... for either), the probe's verdict
+# delivered as hangar delivers it, and
 # helpers that start the driver and the relay through exec. Source it after
 # testlib.sh with WEBHOOK, DRIVER, RELAY, PROBE, RUNTIME, RUNTIME_BIN and
 # EXTRA_BINS (an array of more --bin directories) set, and POD_EDIT (a jq
@@ -18,6 +22,13 @@
 export HANGAR_DRIVER_COMMAND=${HANGAR_DRIVER_COMMAND:-'["sleep", "infinity"]'}
 export HANGAR_DRIVER_PROBES=${HANGAR_DRIVER_PROBES:-false}
 PODRUN="$HERE/../pods/podrun"
+UP_TIMEOUT=300
+if [ "$RUNTIME" = node ]; then
+        PODRUN="$HERE/../node/nodepod"
+        UP_TIMEOUT=420 # nodepod's own wait for Ready is 300 s, after the namespace and the create
+        # kubectl exec failures of every pod of the suite (checked at t_end, below)
+        export NODEPOD_ERRORS=$T_TMP/nodepod-exec-errors
+fi
 POD=$T_TMP/pod
 HOME_DIR=/var/lib/hangar
 CTL_DIR=/var/lib/hangar-ctl
@@ -41,6 +52,13 @@ turn_pod_up() {
         # shellcheck disable=SC2153 # RUNTIME is the sourcing suite's (see above), not a typo of runtime
         pods_preflight "$RUNTIME"
         cp "$HERE/../pods/fixtures/sandbox-pod.yaml" pod.yaml
+        if [ "$RUNTIME" = node ]; then
+                # GKE Sandbox's pod before the webhook sees it: RuntimeClass
+                # gvisor (so the injection has its gVisor mount annotations)
+                # and an image the node has (the driver runs the agent's).
+                sed -i -e 's|^spec:$|spec:\n  runtimeClassName: gvisor|' \
+                        -e "s|image: debian:12|image: ${NODEPOD_IMAGE:-localhost/hangar-sandbox:dev}|" pod.yaml
+        fi
         HANGAR_K8S_DRIVER_SIDECAR=true "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err ||
                 { t_fail "hangar-webhook inject: $(cat inject.err)"; return 1; }
         # POD_EDIT: a jq filter a suite applies to the injected pod (a pod of
@@ -57,11 +75,12 @@ turn_pod_up() {
         for b in "${EXTRA_BINS[@]}"; do UP_ARGS+=(--bin "$b"); done
         pods_runtime_opts "$RUNTIME" "$RUNTIME_BIN"
         UP_ARGS+=("${RT_OPTS[@]}")
-        if ! timeout 300 "$PODRUN" up "${UP_ARGS[@]}" >up.log 2>&1; then
+        if ! timeout "$UP_TIMEOUT" "$PODRUN" up "${UP_ARGS[@]}" >up.log 2>&1; then
                 t_fail "podrun up: $(tail -n 5 up.log)"
                 return 1
         fi
         trap 'down; t_cleanup' EXIT
+        [ "$RUNTIME" != node ] || echo "  the pod on the shared node: $(tail -n 1 up.log)"
         in_agent hangar-probe check --role agent >agent.json
         in_driver hangar-probe check --role driver >driver.json
         "$PROBE" spec --pod-file pod.json >spec.json
@@ -141,3 +160,17 @@ harness_pids() {
 }
 harness_gone() { [ -z "$(harness_pids)" ]; }
 
+
+# On the node backend an exec that kubectl could not make (not the command's
+# own status; tests/node/nodepod) must fail the suite: a check that wants a
+# command to fail (an attack that must not succeed) would count it as held.
+# t_end checks there was none.
+if [ "$RUNTIME" = node ]; then
+        eval "$(declare -f t_end | sed '1s/^t_end /turnlib_testlib_t_end /')"
+        t_end() {
+                local errs
+                errs=$(cat "$NODEPOD_ERRORS" 2>/dev/null)
+                t_eq "every kubectl exec reached its container (failures in $NODEPOD_ERRORS)" "" "$errs"
+                turnlib_testlib_t_end
+        }
+fi
