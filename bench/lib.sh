@@ -1,0 +1,104 @@
+# shellcheck shell=bash
+# What the HTTPS benchmarks share (bench/webhook.sh, bench/kyverno.sh): the
+# tools check, nginx serving a static answer as the ceiling, wrk posting one
+# AdmissionReview over keep-alive connections, and the figures' arithmetic.
+# Sourced; the caller has `set -euo pipefail`.
+
+# bench_need TOOL...: each on PATH (/usr/sbin added for nginx), or exit.
+bench_need() {
+        local tool
+        for tool in "$@"; do
+                command -v "$tool" >/dev/null || PATH=$PATH:/usr/sbin
+                command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
+        done
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# bench_wait SECONDS CMD...: poll CMD every 0.1 s until it succeeds; 1 if it never does.
+bench_wait() {
+        local deadline=$((SECONDS + $1))
+        shift
+        until "$@" >/dev/null 2>&1; do
+                ((SECONDS < deadline)) || return 1
+                sleep 0.1
+        done
+}
+
+# bench_nginx_start DIR PKI_DIR ANSWER: nginx (Debian's nginx-light) on a free
+# loopback port with PKI_DIR's tls.crt/tls.key, answering ANSWER verbatim to
+# /mutate; its files in DIR/nginx*. Sets NPORT. Stop it with bench_nginx_stop DIR.
+bench_nginx_start() {
+        local dir=$1 pki=$2 answer=$3
+        NPORT=$(free_port)
+        mkdir -p "$dir/nginx"
+        cat >"$dir/nginx.conf" <<CONF
+worker_processes auto;
+pid $dir/nginx.pid;
+error_log $dir/nginx/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $dir/nginx/body;
+    proxy_temp_path $dir/nginx/proxy;
+    fastcgi_temp_path $dir/nginx/fastcgi;
+    uwsgi_temp_path $dir/nginx/uwsgi;
+    scgi_temp_path $dir/nginx/scgi;
+    keepalive_requests 1000000;
+    server {
+        listen 127.0.0.1:$NPORT ssl;
+        ssl_certificate $pki/tls.crt;
+        ssl_certificate_key $pki/tls.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location /mutate { default_type application/json; return 200 '$answer'; }
+    }
+}
+CONF
+        nginx -c "$dir/nginx.conf" -p "$dir/nginx"
+        bench_wait 5 curl -sfk "https://127.0.0.1:$NPORT/mutate" -X POST ||
+                { echo "nginx not answering on $NPORT" >&2; exit 1; }
+}
+bench_nginx_stop() {
+        if [ -f "$1/nginx.pid" ]; then kill "$(cat "$1/nginx.pid")" 2>/dev/null || true; fi
+}
+
+# rss_of PID [FIELD]: VmHWM (peak) or FIELD of /proc/PID/status, in KiB.
+rss_of() { awk -v f="${2:-VmHWM}:" '$1 == f {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# bench_nginx_rss DIR: peak RSS of nginx's master plus its workers, KiB.
+bench_nginx_rss() {
+        local total=0 p
+        for p in $(cat "$1/nginx.pid") $(pgrep -P "$(cat "$1/nginx.pid")"); do
+                total=$((total + $(rss_of "$p")))
+        done
+        echo "$total"
+}
+
+# bench_wrk_script REVIEW OUT: a wrk script posting REVIEW as JSON.
+bench_wrk_script() {
+        cat >"$2" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open("$1", "rb")
+wrk.body = f:read("*a")
+f:close()
+LUA
+}
+
+# "12.34us" / "1.20ms" / "2.00s" -> microseconds
+to_us() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n }'; }
+
+# run_wrk SCRIPT SECONDS URL CONNECTIONS -> "rps p50_us p99_us". Non-2xx
+# answers end the benchmark; socket errors (wrk's timeouts: no answer in 2 s)
+# are said on stderr, and only answered requests count in req/s.
+run_wrk() {
+        local threads=$(($4 < 2 ? 1 : 2)) out rps p50 p99
+        out=$(wrk -t"$threads" -c"$4" -d"${2}s" --latency -s "$1" "$3")
+        rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
+        p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+        p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+        if grep -q "Non-2xx" <<<"$out"; then echo "non-2xx answers from $3" >&2; exit 1; fi
+        if grep -q "Socket errors" <<<"$out"; then echo "c=$4 $3: $(grep "Socket errors" <<<"$out")" >&2; fi
+        echo "$rps $(to_us "$p50") $(to_us "$p99")"
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
