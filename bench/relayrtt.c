@@ -28,6 +28,7 @@
 #include "conn.h"
 #include "fileio.h"
 #include "frame.h"
+#include "handshake.h"
 #include "latency.h"
 #include "strparse.h"
 #include "token.h"
@@ -84,7 +85,45 @@ static int prepare(const char *home, const char *cwd, const char *script, int *r
         return 0;
 }
 
-/* Accepts one connection that says HELLO for channel with the token. */
+/* The driver's side of the handshake (docs/protocol.md): HELLO in,
+ * CHALLENGE (nonce, instance, proof) out, the relay's PROOF checked, WELCOME. */
+static int handshake(conn_t *c, const token_t *token, frame_channel_t channel, int64_t deadline,
+                     hg_error_t *err)
+{
+        frame_t f;
+        frame_hello_t hello;
+        int r = conn_next_until(c, &f, deadline, err);
+        if (r >= 0 && f.type != FRAME_HELLO)
+                r = error_set(err, -EPROTO, "expected HELLO, got %s", frame_type_name(f.type));
+        if (r >= 0 && (r = frame_hello_decode(&f, &hello, err)) >= 0 && hello.channel != channel)
+                r = error_set(err, -EACCES, "wrong channel");
+        if (r < 0)
+                return r;
+        handshake_binding_t b = {.channel = channel};
+        memcpy(b.relay_nonce, hello.nonce, FRAME_NONCE_SIZE);
+        memset(b.instance, 0xbe, FRAME_INSTANCE_SIZE); /* the bench's own instance */
+        frame_challenge_t ch;
+        if (handshake_nonce(b.driver_nonce) < 0 ||
+            handshake_prove(token, HANDSHAKE_DRIVER, &b, ch.mac) < 0)
+                return error_set(err, -EIO, "no proof");
+        memcpy(ch.nonce, b.driver_nonce, FRAME_NONCE_SIZE);
+        memcpy(ch.instance, b.instance, FRAME_INSTANCE_SIZE);
+        uint8_t payload[FRAME_CHALLENGE_SIZE];
+        frame_challenge_encode(&ch, payload);
+        frame_proof_t proof;
+        if ((r = conn_queue(c, FRAME_CHALLENGE, payload, sizeof(payload), NULL, 0)) < 0 ||
+            (r = conn_flush_until(c, deadline)) < 0 ||
+            (r = conn_next_until(c, &f, deadline, err)) < 0)
+                return r;
+        if (f.type != FRAME_PROOF || frame_proof_decode(&f, &proof, err) < 0 ||
+            !handshake_verify(token, HANDSHAKE_RELAY, &b, proof.mac))
+                return error_set(err, -EACCES, "no valid PROOF");
+        if ((r = conn_queue(c, FRAME_WELCOME, NULL, 0, NULL, 0)) >= 0)
+                r = conn_flush_until(c, deadline);
+        return r;
+}
+
+/* Accepts one connection that proves the token for channel. */
 static int accept_channel(int lfd, const token_t *token, frame_channel_t channel, conn_t *ret,
                           hg_error_t *err)
 {
@@ -100,16 +139,7 @@ static int accept_channel(int lfd, const token_t *token, frame_channel_t channel
                 (void)close(fd);
                 return error_set(err, r, "connection: %s", strerror(-r));
         }
-        int64_t deadline = conn_now_ms() + TIMEOUT_MS;
-        frame_t f;
-        frame_hello_t hello;
-        if ((r = conn_next_until(&c, &f, deadline, err)) >= 0 && f.type != FRAME_HELLO)
-                r = error_set(err, -EPROTO, "expected HELLO, got %s", frame_type_name(f.type));
-        if (r >= 0 && (r = frame_hello_decode(&f, &hello, err)) >= 0 &&
-            (hello.channel != channel || !token_matches(token, hello.token)))
-                r = error_set(err, -EACCES, "wrong channel or token");
-        if (r >= 0 && (r = conn_queue(&c, FRAME_WELCOME, NULL, 0, NULL, 0)) >= 0)
-                r = conn_flush_until(&c, deadline);
+        r = handshake(&c, token, channel, conn_now_ms() + TIMEOUT_MS, err);
         if (r < 0) {
                 conn_close(&c);
                 return err->message[0] ? r : error_set(err, r, "%s", strerror(-r));

@@ -43,6 +43,7 @@ typedef enum grade_state {
 
 struct grade_ctx {
         char *home, *ctl;
+        char instance[HANDSHAKE_INSTANCE_HEX_LEN + 1]; /* the daemon's, for the handshake */
         grade_state_t state;
         grade_spec_t spec;
         char *dir; /* hangar-ctl/grades/ID */
@@ -386,6 +387,8 @@ static void on_frame(grade_ctx_t *g, const frame_t *f)
                 return close_conn(g, NULL);
         case FRAME_HELLO:
         case FRAME_WELCOME:
+        case FRAME_CHALLENGE:
+        case FRAME_PROOF:
         case FRAME_STDIN:
         case FRAME_STDERR:
         case FRAME_SIGNAL:
@@ -419,13 +422,16 @@ static void pump(grade_ctx_t *g)
 
 /* ---- the daemon's side ---- */
 
-int grade_ctx_new(const char *home, const char *ctl, grade_ctx_t **ret)
+int grade_ctx_new(const char *home, const char *ctl, const char *instance, grade_ctx_t **ret)
 {
+        if (strlen(instance) != HANDSHAKE_INSTANCE_HEX_LEN)
+                return -EINVAL;
         grade_ctx_t *g = calloc(1, sizeof(*g));
         if (!g || !(g->home = strdup(home)) || !(g->ctl = strdup(ctl))) {
                 grade_ctx_free(g);
                 return -ENOMEM;
         }
+        memcpy(g->instance, instance, sizeof(g->instance));
         g->lis.fd = -1;
         /* Tests an earlier daemon unpacked are nobody's now. */
         _cleanup_close_ int hfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -445,7 +451,10 @@ static void reset(grade_ctx_t *g)
         json_decref(g->report);
         free(g->report_raw);
         char *home = g->home, *ctl = g->ctl;
+        char instance[sizeof(g->instance)];
+        memcpy(instance, g->instance, sizeof(instance));
         *g = (grade_ctx_t){.home = home, .ctl = ctl, .lis.fd = -1};
+        memcpy(g->instance, instance, sizeof(instance));
 }
 
 void grade_ctx_free(grade_ctx_t *g)
@@ -513,7 +522,7 @@ static json_t *op_begin(grade_ctx_t *g, const ctlreq_t *q, bool turn_active)
         if (!split_active(g->ctl))
                 g->reasons |= GRADE_R_SPLIT_NOT_ACTIVE;
         if (token_generate(&g->token) < 0 ||
-            listener_open(&g->lis, &g->token, GRADE_HANDSHAKE_MS, &err) < 0) {
+            listener_open(&g->lis, &g->token, g->instance, GRADE_HANDSHAKE_MS, &err) < 0) {
                 reset(g);
                 return reply_error("cannot listen", err.message);
         }
@@ -546,9 +555,6 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
         /* hangar's exec ended: whatever the grader side still had is over. */
         if (g->state != GS_DONE)
                 close_conn(g, "ctl grade finish before the grader side's end");
-        /* What ran beside the agent's container, from hangar's reading of
-         * the pod after the grader's exec ended (docs/graders.md). */
-        g->reasons |= f.pod_reasons;
         /* The exec's status is hangar's; the grader side's is its word. */
         if (g->have_exit) {
                 int side = g->side_exit.end == FRAME_END_SIGNALED ? 128 + g->side_exit.value
@@ -570,8 +576,6 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
                 json_object_set_new(j, "exit_status", json_integer(f.exit_status));
                 json_object_set_new(j, "output_sha256", json_string(hex));
                 json_object_set_new(j, "output_bytes", json_integer((json_int_t)f.output_len));
-                json_object_set(j, "other_containers",
-                                f.other_containers ? f.other_containers : json_null());
         }
         grade_finish_free(&f);
         if (!j) {

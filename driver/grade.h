@@ -23,9 +23,10 @@
 
 typedef struct grade_ctx grade_ctx_t;
 
-/* A daemon's grades: home and ctl are the volumes' paths (copied). Removes
- * hangar-home/grades (tests an earlier daemon may have left there). */
-int grade_ctx_new(const char *home, const char *ctl, grade_ctx_t **ret);
+/* A daemon's grades: home and ctl are the volumes' paths (copied), instance
+ * the daemon's id (its grades' handshakes name it, as its turns' do).
+ * Removes hangar-home/grades (tests an earlier daemon may have left there). */
+int grade_ctx_new(const char *home, const char *ctl, const char *instance, grade_ctx_t **ret);
 void grade_ctx_free(grade_ctx_t *g);
 /* A grade is in flight (begun, not finished): no turn may start. */
 bool grade_busy(const grade_ctx_t *g);

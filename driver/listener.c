@@ -32,8 +32,12 @@ const char *listener_reject_name(listener_reject_t why)
         }
 }
 
-int listener_open(listener_t *l, const token_t *token, uint32_t handshake_ms, hg_error_t *err)
+int listener_open(listener_t *l, const token_t *token, const char *instance, uint32_t handshake_ms,
+                  hg_error_t *err)
 {
+        uint8_t id[FRAME_INSTANCE_SIZE];
+        if (handshake_instance_from_hex(instance, instance ? strlen(instance) : 0, id) < 0)
+                return error_set(err, -EINVAL, "listener: not an instance id");
         _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return error_set(err, -errno, "socket: %s", strerror(errno));
@@ -50,16 +54,24 @@ int listener_open(listener_t *l, const token_t *token, uint32_t handshake_ms, hg
                         .handshake_ms = handshake_ms,
                         .io = {.fd = -1},
                         .ctl = {.fd = -1}};
+        memcpy(n.instance, id, sizeof(id));
         *l = n;
         token_wipe(&n.token, sizeof(n.token));
         return 0;
 }
 
+/* Frees a pending slot; its binding (nonces, instance) goes with it. */
+static void forget(listener_pending_t *p)
+{
+        conn_close(&p->c);
+        token_wipe(&p->bind, sizeof(p->bind));
+        p->used = p->challenged = false;
+}
+
 static void drop(listener_t *l, listener_pending_t *p, listener_reject_t why, const char *detail,
                  listener_reject_fn on_reject, void *userdata)
 {
-        conn_close(&p->c);
-        p->used = false;
+        forget(p);
         l->rejected[why]++;
         if (on_reject)
                 on_reject(userdata, why, detail);
@@ -143,49 +155,91 @@ static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userda
                 int one = 1;
                 (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 slot->used = true;
+                slot->challenged = false;
                 slot->seq = l->next_seq++;
                 slot->deadline_ms = conn_now_ms() + l->handshake_ms;
         }
 }
 
-static void handshake(listener_t *l, listener_pending_t *p, listener_accept_fn on_accept,
+/* A HELLO: the relay's nonce and channel. Answered with a CHALLENGE that
+ * carries the driver's nonce, its instance and its proof, before the peer
+ * has shown anything: a fake relay learns a proof good for this
+ * connection's nonces only, which no relay accepts on another. */
+static void challenge(listener_t *l, listener_pending_t *p, const frame_t *f,
                       listener_reject_fn on_reject, void *userdata)
 {
         hg_error_t err = {0};
-        if (conn_fill(&p->c) < 0)
-                return drop(l, p, LISTENER_REJECT_CLOSED, "read error", on_reject, userdata);
-        frame_t f;
-        int r = conn_next(&p->c, &f, &err);
-        if (r < 0)
-                return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
-        if (r == 0) {
-                if (p->c.eof)
-                        drop(l, p, LISTENER_REJECT_CLOSED, "closed before HELLO", on_reject,
-                             userdata);
-                return;
-        }
         frame_hello_t hello;
-        if (f.type != FRAME_HELLO)
+        if (f->type != FRAME_HELLO)
                 return drop(l, p, LISTENER_REJECT_MALFORMED, "first frame is not HELLO", on_reject,
                             userdata);
-        if (frame_hello_decode(&f, &hello, &err) < 0)
+        if (frame_hello_decode(f, &hello, &err) < 0)
                 return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
-        bool ok = token_matches(&l->token, hello.token);
-        token_wipe(&hello.token, sizeof(hello.token));
-        token_wipe(p->c.in, p->c.in_len);
+        /* The relay says nothing more before our CHALLENGE. */
+        if (p->c.in_len > p->c.in_used)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, "bytes after HELLO before CHALLENGE",
+                            on_reject, userdata);
+        handshake_binding_t b = {.channel = hello.channel};
+        memcpy(b.relay_nonce, hello.nonce, FRAME_NONCE_SIZE);
+        memcpy(b.instance, l->instance, FRAME_INSTANCE_SIZE);
+        frame_challenge_t ch;
+        int r = handshake_nonce(b.driver_nonce);
+        if (r == 0)
+                r = handshake_prove(&l->token, HANDSHAKE_DRIVER, &b, ch.mac);
+        if (r < 0)
+                return drop(l, p, LISTENER_REJECT_CLOSED, "no proof (OpenSSL failed)", on_reject,
+                            userdata);
+        memcpy(ch.nonce, b.driver_nonce, FRAME_NONCE_SIZE);
+        memcpy(ch.instance, b.instance, FRAME_INSTANCE_SIZE);
+        /* Sent as it is, not through the connection's queue (sized for what
+         * a pending connection may receive). 88 bytes on a fresh connection
+         * fit its send buffer; a peer whose buffer is full is not a relay
+         * waiting for them. */
+        uint8_t out[FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE];
+        (void)frame_header_encode(FRAME_CHALLENGE, FRAME_CHALLENGE_SIZE, out);
+        frame_challenge_encode(&ch, out + FRAME_HEADER_SIZE);
+        ssize_t n;
+        do
+                n = send(p->c.fd, out, sizeof(out), MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n != (ssize_t)sizeof(out))
+                return drop(l, p, LISTENER_REJECT_CLOSED, "cannot send the CHALLENGE", on_reject,
+                            userdata);
+        p->bind = b;
+        p->challenged = true;
+        /* From now on a PROOF is all it may send: the buffer holds exactly
+         * one, so whatever follows it stays in the socket for the accepted
+         * connection. */
+        p->c.max_payload = FRAME_PROOF_SIZE;
+}
+
+/* A PROOF: the relay's HMAC over the same binding. Checked in constant
+ * time; only then the channel's order (a right proof out of order is the
+ * token used twice: replayed). */
+static void check_proof(listener_t *l, listener_pending_t *p, const frame_t *f,
+                        listener_accept_fn on_accept, listener_reject_fn on_reject, void *userdata)
+{
+        hg_error_t err = {0};
+        frame_proof_t proof;
+        if (f->type != FRAME_PROOF)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, "second frame is not PROOF", on_reject,
+                            userdata);
+        if (frame_proof_decode(f, &proof, &err) < 0)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
+        bool ok = handshake_verify(&l->token, HANDSHAKE_RELAY, &p->bind, proof.mac);
+        token_wipe(&proof, sizeof(proof));
+        frame_channel_t channel = p->bind.channel;
         if (!ok)
-                return drop(l, p, LISTENER_REJECT_BAD_TOKEN, "wrong token", on_reject, userdata);
+                return drop(l, p, LISTENER_REJECT_BAD_TOKEN, "wrong proof", on_reject, userdata);
         /* io first, then ctl; the same token again is a replay. */
         frame_channel_t want = l->have_io ? FRAME_CHANNEL_CTL : FRAME_CHANNEL_IO;
-        if (hello.channel != want)
+        if (channel != want)
                 return drop(l, p, LISTENER_REJECT_REPLAYED,
-                            hello.channel == FRAME_CHANNEL_IO ? "io already taken"
-                                                              : "ctl before io",
+                            channel == FRAME_CHANNEL_IO ? "io already taken" : "ctl before io",
                             on_reject, userdata);
         /* Hand over: the accepted connection gets full-size frames. */
         int fd = TAKE_FD(p->c.fd);
-        conn_close(&p->c);
-        p->used = false;
+        forget(p);
         conn_t *c = want == FRAME_CHANNEL_IO ? &l->io : &l->ctl;
         if (conn_init(c, fd, FRAME_MAX_PAYLOAD) < 0 ||
             conn_queue(c, FRAME_WELCOME, NULL, 0, NULL, 0) < 0) {
@@ -206,6 +260,28 @@ static void handshake(listener_t *l, listener_pending_t *p, listener_accept_fn o
                 stop_listening(l, on_reject, userdata);
 }
 
+static void handshake(listener_t *l, listener_pending_t *p, listener_accept_fn on_accept,
+                      listener_reject_fn on_reject, void *userdata)
+{
+        hg_error_t err = {0};
+        if (conn_fill(&p->c) < 0)
+                return drop(l, p, LISTENER_REJECT_CLOSED, "read error", on_reject, userdata);
+        frame_t f;
+        int r = conn_next(&p->c, &f, &err);
+        if (r < 0)
+                return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
+        if (r == 0) {
+                if (p->c.eof)
+                        drop(l, p, LISTENER_REJECT_CLOSED,
+                             p->challenged ? "closed before PROOF" : "closed before HELLO",
+                             on_reject, userdata);
+                return;
+        }
+        if (!p->challenged)
+                return challenge(l, p, &f, on_reject, userdata);
+        check_proof(l, p, &f, on_accept, on_reject, userdata);
+}
+
 void listener_process(listener_t *l, const struct pollfd *p, size_t n, listener_accept_fn on_accept,
                       listener_reject_fn on_reject, void *userdata)
 {
@@ -223,8 +299,8 @@ void listener_process(listener_t *l, const struct pollfd *p, size_t n, listener_
         int64_t now = conn_now_ms();
         for (size_t i = 0; l->fd >= 0 && i < LISTENER_PENDING_MAX; i++)
                 if (l->pending[i].used && now >= l->pending[i].deadline_ms)
-                        drop(l, &l->pending[i], LISTENER_REJECT_SLOW, "no HELLO in time", on_reject,
-                             userdata);
+                        drop(l, &l->pending[i], LISTENER_REJECT_SLOW, "no whole handshake in time",
+                             on_reject, userdata);
         if (l->fd >= 0 && n > 0 && p[0].revents)
                 accept_new(l, on_reject, userdata);
 }

@@ -1,9 +1,13 @@
 /* The relay listener: on the pod's loopback, a port the kernel picks. It
- * accepts exactly two connections that present the turn's token, io first,
- * then ctl, and then stops listening. Everything else is dropped without
- * touching the turn: a wrong or missing token, a malformed or oversize
- * HELLO, a handshake slower than the deadline, a replayed token (a channel
- * already taken), a flood (the oldest pending connection makes room). */
+ * accepts exactly two connections whose peer proves it holds the turn's
+ * token, io first, then ctl, and then stops listening. The proof is mutual
+ * and the token never crosses the wire (common/wire/handshake.h): HELLO
+ * (the relay's nonce), CHALLENGE (the driver's nonce, its instance and its
+ * proof), PROOF (the relay's), WELCOME. Everything else is dropped without
+ * touching the turn: a missing or wrong proof, a malformed or oversize
+ * frame, a handshake slower than the deadline, a proof for a channel
+ * already taken (a replay), a flood (the oldest pending connection makes
+ * room). */
 #pragma once
 
 #include <poll.h>
@@ -11,16 +15,17 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "handshake.h"
 #include "token.h"
 
 #define LISTENER_PENDING_MAX 16
 
 typedef enum listener_reject {
-        LISTENER_REJECT_BAD_TOKEN,
-        LISTENER_REJECT_MALFORMED, /* not a well-formed HELLO */
-        LISTENER_REJECT_REPLAYED,  /* right token, channel already taken or out of order */
-        LISTENER_REJECT_SLOW,      /* no whole HELLO before the deadline */
-        LISTENER_REJECT_CLOSED,    /* the peer left before its HELLO */
+        LISTENER_REJECT_BAD_TOKEN, /* its PROOF was not made with the turn's token */
+        LISTENER_REJECT_MALFORMED, /* not a well-formed HELLO then PROOF */
+        LISTENER_REJECT_REPLAYED,  /* right proof, channel already taken or out of order */
+        LISTENER_REJECT_SLOW,      /* no whole handshake before the deadline */
+        LISTENER_REJECT_CLOSED,    /* the peer left before its PROOF */
         LISTENER_REJECT_FLOOD,     /* evicted to make room for a newer connection */
         LISTENER_REJECT_LATE,      /* still pending when both channels were taken */
         LISTENER_REJECT_COUNT,
@@ -31,12 +36,15 @@ typedef struct listener_pending {
         int64_t deadline_ms;
         uint64_t seq; /* accept order: the oldest has the smallest */
         bool used;
+        bool challenged;          /* HELLO answered: a PROOF is due */
+        handshake_binding_t bind; /* once challenged: what the relay's proof must cover */
 } listener_pending_t;
 
 typedef struct listener {
         int fd; /* -1 once both channels are taken */
         uint16_t port;
         token_t token;
+        uint8_t instance[FRAME_INSTANCE_SIZE]; /* the daemon's, bound into every proof */
         uint32_t handshake_ms;
         listener_pending_t pending[LISTENER_PENDING_MAX];
         uint64_t next_seq; /* seq of the next accepted connection */
@@ -50,8 +58,11 @@ typedef void (*listener_reject_fn)(void *userdata, listener_reject_t why, const 
 /* Called when a channel is accepted. */
 typedef void (*listener_accept_fn)(void *userdata, frame_channel_t channel);
 
-/* Binds 127.0.0.1:0 and listens. Takes a copy of the token. */
-int listener_open(listener_t *l, const token_t *token, uint32_t handshake_ms, hg_error_t *err);
+/* Binds 127.0.0.1:0 and listens. Takes a copy of the token; instance is the
+ * daemon's id (32 lowercase hex digits), sent in every CHALLENGE and bound
+ * into both proofs. handshake_ms bounds a connection's whole handshake. */
+int listener_open(listener_t *l, const token_t *token, const char *instance, uint32_t handshake_ms,
+                  hg_error_t *err);
 /* Closes everything it still owns (not io/ctl once handed over by
  * listener_take). Wipes the token. */
 void listener_close(listener_t *l);

@@ -1694,7 +1694,8 @@ static int start_turn(turn_t *t, hg_error_t *err)
         if (r == 0 && t->spec->terminal.on)
                 r = open_terminal(t, err);
         if (r == 0)
-                r = listener_open(&t->lis, &t->token, t->spec->handshake_timeout_ms, err);
+                r = listener_open(&t->lis, &t->token, t->instance, t->spec->handshake_timeout_ms,
+                                  err);
         if (r == 0) {
                 char port[16];
                 snprintf(port, sizeof(port), "%u\n", t->lis.port);
@@ -1769,7 +1770,8 @@ static int daemon_setup(turn_t *t, hg_error_t *err)
         unlink_in(t->cfg->home_path, LAYOUT_HOME_TURN);
         unlink_in(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
         unlink_in(t->cfg->ctl_path, LAYOUT_CTL_STATUS);
-        if (!t->once && grade_ctx_new(t->cfg->home_path, t->cfg->ctl_path, &t->grade) < 0)
+        if (!t->once &&
+            grade_ctx_new(t->cfg->home_path, t->cfg->ctl_path, t->instance, &t->grade) < 0)
                 return error_set(err, -ENOMEM, "out of memory");
         return 0;
 }

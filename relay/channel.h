@@ -1,9 +1,13 @@
 /* The agent side's connections to the driver's loopback listener: one per
- * channel (io, ctl), each opened with a HELLO carrying the turn's token and
- * answered by WELCOME (docs/protocol.md). Shared by hangar-relay (a turn)
- * and hangar-grade (a grade's report channel). */
+ * channel (io, ctl), each opened with the mutual proof of docs/protocol.md
+ * (HELLO, CHALLENGE, PROOF, WELCOME; common/wire/handshake.h). Whatever
+ * answers on the port must prove it holds the turn's token before the relay
+ * sends anything made with it; the token itself never crosses the wire.
+ * Shared by hangar-relay (a turn) and hangar-grade (a grade's report
+ * channel). */
 #pragma once
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,10 +16,24 @@
 #include "frame.h"
 #include "token.h"
 
-/* Connects to 127.0.0.1:port, says HELLO for channel, waits for WELCOME until
- * deadline (conn_now_ms clock). Frames up to max_payload are accepted on it.
- * Every copy of the token this makes is wiped before it returns. 0 and *ret
- * on success; else -errno with err saying which channel and why (a driver
- * that closes instead of answering is -EPIPE). */
-int relay_open_channel(uint16_t port, const token_t *token, frame_channel_t channel,
-                       size_t max_payload, int64_t deadline, conn_t *ret, hg_error_t *err);
+/* The peer on the port did not prove it holds the token: it closed, stalled,
+ * sent something other than a well-formed CHALLENGE, or a CHALLENGE whose
+ * proof is wrong. Nothing made with the token was sent to it. */
+#define RELAY_CHANNEL_UNPROVEN (-EKEYREJECTED)
+/* The peer proved it holds the token but names another daemon instance than
+ * the one the caller expects. Nothing made with the token was sent to it. */
+#define RELAY_CHANNEL_OTHER_INSTANCE (-ESTALE)
+
+/* Connects to 127.0.0.1:port and runs the handshake for channel until
+ * deadline (conn_now_ms clock): HELLO with a fresh nonce; the driver's
+ * CHALLENGE, whose proof is checked (constant time) before anything else;
+ * the relay's PROOF; WELCOME. instance: the daemon id (32 lowercase hex
+ * digits) the driver must name, or NULL to take the one it names (still
+ * bound into both proofs). Frames up to max_payload are accepted on the
+ * connection afterwards. Every secret this makes is wiped before it returns.
+ * 0 and *ret on success; RELAY_CHANNEL_UNPROVEN, RELAY_CHANNEL_OTHER_INSTANCE
+ * or another -errno (cannot connect; the driver refused our proof: -EPIPE)
+ * with err saying which channel and why. */
+int relay_open_channel(uint16_t port, const token_t *token, const char *instance,
+                       frame_channel_t channel, size_t max_payload, int64_t deadline, conn_t *ret,
+                       hg_error_t *err);

@@ -71,18 +71,37 @@ __attribute__((constructor)) static void harden_early(void)
         harden_now();
 }
 
-static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail(const char *fmt, ...)
+/* {"grade": outcome, "reason": ...} on stderr; exit 125. */
+static int vfail_as(const char *outcome, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static int vfail_as(const char *outcome, const char *fmt, va_list ap)
 {
         char msg[ERROR_MESSAGE_MAX];
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "grade", "failed", "reason", msg);
+        _cleanup_json_ json_t *j = json_pack("{s:s, s:s}", "grade", outcome, "reason", msg);
         _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         fprintf(stderr, "%s\n", text ? text : "{\"grade\":\"failed\"}");
         return EXIT_SIDE_FAIL;
+}
+
+static int fail_as(const char *outcome, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_as(const char *outcome, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vfail_as(outcome, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vfail_as("failed", fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 /* TracerPid in /proc/self/status: 0, or the tracer. -1 if unreadable. */
@@ -455,16 +474,19 @@ int main(int argc, char **argv)
         uint16_t port = 0;
         if (read_token_port(deadline, &token, &port, &err) < 0)
                 return fail("%s", err.message);
+        /* The driver proves it holds the grade's token first (relay/channel.h):
+         * hangar names no instance here, the driver's is bound all the same. */
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
-        int r =
-            relay_open_channel(port, &token, FRAME_CHANNEL_IO, GRADE_MSG_MAX, deadline, &io, &err);
+        int r = relay_open_channel(port, &token, NULL, FRAME_CHANNEL_IO, GRADE_MSG_MAX, deadline,
+                                   &io, &err);
         if (r == 0)
-                r = relay_open_channel(port, &token, FRAME_CHANNEL_CTL, GRADE_MSG_MAX, deadline,
-                                       &ctl, &err);
+                r = relay_open_channel(port, &token, NULL, FRAME_CHANNEL_CTL, GRADE_MSG_MAX,
+                                       deadline, &ctl, &err);
         token_wipe(&token, sizeof(token));
         if (r < 0) {
                 conn_close(&io);
-                return fail("%s", err.message);
+                return r == RELAY_CHANNEL_UNPROVEN ? fail_as("driver-unproven", "%s", err.message)
+                                                   : fail("%s", err.message);
         }
         if (send_json(&ctl, FRAME_ASK, findings, deadline) < 0)
                 return fail("cannot send the findings");

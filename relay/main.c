@@ -482,16 +482,25 @@ int main(int argc, char **argv)
                 fprintf(stderr, "hangar-relay: %s\n", err.message);
                 return report(EXIT_RELAY_FAIL, "driver-instance", err.message, NULL);
         }
+        /* The driver proves it holds the token before the relay sends
+         * anything made with it (relay/channel.h): a listener that is not the
+         * turn's driver (the agent's, on a dead daemon's port) learns nothing. */
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
-        int r = relay_open_channel(port, &token, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD, deadline, &io,
-                                   &err);
+        const char *want = instance[0] ? instance : NULL;
+        int r = relay_open_channel(port, &token, want, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
+                                   deadline, &io, &err);
         if (r == 0)
-                r = relay_open_channel(port, &token, FRAME_CHANNEL_CTL, FRAME_MAX_PAYLOAD, deadline,
-                                       &ctl, &err);
+                r = relay_open_channel(port, &token, want, FRAME_CHANNEL_CTL, FRAME_MAX_PAYLOAD,
+                                       deadline, &ctl, &err);
         token_wipe(&token, sizeof(token));
         if (r < 0) {
                 conn_close(&io);
-                return fail("%s", err.message);
+                if (r != RELAY_CHANNEL_UNPROVEN && r != RELAY_CHANNEL_OTHER_INSTANCE)
+                        return fail("%s", err.message);
+                fprintf(stderr, "hangar-relay: %s\n", err.message);
+                return report(EXIT_RELAY_FAIL,
+                              r == RELAY_CHANNEL_UNPROVEN ? "driver-unproven" : "driver-instance",
+                              err.message, seal_report);
         }
 
         _cleanup_free_ char *script = NULL;

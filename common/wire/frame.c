@@ -42,6 +42,10 @@ const char *frame_type_name(int type)
                 return "HELLO";
         case FRAME_WELCOME:
                 return "WELCOME";
+        case FRAME_CHALLENGE:
+                return "CHALLENGE";
+        case FRAME_PROOF:
+                return "PROOF";
         case FRAME_STDIN:
                 return "STDIN";
         case FRAME_STDOUT:
@@ -195,7 +199,7 @@ int frame_hello_decode(const frame_t *f, frame_hello_t *ret, hg_error_t *err)
                 return error_set(err, -EPROTO, "frame: HELLO: unknown channel %u",
                                  (unsigned)f->payload[0]);
         }
-        memcpy(h.token, f->payload + 1, FRAME_TOKEN_SIZE);
+        memcpy(h.nonce, f->payload + 1, FRAME_NONCE_SIZE);
         *ret = h;
         return 0;
 }
@@ -203,7 +207,46 @@ int frame_hello_decode(const frame_t *f, frame_hello_t *ret, hg_error_t *err)
 void frame_hello_encode(const frame_hello_t *h, uint8_t out[FRAME_HELLO_SIZE])
 {
         out[0] = (uint8_t)h->channel;
-        memcpy(out + 1, h->token, FRAME_TOKEN_SIZE);
+        memcpy(out + 1, h->nonce, FRAME_NONCE_SIZE);
+}
+
+int frame_challenge_decode(const frame_t *f, frame_challenge_t *ret, hg_error_t *err)
+{
+        int r = frame_check(f, FRAME_CHALLENGE, err);
+        if (r < 0)
+                return r;
+        r = frame_check_size(f, FRAME_CHALLENGE_SIZE, err);
+        if (r < 0)
+                return r;
+        const uint8_t *p = f->payload;
+        memcpy(ret->nonce, p, FRAME_NONCE_SIZE);
+        memcpy(ret->instance, p + FRAME_NONCE_SIZE, FRAME_INSTANCE_SIZE);
+        memcpy(ret->mac, p + FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE, FRAME_MAC_SIZE);
+        return 0;
+}
+
+void frame_challenge_encode(const frame_challenge_t *c, uint8_t out[FRAME_CHALLENGE_SIZE])
+{
+        memcpy(out, c->nonce, FRAME_NONCE_SIZE);
+        memcpy(out + FRAME_NONCE_SIZE, c->instance, FRAME_INSTANCE_SIZE);
+        memcpy(out + FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE, c->mac, FRAME_MAC_SIZE);
+}
+
+int frame_proof_decode(const frame_t *f, frame_proof_t *ret, hg_error_t *err)
+{
+        int r = frame_check(f, FRAME_PROOF, err);
+        if (r < 0)
+                return r;
+        r = frame_check_size(f, FRAME_PROOF_SIZE, err);
+        if (r < 0)
+                return r;
+        memcpy(ret->mac, f->payload, FRAME_MAC_SIZE);
+        return 0;
+}
+
+void frame_proof_encode(const frame_proof_t *p, uint8_t out[FRAME_PROOF_SIZE])
+{
+        memcpy(out, p->mac, FRAME_MAC_SIZE);
 }
 
 int frame_exit_decode(const frame_t *f, frame_exit_t *ret, hg_error_t *err)

@@ -2,7 +2,7 @@
  *
  * Every frame is an 8-byte header followed by its payload:
  *
- *   byte 0     version   FRAME_VERSION (1); any other value is an error
+ *   byte 0     version   FRAME_VERSION (2); any other value is an error
  *   byte 1     type      one of frame_type_t; anything else is an error
  *   bytes 2-3  reserved  zero; anything else is an error
  *   bytes 4-7  length    payload length, unsigned 32-bit big-endian,
@@ -19,15 +19,22 @@
 
 #include "error.h"
 
-#define FRAME_VERSION      1
-#define FRAME_HEADER_SIZE  8
-#define FRAME_MAX_PAYLOAD  65536u
-#define FRAME_TOKEN_SIZE   32u  /* raw bytes of the relay token */
-#define FRAME_RUN_MAX_ARGS 256u /* argv entries in one run request */
+/* 2: the mutual proof on connect (HELLO, CHALLENGE, PROOF, WELCOME); a
+ * version 1 relay sent its token in HELLO and fails at byte 0 here. */
+#define FRAME_VERSION       2
+#define FRAME_HEADER_SIZE   8
+#define FRAME_MAX_PAYLOAD   65536u
+#define FRAME_TOKEN_SIZE    32u  /* raw bytes of the relay token (never on the wire) */
+#define FRAME_NONCE_SIZE    32u  /* a handshake nonce, fresh from the CSPRNG */
+#define FRAME_MAC_SIZE      32u  /* a handshake proof: HMAC-SHA256 */
+#define FRAME_INSTANCE_SIZE 16u  /* the driver daemon's instance id, raw */
+#define FRAME_RUN_MAX_ARGS  256u /* argv entries in one run request */
 
 typedef enum frame_type {
         FRAME_HELLO = 0x01,      /* relay -> driver, first frame on each connection */
         FRAME_WELCOME = 0x02,    /* driver -> relay, the connection is accepted */
+        FRAME_CHALLENGE = 0x03,  /* driver -> relay, answers HELLO: its nonce and proof */
+        FRAME_PROOF = 0x04,      /* relay -> driver, answers CHALLENGE: its proof */
         FRAME_STDIN = 0x10,      /* driver -> relay (io): harness stdin; empty = EOF */
         FRAME_STDOUT = 0x11,     /* relay -> driver (io): harness stdout; empty = EOF */
         FRAME_STDERR = 0x12,     /* relay -> driver (ctl): harness stderr; empty = EOF */
@@ -81,15 +88,34 @@ int frame_parse(const uint8_t *buf, size_t len, uint32_t max_payload, frame_t *r
  * the set. */
 int frame_header_encode(frame_type_t type, uint32_t length, uint8_t out[FRAME_HEADER_SIZE]);
 
-/* HELLO payload: channel (1 byte) followed by the FRAME_TOKEN_SIZE token
- * bytes; exactly 1 + FRAME_TOKEN_SIZE bytes. */
+/* The handshake's payloads (docs/protocol.md; the proofs are handshake.h's).
+ * HELLO: channel (1 byte) and the relay's nonce; exactly 33 bytes. */
 typedef struct frame_hello {
         frame_channel_t channel;
-        uint8_t token[FRAME_TOKEN_SIZE];
+        uint8_t nonce[FRAME_NONCE_SIZE];
 } frame_hello_t;
-#define FRAME_HELLO_SIZE (1u + FRAME_TOKEN_SIZE)
+#define FRAME_HELLO_SIZE (1u + FRAME_NONCE_SIZE)
 int frame_hello_decode(const frame_t *f, frame_hello_t *ret, hg_error_t *err);
 void frame_hello_encode(const frame_hello_t *h, uint8_t out[FRAME_HELLO_SIZE]);
+
+/* CHALLENGE: the driver's nonce, its instance id and its proof; exactly 80
+ * bytes. Any bytes are a valid layout: the proof is what is checked. */
+typedef struct frame_challenge {
+        uint8_t nonce[FRAME_NONCE_SIZE];
+        uint8_t instance[FRAME_INSTANCE_SIZE];
+        uint8_t mac[FRAME_MAC_SIZE];
+} frame_challenge_t;
+#define FRAME_CHALLENGE_SIZE (FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE + FRAME_MAC_SIZE)
+int frame_challenge_decode(const frame_t *f, frame_challenge_t *ret, hg_error_t *err);
+void frame_challenge_encode(const frame_challenge_t *c, uint8_t out[FRAME_CHALLENGE_SIZE]);
+
+/* PROOF: the relay's proof; exactly 32 bytes. */
+typedef struct frame_proof {
+        uint8_t mac[FRAME_MAC_SIZE];
+} frame_proof_t;
+#define FRAME_PROOF_SIZE FRAME_MAC_SIZE
+int frame_proof_decode(const frame_t *f, frame_proof_t *ret, hg_error_t *err);
+void frame_proof_encode(const frame_proof_t *p, uint8_t out[FRAME_PROOF_SIZE]);
 
 /* EXIT payload: end kind (1 byte) and value (1 byte); exactly 2 bytes.
  * EXITED: any value; SIGNALED: 1-64; TIMEOUT: 124; NOT_STARTED: 127. */

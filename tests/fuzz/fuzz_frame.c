@@ -7,15 +7,20 @@
  *     view right after the header, length within the limit, the header
  *     re-encodes to the same 8 bytes, one byte less is "need more"; "need
  *     more" and errors write no output; every error has a message.
- *   - decoders: a decoded HELLO, EXIT, RUN or RUN_RESULT re-encodes to the
- *     identical payload bytes; a failed decode leaves *ret untouched and a
- *     non-empty message; a frame of another type is refused. */
+ *   - decoders: a decoded HELLO, CHALLENGE, PROOF, EXIT, RUN or RUN_RESULT
+ *     re-encodes to the identical payload bytes; a failed decode leaves
+ *     *ret untouched and a non-empty message; a frame of another type is
+ *     refused.
+ *   - the handshake: a CHALLENGE or PROOF off the wire never verifies as a
+ *     proof made with a token the input cannot know (one drawn here at
+ *     start), for a binding built from the input's own bytes. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frame.h"
+#include "handshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -41,6 +46,59 @@ static void check_hello(const frame_t *f)
         uint8_t out[FRAME_HELLO_SIZE];
         frame_hello_encode(&h, out);
         if (r != 0 || f->length != FRAME_HELLO_SIZE || memcmp(out, f->payload, sizeof(out)) != 0)
+                abort();
+}
+
+/* A token the input cannot contain: fresh per process. */
+static token_t secret;
+static bool have_secret;
+
+static void check_challenge(const frame_t *f)
+{
+        frame_challenge_t c, before;
+        memset(&c, 0x5a, sizeof(c));
+        before = c;
+        hg_error_t err = {0};
+        int r = frame_challenge_decode(f, &c, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (memcmp(&c, &before, sizeof(c)) != 0)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_CHALLENGE_SIZE];
+        frame_challenge_encode(&c, out);
+        if (r != 0 || f->length != FRAME_CHALLENGE_SIZE ||
+            memcmp(out, f->payload, sizeof(out)) != 0)
+                abort();
+        /* Whatever nonce the relay had, a forged proof is wrong. */
+        handshake_binding_t b = {.channel = FRAME_CHANNEL_IO};
+        memcpy(b.driver_nonce, c.nonce, FRAME_NONCE_SIZE);
+        memcpy(b.instance, c.instance, FRAME_INSTANCE_SIZE);
+        memcpy(b.relay_nonce, c.mac, FRAME_NONCE_SIZE);
+        if (have_secret && handshake_verify(&secret, HANDSHAKE_DRIVER, &b, c.mac))
+                abort();
+}
+
+static void check_proof(const frame_t *f)
+{
+        frame_proof_t p, before;
+        memset(&p, 0x5a, sizeof(p));
+        before = p;
+        hg_error_t err = {0};
+        int r = frame_proof_decode(f, &p, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (memcmp(&p, &before, sizeof(p)) != 0)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_PROOF_SIZE];
+        frame_proof_encode(&p, out);
+        if (r != 0 || f->length != FRAME_PROOF_SIZE || memcmp(out, f->payload, sizeof(out)) != 0)
+                abort();
+        handshake_binding_t b = {.channel = FRAME_CHANNEL_CTL};
+        if (have_secret && handshake_verify(&secret, HANDSHAKE_RELAY, &b, p.mac))
                 abort();
 }
 
@@ -148,7 +206,8 @@ static const struct {
         frame_type_t type;
         void (*check)(const frame_t *f);
 } decoders[] = {
-    {FRAME_HELLO, check_hello},           {FRAME_EXIT, check_exit},
+    {FRAME_HELLO, check_hello},           {FRAME_CHALLENGE, check_challenge},
+    {FRAME_PROOF, check_proof},           {FRAME_EXIT, check_exit},
     {FRAME_SIGNAL, check_signal},         {FRAME_RUN, check_run},
     {FRAME_RUN_RESULT, check_run_result}, {FRAME_RESIZE, check_resize},
 };
@@ -175,6 +234,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (size == 0)
                 return 0;
+        if (!have_secret)
+                have_secret = token_generate(&secret) == 0;
         /* 0x00-0x7f: small limits in steps of 16; 0x80-0xfe: the protocol's
          * limit; 0xff: more than the protocol allows (must be clamped). */
         uint32_t max = data[0] == 0xff   ? UINT32_MAX

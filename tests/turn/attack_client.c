@@ -5,8 +5,9 @@
  *   hangar-test-attack PORT MODE [ARG]
  *
  *   none           connect, send nothing, close
- *   wrong          a HELLO with a random token
- *   token HEX CH   a HELLO with the given token for channel io|ctl
+ *   wrong          the handshake (HELLO, the driver's CHALLENGE, PROOF) with a
+ *                  proof made with a random token
+ *   token HEX CH   the handshake with the given token for channel io|ctl
  *   garbage        bytes that are no frame (version 7)
  *   oversize       a header announcing 1 MiB
  *   stall SECS     connect and hold the connection, silent
@@ -20,8 +21,20 @@
  *                  prints "sent", then holds both connections 30 s (the
  *                  suite reads the record meanwhile, slowly on a loaded machine)
  *   listen PORTFILE SECS  a listener of the agent's own (port written to
- *                  PORTFILE): prints "hello" if a relay sent it a HELLO (the
- *                  token) within SECS, else "nothing"
+ *                  PORTFILE): prints "hello" if a relay connected and said
+ *                  HELLO within SECS, else "nothing"
+ *   squat SECS [HEX]  the agent on a dead daemon's port: binds PORT itself
+ *                  (free once the daemon died, still named by relay.port),
+ *                  waits SECS for a relay, answers its HELLO with the best
+ *                  forgery it has (a CHALLENGE with a fresh nonce, the
+ *                  instance it read from turn.json's copy in ARG3's absence,
+ *                  here zeros, and a random proof), then reads everything
+ *                  else the relay sends until it closes. Prints
+ *                  "hello-only" (one HELLO, nothing after: the relay gave it
+ *                  nothing to answer with), "sent N" (N bytes past the
+ *                  HELLO), "nothing" (no relay came); with HEX (the turn's
+ *                  token, which the suite knows), "token" when the token's
+ *                  bytes or hex were in what arrived
  *   thief NAME SECS LOG [forge]  the relay-token race (docs/turn.md "sealed
  *                  start"): makes itself non-dumpable, forks a stopped child
  *                  holding one end of a unix socket pair, then spins over /proc
@@ -30,8 +43,8 @@
  *                  relay hardens itself), sends each descriptor it got into the
  *                  socket pair (in flight to the stopped child), with "forge"
  *                  writes a forged ready line into fd 1, and reads what
- *                  arrives on fd 0; a whole token line it uses on PORT (a HELLO
- *                  for io). Every step is appended to LOG as it happens (the
+ *                  arrives on fd 0; a whole token line it uses on PORT (the
+ *                  handshake for io). Every step is appended to LOG as it happens (the
  *                  sweep kills the thief: LOG is what it leaves), one line each:
  *                  "start", "opened 0 PID", "opened 1 PID", "forged PID",
  *                  "in-flight N", "stole N", "used WORD", "end"; prints a summary
@@ -59,6 +72,7 @@
 
 #include "conn.h"
 #include "frame.h"
+#include "handshake.h"
 #include "strparse.h"
 #include "token.h"
 
@@ -90,15 +104,131 @@ static const char *outcome(int fd, int ms)
         return "closed";
 }
 
-static void send_hello(int fd, const uint8_t token[FRAME_TOKEN_SIZE], frame_channel_t ch)
+/* recv with MSG_WAITALL, bounded by ms: the whole n bytes or false. */
+static bool recv_all(int fd, void *buf, size_t n, int ms)
 {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        return poll(&p, 1, ms) > 0 && recv(fd, buf, n, MSG_WAITALL) == (ssize_t)n;
+}
+
+/* The relay's side of the handshake with token (docs/protocol.md): HELLO
+ * with a fresh nonce, the driver's CHALLENGE (its proof is not checked: the
+ * suite attacks the driver, and a driver that did not prove would only be
+ * sent a proof for nonces it chose), then our PROOF over them. False when
+ * no CHALLENGE came (the driver closed, or held). */
+static bool send_hello(int fd, const uint8_t token[FRAME_TOKEN_SIZE], frame_channel_t ch)
+{
+        handshake_binding_t b = {.channel = ch};
+        if (handshake_nonce(b.relay_nonce) < 0)
+                return false;
         uint8_t hdr[FRAME_HEADER_SIZE], payload[FRAME_HELLO_SIZE];
         frame_hello_t h = {.channel = ch};
-        memcpy(h.token, token, FRAME_TOKEN_SIZE);
+        memcpy(h.nonce, b.relay_nonce, FRAME_NONCE_SIZE);
         frame_hello_encode(&h, payload);
         (void)frame_header_encode(FRAME_HELLO, sizeof(payload), hdr);
         (void)!write(fd, hdr, sizeof(hdr));
         (void)!write(fd, payload, sizeof(payload));
+        uint8_t in[FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE];
+        frame_t f;
+        size_t used = 0;
+        frame_challenge_t c;
+        if (!recv_all(fd, in, sizeof(in), 4000) ||
+            frame_parse(in, sizeof(in), FRAME_CHALLENGE_SIZE, &f, &used, NULL) != 1 ||
+            frame_challenge_decode(&f, &c, NULL) < 0)
+                return false;
+        memcpy(b.driver_nonce, c.nonce, FRAME_NONCE_SIZE);
+        memcpy(b.instance, c.instance, FRAME_INSTANCE_SIZE);
+        token_t t;
+        memcpy(t.bytes, token, FRAME_TOKEN_SIZE);
+        frame_proof_t proof;
+        if (handshake_prove(&t, HANDSHAKE_RELAY, &b, proof.mac) < 0)
+                return false;
+        uint8_t out[FRAME_HEADER_SIZE + FRAME_PROOF_SIZE];
+        (void)frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, out);
+        frame_proof_encode(&proof, out + FRAME_HEADER_SIZE);
+        (void)!write(fd, out, sizeof(out));
+        return true;
+}
+
+/* Binds 127.0.0.1:port (0: the kernel picks) and listens; -1 on failure. */
+static int listen_on(uint16_t port, uint16_t *ret_port)
+{
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof(sa);
+        if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0 ||
+            getsockname(l, (struct sockaddr *)&sa, &sl) < 0) {
+                if (l >= 0)
+                        (void)close(l);
+                return -1;
+        }
+        *ret_port = ntohs(sa.sin_port);
+        return l;
+}
+
+/* squat: the agent's listener on a dead daemon's port (see the top). */
+static int squat(uint16_t port, uint32_t secs, const char *token_hex)
+{
+        uint16_t bound = 0;
+        int l = listen_on(port, &bound);
+        if (l < 0) {
+                printf("cannot-bind %s\n", strerror(errno));
+                return 0;
+        }
+        printf("bound %u\n", bound);
+        fflush(stdout);
+        struct pollfd p = {.fd = l, .events = POLLIN};
+        int c = poll(&p, 1, (int)secs * 1000) > 0 ? accept4(l, NULL, NULL, SOCK_CLOEXEC) : -1;
+        if (c < 0) {
+                puts("nothing");
+                return 0;
+        }
+        static uint8_t got[65536];
+        size_t n = 0;
+        bool hello =
+            recv_all(c, got, FRAME_HEADER_SIZE + FRAME_HELLO_SIZE, 3000) && got[1] == FRAME_HELLO;
+        if (hello) {
+                n = FRAME_HEADER_SIZE + FRAME_HELLO_SIZE;
+                frame_challenge_t ch;
+                memset(&ch, 0, sizeof(ch));
+                if (handshake_nonce(ch.nonce) < 0 || handshake_nonce(ch.mac) < 0)
+                        return 1;
+                uint8_t out[FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE];
+                (void)frame_header_encode(FRAME_CHALLENGE, FRAME_CHALLENGE_SIZE, out);
+                frame_challenge_encode(&ch, out + FRAME_HEADER_SIZE);
+                (void)!write(c, out, sizeof(out));
+        }
+        /* Everything else, until the relay closes (3 s of silence at most). */
+        for (;;) {
+                p = (struct pollfd){.fd = c, .events = POLLIN};
+                if (n == sizeof(got) || poll(&p, 1, 3000) <= 0)
+                        break;
+                ssize_t r = recv(c, got + n, sizeof(got) - n, 0);
+                if (r <= 0)
+                        break;
+                n += (size_t)r;
+        }
+        token_t t;
+        if (token_hex && token_from_hex(token_hex, strlen(token_hex), &t, NULL) == 0) {
+                char hex[TOKEN_HEX_LEN + 1];
+                token_to_hex(&t, hex);
+                if (memmem(got, n, t.bytes, sizeof(t.bytes)) ||
+                    memmem(got, n, hex, TOKEN_HEX_LEN)) {
+                        puts("token");
+                        return 0;
+                }
+        }
+        if (!hello)
+                printf("sent %zu (no HELLO)\n", n);
+        else if (n == FRAME_HEADER_SIZE + FRAME_HELLO_SIZE)
+                puts("hello-only");
+        else
+                printf("sent %zu\n", n - (FRAME_HEADER_SIZE + FRAME_HELLO_SIZE));
+        return 0;
 }
 
 static int parse_token(const char *hex, token_t *t)
@@ -256,8 +386,9 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
                         used = true;
                         int fd = dial(port);
                         if (fd >= 0) {
-                                send_hello(fd, t.bytes, FRAME_CHANNEL_IO);
-                                thief_log("used %s", outcome(fd, 3000));
+                                thief_log("used %s", send_hello(fd, t.bytes, FRAME_CHANNEL_IO)
+                                                         ? outcome(fd, 3000)
+                                                         : "closed");
                         } else {
                                 thief_log("used refused");
                         }
@@ -315,19 +446,22 @@ int main(int argc, char **argv)
                 sleep(3);
                 return 0;
         }
+        if (strcmp(mode, "squat") == 0 && (argc == 4 || argc == 5)) {
+                uint32_t secs = 0;
+                if (parse_u32(argv[3], &secs) < 0 || secs == 0 || secs > 600)
+                        return 2;
+                return squat((uint16_t)port, secs, argc == 5 ? argv[4] : NULL);
+        }
         if (strcmp(mode, "listen") == 0 && argc == 5) {
                 uint32_t secs = 0;
+                uint16_t bound = 0;
                 if (parse_u32(argv[4], &secs) < 0)
                         return 2;
-                int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                struct sockaddr_in sa = {.sin_family = AF_INET,
-                                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-                socklen_t sl = sizeof(sa);
-                if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0 ||
-                    getsockname(l, (struct sockaddr *)&sa, &sl) < 0)
+                int l = listen_on(0, &bound);
+                if (l < 0)
                         return 1;
                 FILE *f = fopen(argv[3], "we");
-                if (!f || fprintf(f, "%u\n", ntohs(sa.sin_port)) < 0 || fclose(f) != 0)
+                if (!f || fprintf(f, "%u\n", bound) < 0 || fclose(f) != 0)
                         return 1;
                 struct pollfd p = {.fd = l, .events = POLLIN};
                 int c =
@@ -352,13 +486,20 @@ int main(int argc, char **argv)
                 uint8_t t[FRAME_TOKEN_SIZE];
                 if (RAND_bytes(t, sizeof(t)) != 1)
                         return 1;
-                send_hello(fd, t, FRAME_CHANNEL_IO);
+                if (!send_hello(fd, t, FRAME_CHANNEL_IO)) {
+                        puts(outcome(fd, 0)); /* no CHALLENGE: closed or held */
+                        return 0;
+                }
         } else if (strcmp(mode, "token") == 0 && argc == 5) {
                 token_t t;
                 if (parse_token(argv[3], &t) < 0)
                         return 2;
-                send_hello(fd, t.bytes,
-                           strcmp(argv[4], "ctl") == 0 ? FRAME_CHANNEL_CTL : FRAME_CHANNEL_IO);
+                if (!send_hello(fd, t.bytes,
+                                strcmp(argv[4], "ctl") == 0 ? FRAME_CHANNEL_CTL
+                                                            : FRAME_CHANNEL_IO)) {
+                        puts(outcome(fd, 0));
+                        return 0;
+                }
         } else if (strcmp(mode, "garbage") == 0) {
                 static const uint8_t junk[] = {7, 1, 0, 0, 0, 0, 0, 33, 'G', 'E', 'T', ' ', '/'};
                 (void)!write(fd, junk, sizeof(junk));
@@ -379,13 +520,12 @@ int main(int argc, char **argv)
                 token_t t;
                 if (parse_token(argv[3], &t) < 0)
                         return 2;
-                send_hello(fd, t.bytes, FRAME_CHANNEL_IO);
-                const char *o = outcome(fd, 4000);
+                const char *o =
+                    send_hello(fd, t.bytes, FRAME_CHANNEL_IO) ? outcome(fd, 4000) : outcome(fd, 0);
                 int ctl = strcmp(o, "welcome") == 0 ? dial((uint16_t)port) : -1;
-                if (ctl >= 0) {
-                        send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL);
-                        o = outcome(ctl, 4000);
-                }
+                if (ctl >= 0)
+                        o = send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL) ? outcome(ctl, 4000)
+                                                                        : outcome(ctl, 0);
                 if (strcmp(o, "welcome") != 0) {
                         puts(o);
                         return 0;
@@ -408,13 +548,12 @@ int main(int argc, char **argv)
                 token_t t;
                 if (parse_token(argv[3], &t) < 0)
                         return 2;
-                send_hello(fd, t.bytes, FRAME_CHANNEL_IO);
-                const char *o = outcome(fd, 4000);
+                const char *o =
+                    send_hello(fd, t.bytes, FRAME_CHANNEL_IO) ? outcome(fd, 4000) : outcome(fd, 0);
                 int ctl = strcmp(o, "welcome") == 0 ? dial((uint16_t)port) : -1;
-                if (ctl >= 0) {
-                        send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL);
-                        o = outcome(ctl, 4000);
-                }
+                if (ctl >= 0)
+                        o = send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL) ? outcome(ctl, 4000)
+                                                                        : outcome(ctl, 0);
                 if (strcmp(o, "welcome") != 0) {
                         puts(o);
                         return 0;

@@ -110,9 +110,10 @@ START_TEST(type_names)
                 int type;
                 const char *name;
         } t[] = {
-            {0x01, "HELLO"},      {0x02, "WELCOME"}, {0x10, "STDIN"},  {0x11, "STDOUT"},
-            {0x12, "STDERR"},     {0x13, "EXIT"},    {0x14, "SIGNAL"}, {0x20, "RUN"},
-            {0x21, "RUN_RESULT"}, {0x15, "RESIZE"},  {0x16, "ASK"},    {0x17, "ANSWER"},
+            {0x01, "HELLO"},  {0x02, "WELCOME"}, {0x03, "CHALLENGE"},  {0x04, "PROOF"},
+            {0x10, "STDIN"},  {0x11, "STDOUT"},  {0x12, "STDERR"},     {0x13, "EXIT"},
+            {0x14, "SIGNAL"}, {0x20, "RUN"},     {0x21, "RUN_RESULT"}, {0x15, "RESIZE"},
+            {0x16, "ASK"},    {0x17, "ANSWER"},
         };
         size_t named = 0;
         for (size_t i = 0; i < ARRAY_SIZE(t); i++)
@@ -130,21 +131,21 @@ START_TEST(header_layout)
 {
         uint8_t out[FRAME_HEADER_SIZE];
         ck_assert_int_eq(frame_header_encode(FRAME_RUN_RESULT, 0x0000abcd, out), 0);
-        static const uint8_t want[] = {0x01, 0x21, 0x00, 0x00, 0x00, 0x00, 0xab, 0xcd};
+        static const uint8_t want[] = {0x02, 0x21, 0x00, 0x00, 0x00, 0x00, 0xab, 0xcd};
         ck_assert_int_eq(memcmp(out, want, sizeof(want)), 0);
 
         ck_assert_int_eq(frame_header_encode(FRAME_STDOUT, FRAME_MAX_PAYLOAD, out), 0);
-        static const uint8_t want_max[] = {0x01, 0x11, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00};
+        static const uint8_t want_max[] = {0x02, 0x11, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00};
         ck_assert_int_eq(memcmp(out, want_max, sizeof(want_max)), 0);
 
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, 0, out), 0);
-        static const uint8_t want_zero[] = {0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+        static const uint8_t want_zero[] = {0x02, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
         ck_assert_int_eq(memcmp(out, want_zero, sizeof(want_zero)), 0);
 
         /* Failures leave out alone. */
         memset(out, 0xee, sizeof(out));
         ck_assert_int_eq(frame_header_encode(FRAME_STDIN, FRAME_MAX_PAYLOAD + 1, out), -EMSGSIZE);
-        ck_assert_int_eq(frame_header_encode((frame_type_t)0x03, 1, out), -EINVAL);
+        ck_assert_int_eq(frame_header_encode((frame_type_t)0x05, 1, out), -EINVAL);
         ck_assert_int_eq(frame_header_encode((frame_type_t)0, 1, out), -EINVAL);
         for (size_t i = 0; i < sizeof(out); i++)
                 ck_assert_uint_eq(out[i], 0xee);
@@ -155,7 +156,7 @@ START_TEST(parse_reads_big_endian_length)
 {
         static uint8_t buf[FRAME_HEADER_SIZE + 0x0102];
         memset(buf, 'z', sizeof(buf));
-        static const uint8_t hdr[] = {0x01, 0x11, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02};
+        static const uint8_t hdr[] = {0x02, 0x11, 0x00, 0x00, 0x00, 0x00, 0x01, 0x02};
         memcpy(buf, hdr, sizeof(hdr));
         frame_t f = parse_ok(buf, sizeof(buf), sizeof(buf));
         ck_assert_int_eq(f.type, FRAME_STDOUT);
@@ -181,7 +182,8 @@ END_TEST
 
 START_TEST(parse_rejects_bad_version)
 {
-        static const uint8_t versions[] = {0x00, 0x02, 0x10, 0xff};
+        /* 1: a relay of before (its HELLO carried the token). */
+        static const uint8_t versions[] = {0x00, 0x01, 0x03, 0x10, 0xff};
         for (size_t i = 0; i < ARRAY_SIZE(versions); i++) {
                 uint8_t buf[FRAME_HEADER_SIZE + 4];
                 put_frame(buf, FRAME_STDIN, "abcd", 4);
@@ -257,8 +259,12 @@ START_TEST(parse_back_to_back)
         static uint8_t buf[1024];
         size_t n = 0;
         uint8_t hello[FRAME_HELLO_SIZE] = {FRAME_CHANNEL_CTL};
-        memset(hello + 1, 0xa5, FRAME_TOKEN_SIZE);
+        memset(hello + 1, 0xa5, FRAME_NONCE_SIZE);
         n += put_frame(buf + n, FRAME_HELLO, hello, sizeof(hello));
+        uint8_t challenge[FRAME_CHALLENGE_SIZE];
+        memset(challenge, 0x3c, sizeof(challenge));
+        n += put_frame(buf + n, FRAME_CHALLENGE, challenge, sizeof(challenge));
+        n += put_frame(buf + n, FRAME_PROOF, challenge, FRAME_PROOF_SIZE);
         n += put_frame(buf + n, FRAME_WELCOME, NULL, 0);
         n += put_frame(buf + n, FRAME_STDIN, "abc", 3);
         n += put_frame(buf + n, FRAME_STDIN, NULL, 0);
@@ -278,6 +284,8 @@ START_TEST(parse_back_to_back)
                 uint32_t length;
         } want[] = {
             {FRAME_HELLO, FRAME_HELLO_SIZE},
+            {FRAME_CHALLENGE, FRAME_CHALLENGE_SIZE},
+            {FRAME_PROOF, FRAME_PROOF_SIZE},
             {FRAME_WELCOME, 0},
             {FRAME_STDIN, 3},
             {FRAME_STDIN, 0},
@@ -311,12 +319,12 @@ START_TEST(hello_round_trip)
         static const frame_channel_t channels[] = {FRAME_CHANNEL_IO, FRAME_CHANNEL_CTL};
         for (size_t c = 0; c < ARRAY_SIZE(channels); c++) {
                 frame_hello_t h = {.channel = channels[c]};
-                for (size_t i = 0; i < FRAME_TOKEN_SIZE; i++)
-                        h.token[i] = (uint8_t)(i * 37 + c);
+                for (size_t i = 0; i < FRAME_NONCE_SIZE; i++)
+                        h.nonce[i] = (uint8_t)(i * 37 + c);
                 uint8_t payload[FRAME_HELLO_SIZE];
                 frame_hello_encode(&h, payload);
                 ck_assert_uint_eq(payload[0], (unsigned)channels[c]);
-                ck_assert_int_eq(memcmp(payload + 1, h.token, FRAME_TOKEN_SIZE), 0);
+                ck_assert_int_eq(memcmp(payload + 1, h.nonce, FRAME_NONCE_SIZE), 0);
 
                 uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
                 ck_assert_int_eq(frame_header_encode(FRAME_HELLO, sizeof(payload), buf), 0);
@@ -326,7 +334,7 @@ START_TEST(hello_round_trip)
                 hg_error_t err = {0};
                 ck_assert_int_eq(frame_hello_decode(&f, &back, &err), 0);
                 ck_assert_int_eq(back.channel, channels[c]);
-                ck_assert_int_eq(memcmp(back.token, h.token, FRAME_TOKEN_SIZE), 0);
+                ck_assert_int_eq(memcmp(back.nonce, h.nonce, FRAME_NONCE_SIZE), 0);
         }
 }
 END_TEST
@@ -353,6 +361,77 @@ START_TEST(hello_rejects)
                 p[0] = bad_channels[i];
                 assert_hello_refused(p, FRAME_HELLO_SIZE, "channel");
         }
+}
+END_TEST
+
+/* ---- CHALLENGE, PROOF -------------------------------------------------- */
+
+START_TEST(challenge_round_trip)
+{
+        frame_challenge_t ch;
+        for (size_t i = 0; i < FRAME_NONCE_SIZE; i++)
+                ch.nonce[i] = (uint8_t)(i + 1);
+        for (size_t i = 0; i < FRAME_INSTANCE_SIZE; i++)
+                ch.instance[i] = (uint8_t)(0x40 + i);
+        for (size_t i = 0; i < FRAME_MAC_SIZE; i++)
+                ch.mac[i] = (uint8_t)(0x80 + i);
+        uint8_t payload[FRAME_CHALLENGE_SIZE];
+        frame_challenge_encode(&ch, payload);
+        /* The layout: nonce, instance, proof. */
+        ck_assert_uint_eq(FRAME_CHALLENGE_SIZE, 80);
+        ck_assert_uint_eq(payload[0], 1);
+        ck_assert_uint_eq(payload[FRAME_NONCE_SIZE], 0x40);
+        ck_assert_uint_eq(payload[FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE], 0x80);
+        ck_assert_uint_eq(payload[FRAME_CHALLENGE_SIZE - 1], 0x80 + FRAME_MAC_SIZE - 1);
+        frame_t f = view(FRAME_CHALLENGE, payload, sizeof(payload));
+        frame_challenge_t back;
+        hg_error_t err = {0};
+        ck_assert_int_eq(frame_challenge_decode(&f, &back, &err), 0);
+        ck_assert_int_eq(memcmp(&back, &ch, sizeof(ch)), 0);
+
+        frame_proof_t pr;
+        memcpy(pr.mac, ch.mac, FRAME_MAC_SIZE);
+        uint8_t p2[FRAME_PROOF_SIZE];
+        frame_proof_encode(&pr, p2);
+        ck_assert_int_eq(memcmp(p2, ch.mac, FRAME_MAC_SIZE), 0);
+        f = view(FRAME_PROOF, p2, sizeof(p2));
+        frame_proof_t pback;
+        ck_assert_int_eq(frame_proof_decode(&f, &pback, &err), 0);
+        ck_assert_int_eq(memcmp(pback.mac, pr.mac, FRAME_MAC_SIZE), 0);
+}
+END_TEST
+
+START_TEST(challenge_proof_reject)
+{
+        uint8_t p[FRAME_CHALLENGE_SIZE + 1] = {0};
+        static const uint32_t bad_challenge[] = {0, 1, FRAME_CHALLENGE_SIZE - 1,
+                                                 FRAME_CHALLENGE_SIZE + 1};
+        for (size_t i = 0; i < ARRAY_SIZE(bad_challenge); i++) {
+                frame_t f = view(FRAME_CHALLENGE, p, bad_challenge[i]);
+                frame_challenge_t ch;
+                memset(&ch, 0x5a, sizeof(ch));
+                frame_challenge_t before = ch;
+                hg_error_t err = {0};
+                assert_err(frame_challenge_decode(&f, &ch, &err), &err, -EPROTO, "bytes");
+                ck_assert_int_eq(memcmp(&ch, &before, sizeof(ch)), 0);
+        }
+        static const uint32_t bad_proof[] = {0, FRAME_PROOF_SIZE - 1, FRAME_PROOF_SIZE + 1};
+        for (size_t i = 0; i < ARRAY_SIZE(bad_proof); i++) {
+                frame_t f = view(FRAME_PROOF, p, bad_proof[i]);
+                frame_proof_t pr;
+                memset(&pr, 0x5a, sizeof(pr));
+                hg_error_t err = {0};
+                assert_err(frame_proof_decode(&f, &pr, &err), &err, -EPROTO, "bytes");
+                ck_assert_uint_eq(pr.mac[0], 0x5a);
+        }
+        /* Each decoder takes its own type only. */
+        frame_t f = view(FRAME_PROOF, p, FRAME_CHALLENGE_SIZE);
+        frame_challenge_t ch;
+        hg_error_t err = {0};
+        assert_err(frame_challenge_decode(&f, &ch, &err), &err, -EINVAL, "PROOF");
+        f = view(FRAME_CHALLENGE, p, FRAME_PROOF_SIZE);
+        frame_proof_t pr;
+        assert_err(frame_proof_decode(&f, &pr, &err), &err, -EINVAL, "CHALLENGE");
 }
 END_TEST
 
@@ -893,6 +972,8 @@ static Suite *frame_suite(void)
         tc = tcase_create("payloads");
         tcase_add_test(tc, hello_round_trip);
         tcase_add_test(tc, hello_rejects);
+        tcase_add_test(tc, challenge_round_trip);
+        tcase_add_test(tc, challenge_proof_reject);
         tcase_add_test(tc, exit_round_trip);
         tcase_add_test(tc, exit_rejects);
         tcase_add_test(tc, signal_allowed_set);

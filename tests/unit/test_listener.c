@@ -1,9 +1,13 @@
 /* Unit tests for driver/listener, with real loopback TCP sockets: the test
  * plays both sides, a small poll loop around listener_pollfds and
- * listener_process on one, plain blocking client sockets on the other.
- * Covers the accept rules: the right token on io then ctl, and every way a
- * connection is dropped (wrong token, replay, out of order, slow, flood,
- * oversize or non-HELLO first frame, left pending when ctl is taken). */
+ * listener_process on one, plain blocking client sockets on the other that
+ * run the handshake by hand (HELLO, CHALLENGE, PROOF, WELCOME), as the relay
+ * and as an attacker would. Covers the accept rules: the right proof on io
+ * then ctl, the driver's own proof (right token, instance, nonces), and
+ * every way a connection is dropped (a proof made with a wrong token, for
+ * another channel or instance, a replayed or reflected proof, out of order,
+ * slow, flood, oversize or misplaced frames, left pending when ctl is
+ * taken). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -79,11 +83,15 @@ static void pump_for(listener_t *l, counts_t *c, int64_t ms)
                 }                                                                         \
         } while (0)
 
+/* The daemon instance every listener here declares. */
+static const char instance_hex[] = "00112233445566778899aabbccddeeff";
+
 static void open_listener(listener_t *l, token_t *tok, uint32_t handshake_ms)
 {
         ck_assert_int_eq(token_generate(tok), 0);
         hg_error_t err = {0};
-        ck_assert_msg(listener_open(l, tok, handshake_ms, &err) == 0, "%s", err.message);
+        ck_assert_msg(listener_open(l, tok, instance_hex, handshake_ms, &err) == 0, "%s",
+                      err.message);
         ck_assert_int_ge(l->fd, 0);
         ck_assert_uint_gt(l->port, 0);
 }
@@ -119,18 +127,81 @@ static void send_all(int fd, const void *p, size_t n)
 }
 
 /* A whole HELLO frame (header and payload) into out; returns its size. */
-static size_t hello_bytes(uint8_t *out, uint8_t channel, const uint8_t token[FRAME_TOKEN_SIZE])
+static size_t hello_bytes(uint8_t *out, uint8_t channel, const uint8_t nonce[FRAME_NONCE_SIZE])
 {
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE, out), 0);
         out[FRAME_HEADER_SIZE] = channel;
-        memcpy(out + FRAME_HEADER_SIZE + 1, token, FRAME_TOKEN_SIZE);
+        memcpy(out + FRAME_HEADER_SIZE + 1, nonce, FRAME_NONCE_SIZE);
         return FRAME_HEADER_SIZE + FRAME_HELLO_SIZE;
 }
 
-static void send_hello(int fd, uint8_t channel, const token_t *tok)
+static const uint8_t zero_nonce[FRAME_NONCE_SIZE];
+
+/* What one side of a handshake saw: the binding both proofs cover. */
+typedef struct seen {
+        handshake_binding_t bind;
+        uint8_t driver_mac[FRAME_MAC_SIZE];
+} seen_t;
+
+/* Sends a HELLO with a fresh nonce for channel; returns the nonce in seen. */
+static void send_hello_as(int fd, uint8_t channel, seen_t *seen)
 {
+        *seen = (seen_t){.bind = {.channel = (frame_channel_t)channel}};
+        ck_assert_int_eq(handshake_nonce(seen->bind.relay_nonce), 0);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
-        send_all(fd, buf, hello_bytes(buf, channel, tok->bytes));
+        send_all(fd, buf, hello_bytes(buf, channel, seen->bind.relay_nonce));
+}
+
+/* Reads the driver's CHALLENGE (pumping the listener meanwhile) into seen. */
+static void read_challenge(listener_t *l, counts_t *c, int fd, seen_t *seen)
+{
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE];
+        size_t got = 0;
+        int64_t end = conn_now_ms() + 5000;
+        while (got < sizeof(buf)) {
+                ck_assert_msg(conn_now_ms() < end, "no CHALLENGE");
+                pump_once(l, c, conn_now_ms() + 10);
+                ssize_t n = recv(fd, buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+                ck_assert_msg(n != 0, "closed before its CHALLENGE");
+                if (n > 0)
+                        got += (size_t)n;
+        }
+        frame_t f;
+        size_t used = 0;
+        ck_assert_int_eq(frame_parse(buf, sizeof(buf), FRAME_MAX_PAYLOAD, &f, &used, NULL), 1);
+        ck_assert_int_eq(f.type, FRAME_CHALLENGE);
+        frame_challenge_t ch;
+        ck_assert_int_eq(frame_challenge_decode(&f, &ch, NULL), 0);
+        memcpy(seen->bind.driver_nonce, ch.nonce, FRAME_NONCE_SIZE);
+        memcpy(seen->bind.instance, ch.instance, FRAME_INSTANCE_SIZE);
+        memcpy(seen->driver_mac, ch.mac, FRAME_MAC_SIZE);
+}
+
+/* A PROOF frame with mac. */
+static void send_proof_mac(int fd, const uint8_t mac[FRAME_MAC_SIZE])
+{
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_PROOF_SIZE];
+        ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf), 0);
+        memcpy(buf + FRAME_HEADER_SIZE, mac, FRAME_MAC_SIZE);
+        send_all(fd, buf, sizeof(buf));
+}
+
+/* The relay's proof for binding b, made with tok. */
+static void send_proof_for(int fd, const token_t *tok, const handshake_binding_t *b)
+{
+        uint8_t mac[FRAME_MAC_SIZE];
+        ck_assert_int_eq(handshake_prove(tok, HANDSHAKE_RELAY, b, mac), 0);
+        send_proof_mac(fd, mac);
+}
+
+/* The relay's side of the handshake with tok, up to its PROOF; the
+ * driver's proof is checked in driver_proves_first. */
+static void handshake_as(listener_t *l, counts_t *c, int fd, uint8_t channel, const token_t *tok)
+{
+        seen_t seen;
+        send_hello_as(fd, channel, &seen);
+        read_challenge(l, c, fd, &seen);
+        send_proof_for(fd, tok, &seen.bind);
 }
 
 static void expect_welcome(int fd)
@@ -147,6 +218,16 @@ static void expect_eof(int fd)
         uint8_t b;
         ssize_t n = recv(fd, &b, 1, 0);
         ck_assert_msg(n == 0, "recv: %zd (%s), want EOF", n, n < 0 ? strerror(errno) : "data");
+}
+
+/* Closed by the listener, orderly or not: a peer that left bytes unread
+ * (its frame was refused at the header) gets a reset. */
+static void expect_closed(int fd)
+{
+        uint8_t b;
+        ssize_t n = recv(fd, &b, 1, 0);
+        ck_assert_msg(n == 0 || (n < 0 && errno == ECONNRESET), "recv: %zd (%s), want a close", n,
+                      n < 0 ? strerror(errno) : "data");
 }
 
 /* Still open, nothing to read. */
@@ -170,11 +251,11 @@ static int total_rejected(const listener_t *l)
 static void connect_relay(listener_t *l, counts_t *c, const token_t *tok, int *ret_io, int *ret_ctl)
 {
         int io = client(l->port);
-        send_hello(io, FRAME_CHANNEL_IO, tok);
+        handshake_as(l, c, io, FRAME_CHANNEL_IO, tok);
         PUMP_UNTIL(l, c, l->have_io);
         expect_welcome(io);
         int ctl = client(l->port);
-        send_hello(ctl, FRAME_CHANNEL_CTL, tok);
+        handshake_as(l, c, ctl, FRAME_CHANNEL_CTL, tok);
         PUMP_UNTIL(l, c, l->have_ctl);
         expect_welcome(ctl);
         *ret_io = io;
@@ -219,12 +300,18 @@ START_TEST(io_then_ctl_accepted)
         open_listener(&l, &tok, 2000);
         uint16_t port = l.port;
 
-        /* io's first data frame rides right behind its HELLO, in the same
+        /* io's first data frame rides right behind its PROOF, in the same
          * write: it must reach the accepted connection, not be lost with the
          * handshake buffer. */
         int io = client(port);
-        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE + FRAME_HEADER_SIZE + 5];
-        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        seen_t seen;
+        send_hello_as(io, FRAME_CHANNEL_IO, &seen);
+        read_challenge(&l, &c, io, &seen);
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_PROOF_SIZE + FRAME_HEADER_SIZE + 5];
+        ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf), 0);
+        ck_assert_int_eq(
+            handshake_prove(&tok, HANDSHAKE_RELAY, &seen.bind, buf + FRAME_HEADER_SIZE), 0);
+        size_t n = FRAME_HEADER_SIZE + FRAME_PROOF_SIZE;
         ck_assert_int_eq(frame_header_encode(FRAME_STDOUT, 5, buf + n), 0);
         memcpy(buf + n + FRAME_HEADER_SIZE, "early", 5);
         send_all(io, buf, sizeof(buf));
@@ -234,7 +321,7 @@ START_TEST(io_then_ctl_accepted)
         ck_assert_int_ge(l.fd, 0); /* still listening for ctl */
 
         int ctl = client(port);
-        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, l.have_ctl);
         expect_welcome(ctl);
         ck_assert_int_eq(c.accepted[FRAME_CHANNEL_CTL], 1);
@@ -291,7 +378,7 @@ START_TEST(wrong_token_dropped)
         open_listener(&l, &tok, 2000);
         ck_assert_int_eq(token_generate(&other), 0);
         int bad = client(l.port);
-        send_hello(bad, FRAME_CHANNEL_IO, &other);
+        handshake_as(&l, &c, bad, FRAME_CHANNEL_IO, &other);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == 1);
         expect_eof(bad);
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_BAD_TOKEN], 1);
@@ -301,7 +388,7 @@ START_TEST(wrong_token_dropped)
         token_t close_one = tok;
         close_one.bytes[FRAME_TOKEN_SIZE - 1] ^= 1;
         int bad2 = client(l.port);
-        send_hello(bad2, FRAME_CHANNEL_IO, &close_one);
+        handshake_as(&l, &c, bad2, FRAME_CHANNEL_IO, &close_one);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == 2);
         expect_eof(bad2);
         ck_assert_int_eq(total_rejected(&l), 2);
@@ -326,7 +413,7 @@ START_TEST(ctl_before_io_replayed)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         int early = client(l.port);
-        send_hello(early, FRAME_CHANNEL_CTL, &tok);
+        handshake_as(&l, &c, early, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_REPLAYED] == 1);
         expect_eof(early);
         ck_assert(!l.have_io && !l.have_ctl);
@@ -348,11 +435,11 @@ START_TEST(io_twice_replayed)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         int io = client(l.port);
-        send_hello(io, FRAME_CHANNEL_IO, &tok);
+        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, l.have_io);
         expect_welcome(io);
         int again = client(l.port);
-        send_hello(again, FRAME_CHANNEL_IO, &tok);
+        handshake_as(&l, &c, again, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_REPLAYED] == 1);
         expect_eof(again);
         ck_assert_int_eq(c.accepted[FRAME_CHANNEL_IO], 1);
@@ -360,7 +447,7 @@ START_TEST(io_twice_replayed)
         /* The accepted io is not disturbed, and ctl still comes in. */
         expect_open(io);
         int ctl = client(l.port);
-        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, l.have_ctl);
         expect_welcome(ctl);
         listener_close(&l);
@@ -380,7 +467,7 @@ START_TEST(slow_handshake_dropped)
         int silent = client(l.port);
         int half = client(l.port);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
-        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce);
         send_all(half, buf, n / 2);
         pump_for(&l, &c, 30);
         ck_assert_int_eq(total_rejected(&l), 0);
@@ -390,7 +477,7 @@ START_TEST(slow_handshake_dropped)
 
         /* The real relay, after them, is not held up by them. */
         int io = client(l.port);
-        send_hello(io, FRAME_CHANNEL_IO, &tok);
+        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, l.have_io);
         expect_welcome(io);
 
@@ -403,7 +490,7 @@ START_TEST(slow_handshake_dropped)
         ck_assert_int_eq(listener_next_deadline(&l), INT64_MAX);
 
         int ctl = client(l.port);
-        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, l.have_ctl);
         expect_welcome(ctl);
         listener_close(&l);
@@ -423,7 +510,7 @@ START_TEST(closed_before_hello)
         int gone = client(l.port);
         pump_for(&l, &c, 20);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
-        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce);
         send_all(gone, buf, n - 1); /* all but the last byte */
         close(gone);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_CLOSED] == 1);
@@ -503,10 +590,10 @@ START_TEST(oversize_header_malformed)
         send_all(over, hdr, sizeof(hdr));
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 2);
         expect_eof(over);
-        /* A bad version byte. */
+        /* Version 1: a relay of before, whose HELLO carried the token. */
         int ver = client(l.port);
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE, hdr), 0);
-        hdr[0] = 2;
+        hdr[0] = 1;
         send_all(ver, hdr, sizeof(hdr));
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 3);
         expect_eof(ver);
@@ -536,20 +623,20 @@ START_TEST(non_hello_first_malformed)
         send_all(a, buf, FRAME_HEADER_SIZE + 5);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 1);
         expect_eof(a);
-        /* A HELLO-sized payload under another type, with the right token. */
+        /* A HELLO-sized payload under another type. */
         int b = client(l.port);
-        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, tok.bytes);
+        size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce);
         buf[1] = FRAME_WELCOME;
         send_all(b, buf, n);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 2);
         expect_eof(b);
         /* A HELLO with a channel outside the set. */
         int d = client(l.port);
-        n = hello_bytes(buf, 3, tok.bytes);
+        n = hello_bytes(buf, 3, zero_nonce);
         send_all(d, buf, n);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 3);
         expect_eof(d);
-        /* A HELLO too short for a token. */
+        /* A HELLO too short for a nonce. */
         int e = client(l.port);
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, 10, buf), 0);
         memset(buf + FRAME_HEADER_SIZE, FRAME_CHANNEL_IO, 10);
@@ -577,14 +664,14 @@ START_TEST(pending_at_ctl_is_late)
         counts_t c = {0};
         open_listener(&l, &tok, 5000);
         int io = client(l.port);
-        send_hello(io, FRAME_CHANNEL_IO, &tok);
+        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, l.have_io);
         expect_welcome(io);
         int lurker = client(l.port);
         pump_for(&l, &c, 30);
         ck_assert_int_ne(listener_next_deadline(&l), INT64_MAX);
         int ctl = client(l.port);
-        send_hello(ctl, FRAME_CHANNEL_CTL, &tok);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, l.have_ctl);
         expect_welcome(ctl);
         ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 1);
@@ -594,6 +681,228 @@ START_TEST(pending_at_ctl_is_late)
         close(io);
         close(ctl);
         close(lurker);
+}
+END_TEST
+
+/* ---- the proofs -------------------------------------------------------- */
+
+START_TEST(driver_proves_first)
+{
+        listener_t l;
+        token_t tok, other;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        ck_assert_int_eq(token_generate(&other), 0);
+        uint8_t want_instance[FRAME_INSTANCE_SIZE];
+        ck_assert_int_eq(
+            handshake_instance_from_hex(instance_hex, strlen(instance_hex), want_instance), 0);
+        /* Anyone who says HELLO gets the driver's proof, for its nonce. */
+        int a = client(l.port), b = client(l.port);
+        seen_t sa, sb;
+        send_hello_as(a, FRAME_CHANNEL_IO, &sa);
+        send_hello_as(b, FRAME_CHANNEL_IO, &sb);
+        read_challenge(&l, &c, a, &sa);
+        read_challenge(&l, &c, b, &sb);
+        ck_assert_int_eq(memcmp(sa.bind.instance, want_instance, FRAME_INSTANCE_SIZE), 0);
+        ck_assert(handshake_verify(&tok, HANDSHAKE_DRIVER, &sa.bind, sa.driver_mac));
+        ck_assert(handshake_verify(&tok, HANDSHAKE_DRIVER, &sb.bind, sb.driver_mac));
+        /* A fresh nonce per connection, so each proof is good for its own only. */
+        ck_assert_int_ne(memcmp(sa.bind.driver_nonce, sb.bind.driver_nonce, FRAME_NONCE_SIZE), 0);
+        ck_assert(!handshake_verify(&tok, HANDSHAKE_DRIVER, &sb.bind, sa.driver_mac));
+        /* Made with the turn's token, as the driver's, over this channel. */
+        ck_assert(!handshake_verify(&other, HANDSHAKE_DRIVER, &sa.bind, sa.driver_mac));
+        ck_assert(!handshake_verify(&tok, HANDSHAKE_RELAY, &sa.bind, sa.driver_mac));
+        handshake_binding_t swapped = sa.bind;
+        swapped.channel = FRAME_CHANNEL_CTL;
+        ck_assert(!handshake_verify(&tok, HANDSHAKE_DRIVER, &swapped, sa.driver_mac));
+        /* Nothing in the CHALLENGE is the token. */
+        ck_assert_int_ne(memcmp(sa.driver_mac, tok.bytes, FRAME_TOKEN_SIZE), 0);
+        ck_assert_int_ne(memcmp(sa.bind.driver_nonce, tok.bytes, FRAME_TOKEN_SIZE), 0);
+        /* Both still pending: a CHALLENGE commits the driver to nothing. */
+        ck_assert(!l.have_io);
+        ck_assert_int_eq(total_rejected(&l), 0);
+        send_proof_for(a, &tok, &sa.bind);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(a);
+        listener_close(&l);
+        close(a);
+        close(b);
+}
+END_TEST
+
+/* A recorded handshake (HELLO and PROOF as the relay sent them) played
+ * again: the driver's nonce is new, so the old PROOF is wrong. */
+START_TEST(replayed_handshake_refused)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        int io = client(l.port);
+        seen_t rec;
+        send_hello_as(io, FRAME_CHANNEL_IO, &rec);
+        read_challenge(&l, &c, io, &rec);
+        uint8_t proof[FRAME_MAC_SIZE];
+        ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_RELAY, &rec.bind, proof), 0);
+        send_proof_mac(io, proof);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(io);
+        /* The same bytes on a new connection, for io and for ctl. */
+        uint8_t hello[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
+        for (int ch = FRAME_CHANNEL_IO; ch <= FRAME_CHANNEL_CTL; ch++) {
+                int again = client(l.port);
+                send_all(again, hello, hello_bytes(hello, (uint8_t)ch, rec.bind.relay_nonce));
+                seen_t now = {.bind = rec.bind};
+                read_challenge(&l, &c, again, &now);
+                ck_assert_int_ne(
+                    memcmp(now.bind.driver_nonce, rec.bind.driver_nonce, FRAME_NONCE_SIZE), 0);
+                send_proof_mac(again, proof);
+                PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == ch);
+                expect_eof(again);
+                close(again);
+        }
+        /* Neither counts as the token used twice: nobody proved it. */
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 0);
+        ck_assert(!l.have_ctl);
+        int ctl = client(l.port);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, l.have_ctl);
+        expect_welcome(ctl);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+/* Proofs that are not the relay's for this connection: the driver's own
+ * sent back, one for the other channel, one for another daemon instance,
+ * one made with the right token but as the driver, all zeros. */
+START_TEST(foreign_proofs_refused)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        for (int k = 0; k < 5; k++) {
+                int fd = client(l.port);
+                seen_t seen;
+                send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
+                read_challenge(&l, &c, fd, &seen);
+                handshake_binding_t b = seen.bind;
+                uint8_t mac[FRAME_MAC_SIZE] = {0};
+                switch (k) {
+                case 0: /* reflected */
+                        memcpy(mac, seen.driver_mac, sizeof(mac));
+                        break;
+                case 1: /* io's HELLO, ctl's proof */
+                        b.channel = FRAME_CHANNEL_CTL;
+                        ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_RELAY, &b, mac), 0);
+                        break;
+                case 2: /* another instance */
+                        b.instance[0] ^= 0x80;
+                        ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_RELAY, &b, mac), 0);
+                        break;
+                case 3: /* the driver's label */
+                        ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_DRIVER, &b, mac), 0);
+                        break;
+                default: /* zeros */
+                        break;
+                }
+                send_proof_mac(fd, mac);
+                PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == k + 1);
+                expect_eof(fd);
+                close(fd);
+        }
+        ck_assert_int_eq(total_rejected(&l), 5);
+        ck_assert(!l.have_io);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+/* After the CHALLENGE a PROOF is all a connection may send: anything else,
+ * a PROOF too long or too short, half of one, fails closed. */
+START_TEST(hostile_after_challenge)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 1500);
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
+        int fds[7];
+        for (int k = 0; k < 7; k++) {
+                int fd = fds[k] = client(l.port);
+                seen_t seen;
+                send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
+                read_challenge(&l, &c, fd, &seen);
+                switch (k) {
+                case 0: /* a second HELLO */
+                        send_all(fd, buf, hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce));
+                        break;
+                case 1: /* a PROOF header announcing one byte more */
+                        ck_assert_int_eq(
+                            frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE + 1, buf), 0);
+                        send_all(fd, buf, FRAME_HEADER_SIZE);
+                        break;
+                case 2: /* one byte less */
+                        ck_assert_int_eq(
+                            frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE - 1, buf), 0);
+                        memset(buf + FRAME_HEADER_SIZE, 0, FRAME_PROOF_SIZE - 1);
+                        send_all(fd, buf, FRAME_HEADER_SIZE + FRAME_PROOF_SIZE - 1);
+                        break;
+                case 3: /* a WELCOME of its own */
+                        ck_assert_int_eq(frame_header_encode(FRAME_WELCOME, 0, buf), 0);
+                        send_all(fd, buf, FRAME_HEADER_SIZE);
+                        break;
+                case 4: /* the driver's CHALLENGE frame type */
+                        ck_assert_int_eq(frame_header_encode(FRAME_CHALLENGE, 0, buf), 0);
+                        send_all(fd, buf, FRAME_HEADER_SIZE);
+                        break;
+                case 5: /* half a PROOF, then gone */
+                        ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf),
+                                         0);
+                        send_all(fd, buf, FRAME_HEADER_SIZE + 4);
+                        (void)shutdown(fd, SHUT_WR);
+                        break;
+                default: /* half a PROOF, then silence */
+                        ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf),
+                                         0);
+                        send_all(fd, buf, FRAME_HEADER_SIZE + 4);
+                        break;
+                }
+        }
+        PUMP_UNTIL(&l, &c, total_rejected(&l) == 7);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_MALFORMED], 5);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_CLOSED], 1);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_SLOW], 1);
+        for (int k = 0; k < 7; k++) {
+                expect_closed(fds[k]);
+                close(fds[k]);
+        }
+        ck_assert(!l.have_io);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
+START_TEST(bad_instance_refused)
+{
+        listener_t l;
+        token_t tok;
+        hg_error_t err = {0};
+        ck_assert_int_eq(token_generate(&tok), 0);
+        static const char *const bad[] = {"", "0011", "00112233445566778899AABBCCDDEEFF",
+                                          "00112233445566778899aabbccddeeff0",
+                                          "0011223344556677889xaabbccddeeff"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                ck_assert_int_eq(listener_open(&l, &tok, bad[i], 1000, &err), -EINVAL);
+        ck_assert_int_eq(listener_open(&l, &tok, NULL, 1000, &err), -EINVAL);
 }
 END_TEST
 
@@ -632,6 +941,14 @@ static Suite *listener_suite(void)
         tcase_add_test(tc, non_hello_first_malformed);
         tcase_add_test(tc, pending_at_ctl_is_late);
         tcase_add_test(tc, reject_names);
+        tcase_add_test(tc, bad_instance_refused);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("proof");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, driver_proves_first);
+        tcase_add_test(tc, replayed_handshake_refused);
+        tcase_add_test(tc, foreign_proofs_refused);
+        tcase_add_test(tc, hostile_after_challenge);
         suite_add_tcase(s, tc);
         return s;
 }

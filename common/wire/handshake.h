@@ -1,0 +1,61 @@
+/* The mutual proof on connect (docs/protocol.md, "The handshake"): on every
+ * connection to the driver's listener (a turn's io and ctl, a grade's), the
+ * driver proves first that it holds the token, then the relay; neither ever
+ * sends the token. A proof is HMAC-SHA256 keyed with the token's 32 bytes
+ * over a fixed layout:
+ *
+ *   label        "hangar driver proof v2\0" or "hangar relay proof v2\0"
+ *   channel      1 byte (1 io, 2 ctl)
+ *   relay_nonce  FRAME_NONCE_SIZE bytes (the relay's HELLO)
+ *   driver_nonce FRAME_NONCE_SIZE bytes (the driver's CHALLENGE)
+ *   instance     FRAME_INSTANCE_SIZE bytes (the driver daemon's id)
+ *
+ * The label makes one side's proof useless as the other's; the nonces, one
+ * chosen by each side, make every proof good for one connection only; the
+ * channel and instance make it useless on another channel or for another
+ * daemon. This module only computes and checks: the frames are frame.h's,
+ * the order is the listener's (driver) and channel.c's (relay). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frame.h"
+#include "token.h"
+
+/* The daemon's instance id as text: 32 lowercase hex digits. */
+#define HANDSHAKE_INSTANCE_HEX_LEN (2u * FRAME_INSTANCE_SIZE)
+
+typedef enum handshake_side {
+        HANDSHAKE_DRIVER, /* the proof in CHALLENGE */
+        HANDSHAKE_RELAY,  /* the proof in PROOF */
+} handshake_side_t;
+
+/* Everything a proof covers besides the token. */
+typedef struct handshake_binding {
+        frame_channel_t channel;
+        uint8_t relay_nonce[FRAME_NONCE_SIZE];
+        uint8_t driver_nonce[FRAME_NONCE_SIZE];
+        uint8_t instance[FRAME_INSTANCE_SIZE];
+} handshake_binding_t;
+
+/* A fresh nonce from OpenSSL's CSPRNG; -EIO if it fails (never a fallback). */
+int handshake_nonce(uint8_t ret[FRAME_NONCE_SIZE]);
+
+/* side's proof for b, made with token. -EINVAL for a channel outside the
+ * set, -EIO if OpenSSL fails; ret is written only on success. Every
+ * intermediate copy is wiped. */
+int handshake_prove(const token_t *token, handshake_side_t side, const handshake_binding_t *b,
+                    uint8_t ret[FRAME_MAC_SIZE]);
+
+/* Whether mac is side's proof for b made with token, compared in constant
+ * time (CRYPTO_memcmp). False when the proof cannot be computed. */
+bool handshake_verify(const token_t *token, handshake_side_t side, const handshake_binding_t *b,
+                      const uint8_t mac[FRAME_MAC_SIZE]);
+
+/* Parses an instance id: exactly HANDSHAKE_INSTANCE_HEX_LEN lowercase hex
+ * digits, nothing after. -EINVAL otherwise (ret untouched). */
+int handshake_instance_from_hex(const char *hex, size_t len, uint8_t ret[FRAME_INSTANCE_SIZE]);
+/* text[HANDSHAKE_INSTANCE_HEX_LEN + 1]: the hex form, NUL-terminated. */
+void handshake_instance_to_hex(const uint8_t instance[FRAME_INSTANCE_SIZE],
+                               char text[HANDSHAKE_INSTANCE_HEX_LEN + 1]);

@@ -1,0 +1,185 @@
+/* Unit tests for common/wire/handshake: the proofs are HMAC-SHA256 over the
+ * documented layout (checked against OpenSSL computing the same bytes by
+ * hand), and a proof is good for exactly one token, side, channel, pair of
+ * nonces and instance: changing any one bit of any of them fails it. */
+#include <errno.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "cleanup.h"
+#include "handshake.h"
+#include "unit.h"
+
+static handshake_binding_t sample(void)
+{
+        handshake_binding_t b = {.channel = FRAME_CHANNEL_IO};
+        for (size_t i = 0; i < FRAME_NONCE_SIZE; i++) {
+                b.relay_nonce[i] = (uint8_t)(i + 1);
+                b.driver_nonce[i] = (uint8_t)(0xff - i);
+        }
+        for (size_t i = 0; i < FRAME_INSTANCE_SIZE; i++)
+                b.instance[i] = (uint8_t)(0x10 * i);
+        return b;
+}
+
+static token_t sample_token(void)
+{
+        token_t t;
+        for (size_t i = 0; i < FRAME_TOKEN_SIZE; i++)
+                t.bytes[i] = (uint8_t)(0xa0 ^ i);
+        return t;
+}
+
+START_TEST(layout_is_documented)
+{
+        token_t t = sample_token();
+        handshake_binding_t b = sample();
+        static const char *const labels[] = {"hangar driver proof v2", "hangar relay proof v2"};
+        for (int side = HANDSHAKE_DRIVER; side <= HANDSHAKE_RELAY; side++) {
+                uint8_t msg[128];
+                size_t n = strlen(labels[side]) + 1;
+                memcpy(msg, labels[side], n);
+                msg[n++] = FRAME_CHANNEL_IO;
+                memcpy(msg + n, b.relay_nonce, FRAME_NONCE_SIZE);
+                n += FRAME_NONCE_SIZE;
+                memcpy(msg + n, b.driver_nonce, FRAME_NONCE_SIZE);
+                n += FRAME_NONCE_SIZE;
+                memcpy(msg + n, b.instance, FRAME_INSTANCE_SIZE);
+                n += FRAME_INSTANCE_SIZE;
+                uint8_t want[EVP_MAX_MD_SIZE];
+                unsigned int want_len = 0;
+                ck_assert_ptr_nonnull(
+                    HMAC(EVP_sha256(), t.bytes, (int)sizeof(t.bytes), msg, n, want, &want_len));
+                ck_assert_uint_eq(want_len, FRAME_MAC_SIZE);
+                uint8_t got[FRAME_MAC_SIZE];
+                ck_assert_int_eq(handshake_prove(&t, (handshake_side_t)side, &b, got), 0);
+                ck_assert_int_eq(memcmp(got, want, FRAME_MAC_SIZE), 0);
+                ck_assert(handshake_verify(&t, (handshake_side_t)side, &b, got));
+        }
+}
+END_TEST
+
+/* Flip one bit of every input in turn: the proof no longer verifies. */
+START_TEST(every_input_is_bound)
+{
+        token_t t = sample_token();
+        handshake_binding_t b = sample();
+        uint8_t mac[FRAME_MAC_SIZE];
+        ck_assert_int_eq(handshake_prove(&t, HANDSHAKE_RELAY, &b, mac), 0);
+        ck_assert(handshake_verify(&t, HANDSHAKE_RELAY, &b, mac));
+        /* The other side's label. */
+        ck_assert(!handshake_verify(&t, HANDSHAKE_DRIVER, &b, mac));
+        /* The other channel. */
+        handshake_binding_t o = b;
+        o.channel = FRAME_CHANNEL_CTL;
+        ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+        /* Every bit of the token, the nonces, the instance; and of the proof. */
+        for (size_t bit = 0; bit < 8 * FRAME_TOKEN_SIZE; bit++) {
+                token_t x = t;
+                x.bytes[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&x, HANDSHAKE_RELAY, &b, mac));
+        }
+        for (size_t bit = 0; bit < 8 * FRAME_NONCE_SIZE; bit++) {
+                o = b;
+                o.relay_nonce[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+                o = b;
+                o.driver_nonce[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+        }
+        for (size_t bit = 0; bit < 8 * FRAME_INSTANCE_SIZE; bit++) {
+                o = b;
+                o.instance[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+        }
+        for (size_t bit = 0; bit < 8 * FRAME_MAC_SIZE; bit++) {
+                uint8_t m[FRAME_MAC_SIZE];
+                memcpy(m, mac, sizeof(m));
+                m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &b, m));
+        }
+        /* Swapping the two nonces is another binding too. */
+        o = b;
+        memcpy(o.relay_nonce, b.driver_nonce, FRAME_NONCE_SIZE);
+        memcpy(o.driver_nonce, b.relay_nonce, FRAME_NONCE_SIZE);
+        ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+}
+END_TEST
+
+START_TEST(bad_inputs_refused)
+{
+        token_t t = sample_token();
+        handshake_binding_t b = sample();
+        uint8_t mac[FRAME_MAC_SIZE];
+        memset(mac, 0x77, sizeof(mac));
+        b.channel = (frame_channel_t)3;
+        ck_assert_int_eq(handshake_prove(&t, HANDSHAKE_RELAY, &b, mac), -EINVAL);
+        ck_assert_uint_eq(mac[0], 0x77); /* written only on success */
+        ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &b, mac));
+        b = sample();
+        ck_assert_int_eq(handshake_prove(&t, (handshake_side_t)2, &b, mac), -EINVAL);
+        ck_assert(!handshake_verify(&t, (handshake_side_t)2, &b, mac));
+}
+END_TEST
+
+START_TEST(nonces_are_fresh)
+{
+        uint8_t a[FRAME_NONCE_SIZE], b[FRAME_NONCE_SIZE];
+        static const uint8_t zero[FRAME_NONCE_SIZE];
+        ck_assert_int_eq(handshake_nonce(a), 0);
+        ck_assert_int_eq(handshake_nonce(b), 0);
+        ck_assert_int_ne(memcmp(a, b, sizeof(a)), 0);
+        ck_assert_int_ne(memcmp(a, zero, sizeof(a)), 0);
+}
+END_TEST
+
+START_TEST(instance_hex)
+{
+        uint8_t id[FRAME_INSTANCE_SIZE];
+        static const char hex[] = "00112233445566778899aabbccddeeff";
+        ck_assert_int_eq(handshake_instance_from_hex(hex, strlen(hex), id), 0);
+        ck_assert_uint_eq(id[0], 0x00);
+        ck_assert_uint_eq(id[5], 0x55);
+        ck_assert_uint_eq(id[15], 0xff);
+        char back[HANDSHAKE_INSTANCE_HEX_LEN + 1];
+        handshake_instance_to_hex(id, back);
+        ck_assert_str_eq(back, hex);
+        static const char *const bad[] = {"",
+                                          "00112233445566778899aabbccddeef",
+                                          "00112233445566778899aabbccddeeff0",
+                                          "00112233445566778899AABBCCDDEEFF",
+                                          "00112233445566778899aabbccddeefg",
+                                          "0011223344556677 899aabbccddeeff"};
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                memset(id, 0x5a, sizeof(id));
+                ck_assert_int_eq(handshake_instance_from_hex(bad[i], strlen(bad[i]), id), -EINVAL);
+                ck_assert_uint_eq(id[0], 0x5a);
+        }
+        ck_assert_int_eq(handshake_instance_from_hex(NULL, 32, id), -EINVAL);
+        /* The length is the caller's, not strlen: a NUL inside is refused. */
+        ck_assert_int_eq(handshake_instance_from_hex("0011223344556677\0"
+                                                     "8899aabbccddeeff",
+                                                     32, id),
+                         -EINVAL);
+}
+END_TEST
+
+static Suite *handshake_suite(void)
+{
+        Suite *s = suite_create("handshake");
+        TCase *tc = tcase_create("proof");
+        tcase_add_test(tc, layout_is_documented);
+        tcase_add_test(tc, every_input_is_bound);
+        tcase_add_test(tc, bad_inputs_refused);
+        tcase_add_test(tc, nonces_are_fresh);
+        tcase_add_test(tc, instance_hex);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(handshake_suite());
+}
