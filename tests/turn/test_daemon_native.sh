@@ -14,53 +14,22 @@
 DRIVER=$(realpath "$1")
 RELAY=$(realpath "$2")
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
-        HANGAR_NATIVE_UNSHARED=1 exec unshare --mount --propagation private -- \
-                bash "$0" "$DRIVER" "$RELAY"
-fi
-. "$HERE/../lib/testlib.sh"
 . "$HERE/hostlib.sh"
+host_unshared "$0" "$DRIVER" "$RELAY"
+. "$HERE/../lib/testlib.sh"
 t_begin "the driver's daemon on the host (serve + ctl start)"
-cd "$T_TMP" || exit 1
-[ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
-host_turn_setup "$DRIVER" "$RELAY"
-DRIVER=$T_TMP/bin/hangar-driver
-RELAY=$T_TMP/bin/hangar-relay
-as_driver sh -c "echo '{\"verdict\":\"split-active\",\"reasons\":[]}' | tee ctl/verdict.json >home/verdict.json"
+host_turn_up "$DRIVER" "$RELAY"
 
 spec() {
         jq -n --arg id "$1" --arg script "$2" --arg cwd "$T_TMP/turn" --argjson extra "${3:-{\}}" \
                 '{turn: $id, mode: "ask", cwd: $cwd, script: $script, run_key: "KEY-\($id)",
                   linger_s: 30, connect_timeout_s: 30, handshake_timeout_ms: 500} + $extra'
 }
-# serve NAME: the daemon in the background (setpriv execs: $! is its pid).
-serve() {
-        setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" serve 2>"$1.serve.err" &
-        echo $! >"$1.serve.pid"
-        t_cleanup_pid "$(cat "$1.serve.pid")"
-        t_wait_for "ctl ping >$1.ping 2>/dev/null" 10 || t_fail "$1: the daemon never answered"
-}
-# start NAME SPEC: ctl start (the reply has the token), then the relay in
-# hangar's order: the token only after the relay's ready line.
-start() {
-        echo "$2" >"$1.spec"
-        ctl start --spec - <"$1.spec" >"$1.start" 2>"$1.start.err" || { t_fail "$1: ctl start: $(cat "$1.start.err")"; return 1; }
-        local token
-        token=$(jq -r .token "$1.start")
-        : >"$1.relay.out"
-        { t_wait_for "grep -q '\"relay\":' '$1.relay.out'" 30 &&
-                grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$token"; } |
-                HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-                        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
-                        >"$1.relay.out" 2>"$1.relay.err" &
-        echo $! >"$1.relay.pid"
-        t_cleanup_pid "$(cat "$1.relay.pid")"
-}
 relay_result() { tail -n 1 "$1.relay.out"; }
 log_has() { grep -q -- "$1" home/run/log 2>/dev/null; }
 state() { ctl status | jq -r .state; }
 
-serve d1
+host_serve d1
 t_eq "ping: the daemon answers, idle" "true idle" "$(jq -r '"\(.ok) \(.state)"' d1.ping)"
 INSTANCE1=$(jq -r .instance d1.ping)
 t_eq "an instance id (32 hex)" 32 "$(printf %s "$INSTANCE1" | tr -cd 0-9a-f | wc -c)"
@@ -77,7 +46,7 @@ for i in $(seq 61 120); do echo "line-$i"; sleep 0.02; done; exit 7'
 seq 1 60 | sed 's/^/line-/' >want.log
 echo go=now >>want.log
 seq 61 120 | sed 's/^/line-/' >>want.log
-start t1 "$(spec t1 "$SCRIPT" '{"close_stdin": false}')"
+host_start t1 "$(spec t1 "$SCRIPT" '{"close_stdin": false}')"
 t_eq "ctl start: turn, token, port, instance" "t1 64 true $INSTANCE1" \
         "$(jq -r '"\(.turn) \(.token | length) \(.port > 0) \(.instance)"' t1.start)"
 t_eq "a second start while it is in flight is refused" "1 yes" \
@@ -135,7 +104,7 @@ t_check "the agent cannot reach the control socket" \
 
 # ---- the next turn, then SIGTERM in the middle of one ----
 LOOP='echo started; i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done'
-start t3 "$(spec t3 "$LOOP")"
+host_start t3 "$(spec t3 "$LOOP")"
 t_check "the next turn runs" t_wait_for "log_has 'tick 3'" 15
 kill -TERM "$SPID"
 t_wait_pid d1.serve.pid 10
@@ -148,9 +117,9 @@ t_check "... no harness left" t_wait_for "! pgrep -f '$AGENT_HOME_VIEW/run/scrip
 t_check "... the socket is removed" test ! -e ctl/ctl.sock
 
 # ---- a daemon killed in the middle of a turn ----
-serve d2
+host_serve d2
 INSTANCE2=$(jq -r .instance d2.ping)
-start t4 "$(spec t4 "$LOOP")"
+host_start t4 "$(spec t4 "$LOOP")"
 t_check "a turn runs" t_wait_for "log_has 'tick 3'" 15
 kill -9 "$(cat d2.serve.pid)"
 t_wait_pid t4.relay.pid 10
@@ -158,12 +127,12 @@ t_eq "daemon killed: the relay ends the harness, 125 driver-gone" "125 driver-go
 t_check "... no harness left" t_wait_for "! pgrep -f '$AGENT_HOME_VIEW/run/script' >/dev/null" 5
 t_check "... it left a stale socket and port" sh -c "test -S ctl/ctl.sock && test -e home/relay.port"
 STALE_PORT=$(cat home/relay.port)
-serve d3
+host_serve d3
 INSTANCE3=$(jq -r .instance d3.ping)
 t_check "the restarted daemon has a new instance id" test "$INSTANCE3" != "$INSTANCE2"
 t_check "... it removed the stale port and token" sh -c "test ! -e home/relay.port && test ! -e ctl/relay.token"
 t_eq "... and kept no state of the old turn" idle "$(state)"
-start t5 "$(spec t5 'echo clean-turn; exit 3' '{"linger_s": 1}')"
+host_start t5 "$(spec t5 'echo clean-turn; exit 3' '{"linger_s": 1}')"
 t_wait_pid t5.relay.pid 20
 t_eq "the next turn runs clean (3)" 3 "$?"
 t_check "... its port is its own" sh -c "[ \"\$(jq -r .port t5.start)\" != '$STALE_PORT' ] || true"

@@ -15,19 +15,11 @@
 DRIVER=$(realpath "$1")
 RELAY=$(realpath "$2")
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
-        HANGAR_NATIVE_UNSHARED=1 exec unshare --mount --propagation private -- \
-                bash "$0" "$DRIVER" "$RELAY"
-fi
-. "$HERE/../lib/testlib.sh"
 . "$HERE/hostlib.sh"
+host_unshared "$0" "$DRIVER" "$RELAY"
+. "$HERE/../lib/testlib.sh"
 t_begin "the relay refuses a daemon that is not the instance that started its turn"
-cd "$T_TMP" || exit 1
-[ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
-host_turn_setup "$DRIVER" "$RELAY"
-DRIVER=$T_TMP/bin/hangar-driver
-RELAY=$T_TMP/bin/hangar-relay
-as_driver sh -c "echo '{\"verdict\":\"split-active\",\"reasons\":[]}' | tee ctl/verdict.json >home/verdict.json"
+host_turn_up "$DRIVER" "$RELAY"
 
 spec() {
         jq -n --arg id "$1" --arg cwd "$T_TMP/turn" \
@@ -35,10 +27,7 @@ spec() {
                   linger_s: 5, connect_timeout_s: 60, handshake_timeout_ms: 500}'
 }
 serve() { # NAME: the daemon in the background; its instance in NAME.instance
-        setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" serve 2>"$1.serve.err" &
-        echo $! >"$1.serve.pid"
-        t_cleanup_pid "$(cat "$1.serve.pid")"
-        t_wait_for "ctl ping >$1.ping 2>/dev/null" 10 || t_fail "$1: the daemon never answered"
+        host_serve "$1"
         jq -r .instance "$1.ping" >"$1.instance"
 }
 start() { # NAME: ctl start; the reply in NAME.start

@@ -14,21 +14,12 @@
 DRIVER=$(realpath "$1")
 RELAY=$(realpath "$2")
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
-        HANGAR_NATIVE_UNSHARED=1 exec unshare --mount --propagation private -- \
-                bash "$0" "$DRIVER" "$RELAY"
-fi
-. "$HERE/../lib/testlib.sh"
 . "$HERE/hostlib.sh"
+host_unshared "$0" "$DRIVER" "$RELAY"
+. "$HERE/../lib/testlib.sh"
 t_begin "a terminal turn on the host (pty, screen, tmux)"
-cd "$T_TMP" || exit 1
-[ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
 command -v busybox >/dev/null || { t_fail "busybox not found"; t_end; }
-host_turn_setup "$DRIVER" "$RELAY"
-DRIVER=$T_TMP/bin/hangar-driver
-RELAY=$T_TMP/bin/hangar-relay
-as_agent() { HOME=$T_TMP/agent-home setpriv --reuid 1000 --regid 1000 --clear-groups -- "$@"; }
-as_driver sh -c "echo '{\"verdict\":\"split-active\",\"reasons\":[]}' | tee ctl/verdict.json >home/verdict.json"
+host_turn_up "$DRIVER" "$RELAY"
 
 spec() {
         jq -n --arg id "$1" --arg script "$2" --arg cwd "$T_TMP/turn" --argjson extra "${3:-{\}}" \
@@ -36,41 +27,22 @@ spec() {
                   linger_s: 30, connect_timeout_s: 30, handshake_timeout_ms: 500,
                   close_stdin: false, terminal: {rows: 24, cols: 80, term: "xterm-256color"}} + $extra'
 }
-# serve NAME [ENV...]: the daemon in the background.
-serve() {
-        local name=$1
-        shift
-        env "$@" setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" serve 2>"$name.serve.err" &
-        echo $! >"$name.serve.pid"
-        t_cleanup_pid "$(cat "$name.serve.pid")"
-        t_wait_for "ctl ping >/dev/null 2>&1" 10 || t_fail "$name: the daemon never answered"
-}
 stop_serve() {
         kill -TERM "$(cat "$1.serve.pid")"
         t_wait_pid "$1.serve.pid" 10
         t_eq "$1: SIGTERM: the daemon exits 0 (no sanitizer report)" "0 " \
                 "$? $(grep -l 'Sanitizer' "$1.serve.err" 2>/dev/null)"
 }
-start() {
-        echo "$2" >"$1.spec"
-        ctl start --spec - <"$1.spec" >"$1.start" 2>"$1.start.err" || { t_fail "$1: ctl start: $(cat "$1.start.err")"; return 1; }
-        local token
-        token=$(jq -r .token "$1.start")
-        : >"$1.relay.out"
-        { t_wait_for "grep -q '\"relay\":' '$1.relay.out'" 30 &&
-                grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$token"; } |
-                HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-                        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
-                        >"$1.relay.out" 2>"$1.relay.err" &
-        echo $! >"$1.relay.pid"
-        t_cleanup_pid "$(cat "$1.relay.pid")"
-}
 log_has() { grep -q -- "$1" home/run/log 2>/dev/null; }
 screen_has() { ctl screen 2>/dev/null | grep -q -- "$1"; }
+screen_lacks() { ! ctl screen 2>/dev/null | grep -q -- "$1"; }
+harness_is() { [ "$(ctl status 2>/dev/null | jq -r '"\(.harness.end) \(.harness.value)"')" = "$1" ]; }
+# count_row: the screen row (from 1) of the curses counter's count.
+count_row() { ctl screen 2>/dev/null | grep -n '^    count=' | cut -d: -f1; }
 TMUX_BIN=$(command -v tmux || true)
 tmux_capture() { as_driver "$TMUX_BIN" -S ctl/tmux.sock capture-pane -p -t hangar; }
 
-serve d1
+host_serve d1
 # ---- bad terminal specs are refused ----
 for bad in '{"rows": 1, "cols": 80, "term": "xterm"}' '{"rows": 24, "cols": 5000, "term": "xterm"}' \
         '{"rows": 24, "cols": 80, "term": "xterm;rm -rf /"}' '{"rows": 24, "cols": 80}' \
@@ -88,7 +60,7 @@ trap '\''echo got-usr1'\'' USR1
 trap '\''echo got-int; exit 42'\'' INT
 echo ready
 while :; do sleep 0.1; done'
-start t1 "$(spec t1 "$SCRIPT")"
+host_start t1 "$(spec t1 "$SCRIPT")"
 t_check "the harness runs on the terminal" t_wait_for "log_has ready" 15
 t_check "tty names a pty" grep -qE '^/dev/pts/[0-9]+' home/run/log
 t_check "stty size is the size asked (24 80)" grep -q 'size=24 80' home/run/log
@@ -114,7 +86,7 @@ vi_turn() { # NAME TMUX(yes|no)
         local name=$1 with_tmux=$2
         printf 'first line\n' >turn/notes.txt
         chown 1000:1000 turn/notes.txt
-        start "$name" "$(spec "$name" 'exec busybox vi notes.txt')"
+        host_start "$name" "$(spec "$name" 'exec busybox vi notes.txt')"
         t_check "$name: vi shows the file on ctl screen" t_wait_for "screen_has 'first line'" 15
         t_check "$name: ... and its empty lines (~)" sh -c "ctl() { setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl \"\$@\"; }; [ \"\$(ctl screen | grep -c '^~')\" -ge 10 ]"
         t_eq "$name: status says whether tmux keeps the screen" "$with_tmux" \
@@ -145,15 +117,72 @@ if [ -n "$TMUX_BIN" ]; then
         vi_turn vi1 yes
 fi
 stop_serve d1
-serve d2 HANGAR_TMUX=off
+host_serve d2 HANGAR_TMUX=off
 vi_turn vi2 no
+
+# ---- a python curses program as the harness (the driver's own screen) ----
+# Debian's python3 and its curses module (ncurses, terminfo from the host):
+# a counter that + raises, - lowers, letters are typed into, that
+# redraws at its new size on SIGWINCH (KEY_RESIZE), and that exits with the
+# count as its status on q. It draws with cursor addressing on the alternate
+# screen, as full-screen programs do, not line by line as vi's first screen.
+cat >turn/counter.py <<'PY'
+import curses, sys
+
+def main(w):
+    w.keypad(True)
+    count, typed = 0, ""
+    while True:
+        rows, cols = w.getmaxyx()
+        w.erase()
+        w.addstr(0, 0, "curses-counter %dx%d" % (rows, cols))
+        w.addstr(rows // 2, 4, "count=%d" % count)
+        w.addstr(rows // 2 + 1, 4, "typed=[%s]" % typed)
+        w.addstr(rows - 1, 0, "bottom-line")
+        w.refresh()
+        k = w.getch()
+        if k == ord("+"):
+            count += 1
+        elif k == ord("-"):
+            count -= 1
+        elif k == ord("q"):
+            return count
+        elif 97 <= k <= 122:
+            typed += chr(k)
+
+sys.exit(curses.wrapper(main))
+PY
+chown 1000:1000 turn/counter.py
+if python3 -c 'import curses' 2>/dev/null; then
+        host_start py "$(spec py 'exec python3 counter.py')"
+        t_check "python curses: its screen on ctl screen (24x80, count=0)" \
+                t_wait_for "screen_has 'curses-counter 24x80' && screen_has 'count=0'" 15
+        t_eq "... drawn by cursor address: the count on row 13, the last line on row 24" \
+                "13 24" "$(count_row) $(ctl screen | grep -n '^bottom-line' | cut -d: -f1)"
+        ctl send-keys + + + >/dev/null
+        t_check "... keys through ctl change it (+ + +: count=3)" t_wait_for "screen_has '    count=3'" 10
+        ctl send-keys - h i >/dev/null
+        t_check "... (-, then letters: count=2, typed=[hi])" \
+                t_wait_for "screen_has '    count=2' && screen_has 'typed=\[hi\]'" 10
+        t_check "... the old count is gone from the screen" screen_lacks 'count=3'
+        ctl resize 30 100 >/dev/null
+        t_check "... ctl resize: it redraws at the new size (30x100, the count on row 16)" \
+                t_wait_for "screen_has 'curses-counter 30x100' && [ \"\$(count_row)\" = 16 ]" 10
+        ctl send-keys q >/dev/null
+        t_check "... q: the exit status is its count (2)" t_wait_for "harness_is 'exited 2'" 10
+        ctl finish >/dev/null
+        t_wait_pid py.relay.pid 15
+        t_eq "... the relay exits as the harness did (2)" 2 "$?"
+else
+        t_fail "python3 with curses not found (Debian's python3)"
+fi
 
 # ---- approvals on a terminal turn: descriptor 3, never the screen ----
 SCRIPT='echo "{\"type\":\"approval_request\",\"id\":\"fake\",\"action\":\"on-screen\"}"
 echo "approved: fake (by hangar)"
 echo "{\"type\":\"approval_request\",\"id\":\"real\",\"action\":\"deploy\"}" >&$HANGAR_APPROVAL_FD
 read -r resp <&$HANGAR_APPROVAL_FD; echo "resp=$resp"; read -r line; echo "steer=$line"; exit 3'
-start ap "$(spec ap "$SCRIPT")"
+host_start ap "$(spec ap "$SCRIPT")"
 t_check "the real request (descriptor 3) is pending" \
         t_wait_for "ctl approvals | jq -e '.approvals[] | select(.id == \"real\" and .state == \"pending\")' >/dev/null" 10
 t_check "the screen shows the fake request" screen_has '"id":"fake"'
@@ -170,7 +199,7 @@ t_wait_pid ap.relay.pid 15
 
 # ---- the agent and its own terminal ----
 SCRIPT='echo "tty=$(tty)"; read -r line; echo "line=$line"; exit 0'
-start ag "$(spec ag "$SCRIPT")"
+host_start ag "$(spec ag "$SCRIPT")"
 t_check "the harness runs" t_wait_for "log_has tty=" 10
 PTS=$(sed -n 's/^tty=\(\/dev\/pts\/[0-9]*\).*/\1/p' home/run/log | head -n 1)
 as_agent sh -c "printf 'written-by-the-agent\r\n' >$PTS"

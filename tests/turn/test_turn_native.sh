@@ -9,30 +9,15 @@ DRIVER=$(realpath "$1")
 RELAY=$(realpath "$2")
 ATTACK=$(realpath "$3")
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/hostlib.sh"
 # Its own mount namespace: hangar-home is a read-only bind mount in the
 # agent's view (as in the pod), and hangar-ctl a small tmpfs (to fill it).
-if [ "${HANGAR_NATIVE_UNSHARED:-}" != 1 ] && [ "$(id -u)" = 0 ]; then
-        HANGAR_NATIVE_UNSHARED=1 exec unshare --mount --propagation private -- \
-                bash "$0" "$DRIVER" "$RELAY" "$ATTACK"
-fi
+host_unshared "$0" "$DRIVER" "$RELAY" "$ATTACK"
 . "$HERE/../lib/testlib.sh"
-. "$HERE/hostlib.sh"
 t_begin "a turn on the host (driver uid 1001, relay uid 1000)"
-cd "$T_TMP" || exit 1
-[ "$(id -u)" = 0 ] || { t_fail "needs root (setpriv to two uids)"; t_end; }
 # The binaries must be reachable by both uids (the tree and gate commands
 # run as the agent through the relay).
-host_turn_setup "$DRIVER" "$RELAY" "$ATTACK"
-as_agent() {
-        HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-                setpriv --reuid 1000 --regid 1000 --clear-groups -- "$@"
-}
-verdict() {
-        as_driver sh -c "echo '{\"verdict\":\"$1\",\"reasons\":[{\"code\":\"$2\"}]}' | tee ctl/verdict.json >home/verdict.json"
-}
-verdict split-active none
-DRIVER=$T_TMP/bin/hangar-driver
-RELAY=$T_TMP/bin/hangar-relay
+host_turn_up "$DRIVER" "$RELAY" "$ATTACK"
 
 spec() {
         jq -n --arg id "$1" --arg script "$2" --arg cwd "$T_TMP/turn" --argjson extra "${3:-{\}}" \
@@ -165,9 +150,12 @@ ctl tree >leak.out 2>leak.err
 chmod 755 turn
 t_check "a failed tree's error is its own output ($(head -c 120 leak.err))" \
         sh -c "grep -q 'tree hash failed' leak.err && ! grep -q LEAKMARK leak.err"
-# finish while a run request is still running: the relay stops it and ends
-# at once (no 2 s stall on a copy of its reaped flag).
-as_driver "$DRIVER" ctl run -- sleep 100 >/dev/null 2>&1 &
+# finish while a run request is still running: the turn ends as hangar
+# asked, the relay stops the run's process group (SIGTERM, reaped) and ends,
+# and the run's client is answered. (The time from finish to the relay's
+# exit is printed, not judged: a 2 s stall on a copy of the relay's reaped
+# flag, fixed in f93720b, only ever showed as time; bench/ measures speed.)
+as_driver "$DRIVER" ctl run -- sleep 100 >run100.out 2>&1 &
 RUNBG=$!
 t_wait_for "grep -q '\"argv\":\[\"sleep\"' ctl/events.jsonl" 10
 t_wait_for "pgrep -u 1000 -x sleep >/dev/null" 10
@@ -179,9 +167,13 @@ t_wait_pid main.driver.pid 10
 t_eq "the driver ends: done, harness 5" "0 done 5" "$? $(jq -r '"\(.end) \(.harness.value)"' main.driver.out)"
 t_wait_pid main.relay.pid 10
 t_eq "the relay exits 5" 5 "$?"
-MS=$((($(date +%s%N) - T0) / 1000000))
-t_check "... within 1.5 s of finish with a run request active (${MS} ms)" test "$MS" -lt 1500
-wait $RUNBG 2>/dev/null
+echo "  (finish to the relay's exit, a run request active: $((($(date +%s%N) - T0) / 1000000)) ms)"
+t_check "... the run's process is gone with the relay (nothing of the agent's outlives it)" \
+        sh -c '! pgrep -u 1000 -x sleep >/dev/null'
+t_eq "... the turn's end is hangar's finish, recorded" "done finished by hangar" \
+        "$(jq -r '"\(.end) \(.reason)"' main.driver.out)"
+wait $RUNBG
+t_eq "... the run's client is answered: the turn ended (1)" "1 hangar-driver ctl: the turn ended" "$? $(cat run100.out)"
 t_check "the scratch directory is removed" test ! -e agent-home/.hangar-scratch/main
 t_eq "the run key is 0600 in hangar-ctl" 600 "$(stat -c %a ctl/run.key)"
 t_check "the agent cannot read the run key" sh -c "! HOME=/tmp setpriv --reuid 1000 --regid 1000 --clear-groups -- cat ctl/run.key 2>/dev/null"
@@ -308,7 +300,7 @@ t_eq "no relay within connect_timeout_s: 1, relay-never-connected" "1 relay-neve
 t_eq "... exit.json says so" relay-never-connected "$(jq -r .end home/run/exit.json)"
 
 # ---- the gate ----
-verdict refused agent-failed
+host_verdict refused agent-failed
 as_driver "$DRIVER" relay --spec - <<<"$(spec g 'true')" >g.out 2>/dev/null
 t_eq "required and a refused verdict: 4, with the reason" "4 agent-failed" \
         "$? $(jq -r '.reason | split(":")[0]' g.out)"
