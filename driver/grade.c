@@ -555,6 +555,9 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
         /* hangar's exec ended: whatever the grader side still had is over. */
         if (g->state != GS_DONE)
                 close_conn(g, "ctl grade finish before the grader side's end");
+        /* What ran beside the agent's container, from hangar's reading of
+         * the pod after the grader's exec ended (docs/graders.md). */
+        g->reasons |= f.pod_reasons;
         /* The exec's status is hangar's; the grader side's is its word. */
         if (g->have_exit) {
                 int side = g->side_exit.end == FRAME_END_SIGNALED ? 128 + g->side_exit.value
@@ -576,6 +579,8 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
                 json_object_set_new(j, "exit_status", json_integer(f.exit_status));
                 json_object_set_new(j, "output_sha256", json_string(hex));
                 json_object_set_new(j, "output_bytes", json_integer((json_int_t)f.output_len));
+                json_object_set(j, "other_containers",
+                                f.other_containers ? f.other_containers : json_null());
         }
         grade_finish_free(&f);
         if (!j) {

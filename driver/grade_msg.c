@@ -8,11 +8,12 @@
 #include "cleanup.h"
 #include "ctlreq.h"
 #include "jsonx.h"
+#include "k8sname.h"
 
 static const char *const reason_names[GRADE_R_COUNT] = {
     "trial-running",     "foreign-process",  "pid1-open",     "grader-traced",    "token-misused",
     "report-refused",    "split-not-active", "path-writable", "preload-writable", "record-failed",
-    "grader-incomplete", "status-mismatch",  "sweep-failed",
+    "grader-incomplete", "status-mismatch",  "sweep-failed",  "other-containers",
 };
 
 const char *grade_reason_name(uint32_t bit)
@@ -285,16 +286,72 @@ void grade_finish_free(grade_finish_t *f)
         *f = (grade_finish_t){0};
 }
 
+/* The spec check's report hangar passes in at finish, judged: the
+ * containers that may have run beside the agent's during the grade (the
+ * probe lists them: regular containers but the agent's and the driver,
+ * restartable init containers, ephemeral containers), and whether the pod
+ * still has the sidecar's shape. hangar's word, like the exit status: what
+ * is checked is that it is a spec report whole, not a made-up one. */
+static int judge_spec_report(json_t *rep, grade_finish_t *f, hg_error_t *err)
+{
+        if (json_is_null(rep)) {
+                /* The pod could not be read: nobody knows what ran beside it. */
+                f->pod_reasons = GRADE_R_OTHER_CONTAINERS;
+                return 0;
+        }
+        if (!json_is_object(rep) || json_object_get(rep, "role"))
+                return error_set(err, -EINVAL,
+                                 "\"spec_report\" must be hangar-probe spec's report, or null");
+        json_t *checks = json_object_get(rep, "checks");
+        json_t *others = json_object_get(rep, "other_containers");
+        const char *result = NULL;
+        if (jsonx_string(rep, "result", &result) < 0 || !json_is_array(checks) ||
+            json_array_size(checks) == 0)
+                return error_set(err, -EINVAL, "\"spec_report\" has no result or no checks");
+        bool failed = false;
+        size_t i;
+        json_t *c;
+        json_array_foreach (checks, i, c) {
+                const char *st = NULL;
+                if (jsonx_string(c, "status", &st) < 0 ||
+                    (strcmp(st, "pass") != 0 && strcmp(st, "fail") != 0))
+                        return error_set(err, -EINVAL,
+                                         "a check of \"spec_report\" is neither pass nor fail");
+                failed = failed || strcmp(st, "fail") == 0;
+        }
+        if (strcmp(result, failed ? "fail" : "pass") != 0)
+                return error_set(err, -EINVAL, "\"spec_report\" says %.10s but its checks say %s",
+                                 result, failed ? "fail" : "pass");
+        if (!json_is_array(others) || json_array_size(others) > GRADE_CONTAINERS_MAX)
+                return error_set(err, -EINVAL,
+                                 "\"spec_report\" has no \"other_containers\" list of at most %u "
+                                 "(a probe older than the list?)",
+                                 GRADE_CONTAINERS_MAX);
+        json_array_foreach (others, i, c) {
+                if (!str_ok(c, 63) || !k8s_is_dns1123_label(json_string_value(c)))
+                        return error_set(err, -EINVAL,
+                                         "\"other_containers\" must be container names");
+        }
+        if (failed)
+                f->pod_reasons |= GRADE_R_SPLIT_NOT_ACTIVE;
+        if (json_array_size(others) > 0)
+                f->pod_reasons |= GRADE_R_OTHER_CONTAINERS;
+        f->other_containers = others;
+        return 0;
+}
+
 int grade_finish_parse(const char *text, size_t len, grade_finish_t *ret, hg_error_t *err)
 {
-        static const char *const names[] = {"grade", "exit_status", "output_base64", NULL};
+        static const char *const names[] = {"grade", "exit_status", "output_base64", "spec_report",
+                                            NULL};
         if (len > GRADE_SPEC_MAX)
                 return error_set(err, -E2BIG, "a finish spec is at most %u bytes", GRADE_SPEC_MAX);
         grade_finish_t f = {0};
-        int r = jsonx_load(text, len, 2, &f.root, err);
+        /* The spec report's checks are objects in an array in it: depth 4. */
+        int r = jsonx_load(text, len, 4, &f.root, err);
         if (r < 0)
                 return r;
-        json_t *id, *st, *out;
+        json_t *id, *st, *out, *rep;
         if (!json_is_object(f.root) || (r = only_members(f.root, names, err)) < 0) {
                 r = r < 0 ? r : error_set(err, -EINVAL, "a finish spec is a JSON object");
                 goto fail;
@@ -315,6 +372,15 @@ int grade_finish_parse(const char *text, size_t len, grade_finish_t *ret, hg_err
                               GRADE_OUTPUT_MAX);
                 goto fail;
         }
+        rep = json_object_get(f.root, "spec_report");
+        if (!rep) {
+                r = error_set(err, -EINVAL,
+                              "\"spec_report\" is required: the pod's spec check after the "
+                              "grader's exec ended, or null");
+                goto fail;
+        }
+        if ((r = judge_spec_report(rep, &f, err)) < 0)
+                goto fail;
         if ((r = base64_decode(json_string_value(out), &f.output, &f.output_len, err)) < 0)
                 goto fail;
         f.id = json_string_value(id);

@@ -43,8 +43,9 @@ typedef enum grade_reason {
         GRADE_R_GRADER_INCOMPLETE = 1u << 10, /* no grader side, or it ended before EXIT */
         GRADE_R_STATUS_MISMATCH = 1u << 11,   /* the exec's status is not the one the side saw */
         GRADE_R_SWEEP_FAILED = 1u << 12,      /* the sweep could not see the namespace */
+        GRADE_R_OTHER_CONTAINERS = 1u << 13,  /* a container beside the agent's and the driver */
 } grade_reason_t;
-#define GRADE_R_COUNT 13u
+#define GRADE_R_COUNT 14u
 
 /* "trial-running", ...; NULL for a value outside the list. */
 const char *grade_reason_name(uint32_t bit);
@@ -81,14 +82,24 @@ int grade_spec_parse(const char *text, size_t len, grade_spec_t *ret, hg_error_t
 void grade_spec_free(grade_spec_t *s);
 
 /* The finish spec: {"grade": "g-7", "exit_status": 0..255,
- * "output_base64": "..."} (the exec's status and output, as hangar got
- * them; output at most GRADE_OUTPUT_MAX decoded bytes). */
+ * "output_base64": "...", "spec_report": {...} | null} (the exec's status
+ * and output, as hangar got them; output at most GRADE_OUTPUT_MAX decoded
+ * bytes; the pod's spec check, `hangar-probe spec`, as hangar read it
+ * after the grader's exec ended, or null when it could not read the pod).
+ * The spec report must be one: no "role", pass/fail checks that add up to
+ * its "result", and "other_containers", a list of at most
+ * GRADE_CONTAINERS_MAX container names. Its judgement is pod_reasons:
+ * other-containers when that list is not empty or the pod was not read,
+ * split-not-active when the report fails. */
+#define GRADE_CONTAINERS_MAX 64u
 typedef struct grade_finish {
         json_t *root;
         const char *id;
         int exit_status;
         char *output;
         size_t output_len;
+        uint32_t pod_reasons;
+        json_t *other_containers; /* borrowed from root; NULL: the pod was not read */
 } grade_finish_t;
 int grade_finish_parse(const char *text, size_t len, grade_finish_t *ret, hg_error_t *err);
 void grade_finish_free(grade_finish_t *f);

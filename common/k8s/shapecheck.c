@@ -473,18 +473,54 @@ static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
         check_identities(cfg, f, pod);
 }
 
+/* Whether a container of the list can run while the agent's does: every
+ * regular container, an init container that restarts (a native sidecar:
+ * it keeps running beside the others), every ephemeral container (it is
+ * added to a running pod and is never removed). A plain init container
+ * ended before any regular container started. */
+static bool runs_beside_agent(const char *list, json_t *c)
+{
+        if (strcmp(list, "initContainers") != 0)
+                return true;
+        const char *policy = NULL;
+        return jsonx_string(c, "restartPolicy", &policy) == 0 && strcmp(policy, "Always") == 0;
+}
+
+json_t *shapecheck_other_containers(const hg_config_t *cfg, json_t *pod)
+{
+        json_t *names = json_array();
+        for (size_t l = 0; names && l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
+                        shape_role_t role = shapecheck_role(cfg, lists[l], name_of(c));
+                        if (role == SHAPE_ROLE_AGENT || role == SHAPE_ROLE_DRIVER ||
+                            !runs_beside_agent(lists[l], c))
+                                continue;
+                        if (json_array_append_new(names, json_string(name_of(c))) < 0) {
+                                json_decref(names);
+                                return NULL;
+                        }
+                }
+        }
+        return names;
+}
+
 json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass)
 {
         findings_t f = {.checks = json_array()};
         if (!f.checks)
                 return NULL;
         check(cfg, &f, pod);
-        if (f.oom) {
+        json_t *others = shapecheck_other_containers(cfg, pod);
+        if (f.oom || !others) {
                 json_decref(f.checks);
+                json_decref(others);
                 return NULL;
         }
         *ret_pass = !f.failed;
-        return json_pack("{s:s, s:o}", "result", f.failed ? "fail" : "pass", "checks", f.checks);
+        return json_pack("{s:s, s:o, s:o}", "result", f.failed ? "fail" : "pass", "checks",
+                         f.checks, "other_containers", others);
 }
 
 int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret)

@@ -32,9 +32,17 @@ typedef enum shapecheck_scope {
         SHAPECHECK_POD,
 } shapecheck_scope_t;
 
-/* Checks pod; returns a JSON object {"result": "pass"|"fail", "checks": [...]}
- * (NULL on allocation failure) and sets *ret_pass. */
+/* Checks pod; returns a JSON object {"result": "pass"|"fail", "checks": [...],
+ * "other_containers": [...]} (NULL on allocation failure) and sets *ret_pass.
+ * other_containers is a fact, not a finding: it passes or fails nothing. */
 json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass);
+
+/* The names of pod's containers, other than the agent's and the driver,
+ * that can run while the agent's does: regular containers, restartable
+ * (native sidecar) init containers, ephemeral containers. A sealed grade
+ * is isolated only when there is none (docs/graders.md: the grader's sweep
+ * sees only the agent's PID namespace). NULL on allocation failure. */
+json_t *shapecheck_other_containers(const hg_config_t *cfg, json_t *pod);
 
 typedef struct shapecheck_finding {
         const char *code; /* "spec.driver", ... */

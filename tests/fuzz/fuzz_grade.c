@@ -7,7 +7,9 @@
  *     (NULL after the last, the first non-empty), test paths grade_path_ok
  *     accepts, within the counts and byte bounds, and its go (grade_go_json)
  *     parses back to the same id, cwd, argv, timeout and report cap;
- *   - an accepted finish has a status 0-255 and output within its bound;
+ *   - an accepted finish has a status 0-255 and output within its bound,
+ *     and its spec report judged into other-containers and split-not-active
+ *     only, other-containers whenever it names a container or is null;
  *   - accepted findings claim only the grader side's reasons;
  *   - an accepted tree is 64 lowercase hex digits. */
 #include <errno.h>
@@ -79,6 +81,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         return check_refusal(r, &err), 0;
                 if (f.exit_status < 0 || f.exit_status > 255 || f.output_len > GRADE_OUTPUT_MAX ||
                     !ctlreq_turn_id_ok(f.id))
+                        abort();
+                if ((f.pod_reasons &
+                     ~(uint32_t)(GRADE_R_OTHER_CONTAINERS | GRADE_R_SPLIT_NOT_ACTIVE)) ||
+                    ((!f.other_containers || json_array_size(f.other_containers) > 0) !=
+                     !!(f.pod_reasons & GRADE_R_OTHER_CONTAINERS)))
                         abort();
                 grade_finish_free(&f);
                 break;

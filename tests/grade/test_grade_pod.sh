@@ -9,7 +9,8 @@
 # best_effort, pid1-open, the agent's PID 1 being the agent's own), then
 # each of issue 15's attacks, as the trial's processes left behind in the
 # agent's container, must leave the grade as it is (the report, the tests'
-# hash, the baseline trust) or downgrade it with the right reason.
+# hash, the baseline trust) or downgrade it with the right reason. Last, a
+# second pod with a third container beside the agent's (other-containers).
 # usage: test_grade_pod.sh WEBHOOK DRIVER RELAY PROBE [RUNTIME [RUNTIME_BIN]]
 # (RELAY's directory holds hangar-grade.)
 # shellcheck disable=SC2016  # scripts for the containers' shells
@@ -66,7 +67,7 @@ workspace() { in_agent sh -c "rm -rf /tmp/$1 && mkdir -p /tmp/$1 && echo 42 >/tm
 grade() {
         local name=$1 extra=${2:-"{}"} argv=${3:-$RUN} token port
         shift 3 2>/dev/null || shift $#
-        grade_spec "$name" tests "/tmp/$name" 20 "$argv" "$extra" >"$name.spec"
+        grade_spec "$name" tests "${GRADE_CWD:-/tmp/$name}" 20 "$argv" "$extra" >"$name.spec"
         "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- hangar-driver ctl grade begin --spec - \
                 <"$name.spec" >"$name.begin" 2>"$name.begin.err" ||
                 { t_fail "$name: begin: $(cat "$name.begin.err")"; return 1; }
@@ -79,9 +80,13 @@ grade() {
                 "$PODRUN" exec --dir "$POD" --stdin "${@/#/--env=}" sandbox -- hangar-grade \
                         > >(exec cat >>"$name.out") 2>"$name.err"
         echo $? >"$name.status"
-        sleep 0.2
+        # hangar reads the pod's spec after the grader's exec ended (a pod's
+        # containers only grow: every one that could have run beside the
+        # grader is in it); here the pod podrun runs, from its file.
+        "$PROBE" spec --pod-file pod.json >"$name.specrep"
         jq -n --arg id "$name" --argjson st "$(cat "$name.status")" --arg out "$(base64 -w0 <"$name.out")" \
-                '{grade: $id, exit_status: $st, output_base64: $out}' >"$name.finish"
+                --slurpfile rep "$name.specrep" \
+                '{grade: $id, exit_status: $st, output_base64: $out, spec_report: $rep[0]}' >"$name.finish"
         "$PODRUN" exec --dir "$POD" --stdin hangar-driver -- hangar-driver ctl grade finish --spec - \
                 <"$name.finish" >"$name.finished" 2>"$name.finish.err" ||
                 t_fail "$name: finish: $(cat "$name.finish.err")"
@@ -120,6 +125,7 @@ t_check "... the sweep is recorded (rounds >= 1, no survivor)" \
 t_check "... the tests are gone from hangar-home" in_agent sh -c '! test -e /var/lib/hangar/grades/clean'
 t_check "... the record is in hangar-ctl, 0600" \
         test "$(in_driver stat -c %a /var/lib/hangar-ctl/grades/clean/grade.json)" = 600
+t_eq "... no container beside the agent's and the driver" "[]" "$(jq -c .other_containers clean.grade)"
 
 # ---- a daemon left behind that rewrites a file the grader reads ----
 workspace rewrite
@@ -261,4 +267,38 @@ spec tr ask 'sleep 30' >tr.spec
 grade_spec tr2 tests /tmp/clean 20 "$RUN" >tr2.spec
 t_check "a grade is refused while a turn is in flight (turn-running)" \
         sh -c "'$PODRUN' exec --dir '$POD' --stdin hangar-driver -- hangar-driver ctl grade begin --spec - <tr2.spec 2>&1 | grep -q turn-running"
+
+# ---- a container beside the agent's (a pod of its own) ----
+# A user's sidecar that runs as the agent's uid, in its own PID namespace
+# (no sweep of the agent's container sees it), sharing the workspace's
+# volume and reading hangar-home (read-only, as the spec check allows): it
+# waits for the hidden tests, copies them and rewrites the answer while the
+# grader runs. The split holds (split-active: nothing of the driver is
+# reachable), but the grade cannot be isolated: hangar's spec report at
+# finish names the container, and the grade is other-containers.
+down
+POD=$T_TMP/pod2
+# shellcheck disable=SC2034 # turn_pod_up's
+POD_EDIT='.spec.volumes += [{name: "work", emptyDir: {}}]
+| .spec.containers |= map(if .name == "sandbox" then .volumeMounts += [{name: "work", mountPath: "/work"}] else . end)
+| .spec.containers += [{name: "helper", image: "debian:12",
+    command: ["/bin/sh", "-c", "until [ -e /var/lib/hangar/grades/beside/tests/run.sh ]; do sleep 0.01; done; cp -r /var/lib/hangar/grades/beside/tests /work/stolen.tmp; echo 666 >/work/beside/answer.txt; mv /work/stolen.tmp /work/stolen; exec sleep 100000"],
+    securityContext: {runAsUser: 1000, runAsGroup: 1000, allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}},
+    volumeMounts: [{name: "work", mountPath: "/work"}, {name: "hangar-home", mountPath: "/var/lib/hangar", readOnly: true}]}]'
+turn_pod_up || t_end
+t_eq "the pod with a helper: the spec passes, and names it beside the agent's" 'pass ["helper"]' \
+        "$(jq -c -r '"\(.result) \(.other_containers)"' spec.json)"
+in_agent sh -c 'mkdir -p /work/beside && echo 42 >/work/beside/answer.txt'
+# The grader waits (bounded) for the helper's copy, so that what the helper
+# did is there to see, whatever the machine's load.
+WAIT_RUN='["/bin/sh", "-c", "i=0; while [ ! -e /work/stolen ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; . \"$HANGAR_GRADE_TESTS/run.sh\""]'
+GRADE_CWD=/work/beside grade beside '{}' "$WAIT_RUN"
+t_eq "beside: best_effort, other-containers, the helper named" \
+        "best_effort $(jq -c '. + ["other-containers"]' <<<"$BASE") [\"helper\"]" \
+        "$(trust beside) $(jq -c .other_containers beside.grade)"
+t_eq "... what the sweep could not stop: the helper rewrote the answer the grader read" \
+        '{"result":"fail","answer":"666"}' "$(jq -c .report beside.grade)"
+t_check "... and copied the hidden tests" in_agent test -e /work/stolen/run.sh
+t_check "... and still runs (its own PID namespace)" \
+        "$PODRUN" exec --dir "$POD" helper -- sh -c 'for d in /proc/[0-9]*; do tr "\0" " " <$d/cmdline; echo; done 2>/dev/null | grep -q "^sleep 100000"'
 t_end

@@ -301,6 +301,7 @@ fi
 echo "-- a second node whose start is killed half-way, then stop"
 export HANGAR_NODE_BIN=$NODE_BIN HANGAR_RUNSC_CURRENT=$RUNSC
 D2=$T_TMP/half
+node_on_exit "$NODE stop $D2" # (a no-op once the check below stopped it)
 "$NODE" start "$D2" "$PAUSE_ARCHIVE" >"$T_TMP/half.log" 2>&1 &
 half=$!
 # Kill it once containerd runs (pods can not be there yet; namespaces, link,

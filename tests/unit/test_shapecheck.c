@@ -4,7 +4,7 @@
  * driver writing hangar-home, init and ephemeral containers near the
  * driver, uids, capabilities, host namespaces); the webhook's reading sees
  * only the sidecar's scope; a volume mounted twice counts as its loosest
- * mount. */
+ * mount; the containers that can run beside the agent's are listed. */
 #include "shapecheck.h"
 
 #include "cleanup.h"
@@ -404,6 +404,59 @@ START_TEST(loosest_mount_counts)
 }
 END_TEST
 
+/* The report's other_containers, comma-joined. */
+static char *others(json_t *pod)
+{
+        bool pass = false;
+        _unit_json_ json_t *r = shapecheck_pod(&cfg, pod, &pass);
+        ck_assert_ptr_nonnull(r);
+        static char out[512];
+        out[0] = '\0';
+        size_t n = 0, i;
+        json_t *c;
+        json_array_foreach (json_object_get(r, "other_containers"), i, c)
+                n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", n ? "," : "",
+                                      json_string_value(c));
+        return out;
+}
+
+/* The containers that can run beside the agent's, for a sealed grade: not
+ * the agent, not the driver (in either list), not an init container that
+ * ended; a restartable init container, a regular one, an ephemeral one. A
+ * fact beside the findings: the pod still passes. */
+START_TEST(other_containers_listed)
+{
+        _unit_json_ json_t *pod = in_shape();
+        ck_assert_str_eq(others(pod), "");
+        add(pod, "/spec/initContainers",
+            "[{\"name\": \"setup\", \"image\": \"s\"}, {\"name\": \"once\", \"image\": \"s\", "
+            "\"restartPolicy\": \"Never\"}]");
+        ck_assert_str_eq(others(pod), "");
+        add(pod, "/spec/initContainers/-",
+            "{\"name\": \"native\", \"image\": \"s\", \"restartPolicy\": \"Always\"}");
+        add(pod, "/spec/containers/-",
+            "{\"name\": \"helper\", \"image\": \"h\", \"securityContext\": {\"runAsUser\": "
+            "1000}}");
+        add(pod, "/spec/ephemeralContainers",
+            "[{\"name\": \"debugger\", \"image\": \"d\", \"targetContainerName\": "
+            "\"sandbox\"}]");
+        ck_assert_str_eq(failing(pod), "");
+        ck_assert_str_eq(others(pod), "native,helper,debugger");
+
+        /* A native-sidecar driver is the driver, not another container. */
+        config_free(&cfg);
+        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        cfg.driver_native_sidecar = true;
+        _unit_json_ json_t *native = in_shape();
+        _unit_json_ json_t *driver = json_incref(
+            json_array_get(json_object_get(json_object_get(native, "spec"), "containers"), 1));
+        json_array_remove(json_object_get(json_object_get(native, "spec"), "containers"), 1);
+        json_object_set_new(json_object_get(native, "spec"), "initContainers",
+                            json_pack("[O]", driver));
+        ck_assert_str_eq(others(native), "");
+}
+END_TEST
+
 static Suite *shapecheck_suite(void)
 {
         Suite *s = suite_create("shapecheck");
@@ -418,6 +471,7 @@ static Suite *shapecheck_suite(void)
         tcase_add_test(tc, webhook_reads_the_sidecar_scope);
         tcase_add_test(tc, token_mounts);
         tcase_add_test(tc, loosest_mount_counts);
+        tcase_add_test(tc, other_containers_listed);
         suite_add_tcase(s, tc);
         return s;
 }

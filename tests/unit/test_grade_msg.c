@@ -1,0 +1,159 @@
+/* Unit tests for driver/grade_msg: the finish spec's spec report (the
+ * pod's spec check, hangar-probe spec's report, as hangar read it after the
+ * grader's exec ended) and what it makes of the grade: no other container
+ * is nothing; another container, or a pod that could not be read (null), is
+ * other-containers; a report that fails is split-not-active; a report that
+ * is not one whole (a doctored result, a container's report, no list of the
+ * other containers, names that are not names) or none at all refuses the
+ * finish; the grader side cannot claim the driver's reasons. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "grade_msg.h"
+#include "unit.h"
+
+#define CHECKS_PASS "[{\"code\": \"spec.driver\", \"status\": \"pass\", \"detail\": \"d\"}]"
+#define CHECKS_FAIL                                                               \
+        "[{\"code\": \"spec.driver\", \"status\": \"pass\", \"detail\": \"d\"}, " \
+        "{\"code\": \"spec.share-process-namespace\", \"status\": \"fail\", \"detail\": \"d\"}]"
+
+/* A finish spec with REPORT as its spec_report (NULL: none). */
+static char *finish_text(const char *report)
+{
+        static char text[2048];
+        snprintf(text, sizeof(text),
+                 "{\"grade\": \"g-1\", \"exit_status\": 3, \"output_base64\": \"aGk=\"%s%s}",
+                 report ? ", \"spec_report\": " : "", report ? report : "");
+        return text;
+}
+
+/* The reasons the report makes, as names ("" for none). */
+static char *judged(const char *report)
+{
+        const char *text = finish_text(report);
+        grade_finish_t f;
+        hg_error_t err = {0};
+        int r = grade_finish_parse(text, strlen(text), &f, &err);
+        ck_assert_msg(r == 0, "refused (%d: %s): %s", r, err.message, text);
+        ck_assert_str_eq(f.id, "g-1");
+        ck_assert_int_eq(f.exit_status, 3);
+        ck_assert_uint_eq(f.output_len, 2);
+        _unit_json_ json_t *names = grade_reasons_json(f.pod_reasons);
+        static char out[256];
+        out[0] = '\0';
+        size_t n = 0, i;
+        json_t *v;
+        json_array_foreach (names, i, v)
+                n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", n ? "," : "",
+                                      json_string_value(v));
+        grade_finish_free(&f);
+        return out;
+}
+
+static void refused(const char *report, const char *needle)
+{
+        const char *text = finish_text(report);
+        grade_finish_t f;
+        memset(&f, 0x5a, sizeof(f));
+        grade_finish_t before = f;
+        hg_error_t err = {0};
+        int r = grade_finish_parse(text, strlen(text), &f, &err);
+        ck_assert_msg(r < 0, "accepted: %s", text);
+        ck_assert_msg(strstr(err.message, needle), "message \"%s\" lacks \"%s\"", err.message,
+                      needle);
+        ck_assert_msg(memcmp(&f, &before, sizeof(f)) == 0, "ret written on failure: %s", text);
+}
+
+START_TEST(spec_report_judged)
+{
+        ck_assert_str_eq(
+            judged("{\"result\": \"pass\", \"checks\": " CHECKS_PASS ", \"other_containers\": []}"),
+            "");
+        ck_assert_str_eq(judged("{\"result\": \"pass\", \"checks\": " CHECKS_PASS
+                                ", \"other_containers\": [\"helper\", \"debugger\"]}"),
+                         "other-containers");
+        ck_assert_str_eq(judged("null"), "other-containers");
+        ck_assert_str_eq(
+            judged("{\"result\": \"fail\", \"checks\": " CHECKS_FAIL ", \"other_containers\": []}"),
+            "split-not-active");
+        ck_assert_str_eq(judged("{\"result\": \"fail\", \"checks\": " CHECKS_FAIL
+                                ", \"other_containers\": [\"x\"]}"),
+                         "split-not-active,other-containers");
+}
+END_TEST
+
+START_TEST(the_names_kept)
+{
+        const char *text = finish_text("{\"result\": \"pass\", \"checks\": " CHECKS_PASS
+                                       ", \"other_containers\": [\"helper\"]}");
+        grade_finish_t f;
+        hg_error_t err = {0};
+        ck_assert_int_eq(grade_finish_parse(text, strlen(text), &f, &err), 0);
+        ck_assert_uint_eq(json_array_size(f.other_containers), 1);
+        ck_assert_str_eq(json_string_value(json_array_get(f.other_containers, 0)), "helper");
+        grade_finish_free(&f);
+        text = finish_text("null");
+        ck_assert_int_eq(grade_finish_parse(text, strlen(text), &f, &err), 0);
+        ck_assert_ptr_null(f.other_containers);
+        grade_finish_free(&f);
+}
+END_TEST
+
+START_TEST(not_a_spec_report_refused)
+{
+        refused(NULL, "\"spec_report\" is required");
+        refused("{\"result\": \"pass\", \"checks\": " CHECKS_FAIL ", \"other_containers\": []}",
+                "says pass but its checks say fail");
+        refused("{\"result\": \"fail\", \"checks\": " CHECKS_PASS ", \"other_containers\": []}",
+                "says fail but its checks say pass");
+        refused("{\"role\": \"agent\", \"result\": \"pass\", \"checks\": " CHECKS_PASS
+                ", \"other_containers\": []}",
+                "must be hangar-probe spec's report");
+        refused("{\"result\": \"pass\", \"checks\": " CHECKS_PASS "}", "no \"other_containers\"");
+        refused("{\"result\": \"pass\", \"checks\": [], \"other_containers\": []}", "no checks");
+        refused("{\"checks\": " CHECKS_PASS ", \"other_containers\": []}", "no result");
+        refused("{\"result\": \"pass\", \"checks\": [{\"status\": \"unknown\"}], "
+                "\"other_containers\": []}",
+                "neither pass nor fail");
+        refused("{\"result\": \"pass\", \"checks\": " CHECKS_PASS
+                ", \"other_containers\": [\"Not_A_Name\"]}",
+                "must be container names");
+        refused("{\"result\": \"pass\", \"checks\": " CHECKS_PASS ", \"other_containers\": [7]}",
+                "must be container names");
+        refused("{\"result\": \"pass\", \"checks\": " CHECKS_PASS ", \"other_containers\": \"x\"}",
+                "no \"other_containers\"");
+        refused("[]", "must be hangar-probe spec's report");
+        refused("true", "must be hangar-probe spec's report");
+}
+END_TEST
+
+START_TEST(the_driver_reasons_are_the_drivers)
+{
+        ck_assert_str_eq(grade_reason_name(GRADE_R_OTHER_CONTAINERS), "other-containers");
+        ck_assert_uint_eq(grade_reason_bit("other-containers"), GRADE_R_OTHER_CONTAINERS);
+        ck_assert(!(GRADE_SIDE_REASONS & GRADE_R_OTHER_CONTAINERS));
+        static const char findings[] = "{\"reasons\": [\"other-containers\"], \"sweep\": {}}";
+        grade_findings_t fi;
+        hg_error_t err = {0};
+        ck_assert_int_lt(grade_findings_parse(findings, sizeof(findings) - 1, &fi, &err), 0);
+}
+END_TEST
+
+static Suite *grade_msg_suite(void)
+{
+        Suite *s = suite_create("grade_msg");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, spec_report_judged);
+        tcase_add_test(tc, the_names_kept);
+        tcase_add_test(tc, not_a_spec_report_refused);
+        tcase_add_test(tc, the_driver_reasons_are_the_drivers);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void)
+{
+        return unit_run(grade_msg_suite());
+}
