@@ -9,17 +9,25 @@
 # file, the next daemon (a new instance) removes both, and a relay with the
 # old turn's token and instance is refused, before and after that daemon
 # started a turn of its own; a daemon replaced while the relay waits for
-# its token is noticed. Quick, and sanitized in the ASan+UBSan build.
-# usage: test_instance_native.sh DRIVER RELAY
+# its token is noticed. And the gap the instance check cannot see: the
+# daemon dead, its port and turn file still in place, the agent listening
+# on that port (hangar-test-attack squat): the relay for the old turn passes
+# the instance check, connects, and must refuse the listener because it
+# cannot prove it holds the token (125 driver-unproven), having sent it one
+# HELLO (a channel and a random nonce) and nothing else. Quick, and
+# sanitized in the ASan+UBSan build.
+# usage: test_instance_native.sh DRIVER RELAY ATTACK
 # shellcheck disable=SC2016,SC2094 # scripts for the harness; the relay's out file is read as it grows
 DRIVER=$(realpath "$1")
 RELAY=$(realpath "$2")
+ATTACK=$(realpath "$3")
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/hostlib.sh"
-host_unshared "$0" "$DRIVER" "$RELAY"
+host_unshared "$0" "$DRIVER" "$RELAY" "$ATTACK"
 . "$HERE/../lib/testlib.sh"
 t_begin "the relay refuses a daemon that is not the instance that started its turn"
-host_turn_up "$DRIVER" "$RELAY"
+host_turn_up "$DRIVER" "$RELAY" "$ATTACK"
+ATTACK=$T_TMP/bin/$(basename "$ATTACK")
 
 spec() {
         jq -n --arg id "$1" --arg cwd "$T_TMP/turn" \
@@ -83,6 +91,23 @@ T2=$(jq -r .token t2.start)
 kill -9 "$(cat d1.serve.pid)"
 t_wait_for "! kill -0 $(cat d1.serve.pid) 2>/dev/null" 10
 t_check "the killed daemon left its port and its turn file" test -e home/relay.port -a -e home/run/turn.json
+# The moment before the kubelet restarts it: the agent listens on the dead
+# daemon's port, and a relay for t2 comes (hangar started it just before
+# the daemon died). The port and turn file are still instance I1's: the
+# instance check passes, and only the driver's proof stands between the
+# relay and the agent's listener.
+OLDPORT=$(cat home/relay.port)
+as_agent "$ATTACK" "$OLDPORT" squat 30 "$T2" >squat.out 2>&1 &
+SQUAT=$!
+t_wait_for "grep -q '^bound $OLDPORT\$' squat.out" 10 ||
+        t_fail "the agent could not bind the dead daemon's port $OLDPORT: $(cat squat.out)"
+relay gap "$T2 $I1"
+wait $SQUAT
+t_check "the agent on the dead daemon's port: refused, 125 driver-unproven ($(outcome gap))" \
+        grep -q '^125 driver-unproven io channel: the listener on the port failed the proof' <<<"$(outcome gap)"
+t_eq "... the listener got one HELLO and nothing it could answer with (no PROOF, no token)" \
+        hello-only "$(tail -n 1 squat.out)"
+t_check "... the relay's stderr says why" grep -q 'driver-unproven\|did not prove\|failed the proof' gap.err
 serve d2
 I2=$(cat d2.instance)
 t_check "the next daemon is a new instance ($I2)" test "$I2" != "$I1"
