@@ -15,7 +15,7 @@
 #
 # usage: scripts/analyze.sh [--build-dir DIR] [--jobs N] [--only REGEX] [gcc|clang|all]
 #   --only REGEX: just the files whose path (from the top) matches, e.g. after
-#   fixing one: --only '^common/config\.c$'
+#   fixing one: --only '^common/conf/config\.c$'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

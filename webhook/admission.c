@@ -125,14 +125,14 @@ static bool is_core_pod(json_t *request)
 
 /* A Pod CREATE's decision: mutate_pod's, with the sidecar's values built
  * once (values) or for this pod (NULL). */
-static int decide_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+static int decide_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                       mutate_result_t *ret)
 {
         return values ? mutate_pod_with(cfg, values, pod, ret) : mutate_pod(cfg, pod, ret);
 }
 
 /* Makes the decision for a decoded request. */
-static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *request,
+static int decide(const webhook_settings_t *cfg, const shape_values_t *values, json_t *request,
                   admission_outcome_t *o, hg_error_t *err)
 {
         const char *sub = "";
@@ -194,7 +194,7 @@ static int check_as_review_reads(json_t *v, unsigned depth, hg_error_t *err)
         return 0;
 }
 
-int admission_decide_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+int admission_decide_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                          mutate_result_t *ret, hg_error_t *err)
 {
         memset(ret, 0, sizeof(*ret));
@@ -288,9 +288,9 @@ static int encode(const char *api, admission_outcome_t *o, char **ret_body)
         return *ret_body ? 0 : -ENOMEM;
 }
 
-int admission_review(const hg_config_t *cfg, const shape_values_t *values, admission_read_t read,
-                     const char *body, size_t len, char **ret_body, admission_outcome_t *o,
-                     hg_error_t *err)
+int admission_review(const webhook_settings_t *cfg, const shape_values_t *values,
+                     admission_read_t read, const char *body, size_t len, char **ret_body,
+                     admission_outcome_t *o, hg_error_t *err)
 {
         memset(o, 0, sizeof(*o));
         const jsonparse_proj_t *proj;
@@ -319,7 +319,7 @@ int admission_review(const hg_config_t *cfg, const shape_values_t *values, admis
         return encode(api, o, ret_body);
 }
 
-int admission_handle(const hg_config_t *cfg, const char *body, size_t len, char **ret_body,
+int admission_handle(const webhook_settings_t *cfg, const char *body, size_t len, char **ret_body,
                      admission_outcome_t *o, hg_error_t *err)
 {
         return admission_review(cfg, NULL, ADMISSION_READ_WHOLE, body, len, ret_body, o, err);
@@ -351,7 +351,7 @@ static int decode_guarded(json_t *request, guard_request_t *g, hg_error_t *err)
         return 0;
 }
 
-int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
+int admission_validate(const webhook_settings_t *cfg, const char *body, size_t len,
                        admission_pod_lookup_fn lookup, void *lookup_ctx, char **ret_body,
                        admission_outcome_t *o, hg_error_t *err)
 {

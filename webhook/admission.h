@@ -9,10 +9,10 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "error.h"
 #include "jsonparse.h"
 #include "mutate.h"
+#include "settings.h"
 
 typedef struct admission_outcome {
         mutate_result_t result;
@@ -48,11 +48,11 @@ extern const jsonparse_proj_t admission_review_projection;
  * filled as far as decoding got and must be freed either way. values are
  * the sidecar's values for cfg (shape_values_new), or NULL to build them
  * for this review. */
-int admission_review(const hg_config_t *cfg, const shape_values_t *values, admission_read_t read,
-                     const char *body, size_t len, char **ret_body, admission_outcome_t *outcome,
-                     hg_error_t *err);
+int admission_review(const webhook_settings_t *cfg, const shape_values_t *values,
+                     admission_read_t read, const char *body, size_t len, char **ret_body,
+                     admission_outcome_t *outcome, hg_error_t *err);
 /* admission_review of the whole review, values built for it. */
-int admission_handle(const hg_config_t *cfg, const char *body, size_t len, char **ret_body,
+int admission_handle(const webhook_settings_t *cfg, const char *body, size_t len, char **ret_body,
                      admission_outcome_t *outcome, hg_error_t *err);
 void admission_outcome_free(admission_outcome_t *o);
 
@@ -65,7 +65,7 @@ typedef int (*admission_pod_lookup_fn)(void *ctx, const char *ns, const char *na
  * guard.c on the whole review. lookup (may be NULL: then a port-forward is
  * refused as undecidable) reads the pod a CONNECT names. Never a patch.
  * Returns as admission_review does. */
-int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
+int admission_validate(const webhook_settings_t *cfg, const char *body, size_t len,
                        admission_pod_lookup_fn lookup, void *lookup_ctx, char **ret_body,
                        admission_outcome_t *outcome, hg_error_t *err);
 
@@ -76,7 +76,7 @@ int admission_validate(const hg_config_t *cfg, const char *body, size_t len,
  * (values as for admission_review). Returns 0 with *ret filled (any
  * decision), -EINVAL, or -ENOMEM (then *ret is the internal-error deny).
  * For `inject`: the pods of a manifest decided as the server decides. */
-int admission_decide_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+int admission_decide_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                          mutate_result_t *ret, hg_error_t *err);
 
 /* Wraps a pod in a v1 CREATE AdmissionReview (for tests). */

@@ -96,7 +96,7 @@ static void explain_missing(json_t *pod, audit_verdict_t *v)
                             SHAPE_ANNOTATION_STATUS, status, SHAPE_DRIVER_CONTAINER);
 }
 
-int audit_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+int audit_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
               audit_verdict_t *ret)
 {
         *ret = (audit_verdict_t){0};
@@ -297,7 +297,7 @@ static int get_json(k8s_client_t *k, const char *path, json_t **ret, hg_error_t 
 }
 
 typedef struct audit_run_ctx {
-        const hg_config_t *cfg;
+        const webhook_settings_t *cfg;
         const shape_values_t *values;
         k8s_client_t *k;
         json_t *webhook; /* the configuration's webhook entry, or NULL */
@@ -473,7 +473,7 @@ static void print_table(const audit_run_ctx_t *a, bool show_all, FILE *out)
         fputc('\n', out);
 }
 
-int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err)
+int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err)
 {
         audit_run_ctx_t a = {.cfg = cfg};
         _cleanup_(cleanup_clientp) k8s_client_t *k = NULL;
@@ -482,7 +482,7 @@ int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_er
                 return r;
         a.k = k;
         shape_values_t *values = NULL;
-        if (shape_values_new(cfg, &values) < 0)
+        if (shape_values_new(&cfg->sidecar, &values) < 0)
                 return -ENOMEM;
         a.values = values;
         _cleanup_json_ json_t *mwc = NULL, *ns_sent = json_object(), *rows = json_array();
@@ -559,11 +559,12 @@ int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_er
                                                 json_integer((json_int_t)a.counts[s])) < 0)
                                 json_decref(TAKE_PTR(counts));
                 _cleanup_json_ json_t *doc =
-                    counts ? json_pack("{s:s, s:s?, s:s, s:s?, s:o, s:O}", "selector",
-                                       selector.data, "namespace", o->all_namespaces ? NULL : ns,
-                                       "driverList", shape_driver_list(cfg), "webhookConfiguration",
-                                       o->webhook_configuration, "counts", counts, "pods", rows)
-                           : NULL;
+                    counts
+                        ? json_pack("{s:s, s:s?, s:s, s:s?, s:o, s:O}", "selector", selector.data,
+                                    "namespace", o->all_namespaces ? NULL : ns, "driverList",
+                                    shape_driver_list(&cfg->sidecar), "webhookConfiguration",
+                                    o->webhook_configuration, "counts", counts, "pods", rows)
+                        : NULL;
                 _cleanup_free_ char *text = doc ? jsonx_dumps(doc, JSON_INDENT(2)) : NULL;
                 if (!text) {
                         r = -ENOMEM;
@@ -584,7 +585,7 @@ out:
 
 /* ---- test-injection ---- */
 
-int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const char *context,
+int audit_test_injection(const webhook_settings_t *cfg, const char *kubeconfig, const char *context,
                          const char *ns, const char *image, FILE *out, hg_error_t *err)
 {
         if (!cfg->driver_sidecar)
@@ -597,7 +598,7 @@ int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const c
         if (r < 0)
                 return r;
         /* A pod Pod Security "restricted" admits, as a sandbox pod would be. */
-        json_int_t uid = cfg->driver_uid == 1000 ? 1002 : 1000;
+        json_int_t uid = cfg->sidecar.driver_uid == 1000 ? 1002 : 1000;
         _cleanup_json_ json_t *pod = json_pack(
             "{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:b, s:{s:b, s:I, s:I, s:I, s:{s:s}},"
             " s:[{s:s, s:s, s:[s,s], s:{s:b, s:b, s:{s:[s]}}}]}}",
@@ -605,7 +606,7 @@ int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const c
             "namespace", ns, "labels", cfg->selector_key, cfg->selector_value, "spec",
             "automountServiceAccountToken", 0, "securityContext", "runAsNonRoot", 1, "runAsUser",
             uid, "runAsGroup", uid, "fsGroup", uid, "seccompProfile", "type", "RuntimeDefault",
-            "containers", "name", cfg->agent_container, "image", image, "command", "sleep",
+            "containers", "name", cfg->sidecar.agent_container, "image", image, "command", "sleep",
             "infinity", "securityContext", "allowPrivilegeEscalation", 0, "runAsNonRoot", 1,
             "capabilities", "drop", "ALL");
         _cleanup_free_ char *body = pod ? jsonx_dumps(pod, JSON_COMPACT) : NULL;
@@ -628,7 +629,7 @@ int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const c
         if (!json_is_object(stored))
                 return error_set(err, -EIO, "the dry-run create answered no pod");
         shape_values_t *values = NULL;
-        if (shape_values_new(cfg, &values) < 0)
+        if (shape_values_new(&cfg->sidecar, &values) < 0)
                 return -ENOMEM;
         audit_verdict_t v;
         r = audit_pod(cfg, values, stored, &v);

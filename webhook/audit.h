@@ -26,8 +26,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "error.h"
+#include "settings.h"
 #include "shape.h"
 
 typedef enum audit_state {
@@ -56,7 +56,7 @@ bool audit_state_needs_action(audit_state_t state);
 
 /* Judges one stored pod (left unchanged) against cfg with the webhook's
  * decision; cfg->driver_sidecar must be true. 0, or -ENOMEM. */
-int audit_pod(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+int audit_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
               audit_verdict_t *ret);
 
 typedef struct audit_options {
@@ -75,11 +75,11 @@ typedef struct audit_options {
 /* Lists the sandbox pods (cfg's selector) and judges each; writes a table or
  * JSON to out. Returns 1 when a pod needs action, 0 when none does, <0 with
  * err set when the audit could not finish. */
-int audit_run(const hg_config_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err);
+int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err);
 
 /* Creates a sandbox pod in ns with dryRun=All (image: its agent
  * container's) and judges what comes back. 0 when it is injected in the
  * current shape, 1 when not (the reason in err), <0 when the check could not
  * run (err says why). A line for people goes to out either way. */
-int audit_test_injection(const hg_config_t *cfg, const char *kubeconfig, const char *context,
+int audit_test_injection(const webhook_settings_t *cfg, const char *kubeconfig, const char *context,
                          const char *ns, const char *image, FILE *out, hg_error_t *err);

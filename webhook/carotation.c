@@ -17,9 +17,9 @@ void ca_set_free(ca_set_t *set)
         memset(set, 0, sizeof(*set));
 }
 
-int carotation_step(const hg_config_t *cfg, ca_set_t *set, int64_t now, hg_error_t *err)
+int carotation_step(const webhook_settings_t *cfg, ca_set_t *set, int64_t now, hg_error_t *err)
 {
-        int64_t overlap = config_ca_overlap_seconds(cfg);
+        int64_t overlap = settings_ca_overlap_seconds(cfg);
         ca_step_t step = CA_STEP_NONE;
         if (set->previous && now - set->previous_since >= overlap) {
                 free(set->previous);

@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "certgen.h"
-#include "config.h"
 #include "error.h"
+#include "settings.h"
 
 typedef struct ca_set {
         certgen_pem_t ca;       /* signs the serving pair */
@@ -39,7 +39,7 @@ typedef enum ca_step {
 /* Takes at most one step (a retire may come with a switch or stage) and
  * returns the last one taken (CA_STEP_NONE: nothing to do), or <0 with err
  * set (a CA that cannot be read, or OpenSSL failing). */
-int carotation_step(const hg_config_t *cfg, ca_set_t *set, int64_t now, hg_error_t *err);
+int carotation_step(const webhook_settings_t *cfg, ca_set_t *set, int64_t now, hg_error_t *err);
 
 /* The PEM bundle the API server must trust: ca, then next or previous. */
 char *carotation_bundle(const ca_set_t *set);

@@ -64,7 +64,7 @@ static bool in_list(const strlist_t *l, const char *s)
 }
 
 /* Is the requester one of the identities the admin named (guard.*)? */
-static bool is_listed(const hg_config_t *cfg, const guard_request_t *req)
+static bool is_listed(const webhook_settings_t *cfg, const guard_request_t *req)
 {
         if (in_list(&cfg->guard_driver_users, req->username))
                 return true;
@@ -84,7 +84,8 @@ static const char *who(const guard_request_t *req)
 /* CONNECT exec and attach name their container in the options object. An
  * empty name is left to the API server, which refuses it for any pod with
  * more than one container, as every injected pod is. */
-static void decide_exec(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+static void decide_exec(const webhook_settings_t *cfg, const guard_request_t *req,
+                        mutate_result_t *ret)
 {
         const char *container = string_member(req->object, "container");
         if (!container || strcmp(container, SHAPE_DRIVER_CONTAINER) != 0) {
@@ -104,7 +105,7 @@ static void decide_exec(const hg_config_t *cfg, const guard_request_t *req, muta
 }
 
 /* A port-forward reaches the pod's loopback, where the driver listens. */
-static void decide_port_forward(const hg_config_t *cfg, const guard_request_t *req,
+static void decide_port_forward(const webhook_settings_t *cfg, const guard_request_t *req,
                                 mutate_result_t *ret)
 {
         if (!req->pod) {
@@ -155,7 +156,7 @@ static json_int_t effective_id(json_t *pod, json_t *c, const char *key)
 
 /* Why ephemeral container c would break the split, written into why; false
  * when it keeps to the rules. */
-static bool ephemeral_breaks_split(const hg_config_t *cfg, json_t *pod, json_t *c, char *why,
+static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, json_t *c, char *why,
                                    size_t size)
 {
         if (!json_is_object(c)) {
@@ -207,13 +208,13 @@ static bool ephemeral_breaks_split(const hg_config_t *cfg, json_t *pod, json_t *
                                "decides, and it may be root or the driver's uid");
                 return true;
         }
-        if (uid == 0 || uid == (json_int_t)cfg->driver_uid) {
+        if (uid == 0 || uid == (json_int_t)cfg->sidecar.driver_uid) {
                 (void)snprintf(why, size, "runs as uid %lld (%s)", (long long)uid,
                                uid == 0 ? "root" : "the driver's");
                 return true;
         }
-        if (effective_id(pod, c, "runAsGroup") == (json_int_t)cfg->driver_gid) {
-                (void)snprintf(why, size, "runs as the driver's gid %u", cfg->driver_gid);
+        if (effective_id(pod, c, "runAsGroup") == (json_int_t)cfg->sidecar.driver_gid) {
+                (void)snprintf(why, size, "runs as the driver's gid %u", cfg->sidecar.driver_gid);
                 return true;
         }
         return false;
@@ -221,7 +222,7 @@ static bool ephemeral_breaks_split(const hg_config_t *cfg, json_t *pod, json_t *
 
 /* UPDATE pods/ephemeralcontainers: each container the update adds. (Ones
  * already there cannot change; they were judged when added.) */
-static void decide_ephemeral(const hg_config_t *cfg, const guard_request_t *req,
+static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_t *req,
                              mutate_result_t *ret)
 {
         if (!guard_pod_is_injected(req->old_object) && !guard_pod_is_injected(req->object)) {
@@ -268,7 +269,7 @@ static const char *label_of(json_t *pod, const char *key)
 
 /* The pod members an UPDATE (or resize) must leave alone: NULL when none
  * changed, else what did, for the message. */
-static const char *changed_member(const hg_config_t *cfg, json_t *old, json_t *new,
+static const char *changed_member(const webhook_settings_t *cfg, json_t *old, json_t *new,
                                   mutate_reason_t *ret_reason)
 {
         static const char *const annotations[] = {SHAPE_ANNOTATION_STATUS, SHAPE_ANNOTATION_REASON};
@@ -288,13 +289,14 @@ static const char *changed_member(const hg_config_t *cfg, json_t *old, json_t *n
         if (!driver_old || !driver_new || !json_equal(driver_old, driver_new))
                 return "container " SHAPE_DRIVER_CONTAINER;
         /* The driver runs the agent's image: a new one would split them. */
-        if (!same_string(string_member(find_container(old, cfg->agent_container), "image"),
-                         string_member(find_container(new, cfg->agent_container), "image")))
+        if (!same_string(string_member(find_container(old, cfg->sidecar.agent_container), "image"),
+                         string_member(find_container(new, cfg->sidecar.agent_container), "image")))
                 return "the agent container's image";
         return NULL;
 }
 
-static void decide_update(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+static void decide_update(const webhook_settings_t *cfg, const guard_request_t *req,
+                          mutate_result_t *ret)
 {
         if (!json_is_object(req->old_object) || !json_is_object(req->object)) {
                 mutate_result_set(ret, REASON_INVALID_POD,
@@ -315,9 +317,9 @@ static void decide_update(const hg_config_t *cfg, const guard_request_t *req, mu
                           who(req), what, SHAPE_DRIVER_CONTAINER);
 }
 
-static void decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret);
+static void decide(const webhook_settings_t *cfg, const guard_request_t *req, mutate_result_t *ret);
 
-void guard_decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+void guard_decide(const webhook_settings_t *cfg, const guard_request_t *req, mutate_result_t *ret)
 {
         memset(ret, 0, sizeof(*ret));
         decide(cfg, req, ret);
@@ -331,7 +333,7 @@ void guard_decide(const hg_config_t *cfg, const guard_request_t *req, mutate_res
         }
 }
 
-static void decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret)
+static void decide(const webhook_settings_t *cfg, const guard_request_t *req, mutate_result_t *ret)
 {
         const char *op = req->operation ? req->operation : "";
         const char *sub = req->subresource ? req->subresource : "";

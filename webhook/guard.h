@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "mutate.h"
+#include "settings.h"
 
 typedef struct guard_request {
         const char *operation;   /* CREATE, UPDATE, DELETE, CONNECT */
@@ -39,7 +39,7 @@ typedef struct guard_request {
 bool guard_needs_pod(const char *operation, const char *subresource);
 
 /* Decides req into *ret (allow or deny, reason, detail; never a patch). */
-void guard_decide(const hg_config_t *cfg, const guard_request_t *req, mutate_result_t *ret);
+void guard_decide(const webhook_settings_t *cfg, const guard_request_t *req, mutate_result_t *ret);
 
 /* True when pod carries hangar's sidecar (the injected annotation or a
  * hangar-driver container): the pods whose doors are guarded. */

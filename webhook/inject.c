@@ -29,7 +29,7 @@ static const struct {
 /* The pod as the API server would receive it, decided as the server
  * decides a CREATE of it (admission_decide_pod); on inject or skip, pod is
  * left as it would be stored. */
-static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+static int decide(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                   const char *where, inject_skip_fn skipped, void *ctx, hg_error_t *err)
 {
         mutate_result_t res;
@@ -58,9 +58,9 @@ static void describe(json_t *doc, const char *prefix, char *out, size_t size)
 }
 
 /* A workload's template as a Pod: its metadata and spec, nothing else. */
-static int inject_template(const hg_config_t *cfg, const shape_values_t *values, json_t *parent,
-                           const char *member, const char *where, inject_skip_fn skipped, void *ctx,
-                           hg_error_t *err)
+static int inject_template(const webhook_settings_t *cfg, const shape_values_t *values,
+                           json_t *parent, const char *member, const char *where,
+                           inject_skip_fn skipped, void *ctx, hg_error_t *err)
 {
         json_t *tmpl = json_object_get(parent, member);
         if (!json_is_object(tmpl) || !json_is_object(json_object_get(tmpl, "spec")))
@@ -82,13 +82,13 @@ static int inject_template(const hg_config_t *cfg, const shape_values_t *values,
         return r;
 }
 
-static int inject_one(const hg_config_t *cfg, const shape_values_t *values, json_t *docs,
+static int inject_one(const webhook_settings_t *cfg, const shape_values_t *values, json_t *docs,
                       size_t index, const char *prefix, unsigned depth, inject_skip_fn skipped,
                       void *ctx, hg_error_t *err);
 
 /* A List, or a typed list (PodList, DeploymentList, ... as the API serves
  * them), whose items carry no kind: they get the list's. */
-static int inject_list(const hg_config_t *cfg, const shape_values_t *values, json_t *list,
+static int inject_list(const webhook_settings_t *cfg, const shape_values_t *values, json_t *list,
                        const char *kind, const char *where, unsigned depth, inject_skip_fn skipped,
                        void *ctx, hg_error_t *err)
 {
@@ -121,7 +121,7 @@ static int inject_list(const hg_config_t *cfg, const shape_values_t *values, jso
         return 0;
 }
 
-static int inject_one(const hg_config_t *cfg, const shape_values_t *values, json_t *docs,
+static int inject_one(const webhook_settings_t *cfg, const shape_values_t *values, json_t *docs,
                       size_t index, const char *prefix, unsigned depth, inject_skip_fn skipped,
                       void *ctx, hg_error_t *err)
 {
@@ -158,12 +158,12 @@ static int inject_one(const hg_config_t *cfg, const shape_values_t *values, json
         return 0; /* a Service, a ConfigMap, ...: nothing of ours */
 }
 
-int inject_manifests(const hg_config_t *cfg, json_t *docs, inject_skip_fn skipped, void *ctx,
+int inject_manifests(const webhook_settings_t *cfg, json_t *docs, inject_skip_fn skipped, void *ctx,
                      hg_error_t *err)
 {
         /* The sidecar's values once for every pod, as the server has them. */
         shape_values_t *values = NULL;
-        if (shape_values_new(cfg, &values) < 0)
+        if (shape_values_new(&cfg->sidecar, &values) < 0)
                 return error_set(err, -ENOMEM, "internal error while building the patch");
         size_t n = json_array_size(docs);
         int r = 0;

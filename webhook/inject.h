@@ -10,8 +10,8 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "error.h"
+#include "settings.h"
 
 /* Called for each pod or template left as it was: where names it
  * ("Deployment web", "document 2: Pod a"). */
@@ -21,5 +21,5 @@ typedef void (*inject_skip_fn)(const char *where, const char *reason, const char
 /* Injects into every manifest of docs (a JSON array, changed in place).
  * A pod the webhook would deny, or a workload without its pod template, is
  * an error naming it; docs is then left half done and must not be printed. */
-int inject_manifests(const hg_config_t *cfg, json_t *docs, inject_skip_fn skipped, void *ctx,
+int inject_manifests(const webhook_settings_t *cfg, json_t *docs, inject_skip_fn skipped, void *ctx,
                      hg_error_t *err);

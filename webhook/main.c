@@ -26,7 +26,6 @@
 #include "certgen.h"
 #include "certstore.h"
 #include "cleanup.h"
-#include "config.h"
 #include "fileio.h"
 #include "inject.h"
 #include "jsonarena.h"
@@ -37,6 +36,7 @@
 #include "metrics.h"
 #include "selfcert.h"
 #include "server.h"
+#include "settings.h"
 #include "strparse.h"
 #include "yamldoc.h"
 
@@ -73,12 +73,12 @@ static int fail(const char *cmd, const char *msg)
 }
 
 /* --config FILE, or HANGAR_CONFIG, or defaults alone. */
-static int load_config(const char *cmd, const char *path, hg_config_t *cfg)
+static int load_config(const char *cmd, const char *path, webhook_settings_t *cfg)
 {
         if (!path)
                 path = getenv("HANGAR_CONFIG");
         hg_error_t err = {0};
-        if (config_load(cfg, path, &err) < 0)
+        if (settings_load(cfg, path, &err) < 0)
                 return fail(cmd, err.message);
         log_level_t level = LOG_LEVEL_INFO;
         (void)log_parse_level(cfg->log_level, &level);
@@ -133,7 +133,7 @@ static void reload_certificates(char *last_error, size_t last_error_size)
 }
 
 /* Self-managed certificates: one sync round, retried sooner after a failure. */
-static time_t sync_certificates(selfcert_t *sc, const hg_config_t *cfg, char *last_error,
+static time_t sync_certificates(selfcert_t *sc, const webhook_settings_t *cfg, char *last_error,
                                 size_t last_error_size)
 {
         hg_error_t err = {0};
@@ -161,7 +161,7 @@ static int cmd_serve(int argc, char **argv)
         const char *config_path = NULL;
         if (parse_config_only(argc, argv, &config_path) < 0)
                 return EXIT_USAGE;
-        hg_config_t cfg;
+        webhook_settings_t cfg;
         if (load_config("serve", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
         /* Before the server's threads exist (see jsonarena.h). */
@@ -180,7 +180,7 @@ static int cmd_serve(int argc, char **argv)
         /* Replaced credentials outlive any handshake that could still use them. */
         unsigned grace = 2 * cfg.request_timeout_seconds + 60;
         if (certstore_init(cfg.cert_file, cfg.key_file, grace) < 0) {
-                config_free(&cfg);
+                settings_free(&cfg);
                 return fail("serve", "out of memory");
         }
         char last_error[ERROR_MESSAGE_MAX] = "";
@@ -188,10 +188,10 @@ static int cmd_serve(int argc, char **argv)
         hg_error_t err = {0};
         selfcert_t *selfcert = NULL;
         time_t next_sync = 0;
-        if (strcmp(cfg.tls_mode, CONFIG_TLS_SELF_MANAGED) == 0) {
+        if (strcmp(cfg.tls_mode, SETTINGS_TLS_SELF_MANAGED) == 0) {
                 if (selfcert_new(&cfg, &selfcert, &err) < 0) {
                         certstore_shutdown();
-                        config_free(&cfg);
+                        settings_free(&cfg);
                         return fail("serve", err.message);
                 }
                 next_sync = monotonic_now() + sync_certificates(selfcert, &cfg, last_sync_error,
@@ -203,7 +203,7 @@ static int cmd_serve(int argc, char **argv)
         if (server_start(&cfg, &server, &err) < 0) {
                 selfcert_free(selfcert);
                 certstore_shutdown();
-                config_free(&cfg);
+                settings_free(&cfg);
                 return fail("serve", err.message);
         }
         log_event(LOG_LEVEL_INFO, "listening",
@@ -235,7 +235,7 @@ static int cmd_serve(int argc, char **argv)
         server_stop(server);
         selfcert_free(selfcert);
         certstore_shutdown();
-        config_free(&cfg);
+        settings_free(&cfg);
         return EXIT_SUCCESS;
 }
 
@@ -288,14 +288,14 @@ static int cmd_review(int argc, char **argv)
                 fputs(usage_text, stderr);
                 return EXIT_USAGE;
         }
-        hg_config_t cfg;
+        webhook_settings_t cfg;
         if (load_config("review", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
         _cleanup_free_ char *body = NULL, *response = NULL;
         size_t len;
         int r = fd_read_bounded(STDIN_FILENO, cfg.max_body_bytes, &body, &len);
         if (r < 0) {
-                config_free(&cfg);
+                settings_free(&cfg);
                 return fail("review",
                             r == -EFBIG ? "input exceeds server.maxBodyBytes" : strerror(-r));
         }
@@ -310,7 +310,7 @@ static int cmd_review(int argc, char **argv)
                 r = admission_review(&cfg, NULL, ADMISSION_READ_PROJECTED, body, len, &response, &o,
                                      &err);
         admission_outcome_free(&o);
-        config_free(&cfg);
+        settings_free(&cfg);
         if (r < 0)
                 return fail("review", r == -EINVAL ? err.message : strerror(-r));
         puts(response);
@@ -348,7 +348,7 @@ static int cmd_inject(int argc, char **argv)
                 fputs(usage_text, stderr);
                 return EXIT_USAGE;
         }
-        _cleanup_config_ hg_config_t cfg = {0};
+        _cleanup_settings_ webhook_settings_t cfg = {0};
         if (load_config("inject", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
         /* Asking for an injection is the point of this command, as with
@@ -562,11 +562,11 @@ static int cmd_config(int argc, char **argv)
         const char *config_path = NULL;
         if (parse_config_only(argc, argv, &config_path) < 0)
                 return EXIT_USAGE;
-        hg_config_t cfg;
+        webhook_settings_t cfg;
         if (load_config("config", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
-        _cleanup_free_ char *text = config_dump(&cfg);
-        config_free(&cfg);
+        _cleanup_free_ char *text = settings_dump(&cfg);
+        settings_free(&cfg);
         if (!text)
                 return fail("config", "out of memory");
         puts(text);
@@ -636,7 +636,7 @@ static int cmd_audit(int argc, char **argv)
                 return EXIT_USAGE;
         }
         o.json = strcmp(output, "json") == 0;
-        _cleanup_config_ hg_config_t cfg = {0};
+        _cleanup_settings_ webhook_settings_t cfg = {0};
         if (load_config("audit", config_path, &cfg) != 0)
                 return EXIT_AUDIT_ERROR;
         /* The question is which pods lack the shape injection gives, so it
@@ -694,7 +694,7 @@ static int cmd_test_injection(int argc, char **argv)
                 fputs(usage_text, stderr);
                 return EXIT_USAGE;
         }
-        _cleanup_config_ hg_config_t cfg = {0};
+        _cleanup_settings_ webhook_settings_t cfg = {0};
         if (load_config("test-injection", config_path, &cfg) != 0)
                 return EXIT_FAILURE;
         hg_error_t err = {0};

@@ -95,7 +95,7 @@ void mutate_result_free(mutate_result_t *r)
         r->patch = NULL;
 }
 
-static bool is_selected(const hg_config_t *cfg, json_t *pod)
+static bool is_selected(const webhook_settings_t *cfg, json_t *pod)
 {
         const char *value;
         json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
@@ -121,14 +121,15 @@ static int find_privileged(json_t *c, const char *name, podview_list_t list, voi
 }
 
 typedef struct conflict_ctx {
-        const hg_config_t *cfg;
+        const webhook_settings_t *cfg;
         hg_error_t *err;
 } conflict_ctx_t;
 
 static int find_conflicting_mount(json_t *c, const char *cname, podview_list_t list, void *ctx)
 {
         conflict_ctx_t *cc = ctx;
-        bool is_agent = list == PODVIEW_CONTAINERS && strcmp(cname, cc->cfg->agent_container) == 0;
+        bool is_agent =
+            list == PODVIEW_CONTAINERS && strcmp(cname, cc->cfg->sidecar.agent_container) == 0;
         size_t i;
         json_t *m;
         json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
@@ -141,7 +142,8 @@ static int find_conflicting_mount(json_t *c, const char *cname, podview_list_t l
                                                  "which hangar reserves for the driver sidecar",
                                                  cname, name);
                         /* Fits: podview_read refused any path that does not. */
-                        if (is_agent && pathnorm_within(path, shape_volume_path(cc->cfg, v)) != 0)
+                        if (is_agent &&
+                            pathnorm_within(path, shape_volume_path(&cc->cfg->sidecar, v)) != 0)
                                 return error_set(cc->err, -EEXIST,
                                                  "agent container \"%s\" already mounts \"%s\" at "
                                                  "%s, which hangar reserves for %s",
@@ -159,7 +161,7 @@ static int find_targeting_driver(json_t *c, const char *name, podview_list_t lis
 }
 
 /* Anything of ours in a pod we did not inject is a clash: denied, with what. */
-static int check_conflicts(const hg_config_t *cfg, const pod_view_t *view, hg_error_t *err)
+static int check_conflicts(const webhook_settings_t *cfg, const pod_view_t *view, hg_error_t *err)
 {
         size_t i;
         json_t *vol;
@@ -209,9 +211,9 @@ static int remove_token_mounts(patch_t *p, const pod_view_t *view, podview_list_
         return 0;
 }
 
-static bool remove_agent_token(const hg_config_t *cfg)
+static bool remove_agent_token(const webhook_settings_t *cfg)
 {
-        return strcmp(cfg->agent_service_account_token, CONFIG_TOKEN_REMOVE) == 0;
+        return strcmp(cfg->sidecar.agent_service_account_token, CONFIG_TOKEN_REMOVE) == 0;
 }
 
 /* A pod marked injected (a reinvocation, or a pod made from an injected
@@ -224,14 +226,15 @@ static bool remove_agent_token(const hg_config_t *cfg)
  * turned off, the ServiceAccount plugin's token mount is taken out of the
  * driver (which needs no API access: hangar execs into it), and out of the
  * agent when agentServiceAccountToken is remove. */
-static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *view, patch_t *p,
-                                   mutate_result_t *ret)
+static int decide_already_injected(const webhook_settings_t *cfg, const pod_view_t *view,
+                                   patch_t *p, mutate_result_t *ret)
 {
         hg_error_t err = {0};
         size_t i;
         json_t *c;
         int r = 0;
-        podview_list_t driver_list = cfg->driver_native_sidecar ? PODVIEW_INIT : PODVIEW_CONTAINERS;
+        podview_list_t driver_list =
+            cfg->sidecar.driver_native_sidecar ? PODVIEW_INIT : PODVIEW_CONTAINERS;
         json_array_foreach (view->lists[driver_list], i, c) {
                 const char *name = json_string_value(json_object_get(c, "name"));
                 if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0)
@@ -241,7 +244,7 @@ static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *vie
         }
         json_array_foreach (view->lists[PODVIEW_CONTAINERS], i, c) {
                 const char *name = json_string_value(json_object_get(c, "name"));
-                if (strcmp(name, cfg->agent_container) == 0 && remove_agent_token(cfg))
+                if (strcmp(name, cfg->sidecar.agent_container) == 0 && remove_agent_token(cfg))
                         r = remove_token_mounts(p, view, PODVIEW_CONTAINERS, i, false, &err);
                 if (r < 0)
                         return r;
@@ -254,7 +257,7 @@ static int decide_already_injected(const hg_config_t *cfg, const pod_view_t *vie
                         return r;
         }
         shapecheck_finding_t finding;
-        r = shapecheck_sidecar(cfg, p->doc, &finding);
+        r = shapecheck_sidecar(&cfg->sidecar, p->doc, &finding);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -298,13 +301,13 @@ static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
         return 0;
 }
 
-static bool runs_under_gvisor(const hg_config_t *cfg, const pod_view_t *view)
+static bool runs_under_gvisor(const webhook_settings_t *cfg, const pod_view_t *view)
 {
         const char *rc = NULL;
         if (jsonx_string(view->spec, "runtimeClassName", &rc) < 0)
                 return false;
-        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
-                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
+        for (size_t i = 0; i < cfg->sidecar.gvisor_runtime_classes.n; i++)
+                if (strcmp(cfg->sidecar.gvisor_runtime_classes.items[i], rc) == 0)
                         return true;
         return false;
 }
@@ -313,17 +316,18 @@ static bool runs_under_gvisor(const hg_config_t *cfg, const pod_view_t *view)
  * the sandbox, shared at pod level (hangar-ctl in the sandbox's memory, never
  * a host file the gofer serves). A pod's own values for these keys are
  * replaced: the volumes are hangar's. */
-static int annotate_gvisor_mounts(const hg_config_t *cfg, patch_t *p, hg_error_t *err)
+static int annotate_gvisor_mounts(const webhook_settings_t *cfg, patch_t *p, hg_error_t *err)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                 for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
                         const char *key;
                         char value[96];
-                        if (shape_gvisor_annotation(cfg, v, i, &key, value, sizeof(value)) < 0)
+                        if (shape_gvisor_annotation(&cfg->sidecar, v, i, &key, value,
+                                                    sizeof(value)) < 0)
                                 return error_set(err, -EINVAL,
                                                  "volumes.ctl.sizeLimit '%s' has no "
                                                  "size in bytes",
-                                                 cfg->ctl_size_limit);
+                                                 cfg->sidecar.ctl_size_limit);
                         json_t *annotations =
                             json_object_get(json_object_get(p->doc, "metadata"), "annotations");
                         const char *have = annotation(annotations, key);
@@ -338,7 +342,7 @@ static int annotate_gvisor_mounts(const hg_config_t *cfg, patch_t *p, hg_error_t
         return 0;
 }
 
-static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t *p,
+static int inject(const webhook_settings_t *cfg, const shape_values_t *values, patch_t *p,
                   const pod_view_t *view, json_t *agent, size_t agent_index, hg_error_t *err)
 {
         int r;
@@ -375,7 +379,8 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
                 return -ENOMEM;
         driver_text.data[0] = '\0';
         json_t *driver = shape_values_driver(values, image, &driver_text);
-        r = patch_append_known(p, "/spec", shape_driver_list(cfg), driver, driver_text.data, err);
+        r = patch_append_known(p, "/spec", shape_driver_list(&cfg->sidecar), driver,
+                               driver_text.data, err);
         if (r < 0)
                 return r;
         if (runs_under_gvisor(cfg, view)) {
@@ -392,8 +397,8 @@ static int inject(const hg_config_t *cfg, const shape_values_t *values, patch_t 
 }
 
 /* Runs the decision; on success the patch (if any) is in p. */
-static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *pod, patch_t *p,
-                  mutate_result_t *ret)
+static int decide(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
+                  patch_t *p, mutate_result_t *ret)
 {
         hg_error_t err = {0};
         if (!cfg->driver_sidecar) {
@@ -441,19 +446,19 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
                 return annotate(p, ret, &err);
 
         size_t agent_index = 0;
-        json_t *agent = podview_agent(&view, cfg->agent_container, &agent_index);
+        json_t *agent = podview_agent(&view, cfg->sidecar.agent_container, &agent_index);
         const char *image;
         if (!agent) {
                 mutate_result_set(ret, REASON_NO_AGENT_CONTAINER,
                                   "the pod has no container named \"%s\" (the agentContainer "
                                   "setting) to run the driver sidecar beside",
-                                  cfg->agent_container);
+                                  cfg->sidecar.agent_container);
                 return 0;
         }
         if (jsonx_string(agent, "image", &image) < 0 || !image[0]) {
                 mutate_result_set(ret, REASON_INVALID_POD,
                                   "invalid pod: agent container \"%s\" has no image",
-                                  cfg->agent_container);
+                                  cfg->sidecar.agent_container);
                 return 0;
         }
         if (check_conflicts(cfg, &view, &err) < 0) {
@@ -468,7 +473,7 @@ static int decide(const hg_config_t *cfg, const shape_values_t *values, json_t *
         return r;
 }
 
-int mutate_pod_with(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+int mutate_pod_with(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                     mutate_result_t *ret)
 {
         memset(ret, 0, sizeof(*ret));
@@ -490,10 +495,10 @@ fail:
         return -ENOMEM;
 }
 
-int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret)
+int mutate_pod(const webhook_settings_t *cfg, json_t *pod, mutate_result_t *ret)
 {
         shape_values_t *values = NULL;
-        if (shape_values_new(cfg, &values) < 0) {
+        if (shape_values_new(&cfg->sidecar, &values) < 0) {
                 memset(ret, 0, sizeof(*ret));
                 mutate_result_set(ret, REASON_INTERNAL_ERROR,
                                   "internal error while building the patch");

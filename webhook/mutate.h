@@ -7,9 +7,9 @@
 
 #include <jansson.h>
 
-#include "config.h"
 #include "error.h"
 #include "jsonparse.h"
+#include "settings.h"
 #include "shape.h"
 
 typedef enum mutate_decision {
@@ -65,10 +65,10 @@ bool mutate_reason_warns(mutate_reason_t reason);
 
 /* Decides for a Pod CREATE and patches pod in place. Returns 0 with *ret
  * filled (any decision), or -ENOMEM; on error *ret says deny/internal. */
-int mutate_pod(const hg_config_t *cfg, json_t *pod, mutate_result_t *ret);
+int mutate_pod(const webhook_settings_t *cfg, json_t *pod, mutate_result_t *ret);
 /* mutate_pod with the sidecar's values built beforehand (shape_values_new
  * for cfg), as the server does once at start; the pod then shares them. */
-int mutate_pod_with(const hg_config_t *cfg, const shape_values_t *values, json_t *pod,
+int mutate_pod_with(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                     mutate_result_t *ret);
 
 /* Sets a skip or deny without looking at a pod (request-level reasons). */

@@ -34,7 +34,7 @@
 #define MAX_NAMES                  40
 
 struct selfcert {
-        const hg_config_t *cfg;
+        const webhook_settings_t *cfg;
         k8s_client_t *k8s;
         char namespace[64];
         /* Sized for the longest names Kubernetes allows (63 + 253 + the rest). */
@@ -70,7 +70,7 @@ void selfcert_free(selfcert_t *sc)
         free(sc);
 }
 
-int selfcert_new(const hg_config_t *cfg, selfcert_t **ret, hg_error_t *err)
+int selfcert_new(const webhook_settings_t *cfg, selfcert_t **ret, hg_error_t *err)
 {
         selfcert_t *sc = calloc(1, sizeof(*sc));
         if (!sc)
@@ -301,7 +301,7 @@ static void log_step(const selfcert_t *sc, ca_step_t step)
         log_event(step == CA_STEP_REPLACED ? LOG_LEVEL_WARN : LOG_LEVEL_INFO, what[step],
                   json_pack("{s:s, s:s, s:I}", "namespace", sc->namespace, "secret",
                             sc->cfg->tls_secret_name, "overlapSeconds",
-                            (json_int_t)config_ca_overlap_seconds(sc->cfg)));
+                            (json_int_t)settings_ca_overlap_seconds(sc->cfg)));
 }
 
 /* Reads the Secret (status 200 answer) and brings it up to date: the CA's

@@ -12,12 +12,12 @@
  * comes from the Secret, replicas never fight over caBundle. */
 #pragma once
 
-#include "config.h"
 #include "error.h"
+#include "settings.h"
 
 typedef struct selfcert selfcert_t;
 
-int selfcert_new(const hg_config_t *cfg, selfcert_t **ret, hg_error_t *err);
+int selfcert_new(const webhook_settings_t *cfg, selfcert_t **ret, hg_error_t *err);
 void selfcert_free(selfcert_t *sc);
 
 /* One round: make sure the Secret holds a current pair, write it locally,

@@ -36,7 +36,7 @@
 #define CONNECTION_MEMORY 16384
 
 struct server {
-        const hg_config_t *cfg;
+        const webhook_settings_t *cfg;
         shape_values_t *values; /* built once, shared by every review */
         struct MHD_Daemon *tls;
         struct MHD_Daemon *health;
@@ -268,7 +268,7 @@ static void uncork(request_t *req)
 static int lookup_pod(void *ctx, const char *ns, const char *name, json_t **ret_pod,
                       hg_error_t *err)
 {
-        const hg_config_t *cfg = ctx;
+        const webhook_settings_t *cfg = ctx;
         k8s_client_t *k8s = NULL;
         int r = k8s_client_new(cfg->kubeconfig, &k8s, err);
         if (r < 0)
@@ -515,14 +515,14 @@ static struct MHD_Daemon *start_daemon(server_t *s, listener_t *l, uint16_t port
         return d;
 }
 
-int server_start(const hg_config_t *cfg, server_t **ret, hg_error_t *err)
+int server_start(const webhook_settings_t *cfg, server_t **ret, hg_error_t *err)
 {
         server_t *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         s->cfg = cfg;
         /* Before any request thread, outside any arena: they outlive requests. */
-        if (shape_values_new(cfg, &s->values) < 0) {
+        if (shape_values_new(&cfg->sidecar, &s->values) < 0) {
                 free(s);
                 return error_set(err, -ENOMEM, "out of memory");
         }

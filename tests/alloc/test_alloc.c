@@ -27,7 +27,6 @@
 #include "admission.h"
 #include "approvals.h"
 #include "cleanup.h"
-#include "config.h"
 #include "ctlreq.h"
 #include "execcred.h"
 #include "failalloc.h"
@@ -42,6 +41,7 @@
 #include "mountinfo.h"
 #include "patch.h"
 #include "procstatus.h"
+#include "settings.h"
 #include "shape.h"
 #include "spec.h"
 #include "strbuf.h"
@@ -90,12 +90,12 @@ static void put(outcome_t *o, const char *fmt, ...)
 }
 
 /* The webhook's defaults with injection on, as the golden cases run. */
-static const hg_config_t *config_defaults_for_tests(void)
+static const webhook_settings_t *config_defaults_for_tests(void)
 {
-        static hg_config_t cfg;
+        static webhook_settings_t cfg;
         static bool ready;
         if (!ready) {
-                if (config_init_defaults(&cfg) < 0)
+                if (settings_init_defaults(&cfg) < 0)
                         abort();
                 cfg.driver_sidecar = true;
                 ready = true;
@@ -237,7 +237,7 @@ static void t_admission(const char *path, const char *buf, size_t len, outcome_t
 static const shape_values_t *server_values(void)
 {
         static shape_values_t *sv;
-        if (!sv && shape_values_new(config_defaults_for_tests(), &sv) < 0)
+        if (!sv && shape_values_new(&config_defaults_for_tests()->sidecar, &sv) < 0)
                 abort();
         return sv;
 }
@@ -301,12 +301,12 @@ static void t_inject(const char *path, const char *buf, size_t len, outcome_t *o
 static void t_config(const char *path, const char *buf, size_t len, outcome_t *o)
 {
         hg_error_t err = {0};
-        hg_config_t cfg;
-        int r = config_load(&cfg, path, &err);
+        webhook_settings_t cfg;
+        int r = settings_load(&cfg, path, &err);
         _cleanup_free_ char *dump = NULL;
         if (r == 0) {
-                dump = config_dump(&cfg);
-                config_free(&cfg);
+                dump = settings_dump(&cfg);
+                settings_free(&cfg);
                 if (!dump)
                         r = -ENOMEM;
         }

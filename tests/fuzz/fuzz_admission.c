@@ -19,11 +19,11 @@
 #include "admission.h"
 #include "base64.h"
 #include "cleanup.h"
-#include "config.h"
 #include "jsondump.h"
 #include "jsonparse.h"
 #include "jsonptr.h"
 #include "jsonx.h"
+#include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,18 +31,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * service-account token out (remove ops in the patch). */
 enum { CONFIGS = 2 };
 
-static hg_config_t *config_n(int n)
+static webhook_settings_t *config_n(int n)
 {
-        static hg_config_t cfg[CONFIGS];
+        static webhook_settings_t cfg[CONFIGS];
         static int ready[CONFIGS];
         if (!ready[n]) {
-                if (config_init_defaults(&cfg[n]) < 0)
+                if (settings_init_defaults(&cfg[n]) < 0)
                         abort();
                 cfg[n].driver_sidecar = true;
                 if (n == 1) {
-                        free(cfg[n].agent_service_account_token);
-                        cfg[n].agent_service_account_token = strdup(CONFIG_TOKEN_REMOVE);
-                        if (!cfg[n].agent_service_account_token)
+                        free(cfg[n].sidecar.agent_service_account_token);
+                        cfg[n].sidecar.agent_service_account_token = strdup(CONFIG_TOKEN_REMOVE);
+                        if (!cfg[n].sidecar.agent_service_account_token)
                                 abort();
                 }
                 ready[n] = 1;
@@ -52,7 +52,7 @@ static hg_config_t *config_n(int n)
 
 static int current;
 
-static hg_config_t *config(void)
+static webhook_settings_t *config(void)
 {
         return config_n(current);
 }
@@ -60,7 +60,7 @@ static hg_config_t *config(void)
 static const shape_values_t *values(void)
 {
         static shape_values_t *sv[CONFIGS];
-        if (!sv[current] && shape_values_new(config(), &sv[current]) < 0)
+        if (!sv[current] && shape_values_new(&config()->sidecar, &sv[current]) < 0)
                 abort();
         return sv[current];
 }

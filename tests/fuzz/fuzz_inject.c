@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "config.h"
 #include "inject.h"
+#include "settings.h"
 #include "yamldoc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,21 +48,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         _cleanup_json_ json_t *docs = load(data, size);
         if (!docs)
                 return 0;
-        hg_config_t cfg;
-        if (config_init_defaults(&cfg) < 0)
+        webhook_settings_t cfg;
+        if (settings_init_defaults(&cfg) < 0)
                 abort();
         cfg.driver_sidecar = true;
         hg_error_t err = {0};
         if (inject_manifests(&cfg, docs, NULL, NULL, &err) < 0) {
                 if (!err.message[0])
                         abort();
-                config_free(&cfg);
+                settings_free(&cfg);
                 return 0;
         }
         _cleanup_json_ json_t *again = json_deep_copy(docs);
         if (!again || inject_manifests(&cfg, again, NULL, NULL, &err) < 0 ||
             !json_equal(docs, again))
                 abort();
-        config_free(&cfg);
+        settings_free(&cfg);
         return 0;
 }

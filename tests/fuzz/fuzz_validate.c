@@ -14,21 +14,22 @@
 
 #include "admission.h"
 #include "cleanup.h"
-#include "config.h"
 #include "jsonx.h"
+#include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static hg_config_t *config(void)
+static webhook_settings_t *config(void)
 {
-        static hg_config_t cfg;
+        static webhook_settings_t cfg;
         static int ready;
         if (!ready) {
                 hg_error_t err = {0};
-                if (config_init_defaults(&cfg) < 0 ||
-                    config_set(&cfg, "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]",
-                               &err) < 0 ||
-                    config_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err) < 0)
+                if (settings_init_defaults(&cfg) < 0 ||
+                    settings_set(&cfg,
+                                 "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]",
+                                 &err) < 0 ||
+                    settings_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err) < 0)
                         abort();
                 cfg.driver_sidecar = true;
                 ready = 1;

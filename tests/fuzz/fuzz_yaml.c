@@ -1,10 +1,12 @@
-/* libFuzzer target: YAML as `inject -f` and the configuration loader read it.
+/* libFuzzer target: YAML as `inject -f` and the configuration loaders read
+ * it (the sidecar's, which skips the webhook's keys, and the webhook's).
  * Every document that parses must convert to JSON or fail with a message. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "cleanup.h"
 #include "config.h"
+#include "settings.h"
 #include "yamldoc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,5 +33,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             !err.message[0])
                 abort();
         config_free(&cfg);
+        webhook_settings_t ws;
+        if (settings_init_defaults(&ws) < 0)
+                abort();
+        err.message[0] = '\0';
+        if (settings_apply_yaml(&ws, "fuzz.yaml", (const char *)data, size, &err) < 0 &&
+            !err.message[0])
+                abort();
+        settings_free(&ws);
         return 0;
 }

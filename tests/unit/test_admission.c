@@ -7,23 +7,23 @@
 #include "admission.h"
 #include "base64.h"
 #include "cleanup.h"
-#include "config.h"
 #include "jsondump.h"
+#include "settings.h"
 #include "shape.h"
 #include "strbuf.h"
 #include "unit.h"
 
-static hg_config_t cfg;
+static webhook_settings_t cfg;
 
 static void setup(void)
 {
-        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
         cfg.driver_sidecar = true;
 }
 
 static void teardown(void)
 {
-        config_free(&cfg);
+        settings_free(&cfg);
 }
 
 static void outcome_freep(admission_outcome_t *o)
@@ -74,7 +74,7 @@ static void assert_projected_alike(const char *body, size_t len, int want_r, con
                                    const admission_outcome_t *want, const hg_error_t *want_err)
 {
         shape_values_t *values = NULL;
-        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        ck_assert_int_eq(shape_values_new(&cfg.sidecar, &values), 0);
         _outcome_ admission_outcome_t o = {0};
         _cleanup_free_ char *out = NULL;
         hg_error_t err = {0};
@@ -456,7 +456,7 @@ static const char *full_review =
 START_TEST(projected_read_builds_only_what_it_reads)
 {
         shape_values_t *values = NULL;
-        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        ck_assert_int_eq(shape_values_new(&cfg.sidecar, &values), 0);
         _outcome_ admission_outcome_t o = {0};
         _cleanup_free_ char *out = NULL;
         hg_error_t err = {0};

@@ -9,20 +9,20 @@
 #include "mutate.h"
 #include "unit.h"
 
-static hg_config_t cfg;
+static webhook_settings_t cfg;
 static shape_values_t *values;
 
 static void setup(void)
 {
-        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
         cfg.driver_sidecar = true;
-        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        ck_assert_int_eq(shape_values_new(&cfg.sidecar, &values), 0);
 }
 
 static void teardown(void)
 {
         shape_values_free(values);
-        config_free(&cfg);
+        settings_free(&cfg);
 }
 
 #define TOKEN_MOUNT                                                             \
@@ -45,7 +45,7 @@ static json_t *sandbox_pod(const char *annotations, const char *container_extra)
 }
 
 /* The pod as the webhook under c would have it stored. */
-static void inject_with(const hg_config_t *c, json_t *pod)
+static void inject_with(const webhook_settings_t *c, json_t *pod)
 {
         mutate_result_t r;
         ck_assert_int_eq(mutate_pod(c, pod, &r), 0);
@@ -104,13 +104,13 @@ END_TEST
 
 START_TEST(older_configuration_is_stale)
 {
-        hg_config_t old;
-        ck_assert_int_eq(config_init_defaults(&old), 0);
+        webhook_settings_t old;
+        ck_assert_int_eq(settings_init_defaults(&old), 0);
         old.driver_sidecar = true;
-        old.driver_uid = 1005;
+        old.sidecar.driver_uid = 1005;
         _unit_json_ json_t *pod = sandbox_pod(NULL, NULL);
         inject_with(&old, pod);
-        config_free(&old);
+        settings_free(&old);
         audit_verdict_t v = judge(pod);
         ck_assert_int_eq(v.state, AUDIT_STALE);
         ck_assert_str_eq(v.code, "shape");
@@ -126,7 +126,7 @@ START_TEST(token_removed_now_is_stale)
         _unit_json_ json_t *pod = sandbox_pod(NULL, NULL);
         inject_with(&cfg, pod);
         hg_error_t err = {0};
-        ck_assert_int_eq(config_set(&cfg, "agentServiceAccountToken=remove", &err), 0);
+        ck_assert_int_eq(settings_set(&cfg, "agentServiceAccountToken=remove", &err), 0);
         audit_verdict_t v = judge(pod);
         ck_assert_int_eq(v.state, AUDIT_STALE);
         ck_assert_str_eq(v.code, "reinvocation-changes");

@@ -8,18 +8,18 @@
 #include "cleanup.h"
 #include "unit.h"
 
-static hg_config_t cfg;
+static webhook_settings_t cfg;
 
 static void setup(void)
 {
-        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
         cfg.tls_ca_overlap_seconds = 600;
         cfg.tls_renew_before_days = 30;
 }
 
 static void teardown(void)
 {
-        config_free(&cfg);
+        settings_free(&cfg);
 }
 
 static void make_ca(ca_set_t *set, unsigned days)

@@ -6,27 +6,27 @@
 
 #include "admission.h"
 #include "cleanup.h"
-#include "config.h"
 #include "guard.h"
 #include "mutate.h"
+#include "settings.h"
 #include "unit.h"
 
-static hg_config_t cfg;
+static webhook_settings_t cfg;
 
 static void setup(void)
 {
-        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
         cfg.driver_sidecar = true;
         hg_error_t err = {0};
         ck_assert_int_eq(
-            config_set(&cfg, "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]", &err),
+            settings_set(&cfg, "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]", &err),
             0);
-        ck_assert_int_eq(config_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err), 0);
+        ck_assert_int_eq(settings_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err), 0);
 }
 
 static void teardown(void)
 {
-        config_free(&cfg);
+        settings_free(&cfg);
 }
 
 static const char *sandbox_pod =

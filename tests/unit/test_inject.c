@@ -7,17 +7,17 @@
 #include "cleanup.h"
 #include "unit.h"
 
-static hg_config_t cfg;
+static webhook_settings_t cfg;
 
 static void setup(void)
 {
-        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
         cfg.driver_sidecar = true;
 }
 
 static void teardown(void)
 {
-        config_free(&cfg);
+        settings_free(&cfg);
 }
 
 #define SPEC "{\"containers\": [{\"name\": \"sandbox\", \"image\": \"img:1\"}]}"

@@ -3,18 +3,18 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "config.h"
 #include "jsondump.h"
 #include "mutate.h"
+#include "settings.h"
 #include "shape.h"
 #include "shapecheck.h"
 #include "unit.h"
 
-static hg_config_t cfg;
+static webhook_settings_t cfg;
 
 static void setup(void)
 {
-        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
         cfg.driver_sidecar = true;
 }
 
@@ -36,7 +36,7 @@ static void teardown(void)
 {
         while (n_parsed)
                 json_decref(parsed[--n_parsed]);
-        config_free(&cfg);
+        settings_free(&cfg);
 }
 
 static void set_string(char **slot, const char *value)
@@ -354,7 +354,7 @@ END_TEST
  * (with the same configuration) passes the result. */
 START_TEST(native_sidecar)
 {
-        cfg.driver_native_sidecar = true;
+        cfg.sidecar.driver_native_sidecar = true;
         _unit_json_ json_t *pod = with(
             with(base_pod(), "/spec/initContainers", "[{\"name\": \"setup\", \"image\": \"x\"}]"),
             "/spec/securityContext", "{\"runAsUser\": 1000, \"runAsGroup\": 1000}");
@@ -377,11 +377,11 @@ START_TEST(native_sidecar)
         ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
         assert_untouched(after_first, pod, &again);
         bool pass = false;
-        _unit_json_ json_t *report = shapecheck_pod(&cfg, pod, &pass);
+        _unit_json_ json_t *report = shapecheck_pod(&cfg.sidecar, pod, &pass);
         ck_assert_msg(pass, "spec check: %s", unit_dump(report));
         /* The same pod judged by a configuration without native sidecars. */
-        cfg.driver_native_sidecar = false;
-        _unit_json_ json_t *other = shapecheck_pod(&cfg, pod, &pass);
+        cfg.sidecar.driver_native_sidecar = false;
+        _unit_json_ json_t *other = shapecheck_pod(&cfg.sidecar, pod, &pass);
         ck_assert_ptr_nonnull(other);
         ck_assert(!pass);
 }
@@ -393,9 +393,9 @@ END_TEST
  * configuration without probes refuses the pod (they are part of the shape). */
 START_TEST(daemon_probes)
 {
-        ck_assert(cfg.driver_probes);
+        ck_assert(cfg.sidecar.driver_probes);
         for (int native = 0; native <= 1; native++) {
-                cfg.driver_native_sidecar = native;
+                cfg.sidecar.driver_native_sidecar = native;
                 _unit_json_ json_t *pod = with(base_pod(), "/spec/securityContext",
                                                "{\"runAsUser\": 1000, \"runAsGroup\": 1000}");
                 _unit_json_ json_t *orig = json_deep_copy(pod);
@@ -417,13 +417,13 @@ START_TEST(daemon_probes)
                 ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
                 assert_untouched(after_first, pod, &again);
                 bool pass = false;
-                _unit_json_ json_t *report = shapecheck_pod(&cfg, pod, &pass);
+                _unit_json_ json_t *report = shapecheck_pod(&cfg.sidecar, pod, &pass);
                 ck_assert_msg(pass, "spec check: %s", unit_dump(report));
-                cfg.driver_probes = false;
-                _unit_json_ json_t *other = shapecheck_pod(&cfg, pod, &pass);
+                cfg.sidecar.driver_probes = false;
+                _unit_json_ json_t *other = shapecheck_pod(&cfg.sidecar, pod, &pass);
                 ck_assert_ptr_nonnull(other);
                 ck_assert(!pass);
-                cfg.driver_probes = true;
+                cfg.sidecar.driver_probes = true;
         }
 }
 END_TEST
@@ -797,7 +797,7 @@ START_TEST(no_agent_container)
         run(pod, &r2);
         ck_assert_result(r2, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
         /* The configured name is the one looked for. */
-        set_string(&cfg.agent_container, "agent");
+        set_string(&cfg.sidecar.agent_container, "agent");
         _unit_json_ json_t *std = base_pod();
         _result_ mutate_result_t r3 = {0};
         run(std, &r3);
@@ -875,7 +875,7 @@ START_TEST(shared_values_give_the_same_pods)
          * them: the same patch and the same pod as mutate_pod gives, and the
          * shared values are never changed by the pods they went into. */
         shape_values_t *values = NULL;
-        ck_assert_int_eq(shape_values_new(&cfg, &values), 0);
+        ck_assert_int_eq(shape_values_new(&cfg.sidecar, &values), 0);
         _cleanup_free_ char *before = jsondump(values->driver_rest);
         static const char *const variants[][2] = {
             {NULL, NULL},
@@ -931,10 +931,10 @@ END_TEST
 
 START_TEST(custom_configuration)
 {
-        set_string(&cfg.agent_container, "agent");
-        set_string(&cfg.home_path, "/home/h");
-        set_string(&cfg.ctl_path, "/run/c");
-        cfg.driver_uid = 2000;
+        set_string(&cfg.sidecar.agent_container, "agent");
+        set_string(&cfg.sidecar.home_path, "/home/h");
+        set_string(&cfg.sidecar.ctl_path, "/run/c");
+        cfg.sidecar.driver_uid = 2000;
         _unit_json_ json_t *pod = with(base_pod(), "/spec/containers/0/name", "\"agent\"");
         _result_ mutate_result_t res = {0};
         run(pod, &res);
@@ -1209,7 +1209,7 @@ START_TEST(gvisor_mount_annotations)
         assert_patch_reproduces(orig, pod, &res);
         /* The size follows volumes.ctl.sizeLimit, in whole bytes. */
         hg_error_t serr = {0};
-        ck_assert_int_eq(config_set(&cfg, "volumes.ctl.sizeLimit=0.5Gi", &serr), 0);
+        ck_assert_int_eq(settings_set(&cfg, "volumes.ctl.sizeLimit=0.5Gi", &serr), 0);
         _unit_json_ json_t *half = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
         _result_ mutate_result_t resh = {0};
         run(half, &resh);
@@ -1236,7 +1236,7 @@ START_TEST(gvisor_mount_annotations)
                             "dev.gvisor.spec.mount.hangar-ctl.type"));
         /* The RuntimeClasses are the admin's to name. */
         hg_error_t err = {0};
-        ck_assert_int_eq(config_set(&cfg, "gvisor.runtimeClassNames=[\"runc\"]", &err), 0);
+        ck_assert_int_eq(settings_set(&cfg, "gvisor.runtimeClassNames=[\"runc\"]", &err), 0);
         _unit_json_ json_t *named = with(base_pod(), "/spec/runtimeClassName", "\"runc\"");
         _result_ mutate_result_t res4 = {0};
         run(named, &res4);
@@ -1275,7 +1275,7 @@ END_TEST
 
 START_TEST(agent_token_removed_when_asked)
 {
-        set_string(&cfg.agent_service_account_token, "remove");
+        set_string(&cfg.sidecar.agent_service_account_token, "remove");
         _unit_json_ json_t *pod = pod_with_token();
         _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
@@ -1331,7 +1331,7 @@ START_TEST(deny_carries_no_patch)
 {
         /* Token mounts taken out, then the spec check refuses: the answer
          * is the deny alone. */
-        set_string(&cfg.agent_service_account_token, "remove");
+        set_string(&cfg.sidecar.agent_service_account_token, "remove");
         _unit_json_ json_t *pod = pod_with_token();
         _result_ mutate_result_t res = {0};
         run(pod, &res);

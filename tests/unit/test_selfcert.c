@@ -8,9 +8,9 @@
 
 #include "base64.h"
 #include "cleanup.h"
-#include "config.h"
 #include "fileio.h"
 #include "selfcert.h"
+#include "settings.h"
 #include "strbuf.h"
 #include "unit.h"
 
@@ -78,7 +78,7 @@ static void teardown(void)
         unit_rmtree(dir);
 }
 
-#define _config_ _cleanup_config_
+#define _config_ _cleanup_settings_
 
 static void selfcert_freep(selfcert_t **sc)
 {
@@ -92,9 +92,9 @@ static void selfcert_freep(selfcert_t **sc)
 
 /* Defaults, self-managed mode with our files and kubeconfig, then extra
  * YAML lines under tls: (indented by two), validated. */
-static void make_config(hg_config_t *cfg, const char *tls_extra)
+static void make_config(webhook_settings_t *cfg, const char *tls_extra)
 {
-        ck_assert_int_eq(config_init_defaults(cfg), 0);
+        ck_assert_int_eq(settings_init_defaults(cfg), 0);
         strbuf_t sb = {0};
         ck_assert_int_eq(strbuf_printf(&sb,
                                        "kubeconfig: %s\nserver:\n  certFile: %s\n  keyFile: %s\n"
@@ -104,10 +104,10 @@ static void make_config(hg_config_t *cfg, const char *tls_extra)
                                        tls_extra ? tls_extra : ""),
                          0);
         hg_error_t err = {0};
-        int r = config_apply_yaml(cfg, "cfg.yaml", sb.data, sb.len, &err);
+        int r = settings_apply_yaml(cfg, "cfg.yaml", sb.data, sb.len, &err);
         strbuf_free(&sb);
         ck_assert_msg(r == 0, "config: %s", err.message);
-        ck_assert_msg(config_validate(cfg, &err) == 0, "validate: %s", err.message);
+        ck_assert_msg(settings_validate(cfg, &err) == 0, "validate: %s", err.message);
 }
 
 /* One sync round against the closed port: must fail, and write nothing. */
@@ -123,7 +123,7 @@ static void sync_fails(selfcert_t *sc, hg_error_t *err)
 
 START_TEST(new_succeeds_sync_fails)
 {
-        _config_ hg_config_t cfg = {0};
+        _config_ webhook_settings_t cfg = {0};
         make_config(&cfg, "  secretNamespace: hangar-system\n");
         _selfcert_ selfcert_t *sc = NULL;
         hg_error_t err = {0};
@@ -146,7 +146,7 @@ START_TEST(secret_namespace_precedence)
         write_kubeconfig("from-kubeconfig");
         ck_assert_int_eq(setenv("POD_NAMESPACE", "from-pod", 1), 0);
         {
-                _config_ hg_config_t cfg = {0};
+                _config_ webhook_settings_t cfg = {0};
                 make_config(&cfg, "  secretNamespace: from-config\n  secretName: certs\n");
                 _selfcert_ selfcert_t *sc = NULL;
                 ck_assert_int_eq(selfcert_new(&cfg, &sc, &err), 0);
@@ -155,7 +155,7 @@ START_TEST(secret_namespace_precedence)
         }
         /* Then the pod's own namespace. */
         {
-                _config_ hg_config_t cfg = {0};
+                _config_ webhook_settings_t cfg = {0};
                 make_config(&cfg, NULL);
                 _selfcert_ selfcert_t *sc = NULL;
                 ck_assert_int_eq(selfcert_new(&cfg, &sc, &err), 0);
@@ -165,7 +165,7 @@ START_TEST(secret_namespace_precedence)
         /* Then the kubeconfig context's (an empty POD_NAMESPACE is unset). */
         ck_assert_int_eq(setenv("POD_NAMESPACE", "", 1), 0);
         {
-                _config_ hg_config_t cfg = {0};
+                _config_ webhook_settings_t cfg = {0};
                 make_config(&cfg, NULL);
                 _selfcert_ selfcert_t *sc = NULL;
                 ck_assert_int_eq(selfcert_new(&cfg, &sc, &err), 0);
@@ -176,7 +176,7 @@ START_TEST(secret_namespace_precedence)
         ck_assert_int_eq(unsetenv("POD_NAMESPACE"), 0);
         write_kubeconfig(NULL);
         {
-                _config_ hg_config_t cfg = {0};
+                _config_ webhook_settings_t cfg = {0};
                 make_config(&cfg, NULL);
                 _selfcert_ selfcert_t *sc = NULL;
                 ck_assert_int_eq(selfcert_new(&cfg, &sc, &err), 0);
@@ -197,7 +197,7 @@ START_TEST(most_names_allowed)
         ck_assert_int_eq(strbuf_puts(&sb, "  ipAddresses:\n"), 0);
         for (int i = 0; i < 32; i++)
                 ck_assert_int_eq(strbuf_printf(&sb, "  - 10.0.0.%d\n", i + 1), 0);
-        _config_ hg_config_t cfg = {0};
+        _config_ webhook_settings_t cfg = {0};
         make_config(&cfg, sb.data);
         strbuf_free(&sb);
         ck_assert_uint_eq(cfg.tls_dns_names.n, 32);
@@ -222,7 +222,7 @@ START_TEST(long_secret_name_not_truncated)
         char extra[400];
         (void)snprintf(extra, sizeof(extra), "  secretName: %s\n  secretNamespace: hangar-system\n",
                        name);
-        _config_ hg_config_t cfg = {0};
+        _config_ webhook_settings_t cfg = {0};
         make_config(&cfg, extra);
         ck_assert_str_eq(cfg.tls_secret_name, name);
         _selfcert_ selfcert_t *sc = NULL;
@@ -248,7 +248,7 @@ START_TEST(new_fails_cleanly)
          * selfcert is made, nothing leaks (ASan). */
         const char *broken = "current-context: x\n";
         ck_assert_int_eq(file_write_atomic(kubeconfig_path, broken, strlen(broken), 0600, 0), 0);
-        _config_ hg_config_t cfg = {0};
+        _config_ webhook_settings_t cfg = {0};
         make_config(&cfg, NULL);
         selfcert_t *sc = (selfcert_t *)&sc;
         hg_error_t err = {0};
@@ -258,10 +258,10 @@ START_TEST(new_fails_cleanly)
         ck_assert_msg_has(err, "no current context");
 
         /* In-cluster credentials outside a cluster. */
-        _config_ hg_config_t in_cluster = {0};
-        ck_assert_int_eq(config_init_defaults(&in_cluster), 0);
+        _config_ webhook_settings_t in_cluster = {0};
+        ck_assert_int_eq(settings_init_defaults(&in_cluster), 0);
         const char *yaml = "tls:\n  mode: selfManaged\n  serviceName: s\n";
-        ck_assert_int_eq(config_apply_yaml(&in_cluster, "c.yaml", yaml, strlen(yaml), &err), 0);
+        ck_assert_int_eq(settings_apply_yaml(&in_cluster, "c.yaml", yaml, strlen(yaml), &err), 0);
         ck_assert_str_eq(in_cluster.kubeconfig, "");
         ck_assert_int_eq(selfcert_new(&in_cluster, &sc, &err), -ENOENT);
         ck_assert_msg_has(err, "KUBERNETES_SERVICE_HOST");
