@@ -1,6 +1,5 @@
 #include "session.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,28 +14,12 @@
 
 #include "cleanup.h"
 #include "pty.h"
+#include "reaper.h"
+#include "runner.h"
 #include "spawn.h"
-#include "strparse.h"
-#include "tail.h"
 
-#define CHUNK          65536u /* bytes read from a pipe per frame */
-#define RUN_QUEUE_MAX  16u    /* run requests waiting behind the current one */
-#define DRAIN_GRACE_MS 2000   /* after a process exits, for its pipes to reach EOF */
-#define STOP_GRACE_MS  2000   /* between SIGTERM and SIGKILL when stopping */
-
-/* One run request: the driver's command, run as the agent. */
-typedef struct run {
-        bool active;
-        frame_run_t req;
-        spawn_child_t child;
-        bool out_open;
-        bool reaped;
-        int status;
-        bool timed_out;
-        int64_t deadline_ms;
-        int64_t drain_ms; /* after reaping: give up on the pipe past this */
-        tail_t tail;
-} run_t;
+#define CHUNK         65536u /* bytes read from a pipe per frame */
+#define STOP_GRACE_MS 2000   /* between SIGTERM and SIGKILL when stopping */
 
 typedef struct session {
         conn_t *io, *ctl;
@@ -49,9 +32,8 @@ typedef struct session {
         bool isig_emulated;         /* terminal: the relay turns ^C into SIGINT (gVisor) */
         uint8_t side_buf[2 * FRAME_MAX_PAYLOAD];
         size_t side_len;
-        bool h_started, h_reaped, h_out_open, h_err_open;
-        int h_status;
-        int64_t h_drain_ms;
+        bool h_started, h_out_open, h_err_open;
+        reaper_end_t h_end;
         bool exit_sent;
         frame_exit_t h_exit;
 
@@ -59,9 +41,7 @@ typedef struct session {
         size_t stdin_len;
         bool stdin_eof; /* the driver sent STDIN EOF */
 
-        frame_run_t queue[RUN_QUEUE_MAX];
-        size_t q_head, q_len;
-        run_t run;
+        runner_t runner; /* the driver's run requests */
 
         bool finished;
         session_end_t end;
@@ -95,16 +75,6 @@ static void finish(session_t *s, session_end_t end, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(s->detail, sizeof(s->detail), fmt, ap);
         va_end(ap);
-}
-
-static frame_exit_t exit_from_status(int status, bool timed_out)
-{
-        if (timed_out)
-                return (frame_exit_t){.end = FRAME_END_TIMEOUT, .value = 124};
-        if (WIFSIGNALED(status))
-                return (frame_exit_t){.end = FRAME_END_SIGNALED,
-                                      .value = (uint8_t)WTERMSIG(status)};
-        return (frame_exit_t){.end = FRAME_END_EXITED, .value = (uint8_t)WEXITSTATUS(status)};
 }
 
 static void close_fd(int *fd)
@@ -167,22 +137,12 @@ static void pump_io(session_t *s)
                 } else if (s->h.in_fd >= 0) {
                         memcpy(s->stdin_buf, f.payload, f.length);
                         s->stdin_len = f.length;
-                        if (s->term && s->isig_emulated && !s->h_reaped)
+                        if (s->term && s->isig_emulated && !s->h_end.reaped)
                                 pty_input_signals(s->h.out_fd, s->h.pid, s->stdin_buf,
                                                   &s->stdin_len);
                 }
                 write_stdin(s);
         }
-}
-
-static void queue_busy_result(session_t *s, uint32_t id)
-{
-        static const char msg[] = "hangar-relay: too many run requests waiting\n";
-        frame_run_result_t rr = {.id = id, .exit = {.end = FRAME_END_NOT_STARTED, .value = 127}};
-        uint8_t fixed[FRAME_RUN_RESULT_FIXED];
-        frame_run_result_encode_fixed(&rr, fixed);
-        if (conn_queue(s->ctl, FRAME_RUN_RESULT, fixed, sizeof(fixed), msg, sizeof(msg) - 1) < 0)
-                finish(s, SESSION_END_PROTOCOL, "ctl: the driver does not read its replies");
 }
 
 static void write_side(session_t *s)
@@ -239,9 +199,9 @@ static void pump_ctl(session_t *s)
                                 return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
                         /* On a terminal: its foreground process group, as a
                          * key (Ctrl-C) would. */
-                        if (s->h_started && !s->h_reaped && s->term)
+                        if (s->h_started && !s->h_end.reaped && s->term)
                                 (void)pty_signal_foreground(s->h.out_fd, s->h.pid, signo);
-                        else if (s->h_started && !s->h_reaped)
+                        else if (s->h_started && !s->h_end.reaped)
                                 (void)spawn_signal_group(s->h.pid, signo);
                         break;
                 }
@@ -253,8 +213,8 @@ static void pump_ctl(session_t *s)
                         if (frame_resize_decode(&f, &rs, &err) < 0)
                                 return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
                         if (s->h_started && s->h.out_fd >= 0)
-                                (void)pty_resize(s->h.out_fd, s->h_reaped ? 0 : s->h.pid, rs.rows,
-                                                 rs.cols);
+                                (void)pty_resize(s->h.out_fd, s->h_end.reaped ? 0 : s->h.pid,
+                                                 rs.rows, rs.cols);
                         break;
                 }
                 case FRAME_ANSWER:
@@ -267,12 +227,8 @@ static void pump_ctl(session_t *s)
                         frame_run_t req = {0};
                         if (frame_run_decode(&f, &req, &err) < 0)
                                 return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
-                        if (s->q_len == RUN_QUEUE_MAX) {
-                                queue_busy_result(s, req.id);
-                                frame_run_free(&req);
-                                break;
-                        }
-                        s->queue[(s->q_head + s->q_len++) % RUN_QUEUE_MAX] = req;
+                        if (runner_accept(&s->runner, s->ctl, &req, &err) < 0)
+                                return finish(s, SESSION_END_PROTOCOL, "%s", err.message);
                         break;
                 }
                 default:
@@ -300,79 +256,6 @@ static bool pipe_to_conn(int fd, conn_t *c, frame_type_t type)
         return false;
 }
 
-static void run_read(session_t *s)
-{
-        uint8_t buf[CHUNK];
-        for (;;) {
-                ssize_t n = read(s->run.child.out_fd, buf, sizeof(buf));
-                if (n > 0) {
-                        tail_append(&s->run.tail, buf, (size_t)n);
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        return;
-                s->run.out_open = false;
-                close_fd(&s->run.child.out_fd);
-                return;
-        }
-}
-
-static void run_start_next(session_t *s, const char *cwd)
-{
-        if (s->run.active || s->q_len == 0)
-                return;
-        frame_run_t req = s->queue[s->q_head];
-        s->q_head = (s->q_head + 1) % RUN_QUEUE_MAX;
-        s->q_len--;
-        run_t run = {
-            .active = true, .req = req, .child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}};
-        if (tail_init(&run.tail, req.tail_max) < 0) {
-                frame_run_free(&req);
-                return finish(s, SESSION_END_INTERNAL, "out of memory for a run's output");
-        }
-        spawn_opts_t o = {.argv = req.argv, .cwd = cwd, .merge_stderr = true, .stdin_null = true};
-        hg_error_t err = {0};
-        if (spawn_start(&o, &run.child, &err) < 0) {
-                /* Reported to the driver as not started, with the reason as output. */
-                run.reaped = true;
-                run.status = 127 << 8;
-                tail_append(&run.tail, (const uint8_t *)err.message, strlen(err.message));
-        } else {
-                run.out_open = true;
-                run.deadline_ms = conn_now_ms() + req.timeout_ms;
-        }
-        s->run = run;
-}
-
-static void run_finish_if_done(session_t *s)
-{
-        run_t *run = &s->run;
-        if (!run->active || !run->reaped)
-                return;
-        if (run->out_open && conn_now_ms() < run->drain_ms)
-                return;
-        if (!conn_can_queue(s->ctl, FRAME_RUN_RESULT_FIXED + run->tail.len))
-                return; /* the driver is slow; try again when ctl drains */
-        frame_run_result_t rr = {.id = run->req.id,
-                                 .exit = exit_from_status(run->status, run->timed_out),
-                                 .truncated = run->tail.truncated};
-        if (run->child.pid == 0)
-                rr.exit = (frame_exit_t){.end = FRAME_END_NOT_STARTED, .value = 127};
-        uint8_t fixed[FRAME_RUN_RESULT_FIXED];
-        frame_run_result_encode_fixed(&rr, fixed);
-        _cleanup_free_ uint8_t *tail = malloc(run->tail.len ? run->tail.len : 1);
-        if (!tail)
-                return finish(s, SESSION_END_INTERNAL, "out of memory for a run's result");
-        tail_copy(&run->tail, tail);
-        (void)conn_queue(s->ctl, FRAME_RUN_RESULT, fixed, sizeof(fixed), tail, run->tail.len);
-        close_fd(&run->child.out_fd);
-        tail_free(&run->tail);
-        frame_run_free(&run->req);
-        *run = (run_t){.child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}};
-}
-
 /* ---- signals ---- */
 
 static void reap(session_t *s)
@@ -382,19 +265,13 @@ static void reap(session_t *s)
                 pid_t pid = waitpid(-1, &status, WNOHANG);
                 if (pid <= 0)
                         return;
-                int64_t now = conn_now_ms();
-                if (s->h_started && pid == s->h.pid && !s->h_reaped) {
-                        s->h_reaped = true;
-                        s->h_status = status;
-                        s->h_drain_ms = now + DRAIN_GRACE_MS;
-                } else if (s->run.active && pid == s->run.child.pid && !s->run.reaped) {
-                        s->run.reaped = true;
-                        s->run.status = status;
-                        s->run.drain_ms = now + DRAIN_GRACE_MS;
+                runner_run_t *run = &s->runner.run;
+                /* Anything but the harness and the run is an orphan we
+                 * adopted as subreaper: reaped, done. */
+                if (reaper_note(pid, status, conn_now_ms(), s->h_started ? s->h.pid : 0, &s->h_end,
+                                run->active ? run->child.pid : 0, &run->end) == REAPER_RUN)
                         /* Whatever the command left behind goes with it. */
                         (void)spawn_signal_group(pid, SIGKILL);
-                }
-                /* Anything else is an orphan we adopted as subreaper: reaped, done. */
         }
 }
 
@@ -409,7 +286,7 @@ static void read_signals(session_t *s)
                 }
                 /* Someone (the agent, the kubelet) signalled the relay: pass it to
                  * the harness and tell the driver, which records it. */
-                if (s->h_started && !s->h_reaped) {
+                if (s->h_started && !s->h_end.reaped) {
                         (void)spawn_signal_group(s->h.pid, signo);
                         uint8_t b = (uint8_t)signo;
                         (void)conn_queue(s->ctl, FRAME_SIGNAL, &b, 1, NULL, 0);
@@ -424,9 +301,9 @@ static void read_signals(session_t *s)
 
 static void harness_end_if_done(session_t *s)
 {
-        if (!s->h_reaped || s->exit_sent)
+        if (!s->h_end.reaped || s->exit_sent)
                 return;
-        if ((s->h_out_open || s->h_err_open) && conn_now_ms() < s->h_drain_ms)
+        if ((s->h_out_open || s->h_err_open) && conn_now_ms() < s->h_end.drain_ms)
                 return;
         /* Past the grace a background process still holds the pipes: it goes. */
         (void)spawn_signal_group(s->h.pid, SIGKILL);
@@ -438,7 +315,7 @@ static void harness_end_if_done(session_t *s)
         if (!conn_can_queue(s->io, 0) ||
             !conn_can_queue(s->ctl, FRAME_EXIT_SIZE + FRAME_HEADER_SIZE))
                 return;
-        s->h_exit = exit_from_status(s->h_status, false);
+        s->h_exit = reaper_exit(s->h_end.status, false);
         uint8_t e[FRAME_EXIT_SIZE];
         frame_exit_encode(&s->h_exit, e);
         (void)conn_queue(s->io, FRAME_STDOUT, NULL, 0, NULL, 0);
@@ -451,16 +328,15 @@ static void harness_end_if_done(session_t *s)
 
 enum { P_SIG, P_IO, P_CTL, P_HOUT, P_HERR, P_HIN, P_RUN, P_SIDE, P_COUNT };
 
+/* The next time something the loop waits for runs out: the harness's
+ * pipes' drain, the run's timeout or drain. */
 static int64_t min_deadline(const session_t *s)
 {
         int64_t d = INT64_MAX;
-        if (s->h_reaped && !s->exit_sent)
-                d = s->h_drain_ms;
-        if (s->run.active && !s->run.reaped && s->run.deadline_ms < d)
-                d = s->run.deadline_ms;
-        if (s->run.active && s->run.reaped && s->run.drain_ms < d)
-                d = s->run.drain_ms;
-        return d;
+        if (s->h_end.reaped && !s->exit_sent)
+                d = s->h_end.drain_ms;
+        int64_t rd = runner_next_deadline(&s->runner);
+        return rd < d ? rd : d;
 }
 
 static void conn_event(session_t *s, conn_t *c, short revents, const char *name)
@@ -484,8 +360,10 @@ static void loop(session_t *s, const char *cwd)
         while (!s->finished) {
                 pump_io(s);
                 pump_ctl(s);
-                run_start_next(s, cwd);
-                run_finish_if_done(s);
+                hg_error_t err = {0};
+                if (runner_start_next(&s->runner, cwd, conn_now_ms(), &err) < 0 ||
+                    runner_finish_if_done(&s->runner, s->ctl, conn_now_ms(), &err) < 0)
+                        finish(s, SESSION_END_INTERNAL, "%s", err.message);
                 harness_end_if_done(s);
                 if (s->finished)
                         break;
@@ -516,8 +394,9 @@ static void loop(session_t *s, const char *cwd)
                         p[P_HERR] = (struct pollfd){.fd = s->h.err_fd, .events = POLLIN};
                 if (s->h.in_fd >= 0 && s->stdin_len)
                         p[P_HIN] = (struct pollfd){.fd = s->h.in_fd, .events = POLLOUT};
-                if (s->run.active && s->run.out_open)
-                        p[P_RUN] = (struct pollfd){.fd = s->run.child.out_fd, .events = POLLIN};
+                if (s->runner.run.active && s->runner.run.out_open)
+                        p[P_RUN] =
+                            (struct pollfd){.fd = s->runner.run.child.out_fd, .events = POLLIN};
                 if (s->side_wfd >= 0 && s->side_len)
                         p[P_SIDE] = (struct pollfd){.fd = s->side_wfd, .events = POLLOUT};
 
@@ -548,14 +427,10 @@ static void loop(session_t *s, const char *cwd)
                 if (p[P_HIN].revents)
                         write_stdin(s);
                 if (p[P_RUN].revents)
-                        run_read(s);
+                        runner_read(&s->runner);
                 if (p[P_SIDE].revents)
                         write_side(s);
-                if (s->run.active && !s->run.reaped && conn_now_ms() >= s->run.deadline_ms &&
-                    !s->run.timed_out) {
-                        s->run.timed_out = true;
-                        (void)spawn_signal_group(s->run.child.pid, SIGKILL);
-                }
+                runner_check_timeout(&s->runner, conn_now_ms());
                 /* Flush eagerly: most writes complete without a POLLOUT round. */
                 if (!s->finished && conn_out_pending(s->io) && conn_flush(s->io) < 0 &&
                     !s->exit_sent)
@@ -566,69 +441,22 @@ static void loop(session_t *s, const char *cwd)
         }
 }
 
-/* What the harness daemonized out of its process group (setsid) came back
- * to the relay, a child subreaper: every remaining child is killed and
- * reaped, found through /proc (gVisor has no /proc/PID/task/TID/children). */
-static void kill_adopted_children(void)
-{
-        pid_t self = getpid();
-        for (int round = 0; round < 8; round++) {
-                DIR *d = opendir("/proc");
-                bool found = false;
-                struct dirent *de;
-                while (d && (de = readdir(d))) {
-                        uint32_t pid = 0;
-                        if (parse_u32(de->d_name, &pid) < 0 || (pid_t)pid == self)
-                                continue;
-                        char path[64], buf[512];
-                        snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-                        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-                        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-                        if (n <= 0)
-                                continue;
-                        buf[n] = '\0';
-                        /* "pid (comm) state ppid ...": comm may hold anything, so
-                         * parse after its last ')'. */
-                        char *p = strrchr(buf, ')');
-                        char *end = NULL;
-                        if (!p || p[1] != ' ' || !p[2] || p[3] != ' ')
-                                continue;
-                        end = strchr(p + 4, ' ');
-                        uint32_t ppid = 0;
-                        if (!end)
-                                continue;
-                        *end = '\0';
-                        if (parse_u32(p + 4, &ppid) < 0 || (pid_t)ppid != self)
-                                continue;
-                        (void)kill((pid_t)pid, SIGKILL);
-                        found = true;
-                }
-                if (d)
-                        closedir(d);
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                        ;
-                if (!found)
-                        return;
-                (void)poll(NULL, 0, 20);
-        }
-}
-
 /* Stops a process group: SIGTERM, a grace period, SIGKILL, reaped. */
-static void stop_group(session_t *s, pid_t pid, bool *reaped, int *status)
+static void stop_group(session_t *s, pid_t pid, reaper_end_t *end)
 {
-        if (pid <= 0 || *reaped)
+        if (pid <= 0 || end->reaped)
                 return;
         (void)spawn_signal_group(pid, SIGTERM);
         int64_t deadline = conn_now_ms() + STOP_GRACE_MS;
-        while (!*reaped && conn_now_ms() < deadline) {
+        while (!end->reaped && conn_now_ms() < deadline) {
                 struct pollfd p = {.fd = s->sigfd, .events = POLLIN};
                 (void)poll(&p, 1, 50);
                 read_signals(s);
         }
-        if (!*reaped) {
+        if (!end->reaped) {
                 (void)spawn_signal_group(pid, SIGKILL);
-                if (waitpid(pid, status, 0) == pid)
-                        *reaped = true;
+                if (waitpid(pid, &end->status, 0) == pid)
+                        end->reaped = true;
         }
 }
 
@@ -672,8 +500,8 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
                         .sigfd = -1,
                         .term = term,
                         .side_wfd = -1,
-                        .h = {.in_fd = -1, .out_fd = -1, .err_fd = -1},
-                        .run = {.child = {.in_fd = -1, .out_fd = -1, .err_fd = -1}}};
+                        .h = {.in_fd = -1, .out_fd = -1, .err_fd = -1}};
+        runner_init(&s.runner);
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
@@ -701,25 +529,16 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
         }
 
         /* Nothing of the agent's outlives the relay's turn. */
-        stop_group(&s, s.h_started ? s.h.pid : 0, &s.h_reaped, &s.h_status);
-        if (s.run.active) {
-                /* s.run.reaped itself: read_signals() reaps into it while
-                 * stop_group waits (a copy would never change: a stall of the
-                 * whole grace, then a waitpid on a pid already reaped). */
-                if (s.run.child.pid > 0)
-                        stop_group(&s, s.run.child.pid, &s.run.reaped, &s.run.status);
-                close_fd(&s.run.child.out_fd);
-                tail_free(&s.run.tail);
-                frame_run_free(&s.run.req);
-        }
+        stop_group(&s, s.h_started ? s.h.pid : 0, &s.h_end);
+        /* The run's own end itself: read_signals() reaps into it while
+         * stop_group waits (a copy would never change: a stall of the whole
+         * grace, then a waitpid on a pid already reaped). */
+        if (s.runner.run.active && s.runner.run.child.pid > 0)
+                stop_group(&s, s.runner.run.child.pid, &s.runner.run.end);
+        runner_clear(&s.runner);
         if (s.h_started)
                 (void)spawn_signal_group(s.h.pid, SIGKILL);
-        kill_adopted_children();
-        while (s.q_len) {
-                frame_run_free(&s.queue[s.q_head]);
-                s.q_head = (s.q_head + 1) % RUN_QUEUE_MAX;
-                s.q_len--;
-        }
+        reaper_kill_adopted();
         if (s.end == SESSION_END_DONE) {
                 int64_t deadline = conn_now_ms() + STOP_GRACE_MS;
                 (void)conn_flush_until(io, deadline);
@@ -731,8 +550,8 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
         close_fd(&s.side_wfd);
         close_fd(&s.sigfd);
         session_result_t r = {.end = s.end};
-        r.harness = s.h_reaped ? exit_from_status(s.h_status, false)
-                               : (frame_exit_t){.end = FRAME_END_NOT_STARTED, .value = 127};
+        r.harness = s.h_end.reaped ? reaper_exit(s.h_end.status, false)
+                                   : (frame_exit_t){.end = FRAME_END_NOT_STARTED, .value = 127};
         snprintf(r.detail, sizeof(r.detail), "%s", s.detail);
         *ret = r;
 }

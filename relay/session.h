@@ -1,5 +1,7 @@
 /* The relay's turn: the harness and the driver's run requests, relayed over
- * the two authenticated connections until the driver closes ctl. */
+ * the two authenticated connections until the driver closes ctl. The loop
+ * and the harness's streams are here; the run requests are runner.h's, the
+ * children's ends reaper.h's. */
 #pragma once
 
 #include "conn.h"
