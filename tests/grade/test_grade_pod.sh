@@ -94,10 +94,17 @@ grade() {
 }
 trust() { jq -c -r '"\(.trust) \(.reasons)"' "$1.grade"; }
 report() { jq -c -r .report.result "$1.grade"; }
-# left NAME PATTERN: processes of the agent's whose command line has PATTERN.
+# left PATTERN: how many of the agent's processes have PATTERN in their
+# command line (a space after each, as /proc's NULs read as spaces; a
+# zombie's is empty: [name]). One ps in the container, counted here: a loop
+# forking tr and cat per process cost minutes beside the fork storm under
+# Debian's runsc (ptrace), 11 of that suite's 16 on the loaded machine. The
+# matches go to left.log; a failed ps counts as a survivor.
 left() {
-        # shellcheck disable=SC2154 # $d and $n are the container shell's
-        in_agent sh -c 'n=0; for d in /proc/[0-9]*; do [ "${d#/proc/}" = $$ ] && continue; c=$( { tr "\0" " " <$d/cmdline; } 2>/dev/null); case "$c" in *"$1"*) n=$((n+1)); echo "${d#/proc/} $(cat $d/stat 2>/dev/null | cut -d" " -f3-4) $c" >&2;; esac; done; echo $n' sh "$1" 2>>"$T_TMP/left.log"
+        local out
+        out=$(in_agent ps -o pid,stat,args 2>&1) || { echo "ps: $out" >>"$T_TMP/left.log"; echo 9999; return; }
+        awk -v p="$1" 'NR > 1 && index($0 " ", p) { print >"/dev/stderr"; n++ } END { print n + 0 }' \
+                <<<"$out" 2>>"$T_TMP/left.log"
 }
 # behind SCRIPT: a process of the trial's still running at the end of the
 # turn (an exec of the agent's that has not ended: a process the runtime
@@ -282,16 +289,19 @@ POD=$T_TMP/pod2
 POD_EDIT='.spec.volumes += [{name: "work", emptyDir: {}}]
 | .spec.containers |= map(if .name == "sandbox" then .volumeMounts += [{name: "work", mountPath: "/work"}] else . end)
 | .spec.containers += [{name: "helper", image: "debian:12",
-    command: ["/bin/sh", "-c", "until [ -e /var/lib/hangar/grades/beside/tests/run.sh ]; do sleep 0.01; done; cp -r /var/lib/hangar/grades/beside/tests /work/stolen.tmp; echo 666 >/work/beside/answer.txt; mv /work/stolen.tmp /work/stolen; exec sleep 100000"],
+    command: ["/bin/sh", "-c", "until [ -e /work/grading ] && [ -e /var/lib/hangar/grades/beside/tests/run.sh ]; do sleep 0.01; done; cp -r /var/lib/hangar/grades/beside/tests /work/stolen.tmp; echo 666 >/work/beside/answer.txt; mv /work/stolen.tmp /work/stolen; exec sleep 100000"],
     securityContext: {runAsUser: 1000, runAsGroup: 1000, allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}},
     volumeMounts: [{name: "work", mountPath: "/work"}, {name: "hangar-home", mountPath: "/var/lib/hangar", readOnly: true}]}]'
 turn_pod_up || t_end
 t_eq "the pod with a helper: the spec passes, and names it beside the agent's" 'pass ["helper"]' \
         "$(jq -c -r '"\(.result) \(.other_containers)"' spec.json)"
 in_agent sh -c 'mkdir -p /work/beside && echo 42 >/work/beside/answer.txt'
-# The grader waits (bounded) for the helper's copy, so that what the helper
-# did is there to see, whatever the machine's load.
-WAIT_RUN='["/bin/sh", "-c", "i=0; while [ ! -e /work/stolen ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; . \"$HANGAR_GRADE_TESTS/run.sh\""]'
+# The grader says it runs (outside the workspace: the tree hashed before it
+# started stays as it was) and waits (bounded) for the helper's copy, so
+# that what the helper did is there to see, whatever the machine's load. (A
+# helper that rewrites the workspace while the grader side hashes it fails
+# the grade instead: "changed while hashing", grader-incomplete.)
+WAIT_RUN='["/bin/sh", "-c", ": >/work/grading; i=0; while [ ! -e /work/stolen ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; . \"$HANGAR_GRADE_TESTS/run.sh\""]'
 GRADE_CWD=/work/beside grade beside '{}' "$WAIT_RUN"
 t_eq "beside: best_effort, other-containers, the helper named" \
         "best_effort $(jq -c '. + ["other-containers"]' <<<"$BASE") [\"helper\"]" \
