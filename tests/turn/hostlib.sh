@@ -91,23 +91,27 @@ host_serve() {
                 { t_fail "$name: the daemon never answered: $(head -c 300 "$name.serve.err")"; return 1; }
 }
 
-# host_start NAME SPEC_JSON: ctl start (the reply, with the token, in
-# NAME.start), then the relay as the agent in the background in hangar's
-# order (docs/protocol.md): the token only after its ready line. The
-# relay's stdout in NAME.relay.out, its pid in NAME.relay.pid.
-host_start() {
-        echo "$2" >"$1.spec"
-        ctl start --spec - <"$1.spec" >"$1.start" 2>"$1.start.err" ||
-                { t_fail "$1: ctl start: $(cat "$1.start.err")"; return 1; }
-        local token
-        token=$(jq -r .token "$1.start")
+# host_relay NAME TOKEN_LINE: the relay as the agent in the background, in
+# hangar's order (docs/protocol.md): TOKEN_LINE on its stdin only after its
+# ready line. Its stdout in NAME.relay.out, its pid (setpriv execs) in
+# NAME.relay.pid.
+host_relay() {
         : >"$1.relay.out"
         # shellcheck disable=SC2094 # deliberate: the token goes in once the relay wrote "ready" to that file
         { t_wait_for "grep -q '\"relay\":' '$1.relay.out'" 30 &&
-                grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$token"; } |
+                grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$2"; } |
                 HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
                         setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
                         >"$1.relay.out" 2>"$1.relay.err" &
         echo $! >"$1.relay.pid"
         t_cleanup_pid "$(cat "$1.relay.pid")"
+}
+
+# host_start NAME SPEC_JSON: ctl start (the reply, with the token, in
+# NAME.start), then host_relay with its token.
+host_start() {
+        echo "$2" >"$1.spec"
+        ctl start --spec - <"$1.spec" >"$1.start" 2>"$1.start.err" ||
+                { t_fail "$1: ctl start: $(cat "$1.start.err")"; return 1; }
+        host_relay "$1" "$(jq -r .token "$1.start")"
 }

@@ -34,20 +34,8 @@ start_driver() {
         t_cleanup_pid "$(cat "$1.driver.pid")"
         t_wait_for "ctl token >$1.token 2>/dev/null" 10 || { t_fail "$1: no token"; return 1; }
 }
-# hangar's order (docs/protocol.md): the token only after the relay's ready line.
-start_relay() {
-        local token
-        token=$(jq -r .token "$1.token")
-        : >"$1.relay.out"
-        # shellcheck disable=SC2094 # deliberate: the token goes in once the relay wrote "ready" to that file
-        { t_wait_for "grep -q '\"relay\":' '$1.relay.out'" 30 &&
-                grep -q '"relay":"ready"' "$1.relay.out" && printf '%s\n' "$token"; } |
-                HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-                        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
-                        >"$1.relay.out" 2>"$1.relay.err" &
-        echo $! >"$1.relay.pid"
-        t_cleanup_pid "$(cat "$1.relay.pid")"
-}
+# start_relay NAME: the relay with the token ctl token gave, in hangar's order.
+start_relay() { host_relay "$1" "$(jq -r .token "$1.token")"; }
 relay_result() { tail -n 1 "$1.relay.out"; }
 start() { start_driver "$1" "$2" && start_relay "$1"; }
 log_has() { grep -q -- "$1" home/run/log 2>/dev/null; }
@@ -155,10 +143,13 @@ t_check "a failed tree's error is its own output ($(head -c 120 leak.err))" \
 # and the run's client is answered. (The time from finish to the relay's
 # exit is printed, not judged: a 2 s stall on a copy of the relay's reaped
 # flag, fixed in f93720b, only ever showed as time; bench/ measures speed.)
-as_driver "$DRIVER" ctl run -- sleep 100 >run100.out 2>&1 &
+# (A duration of its own: other suites on the machine run sleeps as uid 1000.)
+RUNSLEEP="sleep $((100000 + RANDOM))"
+# shellcheck disable=SC2086 # RUNSLEEP is the command and its one argument
+as_driver "$DRIVER" ctl run -- $RUNSLEEP >run100.out 2>&1 &
 RUNBG=$!
 t_wait_for "grep -q '\"argv\":\[\"sleep\"' ctl/events.jsonl" 10
-t_wait_for "pgrep -u 1000 -x sleep >/dev/null" 10
+t_wait_for "pgrep -u 1000 -xf '$RUNSLEEP' >/dev/null" 10
 t_eq "its rounds file is the agent's" "1 1000" \
         "$(cat agent-home/.hangar-scratch/main/verify-rounds) $(stat -c %u agent-home/.hangar-scratch/main/verify-rounds)"
 T0=$(date +%s%N)
@@ -169,7 +160,7 @@ t_wait_pid main.relay.pid 10
 t_eq "the relay exits 5" 5 "$?"
 echo "  (finish to the relay's exit, a run request active: $((($(date +%s%N) - T0) / 1000000)) ms)"
 t_check "... the run's process is gone with the relay (nothing of the agent's outlives it)" \
-        sh -c '! pgrep -u 1000 -x sleep >/dev/null'
+        sh -c "! pgrep -u 1000 -xf '$RUNSLEEP' >/dev/null"
 t_eq "... the turn's end is hangar's finish, recorded" "done finished by hangar" \
         "$(jq -r '"\(.end) \(.reason)"' main.driver.out)"
 wait $RUNBG
