@@ -38,8 +38,9 @@ static const char usage_text[] =
     "check and spec print one JSON report and exit 0 (pass), 1 (a required check\n"
     "failed), 3 (inconclusive) or 2 (usage). verdict prints the verdict and exits\n"
     "0 (split active), 1 (single-user) or 4 (refused). The configuration is the\n"
-    "webhook's (--config or HANGAR_CONFIG, then HANGAR_* variables, then each --set\n"
-    "with a key of docs/configuration.md, e.g. --set driver.uid=2001); the mode may\n"
+    "webhook's file, its sidecar settings only (--config or HANGAR_CONFIG, then HANGAR_*\n"
+    "variables, then each --set with a sidecar key of docs/configuration.md, e.g.\n"
+    "--set driver.uid=2001); the mode may\n"
     "come from HANGAR_UID_SPLIT. spec --name finds the API as kubectl does: --kubeconfig,\n"
     "else $KUBECONFIG (a colon-separated list, merged), else ~/.kube/config (not in a\n"
     "cluster), else the pod's service account; --context picks a context (default: the\n"
@@ -57,8 +58,9 @@ static int print_json(json_t *j)
         return 0;
 }
 
-/* The webhook's configuration (--config or HANGAR_CONFIG, then HANGAR_*
- * variables), then each --set KEY=VALUE on top: the expected values of the
+/* The sidecar's part of the webhook's configuration file (--config or
+ * HANGAR_CONFIG, then HANGAR_* variables; the webhook's own keys are skipped
+ * unread), then each --set KEY=VALUE on top: the expected values of the
  * checks. Exit status on failure: usage. */
 typedef struct overrides {
         const char *items[32];
