@@ -415,6 +415,49 @@ else
                 "kubectl exec runs as the container's own user, so no process of another uid can be started there"
 fi
 
+# ---- the agent on a dead daemon's port ----
+# The daemon dies with a turn waiting for its relay (killed: its relay.port
+# and run/turn.json stay, and until the kubelet restarts hangar-driver they
+# still name it, so the relay's instance check passes). The agent binds the
+# freed port; a relay started for that turn with the dead daemon's token and
+# instance connects to it. The driver proves itself first: the agent's
+# listener cannot, gets one HELLO (a random nonce), and the relay refuses.
+# The turn keeps the agent's processes: a sealed start would kill the
+# listener with the rest before the relay connects (what is left to squat
+# the port then is PID 1, or another container of the pod: the network
+# namespace is the pod's).
+spec gap ask 'echo harness-ran' '{"connect_timeout_s": 60, "keep_processes": true}' >gap.spec
+start_driver gap gap.spec
+t_wait_for "ctl token >gap.token.json 2>/dev/null" 30
+GAP_PID=$(ctl ping | jq -r .pid)
+in_driver kill -9 "$GAP_PID"
+t_wait_pid gap.driver.pid 30
+t_check "the killed daemon left its port and turn file" \
+        in_agent test -e $HOME_DIR/relay.port -a -e $HOME_DIR/run/turn.json
+GAP_PORT=$(in_agent cat $HOME_DIR/relay.port)
+: >gap.squat
+"$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack "$GAP_PORT" squat 60 \
+        "$(jq -r .token gap.token.json)" > >(exec cat >>gap.squat) 2>&1 &
+SQUAT=$!
+t_cleanup_pid $SQUAT
+t_wait_for "grep -q '^bound $GAP_PORT' gap.squat" 30 ||
+        t_fail "the agent could not bind the dead daemon's port $GAP_PORT: $(cat gap.squat)"
+GAP_LINE=$(jq -r '"\(.token) \(.instance)"' gap.token.json)
+: >gap.relay.out
+{ t_wait_for "grep -q '\"relay\":' gap.relay.out" 120 &&
+        grep -q '"relay":"ready"' gap.relay.out && printf '%s\n' "$GAP_LINE"; } |
+        "$PODRUN" exec --dir "$POD" --stdin sandbox -- "$RELAY_CMD" \
+                > >(exec cat >>gap.relay.out) 2>gap.relay.err &
+echo $! >gap.relay.pid
+t_cleanup_pid "$(cat gap.relay.pid)"
+t_wait_pid gap.relay.pid 60
+held_eq "a listener of the agent's on the dead daemon's port: the relay refuses it (125 driver-unproven)" \
+        "125 driver-unproven" "$? $(relay_result gap | jq -r .relay)"
+wait $SQUAT
+held_eq "... and the listener got one HELLO, nothing it could answer with (no PROOF, no token)" \
+        hello-only "$(tail -n 1 gap.squat | tr -d '\r')"
+t_check "... no harness ran" sh -c "! grep -q harness-ran gap.relay.out"
+
 # ---- the right token out of order (stolen, used before the relay): the turn ends ----
 spec mis ask 'sleep 30' >mis.spec
 start_driver mis mis.spec
