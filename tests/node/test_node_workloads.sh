@@ -154,7 +154,7 @@ t_eq "default injection: the Job does not complete (no Complete condition 10 s a
 	"$(kubectl get job -n "$NS" once -o jsonpath='{.status.conditions[?(@.type=="Complete")].status}')"
 # The native-sidecar injection (driver.nativeSidecar): the driver is the last
 # init container with restartPolicy Always, so the Job completes.
-if grep -q nativeSidecar "$ROOT/common/config.c"; then
+if grep -q nativeSidecar "$ROOT/common/conf/config.c"; then
 	t_check "helm upgrade --set driver.nativeSidecar=true" logged helm upgrade hangar "$hangar_chart_dir" \
 		-n hangar-system --reuse-values --wait --timeout 5m --set driver.nativeSidecar=true
 	job() { # NAME
@@ -177,7 +177,7 @@ if grep -q nativeSidecar "$ROOT/common/config.c"; then
 	t_eq "its pod Succeeded, hangar-driver was stopped by the kubelet after the agent" "Succeeded terminated" \
 		"$(kubectl get pod -n "$NS" "$NPOD" -o json | jq -r '[.status.phase, (.status.initContainerStatuses[] | select(.name == "hangar-driver") | .state | keys[0])] | join(" ")')"
 else
-	echo "  SKIP TODO: a Job completing with the native-sidecar injection: no nativeSidecar in common/config.c yet"
+	echo "  SKIP TODO: a Job completing with the native-sidecar injection: no nativeSidecar in common/conf/config.c yet"
 fi
 
 echo "-- gVisor's claims through pods/exec (kubelet + containerd + containerd-shim-runsc-v1)"
