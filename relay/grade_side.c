@@ -1,7 +1,7 @@
 /* hangar-grade: the grader side of a sealed grade (docs/graders.md),
  * started by hangar through exec in the agent's container, as the agent,
  * after the turn. Non-dumpable first (a constructor), then it checks
- * hangar-home, sweeps every other process of the container (common/sweep.h),
+ * hangar-home, sweeps every other process of the container (common/wire/sweep.h),
  * says ready with what it found, and only then reads the grade's token and
  * port on stdin. Over the token-checked connection it sends its findings,
  * gets the go (the tests are now in hangar-home), hashes the workspace,

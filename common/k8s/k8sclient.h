@@ -5,7 +5,7 @@
  *
  * Credentials: a kubeconfig's context (server, CA, client certificate and
  * key or a bearer token; inline *-data or file paths; or a credential plugin,
- * user.exec, as GKE's gke-gcloud-auth-plugin: common/execcred.c, run at the
+ * user.exec, as GKE's gke-gcloud-auth-plugin: common/k8s/execcred.c, run at the
  * first request, its answer kept until it expires, run again after a 401),
  * or in-cluster: KUBERNETES_SERVICE_HOST/PORT with the service account's
  * token and CA under /var/run/secrets/kubernetes.io/serviceaccount (the token

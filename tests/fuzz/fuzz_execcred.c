@@ -1,4 +1,4 @@
-/* libFuzzer target: what a credential plugin prints (common/execcred.c), as
+/* libFuzzer target: what a credential plugin prints (common/k8s/execcred.c), as
  * client-go's exec protocol reads it, and the RFC 3339 times in it. Input:
  * one byte choosing what the kubeconfig asks for ('1' v1, 'b' v1beta1) or
  * 'T' for a time alone, then the plugin's stdout (or the time). A credential

@@ -1,4 +1,4 @@
-/* common/scratch.c: the turn's scratch directory in the agent's home: turn
+/* common/wire/scratch.c: the turn's scratch directory in the agent's home: turn
  * ids that are safe file names only, HOME required and absolute, created
  * 0700, removed without following a symlink out. */
 #include "scratch.h"

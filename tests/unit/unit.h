@@ -1,6 +1,6 @@
 /* Helpers shared by the unit tests (check(3)): running a suite, JSON from
  * literals, temporary directories, and an RFC 6901/6902 reader and "add"
- * applier written independently of common/jsonptr.c, so a test can check the
+ * applier written independently of common/base/jsonptr.c, so a test can check the
  * code under test against a second implementation instead of against itself.
  * Everything here is static inline: each test is its own executable. */
 #pragma once
