@@ -48,8 +48,9 @@ static void add(json_t *pod, const char *path, const char *value)
         ck_assert_msg(unit_apply_add(pod, path, v) == 0, "cannot set %s", path);
 }
 
-/* The failing codes, comma-joined ("" when it passes). */
-static char *failing(json_t *pod)
+/* From pod's report: the codes of its failing checks (each once), or the
+ * names in its other_containers; comma-joined, "" for none. */
+static char *report_list(json_t *pod, bool codes)
 {
         bool pass = false;
         _unit_json_ json_t *r = shapecheck_pod(&cfg, pod, &pass);
@@ -58,15 +59,32 @@ static char *failing(json_t *pod)
         out[0] = '\0';
         size_t n = 0, i;
         json_t *c;
-        json_array_foreach (json_object_get(r, "checks"), i, c) {
-                if (strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0)
-                        continue;
-                const char *code = json_string_value(json_object_get(c, "code"));
-                if (!strstr(out, code))
-                        n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", n ? "," : "", code);
+        json_array_foreach (json_object_get(r, codes ? "checks" : "other_containers"), i, c) {
+                const char *item = json_string_value(c);
+                if (codes) {
+                        if (strcmp(json_string_value(json_object_get(c, "status")), "fail") != 0)
+                                continue;
+                        item = json_string_value(json_object_get(c, "code"));
+                        if (strstr(out, item))
+                                continue;
+                }
+                n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", n ? "," : "", item);
         }
-        ck_assert(pass == (out[0] == '\0'));
+        if (codes)
+                ck_assert(pass == (out[0] == '\0'));
         return out;
+}
+
+/* The failing codes ("" when it passes). */
+static char *failing(json_t *pod)
+{
+        return report_list(pod, true);
+}
+
+/* The containers that can run beside the agent's. */
+static char *others(json_t *pod)
+{
+        return report_list(pod, false);
 }
 
 START_TEST(generated_pod_passes)
@@ -403,22 +421,6 @@ START_TEST(loosest_mount_counts)
         ck_assert_int_eq(shapecheck_role(&cfg, "containers", "hangar-driver"), SHAPE_ROLE_DRIVER);
 }
 END_TEST
-
-/* The report's other_containers, comma-joined. */
-static char *others(json_t *pod)
-{
-        bool pass = false;
-        _unit_json_ json_t *r = shapecheck_pod(&cfg, pod, &pass);
-        ck_assert_ptr_nonnull(r);
-        static char out[512];
-        out[0] = '\0';
-        size_t n = 0, i;
-        json_t *c;
-        json_array_foreach (json_object_get(r, "other_containers"), i, c)
-                n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s", n ? "," : "",
-                                      json_string_value(c));
-        return out;
-}
 
 /* The containers that can run beside the agent's, for a sealed grade: not
  * the agent, not the driver (in either list), not an init container that
