@@ -27,6 +27,7 @@
 #include "admission.h"
 #include "approvals.h"
 #include "cleanup.h"
+#include "config.h"
 #include "ctlreq.h"
 #include "execcred.h"
 #include "failalloc.h"
@@ -316,6 +317,26 @@ static void t_config(const char *path, const char *buf, size_t len, outcome_t *o
         put(o, "%s", dump);
 }
 
+/* The same file as hangar-driver, hangar-relay and hangar-probe read it: the
+ * sidecar's settings, the webhook's keys skipped. */
+static void t_sidecar_config(const char *path, const char *buf, size_t len, outcome_t *o)
+{
+        hg_error_t err = {0};
+        hg_config_t cfg;
+        int r = config_load(&cfg, path, &err);
+        _cleanup_free_ char *dump = NULL;
+        if (r == 0) {
+                dump = config_dump(&cfg);
+                config_free(&cfg);
+                if (!dump)
+                        r = -ENOMEM;
+        }
+        failalloc_disarm();
+        if (r < 0)
+                return put_error(o, r, &err);
+        put(o, "%s", dump);
+}
+
 static void t_spec(const char *path, const char *buf, size_t len, outcome_t *o)
 {
         hg_error_t err = {0};
@@ -472,6 +493,7 @@ static const struct {
     {"validate", t_validate, true},
     {"inject", t_inject, false},
     {"config", t_config, false},
+    {"sidecar_config", t_sidecar_config, false},
     {"spec", t_spec, false},
     {"ctlreq", t_ctlreq, false},
     {"frame", t_frame, false},
