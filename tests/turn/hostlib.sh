@@ -40,10 +40,21 @@ host_turn_setup() {
         chmod 700 ctl
         mount --bind home view/lib/home && mount -o remount,bind,ro view/lib/home
         AGENT_HOME_VIEW=$T_TMP/view/lib/home
-        trap 'umount "$AGENT_HOME_VIEW" "$T_TMP/ctl" 2>/dev/null; t_cleanup' EXIT
+        trap host_teardown EXIT
         export HANGAR_HOME_PATH=$T_TMP/home HANGAR_CTL_PATH=$T_TMP/ctl HANGAR_UID_SPLIT=required
         cp "$@" bin/ && chmod 755 bin/*
         export PATH=$T_TMP/bin:$PATH
+}
+
+# At exit: the suite's processes first (a daemon still in hangar-ctl keeps
+# its tmpfs busy, and T_TMP could not be removed), then the mounts, then
+# testlib's cleanup.
+host_teardown() {
+        local pid
+        for pid in "${T_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+        for pid in "${T_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+        umount "$AGENT_HOME_VIEW" "$T_TMP/ctl" 2>/dev/null
+        t_cleanup
 }
 
 # host_turn_up BINARY...: from $T_TMP (root, or the suite fails), the layout
