@@ -29,12 +29,11 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 WEBHOOK=$(realpath "${1:-$ROOT/build/webhook/hangar-webhook}")
 DURATION=${2:-10}
-for tool in wrk nginx jq curl python3; do
-        command -v "$tool" >/dev/null || PATH=$PATH:/usr/sbin
-        command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
-done
+bench_need wrk nginx jq curl python3
 [ -x "$WEBHOOK" ] || { echo "no hangar-webhook at $WEBHOOK"; exit 1; }
 K8S_BIN=${HANGAR_K8S_BIN:-$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)}
 KYVERNO_BIN=${HANGAR_KYVERNO_BIN:-$("$ROOT/scripts/kyverno-tools.sh" | tail -n 1)}
@@ -49,23 +48,13 @@ pids=()
 cleanup() {
         local p
         for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-        if [ -f "$TMP/nginx.pid" ]; then kill "$(cat "$TMP/nginx.pid")" 2>/dev/null || true; fi
+        bench_nginx_stop "$TMP"
         for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
         HANGAR_K8S_BIN=$K8S_BIN "$ROOT/scripts/control-plane.sh" stop "$TMP/cp" >>"$TMP/cp.log" 2>&1 || true
         if [ "${HANGAR_BENCH_KEEP:-0}" = 1 ]; then echo "kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 die() { echo "bench/kyverno.sh: $*" >&2; exit 1; }
-# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
-wait_for() {
-        local deadline=$((SECONDS + $1))
-        shift
-        until "$@" >/dev/null 2>&1; do
-                ((SECONDS < deadline)) || return 1
-                sleep 0.2
-        done
-}
 
 # ---- the control plane -------------------------------------------------------
 # With the ServiceAccount admission plugin, as a cluster has it: it mounts the
@@ -101,7 +90,7 @@ CFG
 "$WEBHOOK" serve --config "$TMP/webhook.yaml" 2>"$TMP/webhook.log" &
 WPID=$!
 pids+=("$WPID")
-wait_for 10 curl -sf --cacert "$TMP/pki/ca.crt" "https://127.0.0.1:$WPORT/readyz" || die "hangar-webhook not ready"
+bench_wait 10 curl -sf --cacert "$TMP/pki/ca.crt" "https://127.0.0.1:$WPORT/readyz" || die "hangar-webhook not ready"
 
 # ---- Kyverno ---------------------------------------------------------------------
 # As the Helm chart runs the admission controller, minus what needs a pod
@@ -189,15 +178,15 @@ webhooks:
   clientConfig: {url: "https://127.0.0.1:$WPORT/mutate", caBundle: "$CA_B64"}
 EOF
 kc apply -f "$TMP/hangar-mwc.yaml" >/dev/null
-wait_for 30 dry_run_gives 2 || die "the API server does not call hangar-webhook"
+bench_wait 30 dry_run_gives 2 || die "the API server does not call hangar-webhook"
 kc create -f "$TMP/pod.json" -o json >"$TMP/stored-hangar.json"
 kc delete mutatingwebhookconfiguration hangar-bench >/dev/null
-wait_for 30 dry_run_gives 1 || die "the API server still calls hangar-webhook"
+bench_wait 30 dry_run_gives 1 || die "the API server still calls hangar-webhook"
 
 kc apply -f "$POLICY" >/dev/null
 kc wait --for condition=Ready --timeout 120s clusterpolicy/hangar-driver-sidecar >/dev/null ||
         { tail -n 40 "$TMP/kyverno.log" >&2; die "policy not ready"; }
-wait_for 60 dry_run_gives 2 || { tail -n 40 "$TMP/kyverno.log" >&2; die "the API server does not call Kyverno"; }
+bench_wait 60 dry_run_gives 2 || { tail -n 40 "$TMP/kyverno.log" >&2; die "the API server does not call Kyverno"; }
 kc create -f "$TMP/pod.json" -o json >"$TMP/stored-kyverno.json"
 kc get mutatingwebhookconfigurations -o json >"$TMP/kyverno-mwc.json"
 
@@ -224,99 +213,88 @@ compare() { # WHAT A.json B.json
 same=1
 compare "stored pods (through the API server)" "$TMP/stored-hangar.json" "$TMP/stored-kyverno.json"
 
-# The timed answers: each patch applied to the review's pod.
+# The timed answers: each patch applied to the review's object (the object
+# the patch was made against: a patch may touch what pod.json left out).
+# Kyverno's path is the one its webhook configuration gives the API server
+# for pods.
+jq .request.object "$REVIEW" >"$TMP/review-object.json"
+K_PATH=$(jq -r --arg port "$KPORT" '[.items[].webhooks[]? | select(.clientConfig.url // "" | contains("127.0.0.1:" + $port))
+        | select(any(.rules[]?; any(.resources[]?; . == "pods" or . == "*")))
+        | .clientConfig.url | sub("^https://[^/]*"; "")] | first // empty' "$TMP/kyverno-mwc.json")
+[ -n "$K_PATH" ] || die "no webhook of Kyverno's for pods in its configurations ($TMP/kyverno-mwc.json)"
 post() { curl -sf --cacert "$TMP/pki/ca.crt" -H 'Content-Type: application/json' --data-binary @"$REVIEW" "$1"; }
 W_ANSWER=$(post "https://127.0.0.1:$WPORT/mutate")
-K_ANSWER=$(post "https://127.0.0.1:$KPORT/mutate/fail")
+K_ANSWER=$(post "https://127.0.0.1:$KPORT$K_PATH")
 apply_answer() { # ANSWER OUT
         jq -r '.response.patch // empty' <<<"$1" | base64 -d >"$TMP/patch.json"
         [ -s "$TMP/patch.json" ] || die "no patch in the answer: $1"
-        "$KUBECTL" patch --local -f "$TMP/pod.json" --type=json --patch-file "$TMP/patch.json" -o json >"$2"
+        "$KUBECTL" patch --local -f "$TMP/review-object.json" --type=json --patch-file "$TMP/patch.json" -o json >"$2"
 }
 apply_answer "$W_ANSWER" "$TMP/answer-hangar.json"
 apply_answer "$K_ANSWER" "$TMP/answer-kyverno.json"
 compare "the benchmark's answers (patches applied with kubectl)" "$TMP/answer-hangar.json" "$TMP/answer-kyverno.json"
 echo "patches: hangar-webhook $(jq -r .response.patch <<<"$W_ANSWER" | base64 -d | jq length) operations," \
-        "Kyverno $(jq -r .response.patch <<<"$K_ANSWER" | base64 -d | jq length)"
+        "Kyverno $(jq -r .response.patch <<<"$K_ANSWER" | base64 -d | jq length) (at $K_PATH)"
+echo "Kyverno's answer otherwise: $(jq -c '.response | del(.patch, .uid)' <<<"$K_ANSWER")"
 [ "$same" = 1 ] || echo "(the pods differ as shown: timing them anyway, the difference is the report's)"
 
 # ---- nginx, the ceiling ------------------------------------------------------------
-NPORT=$(free_port)
-mkdir -p "$TMP/nginx"
-cat >"$TMP/nginx.conf" <<CONF
-worker_processes auto;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $TMP/nginx/body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:$NPORT ssl;
-        ssl_certificate $TMP/pki/tls.crt;
-        ssl_certificate_key $TMP/pki/tls.key;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        location /mutate { default_type application/json; return 200 '$W_ANSWER'; }
-    }
-}
-CONF
-nginx -c "$TMP/nginx.conf" -p "$TMP/nginx"
-wait_for 5 curl -sfk "https://127.0.0.1:$NPORT/mutate" -X POST || die "nginx not answering"
+bench_nginx_start "$TMP" "$TMP/pki" "$W_ANSWER"
+bench_wrk_script "$REVIEW" "$TMP/post.lua"
 
-cat >"$TMP/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local f = io.open("$REVIEW", "rb")
-wrk.body = f:read("*a")
-f:close()
-LUA
-
-# Peak and current RSS in KiB.
-rss_of() { awk -v f="${2:-VmHWM}:" '$1 == f {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-nginx_rss() {
+# CPU ticks (user + system) of PID and its threads so far.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+nginx_ticks() {
         local total=0 p
         for p in $(cat "$TMP/nginx.pid") $(pgrep -P "$(cat "$TMP/nginx.pid")"); do
-                total=$((total + $(rss_of "$p")))
+                total=$((total + $(cpu_ticks "$p")))
         done
         echo "$total"
 }
-to_us() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n }'; }
-run_wrk() { # URL CONNECTIONS -> "rps p50_us p99_us"
-        local threads=$(($2 < 2 ? 1 : 2)) out
-        out=$(wrk -t"$threads" -c"$2" -d"${DURATION}s" --latency -s "$TMP/post.lua" "$1")
-        local rps p50 p99
-        rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-        p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
-        p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
-        if grep -qE "Non-2xx|Socket errors" <<<"$out"; then echo "errors from $1: $out" >&2; exit 1; fi
-        echo "$rps $(to_us "$p50") $(to_us "$p99")"
+HZ=$(getconf CLK_TCK)
+# timed URL CONNECTIONS TICKS_CMD...: wrk's "rps p50 p99", then the
+# server's CPU per answered request in us (its ticks over the run / requests).
+timed() {
+        local t0 t1 out rps
+        t0=$("${@:3}")
+        out=$(run_wrk "$TMP/post.lua" "$DURATION" "$1" "$2")
+        t1=$("${@:3}")
+        rps=${out%% *}
+        echo "$out $(awk -v t="$((t1 - t0))" -v hz="$HZ" -v r="$rps" -v d="$DURATION" \
+                'BEGIN { if (r > 0) printf "%.0f", t / hz * 1e6 / (r * d); else print "n/a" }')"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 k_idle=$(rss_of "$KYPID" VmRSS)
+# Untimed warm-up of each server (Go's heap and the policy cache settle).
+for url in "https://127.0.0.1:$WPORT/mutate" "https://127.0.0.1:$KPORT$K_PATH" "https://127.0.0.1:$NPORT/mutate"; do
+        run_wrk "$TMP/post.lua" 2 "$url" 8 >/dev/null
+done
+
 echo
-echo "hangar-webhook vs Kyverno $(sed -n 's/^kyverno=\([^ ]*\).*/\1/p' "$KYVERNO_BIN/../BUILD-INFO" 2>/dev/null) vs nginx, HTTPS keep-alive," \
+echo "hangar-webhook $("$WEBHOOK" version 2>/dev/null | head -n 1) vs Kyverno" \
+        "$(sed -n 's/^kyverno=\([^ ]*\).*/\1/p' "$KYVERNO_BIN/../BUILD-INFO" 2>/dev/null) vs nginx, HTTPS keep-alive," \
         "${DURATION}s per run, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)," \
         "body $(wc -c <"$REVIEW") B, answers ${#W_ANSWER} B (hangar, nginx) / ${#K_ANSWER} B (Kyverno)"
-printf '%-4s | %9s %9s %9s %5s %5s | %8s %8s %8s %5s | %8s %8s %8s %5s\n' conc "hangar/s" "kyverno/s" "nginx/s" "h/ng" "k/h" \
-        "h p50us" "k p50us" "ng p50us" "k/h" "h p99us" "k p99us" "ng p99us" "k/h"
+printf '%-4s | %9s %9s %9s %5s %5s | %8s %8s %8s %5s | %8s %8s %8s %5s | %6s %6s %6s %5s\n' conc \
+        "hangar/s" "kyverno/s" "nginx/s" "h/ng" "k/h" "h p50us" "k p50us" "ng p50us" "k/h" \
+        "h p99us" "k p99us" "ng p99us" "k/h" "h cpu" "k cpu" "ng cpu" "k/h"
 for c in 1 8 32; do
-        read -r wr w50 w99 < <(run_wrk "https://127.0.0.1:$WPORT/mutate" "$c")
-        read -r kr k50 k99 < <(run_wrk "https://127.0.0.1:$KPORT/mutate/fail" "$c")
-        read -r nr n50 n99 < <(run_wrk "https://127.0.0.1:$NPORT/mutate" "$c")
-        printf '%-4s | %9s %9s %9s %5s %5s | %8s %8s %8s %5s | %8s %8s %8s %5s\n' "$c" "$wr" "$kr" "$nr" \
-                "$(ratio "$wr" "$nr")" "$(ratio "$kr" "$wr")" \
-                "$w50" "$k50" "$n50" "$(ratio "$k50" "$w50")" "$w99" "$k99" "$n99" "$(ratio "$k99" "$w99")"
+        w=$(timed "https://127.0.0.1:$WPORT/mutate" "$c" cpu_ticks "$WPID")
+        k=$(timed "https://127.0.0.1:$KPORT$K_PATH" "$c" cpu_ticks "$KYPID")
+        n=$(timed "https://127.0.0.1:$NPORT/mutate" "$c" nginx_ticks)
+        read -r wr w50 w99 wc <<<"$w"
+        read -r kr k50 k99 kc <<<"$k"
+        read -r nr n50 n99 nc <<<"$n"
+        printf '%-4s | %9s %9s %9s %5s %5s | %8s %8s %8s %5s | %8s %8s %8s %5s | %6s %6s %6s %5s\n' "$c" \
+                "$wr" "$kr" "$nr" "$(ratio "$wr" "$nr")" "$(ratio "$kr" "$wr")" \
+                "$w50" "$k50" "$n50" "$(ratio "$k50" "$w50")" "$w99" "$k99" "$n99" "$(ratio "$k99" "$w99")" \
+                "$wc" "$kc" "$nc" "$(ratio "$kc" "$wc")"
 done
+echo "(cpu: the server's user+system CPU per answered request, us; $HZ ticks/s)"
 wrss=$(rss_of "$WPID")
 krss=$(rss_of "$KYPID")
-nrss=$(nginx_rss)
+nrss=$(bench_nginx_rss "$TMP")
 echo "peak RSS: hangar-webhook $((wrss / 1024)) MiB ($wrss KiB), Kyverno $((krss / 1024)) MiB ($krss KiB; $((k_idle / 1024)) MiB" \
-        "before the runs), nginx (all processes) $((nrss / 1024)) MiB ($nrss KiB); Kyverno/hangar $(ratio "$krss" "$wrss")"
+        "before the timed runs), nginx (all processes) $((nrss / 1024)) MiB ($nrss KiB); Kyverno/hangar $(ratio "$krss" "$wrss")"
 kill -0 "$KYPID" 2>/dev/null || die "kyverno exited during the runs"
-echo "Kyverno log: $(wc -l <"$TMP/kyverno.log") lines"
+echo "Kyverno log: $(wc -l <"$TMP/kyverno.log") lines, $(grep -c '^E\|level=error\|"level":"error"' "$TMP/kyverno.log" || true) error lines"

@@ -20,8 +20,11 @@
 # itself (one module), so the build runs in a copy of that module's source
 # from the proxy, with upstream's own go.mod and go.sum (its replace directive
 # included, which a wrapper module would not inherit). Kyverno is a large
-# build (about 3000 packages): it runs at nice 19 with one package at a time
-# (-p 1), so it does not starve the machine's other work.
+# build (2970 packages for cmd/kyverno at v1.19.1): it runs at nice 19 with
+# one package at a time (-p 1), so it does not starve the machine's other
+# work. HANGAR_KYVERNO_JOBS=N compiles N at a time (still at nice 19: on an
+# otherwise idle machine, or one whose other work should win anyway); the
+# binary is the same, so it is not part of the key.
 set -euo pipefail
 
 # ---- pinned version --------------------------------------------------------
@@ -33,14 +36,16 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib/tools.sh
 . "$script_dir/lib/tools.sh"
 tools_init kyverno-tools "${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}"
-export GOFLAGS="$GOFLAGS -p=1"
+jobs=${HANGAR_KYVERNO_JOBS:-1}
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || die "HANGAR_KYVERNO_JOBS must be a positive number, not '$jobs'"
+export GOFLAGS="$GOFLAGS -p=$jobs"
 binaries=(kyverno)
 # The CRD groups the admission controller's informers wait for (kyverno.io,
 # policies.kyverno.io) and the report kinds it writes (reports.kyverno.io,
 # wgpolicyk8s.io): all of the module's config/crds.
 crd_groups=(kyverno policies.kyverno.io reports policyreport)
 tools_lock=.lock-kyverno
-tools_cold="cold: 30 min or more on 2 cores at nice 19, -p 1"
+tools_cold="cold: 30 min or more on 2 cores at nice 19, -p $jobs"
 tools_what=kyverno
 tools_prefix=kyverno-
 
@@ -73,7 +78,7 @@ build_into() {
   go mod download
   step "building kyverno $KYVERNO_VERSION (cmd/kyverno)"
   # As upstream's Makefile stamps a release build.
-  nice -n 19 go build -p 1 -trimpath \
+  nice -n 19 go build -p "$jobs" -trimpath \
     -ldflags "-s -w -X github.com/kyverno/kyverno/pkg/version.BuildVersion=$KYVERNO_VERSION" \
     -o "$out/kyverno" ./cmd/kyverno
   step ""
