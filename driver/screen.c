@@ -228,6 +228,12 @@ static void full_reset(screen_t *s)
         s->top = 0;
         s->bottom = s->rows - 1;
         s->autowrap = true;
+        s->app_cursor = false;
+}
+
+bool screen_app_cursor(const screen_t *s)
+{
+        return s->app_cursor;
 }
 
 static void save_cursor(screen_t *s)
@@ -263,6 +269,9 @@ static void csi_mode(screen_t *s, bool set)
                 if (s->private_marker != '?')
                         continue; /* ANSI modes (insert, ...): not modelled */
                 switch (m) {
+                case 1:
+                        s->app_cursor = set;
+                        break;
                 case 6:
                         s->cur.origin = set;
                         move_to(s, 0, 0);

@@ -46,6 +46,7 @@ typedef struct screen {
         screen_cursor_t cur, saved_main, saved_alt;
         unsigned top, bottom; /* scroll region, inclusive */
         bool autowrap;
+        bool app_cursor;    /* DECCKM: the harness asked for application cursor keys */
         uint32_t last_char; /* for REP */
 
         /* the parser */
@@ -81,6 +82,11 @@ int screen_resize(screen_t *s, unsigned rows, unsigned cols);
  * trimmed, each line ended by "\n". Malloc'd, NUL-terminated; NULL on
  * -ENOMEM. */
 char *screen_text(const screen_t *s, size_t *ret_len);
+
+/* Whether the harness set application cursor-key mode (DECCKM, CSI ? 1 h,
+ * which curses sets with keypad): its cursor keys are then ESC O A, not
+ * ESC [ A (tmux_keys_encode_mode). */
+bool screen_app_cursor(const screen_t *s);
 
 /* The codepoint at (row, col); 0x20 for a blank. */
 uint32_t screen_cell(const screen_t *s, unsigned row, unsigned col);

@@ -45,9 +45,23 @@ static int ctrl_of(unsigned char c)
         return -1;
 }
 
+/* The cursor keys in application cursor-key mode (DECCKM set). */
+static const named_key_t app_cursor_keys[] = {
+    {"Up", "\x1bOA"},   {"Down", "\x1bOB"}, {"Right", "\x1bOC"},
+    {"Left", "\x1bOD"}, {"Home", "\x1bOH"}, {"End", "\x1bOF"},
+};
+
+static const named_key_t *find_key(const named_key_t *keys, size_t n, const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(keys[i].name, name) == 0)
+                        return &keys[i];
+        return NULL;
+}
+
 /* One key name, with C- and M- prefixes; 0 and the bytes in out when it is
  * one, -ENOENT when the argument is not a key name. */
-static int encode_named(const char *arg, char out[16], size_t *ret_len)
+static int encode_named(const char *arg, bool app_cursor, char out[16], size_t *ret_len)
 {
         bool ctrl = false, meta = false;
         const char *p = arg;
@@ -70,10 +84,10 @@ static int encode_named(const char *arg, char out[16], size_t *ret_len)
                    (unsigned char)p[0] < 0x7f) {
                 out[len++] = p[0];
         } else {
-                const named_key_t *k = NULL;
-                for (size_t i = 0; i < sizeof(named_keys) / sizeof(named_keys[0]); i++)
-                        if (strcmp(named_keys[i].name, p) == 0)
-                                k = &named_keys[i];
+                const named_key_t *k =
+                    app_cursor ? find_key(app_cursor_keys, ARRAY_SIZE(app_cursor_keys), p) : NULL;
+                if (!k)
+                        k = find_key(named_keys, ARRAY_SIZE(named_keys), p);
                 if (!k)
                         return -ENOENT;
                 size_t n = strlen(k->bytes);
@@ -106,6 +120,12 @@ static bool utf8_valid(const unsigned char *s, size_t n)
 int tmux_keys_encode(char *const keys[], size_t n, uint8_t *out, size_t cap, size_t *ret_len,
                      hg_error_t *err)
 {
+        return tmux_keys_encode_mode(keys, n, false, out, cap, ret_len, err);
+}
+
+int tmux_keys_encode_mode(char *const keys[], size_t n, bool app_cursor, uint8_t *out, size_t cap,
+                          size_t *ret_len, hg_error_t *err)
+{
         if (n == 0)
                 return error_set(err, -EINVAL, "send-keys needs at least one key");
         if (n > TMUX_KEY_ARGS_MAX)
@@ -120,7 +140,7 @@ int tmux_keys_encode(char *const keys[], size_t n, uint8_t *out, size_t cap, siz
                 const char *bytes = named;
                 if (!arg || !arg[0])
                         return error_set(err, -EINVAL, "send-keys: an empty key");
-                if (encode_named(arg, named, &k) < 0) {
+                if (encode_named(arg, app_cursor, named, &k) < 0) {
                         k = strlen(arg);
                         bytes = arg;
                         if (!utf8_valid((const unsigned char *)arg, k))

@@ -25,6 +25,11 @@
  * arguments, -EINVAL for an empty argument or invalid UTF-8; err says why. */
 int tmux_keys_encode(char *const keys[], size_t n, uint8_t *out, size_t cap, size_t *ret_len,
                      hg_error_t *err);
+/* The same, in the harness's cursor-key mode: with app_cursor (the
+ * screen's DECCKM, screen_app_cursor) Up, Down, Right, Left, Home and End
+ * are ESC O A...F, as xterm and tmux send them then. */
+int tmux_keys_encode_mode(char *const keys[], size_t n, bool app_cursor, uint8_t *out, size_t cap,
+                          size_t *ret_len, hg_error_t *err);
 
 /* The tmux binary's path (searched in PATH, or HANGAR_TMUX), or NULL. */
 const char *tmux_find(void);

@@ -265,6 +265,29 @@ START_TEST(resize)
 }
 END_TEST
 
+/* DECCKM: the harness's cursor-key mode, for the keys hangar types
+ * (tmux_keys_encode_mode); set and reset, a reset (RIS) clears it, other
+ * private modes in the same sequence do not hide it. */
+START_TEST(application_cursor_keys)
+{
+        screen_t s;
+        ck_assert_int_eq(screen_init(&s, 4, 10), 0);
+        ck_assert(!screen_app_cursor(&s));
+        feed(&s, "\x1b[?1h\x1b=");
+        ck_assert(screen_app_cursor(&s));
+        feed(&s, "\x1b[?1l");
+        ck_assert(!screen_app_cursor(&s));
+        feed(&s, "\x1b[?1049;1h");
+        ck_assert(screen_app_cursor(&s));
+        feed(&s, "\x1b"
+                 "c");
+        ck_assert(!screen_app_cursor(&s));
+        feed(&s, "\x1b[1h"); /* an ANSI mode 1, not DECCKM */
+        ck_assert(!screen_app_cursor(&s));
+        screen_free(&s);
+}
+END_TEST
+
 START_TEST(huge_parameters_and_many)
 {
         screen_t s;
@@ -306,6 +329,7 @@ static Suite *screen_suite(void)
         tcase_add_test(tc, queries_answered);
         tcase_add_test(tc, resize);
         tcase_add_test(tc, huge_parameters_and_many);
+        tcase_add_test(tc, application_cursor_keys);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,5 +1,6 @@
 /* Unit tests for driver/tmux: send-keys arguments as a terminal's bytes
- * (named keys, C-/M- prefixes, literal text, the bounds), and tmux itself
+ * (named keys, C-/M- prefixes, literal text, the bounds; the cursor keys
+ * in application cursor-key mode), and tmux itself
  * when it is installed: a server on a private socket, a pane's screen,
  * keys typed into it. */
 #include <errno.h>
@@ -37,6 +38,25 @@ START_TEST(named_and_literal)
         n = enc(k3, 4, out);
         ck_assert_uint_eq(n, strlen("C-EnterxC-ab\xc3\xa9"));
         ck_assert_mem_eq(out, "C-EnterxC-ab\xc3\xa9", n);
+}
+END_TEST
+
+/* In application cursor-key mode the cursor keys are SS3 (ESC O), the
+ * others as ever; normal mode is tmux_keys_encode's. */
+START_TEST(application_cursor_mode)
+{
+        uint8_t out[TMUX_KEYS_MAX];
+        char *keys[] = {"Up", "Down", "Right", "Left", "Home", "End", "F5", "Enter", "x"};
+        size_t len = 0;
+        hg_error_t err = {0};
+        ck_assert_int_eq(tmux_keys_encode_mode(keys, 9, true, out, sizeof(out), &len, &err), 0);
+        const char app[] = "\x1bOA\x1bOB\x1bOC\x1bOD\x1bOH\x1bOF\x1b[15~\rx";
+        ck_assert_uint_eq(len, sizeof(app) - 1);
+        ck_assert_mem_eq(out, app, len);
+        ck_assert_int_eq(tmux_keys_encode_mode(keys, 9, false, out, sizeof(out), &len, &err), 0);
+        const char normal[] = "\x1b[A\x1b[B\x1b[C\x1b[D\x1b[H\x1b[F\x1b[15~\rx";
+        ck_assert_uint_eq(len, sizeof(normal) - 1);
+        ck_assert_mem_eq(out, normal, len);
 }
 END_TEST
 
@@ -108,6 +128,7 @@ static Suite *tmux_suite(void)
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, named_and_literal);
         tcase_add_test(tc, refused);
+        tcase_add_test(tc, application_cursor_mode);
         tcase_add_test(tc, real_tmux);
         tcase_set_timeout(tc, 30);
         suite_add_tcase(s, tc);
