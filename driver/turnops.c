@@ -172,8 +172,10 @@ static json_t *op_start(turn_t *t, const ctlreq_t *q)
                 return reply_error("this driver runs one turn (hangar-driver relay): no start");
         if (t->stop)
                 return reply_error("the daemon is stopping");
+        /* (A turn in flight always has its spec; the analyzer cannot see it.) */
         if (turnstate_active(&t->ts))
-                return reply_error("turn \"%s\" is in flight: one turn at a time", t->spec->turn);
+                return reply_error("turn \"%s\" is in flight: one turn at a time",
+                                   t->spec ? t->spec->turn : "?");
         if (grade_busy(t->grade))
                 return reply_error("a grade is in flight: no turn until it is finished");
         turn_spec_t spec;
@@ -399,6 +401,8 @@ json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         if (ctlcheck_turn(q->op, q->turn, t->spec ? t->spec->turn : NULL, turnstate_active(&t->ts),
                           &err) < 0)
                 return reply_error("%s", err.message);
+        /* The ops that need no turn (ctlcheck.h: nothing, or only --turn
+         * naming the daemon's own). */
         switch (q->op) {
         case CTLREQ_PING:
                 return op_ping(t);
@@ -415,6 +419,15 @@ json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
                 return op_watch(t, c, q);
         case CTLREQ_EVENTS:
                 return op_events(t, c, q);
+        default:
+                break;
+        }
+        /* Every other op needs a turn: ctlcheck_turn has refused them without
+         * one already; said again here so that no handler below is reached
+         * with a NULL spec, whatever ctlcheck's table says. */
+        if (!t->spec)
+                return reply_error("no turn yet: %s needs one (ctl start)", ctlreq_op_name(q->op));
+        switch (q->op) {
         case CTLREQ_APPROVALS:
                 return op_approvals(t, c);
         case CTLREQ_SCREEN:
@@ -444,7 +457,6 @@ json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
                 return op_verify(t, c, req);
         case CTLREQ_FINISH:
                 return op_finish(t);
-        case CTLREQ_OP_COUNT:
         default:
                 return reply_error("unknown op \"%.40s\"", ctlreq_op_name(q->op));
         }

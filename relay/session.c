@@ -1,7 +1,6 @@
 #include "session.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,7 +12,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "pty.h"
+#include "harness.h"
 #include "reaper.h"
 #include "runner.h"
 #include "spawn.h"
@@ -25,22 +24,7 @@ typedef struct session {
         conn_t *io, *ctl;
         int sigfd;
 
-        spawn_child_t h;            /* the harness; on a terminal: out_fd the pty's master, in_fd a
-                                     * copy of it, err_fd the approval socket (ASK) */
-        const session_term_t *term; /* NULL: stdio on socket pairs */
-        int side_wfd;               /* terminal: the approval socket, for ANSWER */
-        bool isig_emulated;         /* terminal: the relay turns ^C into SIGINT (gVisor) */
-        uint8_t side_buf[2 * FRAME_MAX_PAYLOAD];
-        size_t side_len;
-        bool h_started, h_out_open, h_err_open;
-        reaper_end_t h_end;
-        bool exit_sent;
-        frame_exit_t h_exit;
-
-        uint8_t stdin_buf[FRAME_MAX_PAYLOAD]; /* for the harness's stdin */
-        size_t stdin_len;
-        bool stdin_eof; /* the driver sent STDIN EOF */
-
+        harness_t h;     /* the harness */
         runner_t runner; /* the driver's run requests */
 
         bool finished;
@@ -86,34 +70,12 @@ static void close_fd(int *fd)
 
 /* ---- the driver's frames ---- */
 
-static void write_stdin(session_t *s)
-{
-        while (s->stdin_len > 0 && s->h.in_fd >= 0) {
-                ssize_t n = write(s->h.in_fd, s->stdin_buf, s->stdin_len);
-                if (n > 0) {
-                        memmove(s->stdin_buf, s->stdin_buf + n, s->stdin_len - (size_t)n);
-                        s->stdin_len -= (size_t)n;
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        return;
-                /* EPIPE: the harness closed its stdin; what is left has nowhere to go. */
-                close_fd(&s->h.in_fd);
-        }
-        if (s->h.in_fd < 0)
-                s->stdin_len = 0;
-        else if (s->stdin_len == 0 && s->stdin_eof)
-                close_fd(&s->h.in_fd);
-}
-
 /* io from the driver carries STDIN only. Stops while the stdin buffer holds
  * bytes, so a harness that does not read its stdin holds the driver back
  * instead of growing a buffer. */
 static void pump_io(session_t *s)
 {
-        while (!s->finished && s->stdin_len == 0) {
+        while (!s->finished && s->h.stdin_len == 0) {
                 frame_t f;
                 hg_error_t err = {0};
                 int r = conn_next(s->io, &f, &err);
@@ -125,59 +87,10 @@ static void pump_io(session_t *s)
                         return finish(s, SESSION_END_PROTOCOL,
                                       "io: %s is not allowed from the driver",
                                       frame_type_name(f.type));
-                if (s->stdin_eof)
+                if (s->h.stdin_eof)
                         return finish(s, SESSION_END_PROTOCOL, "io: STDIN after its EOF");
-                if (f.length == 0) {
-                        s->stdin_eof = true;
-                        /* A terminal's end of input is its EOF character. */
-                        if (s->term && s->h.in_fd >= 0) {
-                                s->stdin_buf[0] = 0x04;
-                                s->stdin_len = 1;
-                        }
-                } else if (s->h.in_fd >= 0) {
-                        memcpy(s->stdin_buf, f.payload, f.length);
-                        s->stdin_len = f.length;
-                        if (s->term && s->isig_emulated && !s->h_end.reaped)
-                                pty_input_signals(s->h.out_fd, s->h.pid, s->stdin_buf,
-                                                  &s->stdin_len);
-                }
-                write_stdin(s);
+                harness_stdin(&s->h, f.payload, f.length);
         }
-}
-
-static void write_side(session_t *s)
-{
-        while (s->side_len > 0 && s->side_wfd >= 0) {
-                ssize_t n = write(s->side_wfd, s->side_buf, s->side_len);
-                if (n > 0) {
-                        memmove(s->side_buf, s->side_buf + n, s->side_len - (size_t)n);
-                        s->side_len -= (size_t)n;
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                        return;
-                close_fd(&s->side_wfd);
-        }
-        if (s->side_wfd < 0)
-                s->side_len = 0;
-}
-
-/* ANSWER: approval responses for the harness's descriptor 3. A harness that
- * leaves 128 KiB of answers unread loses the rest (it stops getting any). */
-static void queue_answer(session_t *s, const frame_t *f)
-{
-        if (s->side_wfd < 0)
-                return;
-        if (f->length > sizeof(s->side_buf) - s->side_len) {
-                close_fd(&s->side_wfd);
-                s->side_len = 0;
-                return;
-        }
-        memcpy(s->side_buf + s->side_len, f->payload, f->length);
-        s->side_len += f->length;
-        write_side(s);
 }
 
 /* ctl from the driver carries SIGNAL and RUN, and on a terminal RESIZE and
@@ -197,31 +110,24 @@ static void pump_ctl(session_t *s)
                         int signo = 0;
                         if (frame_signal_decode(&f, &signo, &err) < 0)
                                 return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
-                        /* On a terminal: its foreground process group, as a
-                         * key (Ctrl-C) would. */
-                        if (s->h_started && !s->h_end.reaped && s->term)
-                                (void)pty_signal_foreground(s->h.out_fd, s->h.pid, signo);
-                        else if (s->h_started && !s->h_end.reaped)
-                                (void)spawn_signal_group(s->h.pid, signo);
+                        harness_signal(&s->h, signo);
                         break;
                 }
                 case FRAME_RESIZE: {
                         frame_resize_t rs;
-                        if (!s->term)
+                        if (!s->h.term)
                                 return finish(s, SESSION_END_PROTOCOL,
                                               "ctl: RESIZE on a turn without a terminal");
                         if (frame_resize_decode(&f, &rs, &err) < 0)
                                 return finish(s, SESSION_END_PROTOCOL, "ctl: %s", err.message);
-                        if (s->h_started && s->h.out_fd >= 0)
-                                (void)pty_resize(s->h.out_fd, s->h_end.reaped ? 0 : s->h.pid,
-                                                 rs.rows, rs.cols);
+                        harness_resize(&s->h, rs.rows, rs.cols);
                         break;
                 }
                 case FRAME_ANSWER:
-                        if (!s->term)
+                        if (!s->h.term)
                                 return finish(s, SESSION_END_PROTOCOL,
                                               "ctl: ANSWER on a turn without a terminal");
-                        queue_answer(s, &f);
+                        harness_answer(&s->h, f.payload, f.length);
                         break;
                 case FRAME_RUN: {
                         frame_run_t req = {0};
@@ -268,8 +174,9 @@ static void reap(session_t *s)
                 runner_run_t *run = &s->runner.run;
                 /* Anything but the harness and the run is an orphan we
                  * adopted as subreaper: reaped, done. */
-                if (reaper_note(pid, status, conn_now_ms(), s->h_started ? s->h.pid : 0, &s->h_end,
-                                run->active ? run->child.pid : 0, &run->end) == REAPER_RUN)
+                if (reaper_note(pid, status, conn_now_ms(), s->h.started ? s->h.child.pid : 0,
+                                &s->h.end, run->active ? run->child.pid : 0,
+                                &run->end) == REAPER_RUN)
                         /* Whatever the command left behind goes with it. */
                         (void)spawn_signal_group(pid, SIGKILL);
         }
@@ -286,42 +193,15 @@ static void read_signals(session_t *s)
                 }
                 /* Someone (the agent, the kubelet) signalled the relay: pass it to
                  * the harness and tell the driver, which records it. */
-                if (s->h_started && !s->h_end.reaped) {
-                        (void)spawn_signal_group(s->h.pid, signo);
+                if (harness_running(&s->h)) {
+                        (void)spawn_signal_group(s->h.child.pid, signo);
                         uint8_t b = (uint8_t)signo;
                         (void)conn_queue(s->ctl, FRAME_SIGNAL, &b, 1, NULL, 0);
-                } else if (s->exit_sent) {
+                } else if (s->h.exit_sent) {
                         finish(s, SESSION_END_DONE, "stopped by signal %d after the harness ended",
                                signo);
                 }
         }
-}
-
-/* ---- the harness's end ---- */
-
-static void harness_end_if_done(session_t *s)
-{
-        if (!s->h_end.reaped || s->exit_sent)
-                return;
-        if ((s->h_out_open || s->h_err_open) && conn_now_ms() < s->h_end.drain_ms)
-                return;
-        /* Past the grace a background process still holds the pipes: it goes. */
-        (void)spawn_signal_group(s->h.pid, SIGKILL);
-        close_fd(&s->h.out_fd);
-        close_fd(&s->h.err_fd);
-        close_fd(&s->h.in_fd);
-        close_fd(&s->side_wfd);
-        s->h_out_open = s->h_err_open = false;
-        if (!conn_can_queue(s->io, 0) ||
-            !conn_can_queue(s->ctl, FRAME_EXIT_SIZE + FRAME_HEADER_SIZE))
-                return;
-        s->h_exit = reaper_exit(s->h_end.status, false);
-        uint8_t e[FRAME_EXIT_SIZE];
-        frame_exit_encode(&s->h_exit, e);
-        (void)conn_queue(s->io, FRAME_STDOUT, NULL, 0, NULL, 0);
-        (void)conn_queue(s->ctl, FRAME_STDERR, NULL, 0, NULL, 0);
-        (void)conn_queue(s->ctl, FRAME_EXIT, e, sizeof(e), NULL, 0);
-        s->exit_sent = true;
 }
 
 /* ---- the loop ---- */
@@ -333,8 +213,8 @@ enum { P_SIG, P_IO, P_CTL, P_HOUT, P_HERR, P_HIN, P_RUN, P_SIDE, P_COUNT };
 static int64_t min_deadline(const session_t *s)
 {
         int64_t d = INT64_MAX;
-        if (s->h_end.reaped && !s->exit_sent)
-                d = s->h_end.drain_ms;
+        if (s->h.end.reaped && !s->h.exit_sent)
+                d = s->h.end.drain_ms;
         int64_t rd = runner_next_deadline(&s->runner);
         return rd < d ? rd : d;
 }
@@ -344,13 +224,15 @@ static void conn_event(session_t *s, conn_t *c, short revents, const char *name)
         if (revents & (POLLIN | POLLHUP | POLLERR)) {
                 int r = conn_fill(c);
                 if (r < 0)
-                        return finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                        return finish(s,
+                                      s->h.exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
                                       "%s: %s", name, strerror(-r));
         }
         if (revents & POLLOUT) {
                 int r = conn_flush(c);
                 if (r < 0)
-                        return finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                        return finish(s,
+                                      s->h.exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
                                       "%s: %s", name, strerror(-r));
         }
 }
@@ -364,14 +246,14 @@ static void loop(session_t *s, const char *cwd)
                 if (runner_start_next(&s->runner, cwd, conn_now_ms(), &err) < 0 ||
                     runner_finish_if_done(&s->runner, s->ctl, conn_now_ms(), &err) < 0)
                         finish(s, SESSION_END_INTERNAL, "%s", err.message);
-                harness_end_if_done(s);
+                harness_end_if_done(&s->h, s->io, s->ctl, conn_now_ms());
                 if (s->finished)
                         break;
                 /* A closed ctl after the harness's end is the driver's "done". */
                 if (s->ctl->eof)
-                        finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                        finish(s, s->h.exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
                                "the driver closed ctl");
-                else if (s->io->eof && !s->exit_sent)
+                else if (s->io->eof && !s->h.exit_sent)
                         finish(s, SESSION_END_DRIVER_GONE, "the driver closed io");
                 if (s->finished)
                         break;
@@ -382,23 +264,23 @@ static void loop(session_t *s, const char *cwd)
                 p[P_SIG] = (struct pollfd){.fd = s->sigfd, .events = POLLIN};
                 /* A descriptor with no events is left out: poll reports POLLHUP
                  * whatever the events, and a closed peer would spin the loop. */
-                p[P_IO].events = (s->io->eof || s->stdin_len ? 0 : POLLIN) |
+                p[P_IO].events = (s->io->eof || s->h.stdin_len ? 0 : POLLIN) |
                                  (conn_out_pending(s->io) ? POLLOUT : 0);
                 p[P_IO].fd = p[P_IO].events ? s->io->fd : -1;
                 p[P_CTL].events =
                     (s->ctl->eof ? 0 : POLLIN) | (conn_out_pending(s->ctl) ? POLLOUT : 0);
                 p[P_CTL].fd = p[P_CTL].events ? s->ctl->fd : -1;
-                if (s->h_out_open && conn_can_queue(s->io, CHUNK))
-                        p[P_HOUT] = (struct pollfd){.fd = s->h.out_fd, .events = POLLIN};
-                if (s->h_err_open && conn_can_queue(s->ctl, CHUNK))
-                        p[P_HERR] = (struct pollfd){.fd = s->h.err_fd, .events = POLLIN};
-                if (s->h.in_fd >= 0 && s->stdin_len)
-                        p[P_HIN] = (struct pollfd){.fd = s->h.in_fd, .events = POLLOUT};
+                if (s->h.out_open && conn_can_queue(s->io, CHUNK))
+                        p[P_HOUT] = (struct pollfd){.fd = s->h.child.out_fd, .events = POLLIN};
+                if (s->h.err_open && conn_can_queue(s->ctl, CHUNK))
+                        p[P_HERR] = (struct pollfd){.fd = s->h.child.err_fd, .events = POLLIN};
+                if (s->h.child.in_fd >= 0 && s->h.stdin_len)
+                        p[P_HIN] = (struct pollfd){.fd = s->h.child.in_fd, .events = POLLOUT};
                 if (s->runner.run.active && s->runner.run.out_open)
                         p[P_RUN] =
                             (struct pollfd){.fd = s->runner.run.child.out_fd, .events = POLLIN};
-                if (s->side_wfd >= 0 && s->side_len)
-                        p[P_SIDE] = (struct pollfd){.fd = s->side_wfd, .events = POLLOUT};
+                if (s->h.side_wfd >= 0 && s->h.side_len)
+                        p[P_SIDE] = (struct pollfd){.fd = s->h.side_wfd, .events = POLLOUT};
 
                 int64_t deadline = min_deadline(s), timeout = -1;
                 if (deadline != INT64_MAX) {
@@ -415,28 +297,28 @@ static void loop(session_t *s, const char *cwd)
                         conn_event(s, s->io, p[P_IO].revents, "io");
                 if (p[P_CTL].revents && !s->finished)
                         conn_event(s, s->ctl, p[P_CTL].revents, "ctl");
-                if (p[P_HOUT].revents && !pipe_to_conn(s->h.out_fd, s->io, FRAME_STDOUT)) {
-                        s->h_out_open = false;
-                        close_fd(&s->h.out_fd);
+                if (p[P_HOUT].revents && !pipe_to_conn(s->h.child.out_fd, s->io, FRAME_STDOUT)) {
+                        s->h.out_open = false;
+                        close_fd(&s->h.child.out_fd);
                 }
-                if (p[P_HERR].revents &&
-                    !pipe_to_conn(s->h.err_fd, s->ctl, s->term ? FRAME_ASK : FRAME_STDERR)) {
-                        s->h_err_open = false;
-                        close_fd(&s->h.err_fd);
+                if (p[P_HERR].revents && !pipe_to_conn(s->h.child.err_fd, s->ctl,
+                                                       s->h.term ? FRAME_ASK : FRAME_STDERR)) {
+                        s->h.err_open = false;
+                        close_fd(&s->h.child.err_fd);
                 }
                 if (p[P_HIN].revents)
-                        write_stdin(s);
+                        harness_write_stdin(&s->h);
                 if (p[P_RUN].revents)
                         runner_read(&s->runner);
                 if (p[P_SIDE].revents)
-                        write_side(s);
+                        harness_write_side(&s->h);
                 runner_check_timeout(&s->runner, conn_now_ms());
                 /* Flush eagerly: most writes complete without a POLLOUT round. */
                 if (!s->finished && conn_out_pending(s->io) && conn_flush(s->io) < 0 &&
-                    !s->exit_sent)
+                    !s->h.exit_sent)
                         finish(s, SESSION_END_DRIVER_GONE, "io: the driver went away");
                 if (!s->finished && conn_out_pending(s->ctl) && conn_flush(s->ctl) < 0)
-                        finish(s, s->exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
+                        finish(s, s->h.exit_sent ? SESSION_END_DONE : SESSION_END_DRIVER_GONE,
                                "ctl: the driver went away");
         }
 }
@@ -460,47 +342,12 @@ static void stop_group(session_t *s, pid_t pid, reaper_end_t *end)
         }
 }
 
-/* The harness on a pty: master for io (read and, through a copy, write),
- * the approval socket for ASK (read) and ANSWER (through a copy, write). */
-static int start_on_terminal(session_t *s, char *const harness_argv[], const char *cwd,
-                             hg_error_t *err)
-{
-        pty_opts_t o = {.argv = harness_argv,
-                        .cwd = cwd,
-                        .rows = s->term->rows,
-                        .cols = s->term->cols,
-                        .term = s->term->term};
-        pty_child_t pc;
-        int r = pty_start(&o, &pc, err);
-        if (r < 0)
-                return r;
-        int in = fcntl(pc.master, F_DUPFD_CLOEXEC, 3);
-        int side_w = in < 0 ? -1 : fcntl(pc.side, F_DUPFD_CLOEXEC, 3);
-        if (in < 0 || side_w < 0) {
-                int e = errno;
-                (void)kill(pc.pid, SIGKILL);
-                (void)waitpid(pc.pid, NULL, 0);
-                close_fd(&in);
-                (void)close(pc.master);
-                (void)close(pc.side);
-                return error_set(err, -e, "fcntl: %s", strerror(e));
-        }
-        s->h = (spawn_child_t){.pid = pc.pid, .in_fd = in, .out_fd = pc.master, .err_fd = pc.side};
-        s->side_wfd = side_w;
-        s->isig_emulated = pc.isig_emulated;
-        return 0;
-}
-
 void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char *cwd,
                  const session_term_t *term, session_result_t *ret)
 {
-        static session_t s; /* large (the stdin buffer); one per process */
-        s = (session_t){.io = io,
-                        .ctl = ctl,
-                        .sigfd = -1,
-                        .term = term,
-                        .side_wfd = -1,
-                        .h = {.in_fd = -1, .out_fd = -1, .err_fd = -1}};
+        static session_t s; /* large (the harness's buffers); one per process */
+        s = (session_t){.io = io, .ctl = ctl, .sigfd = -1};
+        harness_init(&s.h, term);
         runner_init(&s.runner);
         sigset_t mask;
         sigemptyset(&mask);
@@ -514,43 +361,34 @@ void session_run(conn_t *io, conn_t *ctl, char *const harness_argv[], const char
             (s.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
                 finish(&s, SESSION_END_INTERNAL, "signalfd: %s", strerror(errno));
         } else {
-                spawn_opts_t o = {.argv = harness_argv, .cwd = cwd};
                 hg_error_t err = {0};
-                int r = term ? start_on_terminal(&s, harness_argv, cwd, &err)
-                             : spawn_start(&o, &s.h, &err);
-                if (r < 0) {
+                if (harness_start(&s.h, harness_argv, cwd, &err) < 0)
                         finish(&s, SESSION_END_INTERNAL, "cannot start the harness: %s",
                                err.message);
-                } else {
-                        s.h_started = true;
-                        s.h_out_open = s.h_err_open = true;
+                else
                         loop(&s, cwd);
-                }
         }
 
         /* Nothing of the agent's outlives the relay's turn. */
-        stop_group(&s, s.h_started ? s.h.pid : 0, &s.h_end);
+        stop_group(&s, s.h.started ? s.h.child.pid : 0, &s.h.end);
         /* The run's own end itself: read_signals() reaps into it while
          * stop_group waits (a copy would never change: a stall of the whole
          * grace, then a waitpid on a pid already reaped). */
         if (s.runner.run.active && s.runner.run.child.pid > 0)
                 stop_group(&s, s.runner.run.child.pid, &s.runner.run.end);
         runner_clear(&s.runner);
-        if (s.h_started)
-                (void)spawn_signal_group(s.h.pid, SIGKILL);
+        if (s.h.started)
+                (void)spawn_signal_group(s.h.child.pid, SIGKILL);
         reaper_kill_adopted();
         if (s.end == SESSION_END_DONE) {
                 int64_t deadline = conn_now_ms() + STOP_GRACE_MS;
                 (void)conn_flush_until(io, deadline);
                 (void)conn_flush_until(ctl, deadline);
         }
-        close_fd(&s.h.in_fd);
-        close_fd(&s.h.out_fd);
-        close_fd(&s.h.err_fd);
-        close_fd(&s.side_wfd);
+        harness_close(&s.h);
         close_fd(&s.sigfd);
         session_result_t r = {.end = s.end};
-        r.harness = s.h_end.reaped ? reaper_exit(s.h_end.status, false)
+        r.harness = s.h.end.reaped ? reaper_exit(s.h.end.status, false)
                                    : (frame_exit_t){.end = FRAME_END_NOT_STARTED, .value = 127};
         snprintf(r.detail, sizeof(r.detail), "%s", s.detail);
         *ret = r;

@@ -1,11 +1,12 @@
 /* The relay's turn: the harness and the driver's run requests, relayed over
  * the two authenticated connections until the driver closes ctl. The loop
- * and the harness's streams are here; the run requests are runner.h's, the
- * children's ends reaper.h's. */
+ * and the driver's frames are here; the harness is harness.h's, the run
+ * requests runner.h's, the children's ends reaper.h's. */
 #pragma once
 
 #include "conn.h"
 #include "frame.h"
+#include "harness.h"
 
 typedef enum session_end {
         SESSION_END_DONE,        /* the harness ended and the driver closed ctl */
@@ -21,10 +22,7 @@ typedef struct session_result {
 } session_result_t;
 
 /* A terminal turn's terminal (docs/terminal.md), from the driver's turn file. */
-typedef struct session_term {
-        unsigned rows, cols;
-        char term[65];
-} session_term_t;
+typedef harness_term_t session_term_t;
 
 /* io and ctl are connected and welcomed; harness_argv runs from cwd, on a
  * pty when term is not NULL. Takes over both connections. Always returns

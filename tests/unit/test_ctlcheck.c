@@ -102,6 +102,7 @@ START_TEST(turn_named)
                 ck_assert_int_eq(r, -ENOENT);
                 ck_assert_str_eq(err.message, "no turn \"t-41\" here (the daemon's turn is t-42)");
                 r = check((ctlreq_op_t)op, "t-41", ENDED, &err);
+                ck_assert_int_eq(r, -ENOENT);
                 ck_assert_str_eq(err.message, "no turn \"t-41\" here (the daemon's turn is t-42)");
                 r = check((ctlreq_op_t)op, "t-42", NO_TURN, &err);
                 ck_assert_int_eq(r, -ENOENT);

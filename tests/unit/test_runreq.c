@@ -58,25 +58,19 @@ START_TEST(bounded)
 }
 END_TEST
 
-static runreq_args_t args_ok(const char *argv, const char *timeout, const char *tail)
+/* The checked arguments of argv (and the optional timeout and tail, JSON
+ * text); *ret_argv_j keeps the strings they point into alive. */
+static runreq_args_t args_ok(const char *argv, const char *timeout, const char *tail,
+                             json_t **ret_argv_j)
 {
-        _unit_json_ json_t *a = unit_json(argv);
+        json_t *a = unit_json(argv);
         _unit_json_ json_t *t = timeout ? unit_json(timeout) : NULL;
         _unit_json_ json_t *l = tail ? unit_json(tail) : NULL;
         runreq_args_t r;
         hg_error_t err = {0};
         ck_assert_msg(runreq_args_parse(a, t, l, &r, &err) == 0, "%s: %s", argv, err.message);
-        /* The strings are argv_j's: copy what the test reads before it goes. */
-        for (size_t i = 0; i < r.argc; i++)
-                r.argv[i] = strdup(r.argv[i]);
+        *ret_argv_j = a;
         return r;
-}
-
-static void free_args(runreq_args_t *r)
-{
-        for (size_t i = 0; i < r->argc; i++)
-                free(r->argv[i]);
-        runreq_args_free(r);
 }
 
 static void args_refused(const char *argv, const char *timeout, const char *tail, const char *want)
@@ -96,30 +90,32 @@ static void args_refused(const char *argv, const char *timeout, const char *tail
 
 START_TEST(args_defaults)
 {
-        runreq_args_t r = args_ok("[\"make\", \"check\"]", NULL, NULL);
+        _unit_json_ json_t *a = NULL;
+        runreq_args_t r = args_ok("[\"make\", \"check\"]", NULL, NULL, &a);
         ck_assert_uint_eq(r.argc, 2);
         ck_assert_str_eq(r.argv[0], "make");
         ck_assert_str_eq(r.argv[1], "check");
         ck_assert_ptr_null(r.argv[2]);
         ck_assert_uint_eq(r.timeout_s, RUNREQ_TIMEOUT_DEFAULT_S);
         ck_assert_uint_eq(r.tail_max, RUNREQ_TAIL_DEFAULT);
-        free_args(&r);
+        runreq_args_free(&r);
 }
 END_TEST
 
 START_TEST(args_bounds)
 {
-        runreq_args_t r = args_ok("[\"x\"]", "1", "0");
+        _unit_json_ json_t *a1 = NULL, *a2 = NULL;
+        runreq_args_t r = args_ok("[\"x\"]", "1", "0", &a1);
         ck_assert_uint_eq(r.timeout_s, 1);
         ck_assert_uint_eq(r.tail_max, 0);
-        free_args(&r);
+        runreq_args_free(&r);
         char timeout_max[32], tail_max[32];
         snprintf(timeout_max, sizeof(timeout_max), "%u", FRAME_RUN_TIMEOUT_MAX_MS / 1000);
         snprintf(tail_max, sizeof(tail_max), "%u", FRAME_RUN_TAIL_MAX);
-        r = args_ok("[\"x\"]", timeout_max, tail_max);
+        r = args_ok("[\"x\"]", timeout_max, tail_max, &a2);
         ck_assert_uint_eq(r.timeout_s, FRAME_RUN_TIMEOUT_MAX_MS / 1000);
         ck_assert_uint_eq(r.tail_max, FRAME_RUN_TAIL_MAX);
-        free_args(&r);
+        runreq_args_free(&r);
         /* FRAME_RUN_MAX_ARGS strings. */
         _unit_json_ json_t *many = json_array();
         for (unsigned i = 0; i < FRAME_RUN_MAX_ARGS; i++)
@@ -182,7 +178,8 @@ START_TEST(verify_argv)
                  FRAME_RUN_MAX_ARGS - RUNREQ_VERIFY_PREFIX);
         _unit_json_ json_t *empty = unit_json("[]");
         _unit_json_ json_t *obj = unit_json("{}");
-        _unit_json_ json_t *most = json_array(), *b = NULL;
+        _unit_json_ json_t *most = json_array();
+        json_t *b = NULL;
         for (unsigned i = 0; i < FRAME_RUN_MAX_ARGS - RUNREQ_VERIFY_PREFIX; i++)
                 json_array_append_new(most, json_string("a"));
         ck_assert_int_eq(runreq_verify_argv("t", most, &b, NULL), 0);
