@@ -1,156 +1,209 @@
 #!/usr/bin/env bash
-# Benchmark: the sidecar relay (hangar-driver relay + hangar-relay) against
-# plain loopback TCP on the same machine in the same run. No pass or fail.
+# Benchmark: the sidecar relay (hangar-driver serve + hangar-relay) against
+# plain loopback TCP on the same machine in the same run. No pass or fail,
+# but every run must have moved all its bytes (or the bench stops).
 #
-# (a) Throughput: a harness (`head -c N /dev/zero`) writes N bytes of stdout;
-#     hangar-relay frames them over io and the driver appends them to the run
-#     log. The reference moves the same bytes through the same hops with
-#     nothing in between: `head -c N /dev/zero | hangar-bench-loopcopy send`
-#     into `hangar-bench-loopcopy recv`, which appends them to a file in the
-#     run log's directory with 64 KiB reads and writes. The clock starts when
-#     the sending side starts (the relay, with its token; the send pipeline)
-#     and stops at the output file's last write (its mtime), so neither the
-#     driver's setup nor its linger is counted. 3 runs each, alternating;
-#     MiB/s median and the ratio relay/raw.
-#     The turn lingers 1 s: with linger_s 0 the driver ends the turn on EXIT
-#     without waiting for io's STDOUT EOF, and the log misses its tail.
+# The host is laid out as the native test suites lay it out
+# (tests/turn/hostlib.sh, whose preamble this script runs): its own mount
+# namespace, hangar-home (uid 1001) seen by the agent (uid 1000) through a
+# read-only bind mount, hangar-ctl a tmpfs, the split-active verdict
+# delivered, the binaries copied where both uids reach them. The driver is
+# the daemon (`hangar-driver serve` as uid 1001), each turn a `ctl start`.
+# The relay starts as hangar starts it: as the agent, in a PID namespace of
+# its own under a PID 1 of another uid (the container's command), so its
+# sealed start really sweeps (in the host's PID namespace it would skip the
+# sweep); the token and the daemon's instance go to it (`TOKEN INSTANCE`)
+# only after its ready line, and it connects with the v2 handshake.
+#
+# (a) Throughput: the harness (`head -c N /dev/zero`) writes N bytes of
+#     stdout; hangar-relay frames them over io and the daemon appends them
+#     to the run log. The reference moves the same bytes through the same
+#     hops with nothing in between: `head -c N /dev/zero |
+#     hangar-bench-loopcopy send` (as the agent) into `hangar-bench-loopcopy
+#     recv` (as the driver), which appends them to a file in the run log's
+#     directory with 64 KiB reads and writes. The clock starts when the
+#     sending side starts (the relay, ctl start's reply in hand: so its
+#     start, home check, sweep, ready line and handshake are in the figure;
+#     the send pipeline) and stops at the output file's last write (its
+#     mtime), so neither the daemon's ctl start nor the turn's linger counts.
+#     3 runs each, alternating; MiB/s median and the ratio relay/raw (also
+#     printed: the relay's MiB/s from its ready line, its start left out). Each
+#     relayed run must end with the relay's done line (harness status 0) and
+#     a log of exactly N zero bytes; each raw run with N zero bytes.
+#     The turn lingers 1 s after the harness's exit (hangar would send ctl
+#     finish); the next turn starts once the daemon says the turn ended.
 # (b) Round trip of one small message: hangar-bench-relayrtt (the driver's
-#     side of the protocol) sends STDIN frames through a real hangar-relay to
-#     a `cat` harness and times each echo on STDOUT; the reference is
-#     hangar-bench-loopcopy ping against its echo server. 3 runs each,
-#     alternating; the median of each run's p50, p99 and mean.
-# usage: bench/relay.sh BUILD_DIR [GIB]   (GIB: default 1; fractions allowed)
+#     side of the protocol, v2 handshake and instance included; the daemon
+#     is stopped first) sends STDIN frames through a real hangar-relay,
+#     started as in (a), to a `cat` harness and times each echo on STDOUT;
+#     the reference is hangar-bench-loopcopy ping against its echo server.
+#     The relay's start is not in these figures (each message is timed once
+#     both channels are up). 3 runs each, alternating; the median of each
+#     run's p50, p99 and mean.
+# usage: bench/relay.sh BUILD_DIR [GIB]   (as root; GIB: default 1; fractions allowed)
 #   BENCH_MESSAGES (2000) and BENCH_MESSAGE_SIZE (64) set (b)'s messages.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
 BUILD=$(realpath "${1:?usage: bench/relay.sh BUILD_DIR [GIB]}")
 GIB=${2:-1}
 MESSAGES=${BENCH_MESSAGES:-2000}
 MSG_SIZE=${BENCH_MESSAGE_SIZE:-64}
 RUNS=3
-DRIVER=$BUILD/driver/hangar-driver
-RELAY=$BUILD/relay/hangar-relay
-LOOPCOPY=$BUILD/bench/hangar-bench-loopcopy
-RTT=$BUILD/bench/hangar-bench-relayrtt
-for bin in "$DRIVER" "$RELAY" "$LOOPCOPY" "$RTT"; do
+BINS=("$BUILD/driver/hangar-driver" "$BUILD/relay/hangar-relay" "$BUILD/bench/hangar-bench-loopcopy"
+        "$BUILD/bench/hangar-bench-relayrtt")
+for bin in "${BINS[@]}"; do
         [ -x "$bin" ] || { echo "missing $bin: ninja -C $BUILD hangar-driver hangar-relay hangar-bench-loopcopy hangar-bench-relayrtt"; exit 1; }
 done
-command -v jq >/dev/null || { echo "missing jq: run scripts/install-deps.sh"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "bench/relay.sh: needs root (two uids, a read-only bind mount, a PID namespace)"; exit 1; }
+bench_need jq setpriv unshare
 BYTES=$(awk -v g="$GIB" 'BEGIN { printf "%d", g * 1073741824 }')
 [ "$BYTES" -gt 0 ] || { echo "GIB must be positive"; exit 1; }
 
-TMP=$(mktemp -d /tmp/hangar-bench-relay.XXXXXX)
-pids=()
-cleanup() {
-        for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-        rm -rf "$TMP"
-}
-trap cleanup EXIT
-# The driver's and the relay's volumes, the turn's directory, the agent's HOME.
-mkdir -p "$TMP/home" "$TMP/ctl" "$TMP/work" "$TMP/agent"
-echo '{"verdict":"split-active"}' >"$TMP/home/verdict.json"
-cp "$TMP/home/verdict.json" "$TMP/ctl/verdict.json"
-unset HANGAR_CONFIG
-export HANGAR_HOME_PATH=$TMP/home HANGAR_CTL_PATH=$TMP/ctl HANGAR_UID_SPLIT=required HOME=$TMP/agent
-LOG=$TMP/home/run/log
-RAW_OUT=$TMP/home/run/raw.out
+# The native suites' preamble: the script again in a mount namespace of its
+# own, then testlib's T_TMP (removed at exit, with the suite's processes and
+# mounts), the layout and the verdict; DRIVER and RELAY name the copies.
+. "$HERE/../tests/turn/hostlib.sh"
+host_unshared "$0" "$@"
+. "$HERE/../tests/lib/testlib.sh"
+host_turn_up "${BINS[@]}"
+LOOPCOPY=$T_TMP/bin/hangar-bench-loopcopy
+RTT=$T_TMP/bin/hangar-bench-relayrtt
+LOG=$T_TMP/home/run/log
+RAW_OUT=$T_TMP/home/run/raw.out
+as_driver mkdir -p home/run
 
 # Wall clock and file mtimes in microseconds.
 now() { echo "${EPOCHREALTIME/./}"; }
 mtime_us() { local t; t=$(stat -c %.6Y "$1"); echo "${t/./}"; }
-wait_for() { # FILE: until it has content (10 s)
-        local _
-        for _ in $(seq 500); do [ -s "$1" ] && return 0; sleep 0.02; done
-        echo "timed out waiting for $1" >&2
-        exit 1
-}
+die() { echo "bench/relay.sh: $*" >&2; exit 1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 mibps() { awk -v b="$1" -v us="$2" 'BEGIN { printf "%.1f", b / 1048576 / (us / 1e6) }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-check_size() { # FILE: exactly BYTES long
+moved_all() { # FILE: exactly BYTES long, and nothing but zero bytes
         local got
         got=$(stat -c %s "$1")
-        [ "$got" = "$BYTES" ] || { echo "$1: $got bytes, expected $BYTES" >&2; exit 1; }
+        [ "$got" = "$BYTES" ] || die "$1: $got bytes, expected $BYTES"
+        [ "$(tr -d '\0' <"$1" | head -c 1 | wc -c)" = 0 ] || die "$1: not only zero bytes"
 }
 
-# Each run sets RESULT (not a subshell: a failure exits the script, and the
-# background pids stay in the cleanup list).
-
-# (a) one relayed run -> MiB/s
-relay_throughput() {
-        rm -f "$TMP/home/relay.port" "$LOG"
-        jq -nc --arg cwd "$TMP/work" --arg script "head -c $BYTES /dev/zero" \
-                '{turn: "bench", mode: "ask", cwd: $cwd, script: $script, linger_s: 1}' >"$TMP/spec.json"
-        "$DRIVER" relay --spec "$TMP/spec.json" >"$TMP/driver.out" 2>"$TMP/driver.err" &
-        local dpid=$! token t0
-        pids+=("$dpid")
-        wait_for "$TMP/home/relay.port"
-        token=$("$DRIVER" ctl token | jq -r .token)
+# relay_run NAME LINE: hangar-relay as the agent in a PID namespace of its
+# own (PID 1 a root shell waiting for it: the container's command), in
+# hangar's order: LINE (`TOKEN INSTANCE`) on its stdin only once it said
+# ready. Its stdin and stdout are FIFOs, so the token follows the ready line
+# at once (no polling in the timed path). Returns when the relay is gone;
+# NAME.relay.out has its lines, READY_US the time from the call to the ready
+# line. A relay that did not end with done and harness status 0 ends the bench.
+relay_run() {
+        local name=$1 line=$2 t0 ready pid to from status=0
+        rm -f "$name.relay.in" "$name.relay.fifo"
+        mkfifo "$name.relay.in" "$name.relay.fifo"
         t0=$(now)
-        "$RELAY" <<<"$token" >"$TMP/relay.out" 2>"$TMP/relay.err" ||
-                { echo "hangar-relay failed: $(cat "$TMP/relay.out" "$TMP/relay.err")" >&2; exit 1; }
-        wait "$dpid" || { echo "hangar-driver failed: $(cat "$TMP/driver.out" "$TMP/driver.err")" >&2; exit 1; }
-        check_size "$LOG"
-        RESULT=$(mibps "$BYTES" $(($(mtime_us "$LOG") - t0)))
+        HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+                unshare --pid --fork --mount-proc --kill-child -- bash -c '"$@"; exit $?' pid1 \
+                setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
+                <"$name.relay.in" >"$name.relay.fifo" 2>"$name.relay.err" &
+        pid=$!
+        t_cleanup_pid "$pid"
+        exec {to}>"$name.relay.in" {from}<"$name.relay.fifo"
+        IFS= read -r ready <&"$from" || ready=""
+        READY_US=$(($(now) - t0))
+        printf '%s\n' "$ready" >"$name.relay.out"
+        [[ $ready == *'"relay":"ready"'* ]] && printf '%s\n' "$line" >&"$to"
+        cat <&"$from" >>"$name.relay.out"
+        exec {to}>&- {from}<&-
+        wait "$pid" || status=$?
+        jq -se 'last | .relay == "done" and .harness_value == 0' "$name.relay.out" >/dev/null 2>&1 ||
+                die "$name: the relay exited $status: $(tail -n 1 "$name.relay.out") $(head -c 300 "$name.relay.err")"
+}
+
+# Each run sets RESULT (not a subshell: a failure exits the script).
+SWEEPS=() READIES=()
+
+# (a) one relayed turn -> MiB/s
+relay_throughput() {
+        local name=tput$1 t0
         rm -f "$LOG"
+        jq -nc --arg id "$name" --arg cwd "$T_TMP/turn" --arg script "head -c $BYTES /dev/zero" \
+                '{turn: $id, mode: "ask", cwd: $cwd, script: $script, run_key: "k", linger_s: 1}' >"$name.spec"
+        ctl start --spec - <"$name.spec" >"$name.start" 2>"$name.start.err" ||
+                die "$name: ctl start: $(cat "$name.start.err")"
+        t0=$(now)
+        relay_run "$name" "$(jq -r '"\(.token) \(.instance)"' "$name.start")"
+        t_wait_for "[ \"\$(ctl status --turn $name | jq -r .state)\" = ended ]" 30 ||
+                die "$name: the daemon did not end the turn: $(ctl status --turn "$name")"
+        RESULT=$(mibps "$BYTES" $(($(mtime_us "$LOG") - t0)))
+        FROM_READY=$(mibps "$BYTES" $(($(mtime_us "$LOG") - t0 - READY_US)))
+        moved_all "$LOG"
+        rm -f "$LOG"
+        SWEEPS+=("$(head -n 1 "$name.relay.out" | jq -r '"\(.sweep.elapsed_ms) \(.sweep.killed) \(.sealed)"')")
+        READIES+=("$READY_US")
 }
 
 # (a) one raw run -> MiB/s
 raw_throughput() {
-        rm -f "$TMP/raw.port" "$RAW_OUT"
-        "$LOOPCOPY" recv "$TMP/raw.port" "$RAW_OUT" >"$TMP/recv.out" &
-        local rpid=$! t0
-        pids+=("$rpid")
-        wait_for "$TMP/raw.port"
+        local rpid t0
+        rm -f home/raw.port "$RAW_OUT"
+        as_driver "$LOOPCOPY" recv home/raw.port "$RAW_OUT" >recv.out &
+        rpid=$!
+        t_cleanup_pid "$rpid"
+        t_wait_for "[ -s home/raw.port ]" 10 || die "no port from loopcopy recv"
         t0=$(now)
-        head -c "$BYTES" /dev/zero | "$LOOPCOPY" send "$(cat "$TMP/raw.port")"
+        head -c "$BYTES" /dev/zero | as_agent "$LOOPCOPY" send "$(cat home/raw.port)"
         wait "$rpid"
-        check_size "$RAW_OUT"
         RESULT=$(mibps "$BYTES" $(($(mtime_us "$RAW_OUT") - t0)))
+        moved_all "$RAW_OUT"
         rm -f "$RAW_OUT"
 }
 
 # (b) one relayed run -> "p50 p99 mean" (microseconds)
 relay_rtt() {
-        rm -f "$TMP/home/relay.port" "$TMP/rtt.out"
-        "$RTT" "$TMP/home" "$TMP/work" cat "$MESSAGES" "$MSG_SIZE" >"$TMP/rtt.out" 2>"$TMP/rtt.err" &
-        local tpid=$!
-        pids+=("$tpid")
-        wait_for "$TMP/rtt.out"
-        head -n 1 "$TMP/rtt.out" | "$RELAY" >"$TMP/relay.out" 2>"$TMP/relay.err" ||
-                { echo "hangar-relay failed: $(cat "$TMP/relay.out" "$TMP/relay.err")" >&2; exit 1; }
-        wait "$tpid" || { echo "hangar-bench-relayrtt failed: $(cat "$TMP/rtt.err")" >&2; exit 1; }
-        RESULT=$(tail -n 1 "$TMP/rtt.out" | awk '{ print $2, $4, $6 }')
+        local tpid
+        rm -f home/relay.port rtt.out
+        as_driver "$RTT" "$T_TMP/home" "$T_TMP/turn" cat "$MESSAGES" "$MSG_SIZE" >rtt.out 2>rtt.err &
+        tpid=$!
+        t_cleanup_pid "$tpid"
+        t_wait_for "[ -s rtt.out ]" 10 || die "no token from hangar-bench-relayrtt: $(cat rtt.err)"
+        relay_run rtt "$(head -n 1 rtt.out)"
+        wait "$tpid" || die "hangar-bench-relayrtt failed: $(cat rtt.err)"
+        RESULT=$(tail -n 1 rtt.out | awk '{ print $2, $4, $6 }')
 }
 
 # (b) one raw run -> "p50 p99 mean" (microseconds)
 raw_rtt() {
-        rm -f "$TMP/echo.port"
-        "$LOOPCOPY" echo "$TMP/echo.port" &
-        local epid=$!
-        pids+=("$epid")
-        wait_for "$TMP/echo.port"
-        "$LOOPCOPY" ping "$(cat "$TMP/echo.port")" "$MESSAGES" "$MSG_SIZE" >"$TMP/ping.out"
+        local epid
+        rm -f home/echo.port
+        as_driver "$LOOPCOPY" echo home/echo.port &
+        epid=$!
+        t_cleanup_pid "$epid"
+        t_wait_for "[ -s home/echo.port ]" 10 || die "no port from loopcopy echo"
+        as_agent "$LOOPCOPY" ping "$(cat home/echo.port)" "$MESSAGES" "$MSG_SIZE" >ping.out
         wait "$epid"
-        RESULT=$(awk '{ print $2, $4, $6 }' "$TMP/ping.out")
+        RESULT=$(awk '{ print $2, $4, $6 }' ping.out)
 }
 
-echo "hangar relay vs plain loopback TCP, $(nproc) CPUs, Linux $(uname -r)"
+echo "hangar relay vs plain loopback TCP, $(nproc) CPUs, Linux $(uname -r), $T_TMP on $(df --output=fstype "$T_TMP" | tail -n 1)"
 echo "load average at start: $(cut -d" " -f1-3 /proc/loadavg)"
+host_serve bench || exit 1
 echo
 echo "(a) throughput: $GIB GiB ($BYTES B) of harness stdout into a file, $RUNS runs each, alternating"
-printf '%-6s | %12s | %12s\n' run "relay MiB/s" "raw MiB/s"
-rel=() raw=()
+printf '%-6s | %12s | %12s | %s\n' run "relay MiB/s" "raw MiB/s" "relay MiB/s from its ready line"
+rel=() raw=() ready=()
 for i in $(seq "$RUNS"); do
-        relay_throughput
-        rel+=("$RESULT")
+        relay_throughput "$i"
+        rel+=("$RESULT") ready+=("$FROM_READY")
         raw_throughput
         raw+=("$RESULT")
-        printf '%-6s | %12s | %12s\n' "$i" "${rel[-1]}" "${raw[-1]}"
+        printf '%-6s | %12s | %12s | %s\n' "$i" "${rel[-1]}" "${raw[-1]}" "${ready[-1]}"
 done
 rel_med=$(printf '%s\n' "${rel[@]}" | median)
 raw_med=$(printf '%s\n' "${raw[@]}" | median)
-printf '%-6s | %12s | %12s\n' median "$rel_med" "$raw_med"
+printf '%-6s | %12s | %12s | %s\n' median "$rel_med" "$raw_med" "$(printf '%s\n' "${ready[@]}" | median)"
 echo "ratio relay/raw: $(ratio "$rel_med" "$raw_med") (target >= 0.80)"
+echo "relay started to its ready line read (in the clock above), ms per run: $(printf '%s\n' "${READIES[@]}" | awk '{ printf "%s%.1f", (NR > 1 ? " " : ""), $1 / 1000 }')"
+echo "sealed start per run (sweep ms, killed, sealed): $(printf '%s; ' "${SWEEPS[@]}")"
+# (b) plays the driver itself: the daemon goes first.
+kill -TERM "$(cat bench.serve.pid)"
+t_wait_pid bench.serve.pid 10 >/dev/null || true
 
 echo
 echo "(b) round trip: $MESSAGES messages of $MSG_SIZE B, one in flight, $RUNS runs each, alternating"
@@ -172,3 +225,5 @@ printf '%-22s | %8s | %8s | %8s\n' "relay (relayrtt + cat)" "$R50" "$R99" "$RM"
 printf '%-22s | %8s | %8s | %8s\n' "raw (ping + echo)" "$W50" "$W99" "$WM"
 printf '%-22s | %8s | %8s | %8s\n' "added (relay - raw)" "$(added "$R50" "$W50")" "$(added "$R99" "$W99")" "$(added "$RM" "$WM")"
 echo "per-run p50 relay: ${r50[*]}; raw: ${w50[*]}"
+echo "per-run p99 relay: ${r99[*]}; raw: ${w99[*]}"
+echo "load average at the end: $(cut -d" " -f1-3 /proc/loadavg)"

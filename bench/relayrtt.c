@@ -4,9 +4,11 @@
  *
  *   hangar-bench-relayrtt HOME CWD SCRIPT N SIZE
  *
- * Writes HOME/run/script (SCRIPT), HOME/run/turn.json and, once listening,
- * HOME/relay.port; prints the token (hex) as stdout's first line for the
- * caller to pipe into hangar-relay; accepts io then ctl; sends N STDIN
+ * Writes HOME/run/script (SCRIPT), HOME/run/turn.json (naming the bench's own
+ * daemon instance) and, once listening, HOME/relay.port; prints the token
+ * and that instance as stdout's first line, as hangar writes them to the
+ * relay (`TOKEN INSTANCE`, so the relay's instance check runs too); accepts
+ * io then ctl, each through the v2 handshake; sends N STDIN
  * frames of SIZE bytes one at a time, each timed until its bytes are back in
  * STDOUT frames; closes stdin, waits for EXIT, closes ctl; prints
  * latency.h's line. Blocking and single-threaded: one message in flight. */
@@ -35,6 +37,10 @@
 
 #define TIMEOUT_MS 30000 /* for any one step: the relay connecting, an echo, the EXIT */
 
+/* The bench's daemon instance: named in turn.json, given to the relay with
+ * the token, and sent in each CHALLENGE, where the relay compares it. */
+static uint8_t bench_instance[FRAME_INSTANCE_SIZE];
+
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...)
 {
@@ -56,10 +62,12 @@ static int write_file(const char *dir, const char *name, const char *text)
 }
 
 /* The run's files, then the listener; the port file goes last. */
-static int prepare(const char *home, const char *cwd, const char *script, int *ret_lfd)
+static int prepare(const char *home, const char *cwd, const char *script, const char *instance,
+                   int *ret_lfd)
 {
         _cleanup_free_ char *run = NULL;
-        _cleanup_json_ json_t *turn = json_pack("{s:s, s:s}", "turn", "rtt", "cwd", cwd);
+        _cleanup_json_ json_t *turn =
+            json_pack("{s:s, s:s, s:s}", "turn", "rtt", "cwd", cwd, "instance", instance);
         _cleanup_free_ char *turn_text = turn ? json_dumps(turn, JSON_COMPACT) : NULL;
         if (!turn_text || asprintf(&run, "%s/run", home) < 0)
                 return -ENOMEM;
@@ -101,7 +109,7 @@ static int handshake(conn_t *c, const token_t *token, frame_channel_t channel, i
                 return r;
         handshake_binding_t b = {.channel = channel};
         memcpy(b.relay_nonce, hello.nonce, FRAME_NONCE_SIZE);
-        memset(b.instance, 0xbe, FRAME_INSTANCE_SIZE); /* the bench's own instance */
+        memcpy(b.instance, bench_instance, FRAME_INSTANCE_SIZE);
         frame_challenge_t ch;
         if (handshake_nonce(b.driver_nonce) < 0 ||
             handshake_prove(token, HANDSHAKE_DRIVER, &b, ch.mac) < 0)
@@ -196,15 +204,17 @@ int main(int argc, char **argv)
         }
         (void)signal(SIGPIPE, SIG_IGN);
         token_t token;
-        char hex[TOKEN_HEX_LEN + 1];
+        char hex[TOKEN_HEX_LEN + 1], instance[HANDSHAKE_INSTANCE_HEX_LEN + 1];
         _cleanup_close_ int lfd = -1;
+        memset(bench_instance, 0xbe, sizeof(bench_instance));
+        handshake_instance_to_hex(bench_instance, instance);
         if (token_generate(&token) < 0)
                 return fail("no random bytes for the token");
-        int r = prepare(argv[1], argv[2], argv[3], &lfd);
+        int r = prepare(argv[1], argv[2], argv[3], instance, &lfd);
         if (r < 0)
                 return fail("%s: %s", argv[1], strerror(-r));
         token_to_hex(&token, hex);
-        printf("%s\n", hex);
+        printf("%s %s\n", hex, instance);
         fflush(stdout);
 
         hg_error_t err = {0};
