@@ -175,11 +175,20 @@ static void challenge(listener_t *l, listener_pending_t *p, const frame_t *f,
                             userdata);
         if (frame_hello_decode(f, &hello, &err) < 0)
                 return drop(l, p, LISTENER_REJECT_MALFORMED, err.message, on_reject, userdata);
-        /* The relay says nothing more before our CHALLENGE. */
-        if (p->c.in_len > p->c.in_used)
+        /* The relay says nothing more before our CHALLENGE. The buffer
+         * holds one HELLO, so what follows it is still in the socket: a
+         * peek finds it (a PROOF sent before it could know our nonce, or
+         * any other frame). */
+        uint8_t more;
+        if (p->c.in_len > p->c.in_used || recv(p->c.fd, &more, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
                 return drop(l, p, LISTENER_REJECT_MALFORMED, "bytes after HELLO before CHALLENGE",
                             on_reject, userdata);
         handshake_binding_t b = {.channel = hello.channel};
+        /* The connection's ends as this socket sees them: a proxy's
+         * connection to us has other ends than its relay's to it. */
+        if (handshake_endpoints(p->c.fd, HANDSHAKE_DRIVER, &b.ends) < 0)
+                return drop(l, p, LISTENER_REJECT_CLOSED, "no address for the connection",
+                            on_reject, userdata);
         memcpy(b.relay_nonce, hello.nonce, FRAME_NONCE_SIZE);
         memcpy(b.instance, l->instance, FRAME_INSTANCE_SIZE);
         frame_challenge_t ch;

@@ -49,8 +49,11 @@ static int await_challenge(conn_t *c, const token_t *token, const uint8_t *want_
                                  "started the turn: not connecting",
                                  have);
         }
-        /* Nothing may follow the CHALLENGE before our PROOF. */
-        if (c->in_len > c->in_used)
+        /* Nothing may follow the CHALLENGE before our PROOF: not in the
+         * buffer, nor behind it in the socket (the buffer is capped at one
+         * CHALLENGE until WELCOME). */
+        uint8_t more;
+        if (c->in_len > c->in_used || recv(c->fd, &more, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
                 return error_set(err, RELAY_CHANNEL_UNPROVEN,
                                  "the driver sent more than its CHALLENGE: not connecting");
         return 0;
@@ -63,10 +66,15 @@ static int handshake(conn_t *c, const token_t *token, const uint8_t *want_instan
         frame_hello_t hello = {.channel = channel};
         if (handshake_nonce(b.relay_nonce) < 0)
                 return error_set(err, -EIO, "no random bytes for the nonce");
+        /* Our connection's ends: a proxy's listener would see another
+         * relay end (its own connection to the driver has its own port). */
+        int r = handshake_endpoints(c->fd, HANDSHAKE_RELAY, &b.ends);
+        if (r < 0)
+                return error_set(err, r, "no address for the connection: %s", strerror(-r));
         memcpy(hello.nonce, b.relay_nonce, FRAME_NONCE_SIZE);
         uint8_t payload[FRAME_HELLO_SIZE];
         frame_hello_encode(&hello, payload);
-        int r = conn_queue(c, FRAME_HELLO, payload, sizeof(payload), NULL, 0);
+        r = conn_queue(c, FRAME_HELLO, payload, sizeof(payload), NULL, 0);
         if (r == 0)
                 r = conn_flush_until(c, deadline);
         if (r < 0)
@@ -124,13 +132,21 @@ int relay_open_channel(uint16_t port, const token_t *token, const char *instance
         int one = 1;
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         conn_t c;
-        int r = conn_init(&c, TAKE_FD(fd), (uint32_t)max_payload);
+        /* Sized for at least a CHALLENGE: the handshake's frames need it. */
+        int r = conn_init(
+            &c, TAKE_FD(fd),
+            (uint32_t)(max_payload > FRAME_CHALLENGE_SIZE ? max_payload : FRAME_CHALLENGE_SIZE));
         if (r < 0)
                 return error_set(err, r, "%s channel: connection: %s", name, strerror(-r));
+        /* Until WELCOME the largest frame due is a CHALLENGE: a listener
+         * that has not proved anything gets no more of our buffer, and a
+         * header announcing more fails at once. */
+        c.max_payload = FRAME_CHALLENGE_SIZE;
         if ((r = handshake(&c, token, instance ? want : NULL, channel, deadline, err)) < 0) {
                 conn_close(&c);
                 return error_prefix(err, "%s channel: ", name);
         }
+        c.max_payload = (uint32_t)max_payload;
         *ret = c;
         return 0;
 }

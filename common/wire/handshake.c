@@ -1,7 +1,9 @@
 #include "handshake.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -13,8 +15,10 @@
 static const char label_driver[] = "hangar driver proof v2";
 static const char label_relay[] = "hangar relay proof v2";
 
-#define LABEL_MAX   sizeof(label_driver)
-#define MESSAGE_MAX (LABEL_MAX + 1u + FRAME_NONCE_SIZE + FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE)
+#define LABEL_MAX sizeof(label_driver)
+#define MESSAGE_MAX                                                                   \
+        (LABEL_MAX + 1u + FRAME_NONCE_SIZE + FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE + \
+         2u * HANDSHAKE_ENDPOINT_SIZE)
 
 int handshake_nonce(uint8_t ret[FRAME_NONCE_SIZE])
 {
@@ -33,7 +37,52 @@ static size_t message(handshake_side_t side, const handshake_binding_t *b, uint8
         memcpy(out + n, b->driver_nonce, FRAME_NONCE_SIZE);
         n += FRAME_NONCE_SIZE;
         memcpy(out + n, b->instance, FRAME_INSTANCE_SIZE);
-        return n + FRAME_INSTANCE_SIZE;
+        n += FRAME_INSTANCE_SIZE;
+        memcpy(out + n, b->ends.relay, HANDSHAKE_ENDPOINT_SIZE);
+        n += HANDSHAKE_ENDPOINT_SIZE;
+        memcpy(out + n, b->ends.driver, HANDSHAKE_ENDPOINT_SIZE);
+        return n + HANDSHAKE_ENDPOINT_SIZE;
+}
+
+/* One end in the proofs' form: an IPv4 address as IPv4-mapped IPv6, so the
+ * same connection has one encoding whichever family a side's socket has. */
+static int endpoint_encode(const struct sockaddr_storage *ss, uint8_t out[HANDSHAKE_ENDPOINT_SIZE])
+{
+        const uint8_t *port;
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+                memset(out, 0, 10);
+                out[10] = out[11] = 0xff;
+                memcpy(out + 12, &in->sin_addr, 4);
+                port = (const uint8_t *)&in->sin_port;
+        } else if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+                memcpy(out, &in6->sin6_addr, 16);
+                port = (const uint8_t *)&in6->sin6_port;
+        } else {
+                return -EAFNOSUPPORT;
+        }
+        /* sin_port is already in network order: copied as it is. */
+        out[16] = port[0];
+        out[17] = port[1];
+        return 0;
+}
+
+int handshake_endpoints(int fd, handshake_side_t side, handshake_endpoints_t *ret)
+{
+        struct sockaddr_storage local = {0}, peer = {0};
+        socklen_t ll = sizeof(local), pl = sizeof(peer);
+        if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
+            getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+                return -errno;
+        handshake_endpoints_t e;
+        bool driver = side == HANDSHAKE_DRIVER;
+        int r = endpoint_encode(driver ? &peer : &local, e.relay);
+        if (r == 0)
+                r = endpoint_encode(driver ? &local : &peer, e.driver);
+        if (r == 0)
+                *ret = e;
+        return r;
 }
 
 int handshake_prove(const token_t *token, handshake_side_t side, const handshake_binding_t *b,

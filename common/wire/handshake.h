@@ -9,12 +9,18 @@
  *   relay_nonce  FRAME_NONCE_SIZE bytes (the relay's HELLO)
  *   driver_nonce FRAME_NONCE_SIZE bytes (the driver's CHALLENGE)
  *   instance     FRAME_INSTANCE_SIZE bytes (the driver daemon's id)
+ *   relay end    HANDSHAKE_ENDPOINT_SIZE bytes: the relay's address and port
+ *   driver end   HANDSHAKE_ENDPOINT_SIZE bytes: the listener's address and port
  *
  * The label makes one side's proof useless as the other's; the nonces, one
  * chosen by each side, make every proof good for one connection only; the
  * channel and instance make it useless on another channel or for another
- * daemon. This module only computes and checks: the frames are frame.h's,
- * the order is the listener's (driver) and channel.c's (relay). */
+ * daemon; the two ends bind it to the TCP connection it was made on, so a
+ * proxy between relay and driver (two connections, each with its own ends)
+ * cannot pass one side's proof on to the other. An end is 16 address bytes
+ * (IPv6, or IPv4 as ::ffff:a.b.c.d) and the port, big-endian; each side
+ * takes them from its own socket (handshake_endpoints). This module only computes and checks: the
+ * frames are frame.h's, the order is the listener's (driver) and channel.c's (relay). */
 #pragma once
 
 #include <stdbool.h>
@@ -31,13 +37,31 @@ typedef enum handshake_side {
         HANDSHAKE_RELAY,  /* the proof in PROOF */
 } handshake_side_t;
 
+/* One end of the connection: 16 address bytes, 2 port bytes. */
+#define HANDSHAKE_ENDPOINT_SIZE 18u
+
+/* The connection a proof is made on, the same bytes on both sides: the
+ * relay's end (its local address, the driver's peer) and the driver's. */
+typedef struct handshake_endpoints {
+        uint8_t relay[HANDSHAKE_ENDPOINT_SIZE];
+        uint8_t driver[HANDSHAKE_ENDPOINT_SIZE];
+} handshake_endpoints_t;
+
 /* Everything a proof covers besides the token. */
 typedef struct handshake_binding {
         frame_channel_t channel;
         uint8_t relay_nonce[FRAME_NONCE_SIZE];
         uint8_t driver_nonce[FRAME_NONCE_SIZE];
         uint8_t instance[FRAME_INSTANCE_SIZE];
+        handshake_endpoints_t ends;
 } handshake_binding_t;
+
+/* The ends of the connected TCP socket fd, seen from side (the driver's
+ * accepted socket: its own address is the driver's end, its peer the
+ * relay's; the relay's socket the other way round). -errno from
+ * getsockname/getpeername, -EAFNOSUPPORT for a socket neither IPv4 nor
+ * IPv6. */
+int handshake_endpoints(int fd, handshake_side_t side, handshake_endpoints_t *ret);
 
 /* A fresh nonce from OpenSSL's CSPRNG; -EIO if it fails (never a fallback). */
 int handshake_nonce(uint8_t ret[FRAME_NONCE_SIZE]);

@@ -119,7 +119,8 @@ static bool recv_all(int fd, void *buf, size_t n, int ms)
 static bool send_hello(int fd, const uint8_t token[FRAME_TOKEN_SIZE], frame_channel_t ch)
 {
         handshake_binding_t b = {.channel = ch};
-        if (handshake_nonce(b.relay_nonce) < 0)
+        if (handshake_nonce(b.relay_nonce) < 0 ||
+            handshake_endpoints(fd, HANDSHAKE_RELAY, &b.ends) < 0)
                 return false;
         uint8_t hdr[FRAME_HEADER_SIZE], payload[FRAME_HELLO_SIZE];
         frame_hello_t h = {.channel = ch};

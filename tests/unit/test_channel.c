@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,6 +44,8 @@ typedef enum fake_mode {
         FAKE_SHORT,            /* a CHALLENGE one byte short */
         FAKE_TRAILING,         /* the right CHALLENGE with a WELCOME glued behind */
         FAKE_REPLAY,           /* a CHALLENGE recorded from an earlier handshake */
+        FAKE_BIG_CHALLENGE,    /* a CHALLENGE header announcing 64 KiB, then nothing */
+        FAKE_OTHER_ENDS,       /* proved for another connection's ends (a proxy's) */
 } fake_mode_t;
 
 typedef struct fake {
@@ -107,6 +110,9 @@ static void challenge_bytes(const fake_t *f, fake_mode_t mode,
         case FAKE_RELAY_LABEL:
                 side = HANDSHAKE_RELAY;
                 break;
+        case FAKE_OTHER_ENDS:
+                proved.ends.relay[HANDSHAKE_ENDPOINT_SIZE - 1] ^= 1;
+                break;
         default:
                 break;
         }
@@ -133,6 +139,7 @@ static void *fake_main(void *arg)
         ck_assert_int_eq(frame_hello_decode(&fr, &hello, NULL), 0);
         handshake_binding_t b = {.channel = hello.channel};
         memcpy(b.relay_nonce, hello.nonce, FRAME_NONCE_SIZE);
+        ck_assert_int_eq(handshake_endpoints(fd, HANDSHAKE_DRIVER, &b.ends), 0);
         uint8_t out[FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE + FRAME_HEADER_SIZE];
         switch (f->mode) {
         case FAKE_CLOSE:
@@ -147,6 +154,11 @@ static void *fake_main(void *arg)
                 ck_assert_int_eq(frame_header_encode(FRAME_CHALLENGE, 0, out), 0);
                 out[5] = 0x10;
                 send_all(fd, out, FRAME_HEADER_SIZE);
+                break;
+        case FAKE_BIG_CHALLENGE:
+                ck_assert_int_eq(frame_header_encode(FRAME_CHALLENGE, FRAME_MAX_PAYLOAD, out), 0);
+                send_all(fd, out, FRAME_HEADER_SIZE);
+                read_some(fd, f, sizeof(f->got)); /* until the relay gives up */
                 break;
         case FAKE_WELCOME_ONLY:
                 ck_assert_int_eq(frame_header_encode(FRAME_WELCOME, 0, out), 0);
@@ -274,9 +286,10 @@ START_TEST(unproven_listeners_refused)
         token_t tok;
         ck_assert_int_eq(token_generate(&tok), 0);
         static const fake_mode_t modes[] = {
-            FAKE_CLOSE,        FAKE_STALL,        FAKE_JUNK,        FAKE_OVERSIZE,
-            FAKE_WELCOME_ONLY, FAKE_RANDOM_PROOF, FAKE_OTHER_TOKEN, FAKE_OTHER_CHANNEL,
-            FAKE_LIE_INSTANCE, FAKE_RELAY_LABEL,  FAKE_SHORT,       FAKE_TRAILING,
+            FAKE_CLOSE,         FAKE_STALL,        FAKE_JUNK,        FAKE_OVERSIZE,
+            FAKE_WELCOME_ONLY,  FAKE_RANDOM_PROOF, FAKE_OTHER_TOKEN, FAKE_OTHER_CHANNEL,
+            FAKE_LIE_INSTANCE,  FAKE_RELAY_LABEL,  FAKE_SHORT,       FAKE_TRAILING,
+            FAKE_BIG_CHALLENGE, FAKE_OTHER_ENDS,
         };
         static fake_t f;
         for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
@@ -296,6 +309,27 @@ START_TEST(unproven_listeners_refused)
                         assert_only_hello(&f, &tok);
                 }
         }
+}
+END_TEST
+
+/* Until WELCOME the relay takes no frame larger than a CHALLENGE: a header
+ * announcing 64 KiB fails at once, as oversize, without the relay waiting
+ * for (and buffering) the payload. Regression test (this was a bug, now
+ * fixed): the handshake's frames were read with the caller's limit, and the
+ * relay waited for the whole 64 KiB until its deadline. */
+START_TEST(oversize_challenge_refused_at_header)
+{
+        token_t tok;
+        ck_assert_int_eq(token_generate(&tok), 0);
+        static fake_t f;
+        hg_error_t err = {0};
+        int r =
+            open_against(&f, FAKE_BIG_CHALLENGE, &tok, instance_hex, FRAME_CHANNEL_IO, 2000, &err);
+        ck_assert_msg(r == RELAY_CHANNEL_UNPROVEN, "%d %s", r, err.message);
+        char want[64];
+        (void)snprintf(want, sizeof(want), "over the %u limit", (unsigned)FRAME_CHALLENGE_SIZE);
+        ck_assert_msg(strstr(err.message, want), "%s", err.message);
+        assert_only_hello(&f, &tok);
 }
 END_TEST
 
@@ -460,6 +494,89 @@ START_TEST(real_listener_wrong_token)
 }
 END_TEST
 
+/* A live proxy between relay and listener (what an agent that could
+ * rewrite relay.port would run): it copies every byte both ways, so each
+ * side sees the other's real frames. */
+typedef struct proxy {
+        int lfd;
+        uint16_t port, target;
+        pthread_t thread;
+} proxy_t;
+
+static void *proxy_main(void *arg)
+{
+        proxy_t *x = arg;
+        int a = accept4(x->lfd, NULL, NULL, SOCK_CLOEXEC);
+        ck_assert_int_ge(a, 0);
+        int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(b, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(x->target),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        ck_assert_int_eq(connect(b, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        for (bool open = true; open;) {
+                struct pollfd p[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
+                if (poll(p, 2, 5000) <= 0)
+                        break;
+                for (int i = 0; i < 2 && open; i++) {
+                        if (!p[i].revents)
+                                continue;
+                        uint8_t buf[4096];
+                        ssize_t n = recv(p[i].fd, buf, sizeof(buf), 0);
+                        open = n > 0 && send(p[1 - i].fd, buf, (size_t)n, MSG_NOSIGNAL) == n;
+                }
+        }
+        close(a);
+        close(b);
+        return NULL;
+}
+
+static void proxy_start(proxy_t *x, uint16_t target)
+{
+        x->target = target;
+        x->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(x->lfd, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof(sa);
+        ck_assert_int_eq(bind(x->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(x->lfd, 4), 0);
+        ck_assert_int_eq(getsockname(x->lfd, (struct sockaddr *)&sa, &sl), 0);
+        x->port = ntohs(sa.sin_port);
+        ck_assert_int_eq(pthread_create(&x->thread, NULL, proxy_main, x), 0);
+}
+
+/* The proofs are bound to the TCP connection's ends: through a proxy, the
+ * driver's proof is for the proxy's connection, so the relay finds it wrong
+ * and sends no PROOF; the driver sees the relay leave (closed) and takes no
+ * channel. Regression test (this was a bug, now fixed): without the ends in
+ * the proofs, the handshake passed through the proxy, which could then
+ * rewrite every STDIN and STDOUT frame. */
+START_TEST(real_listener_through_proxy)
+{
+        token_t tok;
+        ck_assert_int_eq(token_generate(&tok), 0);
+        static pumped_t p;
+        pump_start(&p, &tok);
+        static proxy_t x;
+        proxy_start(&x, p.l.port);
+        hg_error_t err = {0};
+        conn_t io = {.fd = -1};
+        int r = relay_open_channel(x.port, &tok, instance_hex, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
+                                   conn_now_ms() + 5000, &io, &err);
+        ck_assert_msg(r == RELAY_CHANNEL_UNPROVEN, "%d %s", r, err.message);
+        ck_assert_msg(strstr(err.message, "failed the proof"), "%s", err.message);
+        ck_assert_int_eq(pthread_join(x.thread, NULL), 0);
+        close(x.lfd);
+        int64_t end = conn_now_ms() + 5000;
+        while (atomic_load(&p.rejected[LISTENER_REJECT_CLOSED]) < 1 && conn_now_ms() < end)
+                usleep(10000);
+        pump_join(&p, true);
+        ck_assert_int_eq(atomic_load(&p.rejected[LISTENER_REJECT_CLOSED]), 1);
+        ck_assert(!p.l.have_io);
+        listener_close(&p.l);
+}
+END_TEST
+
 static Suite *channel_suite(void)
 {
         Suite *s = suite_create("channel");
@@ -470,11 +587,13 @@ static Suite *channel_suite(void)
         tcase_add_test(tc, replayed_challenge_refused);
         tcase_add_test(tc, other_instance_refused);
         tcase_add_test(tc, refused_after_proof);
+        tcase_add_test(tc, oversize_challenge_refused_at_header);
         suite_add_tcase(s, tc);
         tc = tcase_create("listener");
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, real_listener_both_channels);
         tcase_add_test(tc, real_listener_wrong_token);
+        tcase_add_test(tc, real_listener_through_proxy);
         suite_add_tcase(s, tc);
         return s;
 }

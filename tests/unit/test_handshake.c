@@ -1,9 +1,15 @@
 /* Unit tests for common/wire/handshake: the proofs are HMAC-SHA256 over the
  * documented layout (checked against OpenSSL computing the same bytes by
  * hand), and a proof is good for exactly one token, side, channel, pair of
- * nonces and instance: changing any one bit of any of them fails it. */
+ * nonces, instance and pair of connection ends: changing any one bit of any
+ * of them fails it. Both sides of a real connection (IPv4, IPv6) compute
+ * the same ends. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -21,6 +27,10 @@ static handshake_binding_t sample(void)
         }
         for (size_t i = 0; i < FRAME_INSTANCE_SIZE; i++)
                 b.instance[i] = (uint8_t)(0x10 * i);
+        for (size_t i = 0; i < HANDSHAKE_ENDPOINT_SIZE; i++) {
+                b.ends.relay[i] = (uint8_t)(0x40 + i);
+                b.ends.driver[i] = (uint8_t)(0x80 + i);
+        }
         return b;
 }
 
@@ -38,7 +48,7 @@ START_TEST(layout_is_documented)
         handshake_binding_t b = sample();
         static const char *const labels[] = {"hangar driver proof v2", "hangar relay proof v2"};
         for (int side = HANDSHAKE_DRIVER; side <= HANDSHAKE_RELAY; side++) {
-                uint8_t msg[128];
+                uint8_t msg[192];
                 size_t n = strlen(labels[side]) + 1;
                 memcpy(msg, labels[side], n);
                 msg[n++] = FRAME_CHANNEL_IO;
@@ -48,6 +58,10 @@ START_TEST(layout_is_documented)
                 n += FRAME_NONCE_SIZE;
                 memcpy(msg + n, b.instance, FRAME_INSTANCE_SIZE);
                 n += FRAME_INSTANCE_SIZE;
+                memcpy(msg + n, b.ends.relay, HANDSHAKE_ENDPOINT_SIZE);
+                n += HANDSHAKE_ENDPOINT_SIZE;
+                memcpy(msg + n, b.ends.driver, HANDSHAKE_ENDPOINT_SIZE);
+                n += HANDSHAKE_ENDPOINT_SIZE;
                 uint8_t want[EVP_MAX_MD_SIZE];
                 unsigned int want_len = 0;
                 ck_assert_ptr_nonnull(
@@ -94,6 +108,14 @@ START_TEST(every_input_is_bound)
                 o.instance[bit / 8] ^= (uint8_t)(1u << (bit % 8));
                 ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
         }
+        for (size_t bit = 0; bit < 8 * HANDSHAKE_ENDPOINT_SIZE; bit++) {
+                o = b;
+                o.ends.relay[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+                o = b;
+                o.ends.driver[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+        }
         for (size_t bit = 0; bit < 8 * FRAME_MAC_SIZE; bit++) {
                 uint8_t m[FRAME_MAC_SIZE];
                 memcpy(m, mac, sizeof(m));
@@ -105,6 +127,90 @@ START_TEST(every_input_is_bound)
         memcpy(o.relay_nonce, b.driver_nonce, FRAME_NONCE_SIZE);
         memcpy(o.driver_nonce, b.relay_nonce, FRAME_NONCE_SIZE);
         ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+        /* And so is swapping the two ends (relay first, then driver). */
+        o = b;
+        o.ends = (handshake_endpoints_t){0};
+        memcpy(o.ends.relay, b.ends.driver, HANDSHAKE_ENDPOINT_SIZE);
+        memcpy(o.ends.driver, b.ends.relay, HANDSHAKE_ENDPOINT_SIZE);
+        ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &o, mac));
+}
+END_TEST
+
+/* A connected pair over loopback in family: the relay's socket, the
+ * driver's accepted one, and the listener's port. */
+static void loopback_pair(int family, int *relay, int *driver)
+{
+        struct sockaddr_storage ss = {0};
+        socklen_t sl;
+        if (family == AF_INET) {
+                struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+                in->sin_family = AF_INET;
+                in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                sl = sizeof(*in);
+        } else {
+                struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+                in6->sin6_family = AF_INET6;
+                in6->sin6_addr = in6addr_loopback;
+                sl = sizeof(*in6);
+        }
+        _cleanup_close_ int lfd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(lfd, 0);
+        ck_assert_int_eq(bind(lfd, (struct sockaddr *)&ss, sl), 0);
+        ck_assert_int_eq(listen(lfd, 1), 0);
+        ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&ss, &sl), 0);
+        *relay = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(*relay, 0);
+        ck_assert_int_eq(connect(*relay, (struct sockaddr *)&ss, sl), 0);
+        *driver = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        ck_assert_int_ge(*driver, 0);
+}
+
+/* Both sides of one connection name the same ends, relay's first, in the
+ * documented encoding: IPv4 as ::ffff:127.0.0.1, IPv6 as it is, the port
+ * big-endian. */
+START_TEST(endpoints_agree_on_both_sides)
+{
+        static const int families[] = {AF_INET, AF_INET6};
+        for (size_t k = 0; k < ARRAY_SIZE(families); k++) {
+                int relay, driver;
+                loopback_pair(families[k], &relay, &driver);
+                handshake_endpoints_t r, d;
+                ck_assert_int_eq(handshake_endpoints(relay, HANDSHAKE_RELAY, &r), 0);
+                ck_assert_int_eq(handshake_endpoints(driver, HANDSHAKE_DRIVER, &d), 0);
+                ck_assert_int_eq(memcmp(&r, &d, sizeof(r)), 0);
+                uint8_t want_addr[16] = {0};
+                if (families[k] == AF_INET) {
+                        want_addr[10] = want_addr[11] = 0xff;
+                        want_addr[12] = 127;
+                        want_addr[15] = 1;
+                } else {
+                        want_addr[15] = 1;
+                }
+                ck_assert_int_eq(memcmp(r.relay, want_addr, 16), 0);
+                ck_assert_int_eq(memcmp(r.driver, want_addr, 16), 0);
+                struct sockaddr_storage ss;
+                socklen_t sl = sizeof(ss);
+                ck_assert_int_eq(getsockname(driver, (struct sockaddr *)&ss, &sl), 0);
+                uint16_t port = families[k] == AF_INET
+                                    ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
+                                    : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+                ck_assert_uint_eq((unsigned)(r.driver[16] << 8 | r.driver[17]), port);
+                /* The relay's end is its own port, not the listener's. */
+                ck_assert_int_ne(memcmp(r.relay + 16, r.driver + 16, 2), 0);
+                close(relay);
+                close(driver);
+        }
+        /* Not a TCP/IP socket: refused. */
+        int sv[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        handshake_endpoints_t e;
+        ck_assert_int_eq(handshake_endpoints(sv[0], HANDSHAKE_RELAY, &e), -EAFNOSUPPORT);
+        close(sv[0]);
+        close(sv[1]);
+        /* Not connected: getpeername's error. */
+        int lone = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_eq(handshake_endpoints(lone, HANDSHAKE_DRIVER, &e), -ENOTCONN);
+        close(lone);
 }
 END_TEST
 
@@ -172,6 +278,7 @@ static Suite *handshake_suite(void)
         TCase *tc = tcase_create("proof");
         tcase_add_test(tc, layout_is_documented);
         tcase_add_test(tc, every_input_is_bound);
+        tcase_add_test(tc, endpoints_agree_on_both_sides);
         tcase_add_test(tc, bad_inputs_refused);
         tcase_add_test(tc, nonces_are_fresh);
         tcase_add_test(tc, instance_hex);

@@ -148,6 +148,7 @@ static void send_hello_as(int fd, uint8_t channel, seen_t *seen)
 {
         *seen = (seen_t){.bind = {.channel = (frame_channel_t)channel}};
         ck_assert_int_eq(handshake_nonce(seen->bind.relay_nonce), 0);
+        ck_assert_int_eq(handshake_endpoints(fd, HANDSHAKE_RELAY, &seen->bind.ends), 0);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         send_all(fd, buf, hello_bytes(buf, channel, seen->bind.relay_nonce));
 }
@@ -657,6 +658,48 @@ START_TEST(non_hello_first_malformed)
 }
 END_TEST
 
+/* The relay says nothing between its HELLO and the CHALLENGE: a PROOF sent
+ * with the HELLO (made before the driver's nonce could be known) or a
+ * second HELLO is malformed, and no CHALLENGE is sent. The pending buffer
+ * holds one HELLO, so these bytes are still in the socket when it is
+ * parsed. Regression test (this was a bug, now fixed): the check looked at
+ * the buffer only and never saw them; the early PROOF was then taken as the
+ * answer to the CHALLENGE (bad-token). */
+START_TEST(bytes_after_hello_malformed)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 2000);
+        for (int k = 0; k < 2; k++) {
+                int fd = client(l.port);
+                uint8_t buf[2 * (FRAME_HEADER_SIZE + FRAME_HELLO_SIZE)];
+                uint8_t nonce[FRAME_NONCE_SIZE];
+                ck_assert_int_eq(handshake_nonce(nonce), 0);
+                size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, nonce);
+                if (k == 0) {
+                        ck_assert_int_eq(
+                            frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf + n), 0);
+                        memset(buf + n + FRAME_HEADER_SIZE, 0x5a, FRAME_PROOF_SIZE);
+                        n += FRAME_HEADER_SIZE + FRAME_PROOF_SIZE;
+                } else {
+                        n += hello_bytes(buf + n, FRAME_CHANNEL_IO, nonce);
+                }
+                send_all(fd, buf, n); /* one segment: all in before the HELLO is read */
+                PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == k + 1);
+                expect_closed(fd);
+                close(fd);
+        }
+        ck_assert_int_eq(total_rejected(&l), 2);
+        ck_assert_int_eq(c.n_accepted, 0);
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
 START_TEST(pending_at_ctl_is_late)
 {
         listener_t l;
@@ -714,6 +757,10 @@ START_TEST(driver_proves_first)
         ck_assert(!handshake_verify(&tok, HANDSHAKE_RELAY, &sa.bind, sa.driver_mac));
         handshake_binding_t swapped = sa.bind;
         swapped.channel = FRAME_CHANNEL_CTL;
+        ck_assert(!handshake_verify(&tok, HANDSHAKE_DRIVER, &swapped, sa.driver_mac));
+        /* ...and on this connection: b's ends (another relay port) do not do. */
+        swapped = sa.bind;
+        memcpy(&swapped.ends, &sb.bind.ends, sizeof(swapped.ends));
         ck_assert(!handshake_verify(&tok, HANDSHAKE_DRIVER, &swapped, sa.driver_mac));
         /* Nothing in the CHALLENGE is the token. */
         ck_assert_int_ne(memcmp(sa.driver_mac, tok.bytes, FRAME_TOKEN_SIZE), 0);
@@ -776,14 +823,15 @@ END_TEST
 
 /* Proofs that are not the relay's for this connection: the driver's own
  * sent back, one for the other channel, one for another daemon instance,
- * one made with the right token but as the driver, all zeros. */
+ * one made with the right token but as the driver, all zeros, one for
+ * another connection's ends (a proxy's). */
 START_TEST(foreign_proofs_refused)
 {
         listener_t l;
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
                 int fd = client(l.port);
                 seen_t seen;
                 send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
@@ -805,6 +853,10 @@ START_TEST(foreign_proofs_refused)
                 case 3: /* the driver's label */
                         ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_DRIVER, &b, mac), 0);
                         break;
+                case 4: /* the relay's end one port off: another connection */
+                        b.ends.relay[HANDSHAKE_ENDPOINT_SIZE - 1] ^= 1;
+                        ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_RELAY, &b, mac), 0);
+                        break;
                 default: /* zeros */
                         break;
                 }
@@ -813,7 +865,7 @@ START_TEST(foreign_proofs_refused)
                 expect_eof(fd);
                 close(fd);
         }
-        ck_assert_int_eq(total_rejected(&l), 5);
+        ck_assert_int_eq(total_rejected(&l), 6);
         ck_assert(!l.have_io);
         int io, ctl;
         connect_relay(&l, &c, &tok, &io, &ctl);
@@ -939,6 +991,7 @@ static Suite *listener_suite(void)
         tcase_add_test(tc, flood_evicts_oldest);
         tcase_add_test(tc, oversize_header_malformed);
         tcase_add_test(tc, non_hello_first_malformed);
+        tcase_add_test(tc, bytes_after_hello_malformed);
         tcase_add_test(tc, pending_at_ctl_is_late);
         tcase_add_test(tc, reject_names);
         tcase_add_test(tc, bad_instance_refused);
