@@ -94,7 +94,8 @@ static int prepare(const char *home, const char *cwd, const char *script, const 
 }
 
 /* The driver's side of the handshake (docs/protocol.md): HELLO in,
- * CHALLENGE (nonce, instance, proof) out, the relay's PROOF checked, WELCOME. */
+ * CHALLENGE (nonce, instance, proof over the connection's ends) out, the
+ * relay's PROOF checked, WELCOME. */
 static int handshake(conn_t *c, const token_t *token, frame_channel_t channel, int64_t deadline,
                      hg_error_t *err)
 {
@@ -108,6 +109,9 @@ static int handshake(conn_t *c, const token_t *token, frame_channel_t channel, i
         if (r < 0)
                 return r;
         handshake_binding_t b = {.channel = channel};
+        /* The proofs are bound to this connection's two ends. */
+        if (handshake_endpoints(c->fd, HANDSHAKE_DRIVER, &b.ends) < 0)
+                return error_set(err, -EIO, "no address for the connection");
         memcpy(b.relay_nonce, hello.nonce, FRAME_NONCE_SIZE);
         memcpy(b.instance, bench_instance, FRAME_INSTANCE_SIZE);
         frame_challenge_t ch;
