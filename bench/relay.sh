@@ -67,6 +67,9 @@ BYTES=$(awk -v g="$GIB" 'BEGIN { printf "%d", g * 1073741824 }')
 host_unshared "$0" "$@"
 . "$HERE/../tests/lib/testlib.sh"
 host_turn_up "${BINS[@]}"
+# hostlib's teardown is written for testlib's shells, without errexit (its
+# kill of an already gone pid would end it before the unmounts and rm -rf).
+trap 'set +e; host_teardown' EXIT
 LOOPCOPY=$T_TMP/bin/hangar-bench-loopcopy
 RTT=$T_TMP/bin/hangar-bench-relayrtt
 LOG=$T_TMP/home/run/log
