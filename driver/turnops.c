@@ -330,7 +330,10 @@ static json_t *op_send_keys(turn_t *t, json_t *req)
         uint8_t bytes[TMUX_KEYS_MAX];
         size_t len = 0;
         hg_error_t err = {0};
-        if (tmux_keys_encode(keys, n, bytes, sizeof(bytes), &len, &err) < 0)
+        /* Cursor keys as the program asked for them: a curses program in
+         * keypad mode (DECCKM) ignores ESC [ A and reads ESC O A. */
+        if (tmux_keys_encode_mode(keys, n, screen_app_cursor(&t->term.screen), bytes, sizeof(bytes),
+                                  &len, &err) < 0)
                 return reply_error("%s", err.message);
         if (len > TURN_STDIN_Q_MAX - t->stdin_len)
                 return reply_error("too much input waiting");

@@ -122,7 +122,9 @@ vi_turn vi2 no
 
 # ---- a python curses program as the harness (the driver's own screen) ----
 # Debian's python3 and its curses module (ncurses, terminfo from the host):
-# a counter that + raises, - lowers, letters are typed into, that
+# a counter that + raises, - lowers, Up raises by 10 and Down lowers by 10
+# (keypad mode: the cursor keys arrive as ESC O A/B, application cursor
+# keys), letters are typed into, that
 # redraws at its new size on SIGWINCH (KEY_RESIZE), and that exits with the
 # count as its status on q. It draws with cursor addressing on the alternate
 # screen, as full-screen programs do, not line by line as vi's first screen.
@@ -145,6 +147,10 @@ def main(w):
             count += 1
         elif k == ord("-"):
             count -= 1
+        elif k == curses.KEY_UP:
+            count += 10
+        elif k == curses.KEY_DOWN:
+            count -= 10
         elif k == ord("q"):
             return count
         elif 97 <= k <= 122:
@@ -168,11 +174,14 @@ if python3 -c 'import curses' 2>/dev/null; then
         ctl resize 30 100 >/dev/null
         t_check "... ctl resize: it redraws at the new size (30x100, the count on row 16)" \
                 t_wait_for "screen_has 'curses-counter 30x100' && [ \"\$(count_row)\" = 16 ]" 10
+        ctl send-keys Up Up Down >/dev/null
+        t_check "... cursor keys in its keypad mode (Up Up Down: count=12)" \
+                t_wait_for "screen_has '    count=12'" 10
         ctl send-keys q >/dev/null
-        t_check "... q: the exit status is its count (2)" t_wait_for "harness_is 'exited 2'" 10
+        t_check "... q: the exit status is its count (12)" t_wait_for "harness_is 'exited 12'" 10
         ctl finish >/dev/null
         t_wait_pid py.relay.pid 15
-        t_eq "... the relay exits as the harness did (2)" 2 "$?"
+        t_eq "... the relay exits as the harness did (12)" 12 "$?"
 else
         t_fail "python3 with curses not found (Debian's python3)"
 fi
