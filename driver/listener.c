@@ -120,29 +120,49 @@ int64_t listener_next_deadline(const listener_t *l)
         return d;
 }
 
-static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userdata)
+static void handshake(listener_t *l, listener_pending_t *p, listener_accept_fn on_accept,
+                      listener_reject_fn on_reject, void *userdata);
+
+/* The slot to evict when all are taken: the oldest that has not sent a
+ * HELLO, or, when every one is mid-handshake, the oldest. By accept order,
+ * not deadline: deadlines tie within a millisecond, and a tie would evict
+ * the newest connection instead. */
+static listener_pending_t *eviction_victim(listener_t *l)
 {
-        for (;;) {
+        listener_pending_t *silent = NULL, *oldest = NULL;
+        for (size_t i = 0; i < LISTENER_PENDING_MAX; i++) {
+                listener_pending_t *p = &l->pending[i];
+                if (!oldest || p->seq < oldest->seq)
+                        oldest = p;
+                if (!p->challenged && (!silent || p->seq < silent->seq))
+                        silent = p;
+        }
+        return silent ? silent : oldest;
+}
+
+/* Accepts as many connections as there are free slots, and one (evicting)
+ * when there are none; the rest wait in the kernel's backlog until the next
+ * round. Draining the whole backlog at once let a flood that arrived after
+ * the relay's connection evict it before its HELLO was read. */
+static void accept_new(listener_t *l, listener_accept_fn on_accept, listener_reject_fn on_reject,
+                       void *userdata)
+{
+        size_t free_slots = 0;
+        for (size_t i = 0; i < LISTENER_PENDING_MAX; i++)
+                free_slots += !l->pending[i].used;
+        size_t budget = free_slots ? free_slots : 1;
+        while (budget-- > 0 && l->fd >= 0) {
                 int fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (fd < 0)
                         return; /* EAGAIN, or a connection that died in the queue */
-                listener_pending_t *slot = NULL, *oldest = NULL;
-                for (size_t i = 0; i < LISTENER_PENDING_MAX; i++) {
-                        listener_pending_t *p = &l->pending[i];
-                        if (!p->used) {
-                                slot = p;
-                                break;
-                        }
-                        /* By accept order, not deadline: deadlines tie
-                         * within a millisecond, and a tie would evict the
-                         * newest connection instead. */
-                        if (!oldest || p->seq < oldest->seq)
-                                oldest = p;
-                }
+                listener_pending_t *slot = NULL;
+                for (size_t i = 0; i < LISTENER_PENDING_MAX && !slot; i++)
+                        if (!l->pending[i].used)
+                                slot = &l->pending[i];
                 if (!slot) {
-                        drop(l, oldest, LISTENER_REJECT_FLOOD, "too many pending connections",
+                        slot = eviction_victim(l);
+                        drop(l, slot, LISTENER_REJECT_FLOOD, "too many pending connections",
                              on_reject, userdata);
-                        slot = oldest;
                 }
                 /* A HELLO is all a pending connection may send: its buffer is
                  * sized for that, so an oversize frame fails at its header. */
@@ -158,6 +178,10 @@ static void accept_new(listener_t *l, listener_reject_fn on_reject, void *userda
                 slot->challenged = false;
                 slot->seq = l->next_seq++;
                 slot->deadline_ms = conn_now_ms() + l->handshake_ms;
+                /* A relay sends its HELLO right after connecting: it is
+                 * usually here already, and answering it now makes this
+                 * connection one a flood evicts last. */
+                handshake(l, slot, on_accept, on_reject, userdata);
         }
 }
 
@@ -311,5 +335,5 @@ void listener_process(listener_t *l, const struct pollfd *p, size_t n, listener_
                         drop(l, &l->pending[i], LISTENER_REJECT_SLOW, "no whole handshake in time",
                              on_reject, userdata);
         if (l->fd >= 0 && n > 0 && p[0].revents)
-                accept_new(l, on_reject, userdata);
+                accept_new(l, on_accept, on_reject, userdata);
 }

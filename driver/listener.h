@@ -6,8 +6,10 @@
  * proof), PROOF (the relay's), WELCOME. Everything else is dropped without
  * touching the turn: a missing or wrong proof, a malformed or oversize
  * frame, a handshake slower than the deadline, a proof for a channel
- * already taken (a replay), a flood (the oldest pending connection makes
- * room). */
+ * already taken (a replay), a flood (when the pending slots are full,
+ * the oldest connection that has not sent a HELLO makes room, or else the
+ * oldest; only one connection is accepted per round then, the rest wait in
+ * the kernel's backlog). */
 #pragma once
 
 #include <poll.h>

@@ -568,6 +568,50 @@ START_TEST(flood_evicts_oldest)
 }
 END_TEST
 
+/* A flood that arrives right behind the relay's connection: every slot is
+ * taken by a silent client, the relay connects and says HELLO, then 16
+ * more silent clients connect before the listener runs. The relay's
+ * connection is answered as soon as it is accepted, and the flood evicts
+ * silent clients before it: its handshake completes. Regression test (this
+ * was a bug, now fixed): the listener drained the whole backlog in one go,
+ * each new connection evicting the oldest, and the 16 behind the relay's
+ * evicted it before its HELLO was read. */
+START_TEST(flood_behind_relay_spares_it)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 10000);
+        int silent[2 * LISTENER_PENDING_MAX];
+        for (int i = 0; i < LISTENER_PENDING_MAX; i++)
+                silent[i] = client(l.port);
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        PUMP_UNTIL(&l, &c, listener_pollfds(&l, p) == LISTENER_PENDING_MAX + 1);
+        int io = client(l.port);
+        seen_t seen;
+        send_hello_as(io, FRAME_CHANNEL_IO, &seen);
+        for (int i = LISTENER_PENDING_MAX; i < 2 * LISTENER_PENDING_MAX; i++)
+                silent[i] = client(l.port);
+        read_challenge(&l, &c, io, &seen);
+        send_proof_for(io, &tok, &seen.bind);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        expect_welcome(io);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_BAD_TOKEN], 0);
+        /* The flood is still counted: the relay's and the silent ones past 16
+         * each evicted one (all but one: io's handshake freed a slot). */
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_FLOOD] >= LISTENER_PENDING_MAX);
+        int ctl = client(l.port);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
+        PUMP_UNTIL(&l, &c, l.have_ctl);
+        expect_welcome(ctl);
+        for (int i = 0; i < 2 * LISTENER_PENDING_MAX; i++)
+                close(silent[i]);
+        listener_close(&l);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
 START_TEST(oversize_header_malformed)
 {
         listener_t l;
@@ -989,6 +1033,7 @@ static Suite *listener_suite(void)
         tcase_add_test(tc, slow_handshake_dropped);
         tcase_add_test(tc, closed_before_hello);
         tcase_add_test(tc, flood_evicts_oldest);
+        tcase_add_test(tc, flood_behind_relay_spares_it);
         tcase_add_test(tc, oversize_header_malformed);
         tcase_add_test(tc, non_hello_first_malformed);
         tcase_add_test(tc, bytes_after_hello_malformed);
