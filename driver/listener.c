@@ -77,15 +77,38 @@ static void drop(listener_t *l, listener_pending_t *p, listener_reject_t why, co
                 on_reject(userdata, why, detail);
 }
 
+/* Whether a challenged connection has a PROOF waiting that is right for
+ * it: the token's holder was still handshaking when both channels had been
+ * taken (by someone else holding the token too). Read before the token is
+ * wiped, so that a relay that lost the race is recorded as a replay. */
+static bool right_proof_waiting(listener_t *l, listener_pending_t *p)
+{
+        frame_t f;
+        frame_proof_t proof;
+        if (!p->challenged || conn_fill(&p->c) < 0 || conn_next(&p->c, &f, NULL) != 1 ||
+            f.type != FRAME_PROOF || frame_proof_decode(&f, &proof, NULL) < 0)
+                return false;
+        bool ok = handshake_verify(&l->token, HANDSHAKE_RELAY, &p->bind, proof.mac);
+        token_wipe(&proof, sizeof(proof));
+        return ok;
+}
+
 static void stop_listening(listener_t *l, listener_reject_fn on_reject, void *userdata)
 {
         if (l->fd >= 0)
                 (void)close(l->fd);
         l->fd = -1;
-        for (size_t i = 0; i < LISTENER_PENDING_MAX; i++)
-                if (l->pending[i].used)
-                        drop(l, &l->pending[i], LISTENER_REJECT_LATE, "both channels taken",
-                             on_reject, userdata);
+        for (size_t i = 0; i < LISTENER_PENDING_MAX; i++) {
+                listener_pending_t *p = &l->pending[i];
+                if (!p->used)
+                        continue;
+                if (right_proof_waiting(l, p))
+                        drop(l, p, LISTENER_REJECT_REPLAYED,
+                             "a right proof after both channels were taken", on_reject, userdata);
+                else
+                        drop(l, p, LISTENER_REJECT_LATE, "both channels taken", on_reject,
+                             userdata);
+        }
         token_wipe(&l->token, sizeof(l->token));
 }
 

@@ -612,6 +612,54 @@ START_TEST(flood_behind_relay_spares_it)
 }
 END_TEST
 
+/* A keep_processes turn's thief with the token takes io and ctl first; the
+ * real relay, mid-handshake, has its right PROOF waiting when ctl is
+ * accepted. The listener reads it before wiping the token: replayed (the
+ * driver ends the turn as token-misused), not late. Regression test (this
+ * was a bug, now fixed): it was dropped as late, and the record looked
+ * clean. */
+START_TEST(right_proof_after_ctl_is_replayed)
+{
+        listener_t l;
+        token_t tok;
+        counts_t c = {0};
+        open_listener(&l, &tok, 5000);
+        int relay = client(l.port);
+        seen_t rs;
+        send_hello_as(relay, FRAME_CHANNEL_IO, &rs);
+        read_challenge(&l, &c, relay, &rs);
+        int io = client(l.port);
+        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
+        PUMP_UNTIL(&l, &c, l.have_io);
+        int ctl = client(l.port);
+        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
+        /* One round that saw the thief's ctl PROOF before the relay's came:
+         * the relay's is in its socket, unread, when ctl is accepted. */
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        size_t n = listener_pollfds(&l, p);
+        int64_t end = conn_now_ms() + 5000;
+        for (;;) {
+                ck_assert_msg(conn_now_ms() < end, "no ctl PROOF");
+                ck_assert_int_ge(poll(p, n, 100), 0);
+                bool ctl_ready = false;
+                for (size_t k = 1; k < n; k++)
+                        ctl_ready |= p[k].revents != 0;
+                if (ctl_ready)
+                        break;
+        }
+        /* On the loopback, in the peer's socket once send returns. */
+        send_proof_for(relay, &tok, &rs.bind);
+        listener_process(&l, p, n, on_accept, on_reject, &c);
+        ck_assert(l.have_ctl);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_REPLAYED], 1);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 0);
+        listener_close(&l);
+        close(relay);
+        close(io);
+        close(ctl);
+}
+END_TEST
+
 START_TEST(oversize_header_malformed)
 {
         listener_t l;
@@ -1034,6 +1082,7 @@ static Suite *listener_suite(void)
         tcase_add_test(tc, closed_before_hello);
         tcase_add_test(tc, flood_evicts_oldest);
         tcase_add_test(tc, flood_behind_relay_spares_it);
+        tcase_add_test(tc, right_proof_after_ctl_is_replayed);
         tcase_add_test(tc, oversize_header_malformed);
         tcase_add_test(tc, non_hello_first_malformed);
         tcase_add_test(tc, bytes_after_hello_malformed);
