@@ -38,7 +38,8 @@
  *   thief NAME SECS LOG [forge]  the relay-token race (docs/turn.md "sealed
  *                  start"): makes itself non-dumpable, forks a stopped child
  *                  holding one end of a unix socket pair, then spins over /proc
- *                  for SECS seconds; for every new process called NAME it
+ *                  for up to SECS seconds (until every relay it saw is gone);
+ *                  for every new process called NAME it
  *                  opens /proc/PID/fd/0 and fd/1 at once and again (before the
  *                  relay hardens itself), sends each descriptor it got into the
  *                  socket pair (in flight to the stopped child), with "forge"
@@ -394,6 +395,15 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
                                 thief_log("used refused");
                         }
                 }
+                /* Every relay it saw is gone: the turn is over, nothing more
+                 * to steal. SECS is only the bound for a relay that never
+                 * comes (on a loaded machine the relay's exec can start long
+                 * after the thief's). */
+                bool any_alive = false;
+                for (size_t i = 0; i < n_seen; i++)
+                        any_alive = any_alive || kill(seen[i], 0) == 0 || errno != ESRCH;
+                if (n_seen > 0 && !any_alive)
+                        break;
         }
         thief_log("end");
         printf("{\"seen\": %zu, \"opened\": %zu, \"stolen\": %llu, \"used\": %s}\n", n_seen, n_in,

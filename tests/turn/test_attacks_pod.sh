@@ -252,7 +252,7 @@ held "the run key never reached hangar-home" \
 # ---- a lying relay: the token's holder sends an oversize frame ----
 spec lie ask 'sleep 30' >lie.spec
 start_driver lie lie.spec
-t_wait_for "ctl token >lie.token.json 2>/dev/null" 30
+t_wait_for "ctl token >lie.token.json 2>/dev/null" 90
 held_eq "a relay that lies with an oversize frame is cut off" closed \
         "$(attack "$(jq -r .port lie.token.json)" lie "$(jq -r .token lie.token.json)")"
 t_wait_pid lie.driver.pid 30
@@ -263,7 +263,7 @@ t_eq "... and still writes exit.json" protocol-error "$(in_agent cat $HOME_DIR/r
 # ---- a lying relay tries to blind the record ----
 spec fr ask 'sleep 60' '{"connect_timeout_s": 60}' >fr.spec
 start_driver fr fr.spec
-t_wait_for "ctl token >fr.token.json 2>/dev/null" 30
+t_wait_for "ctl token >fr.token.json 2>/dev/null" 90
 "$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack "$(jq -r .port fr.token.json)" flood-record \
         "$(jq -r .token fr.token.json)" >fr.attack 2>&1 &
 FR=$!
@@ -297,9 +297,9 @@ thief_round() {
         local forge=("${@:3}")
         spec "$name" ask 'echo harness-ran' "$extra" >"$name.spec"
         start_driver "$name" "$name.spec"
-        t_wait_for "ctl token >$name.tok 2>/dev/null" 30
+        t_wait_for "ctl token >$name.tok 2>/dev/null" 90
         port=$(jq -r .port "$name.tok")
-        "$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack "$port" thief "$RELAY_CMD" 12 \
+        "$PODRUN" exec --dir "$POD" sandbox -- hangar-test-attack "$port" thief "$RELAY_CMD" 60 \
                 "/tmp/turn/$name.thief" "${forge[@]}" >"$name.thief.out" 2>&1 &
         echo $! >"$name.thief.pid"
         t_cleanup_pid "$(cat "$name.thief.pid")"
@@ -307,7 +307,7 @@ thief_round() {
         start_relay "$name"
         t_wait_pid "$name.driver.pid" 60
         t_wait_pid "$name.relay.pid" 20
-        t_wait_pid "$name.thief.pid" 30
+        t_wait_pid "$name.thief.pid" 75
         THIEF_RC=$?
         in_agent cat "/tmp/turn/$name.thief" >"$name.thief" 2>/dev/null
         echo "  $name: thief exec $THIEF_RC, $(grep -c '^opened' "$name.thief") opened, $(grep -c '^stole' "$name.thief") reads," \
@@ -428,7 +428,7 @@ fi
 # namespace is the pod's).
 spec gap ask 'echo harness-ran' '{"connect_timeout_s": 60, "keep_processes": true}' >gap.spec
 start_driver gap gap.spec
-t_wait_for "ctl token >gap.token.json 2>/dev/null" 30
+t_wait_for "ctl token >gap.token.json 2>/dev/null" 90
 GAP_PID=$(ctl ping | jq -r .pid)
 in_driver kill -9 "$GAP_PID"
 t_wait_pid gap.driver.pid 30
@@ -461,7 +461,7 @@ t_check "... no harness ran" sh -c "! grep -q harness-ran gap.relay.out"
 # ---- the right token out of order (stolen, used before the relay): the turn ends ----
 spec mis ask 'sleep 30' >mis.spec
 start_driver mis mis.spec
-t_wait_for "ctl token >mis.token.json 2>/dev/null" 30
+t_wait_for "ctl token >mis.token.json 2>/dev/null" 90
 held_eq "ctl before io, with the right token: dropped" closed \
         "$(attack "$(jq -r .port mis.token.json)" token "$(jq -r .token mis.token.json)" ctl)"
 t_wait_pid mis.driver.pid 30

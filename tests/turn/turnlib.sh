@@ -116,7 +116,7 @@ start_driver() {
 start_relay() {
         local name=$1 token
         shift
-        t_wait_for "ctl token >$name.token.json 2>/dev/null" 30 ||
+        t_wait_for "ctl token >$name.token.json 2>/dev/null" 90 ||
                 { t_fail "$name: the driver never served a token: $(cat "$name.driver.err")"; return 1; }
         # The token and, next to it, the daemon's instance (the relay checks it).
         token=$(jq -r 'if .instance then "\(.token) \(.instance)" else .token end' "$name.token.json")
