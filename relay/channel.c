@@ -142,7 +142,7 @@ int relay_open_channel(uint16_t port, const token_t *token, const char *instance
          * that has not proved anything gets no more of our buffer, and a
          * header announcing more fails at once. */
         c.max_payload = FRAME_CHALLENGE_SIZE;
-        if ((r = handshake(&c, token, instance ? want : NULL, channel, deadline, err)) < 0) {
+        if (handshake(&c, token, instance ? want : NULL, channel, deadline, err) < 0) {
                 conn_close(&c);
                 return error_prefix(err, "%s channel: ", name);
         }
