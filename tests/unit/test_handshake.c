@@ -188,12 +188,21 @@ START_TEST(endpoints_agree_on_both_sides)
                 }
                 ck_assert_int_eq(memcmp(r.relay, want_addr, 16), 0);
                 ck_assert_int_eq(memcmp(r.driver, want_addr, 16), 0);
-                struct sockaddr_storage ss;
-                socklen_t sl = sizeof(ss);
-                ck_assert_int_eq(getsockname(driver, (struct sockaddr *)&ss, &sl), 0);
-                uint16_t port = families[k] == AF_INET
-                                    ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
-                                    : ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+                /* The listener's port, read into the family's own type (a
+                 * sockaddr_storage read as sockaddr_in is uninitialised to
+                 * clang's analyzer). */
+                uint16_t port = 0;
+                if (families[k] == AF_INET) {
+                        struct sockaddr_in a = {0};
+                        socklen_t al = sizeof(a);
+                        ck_assert_int_eq(getsockname(driver, (struct sockaddr *)&a, &al), 0);
+                        port = ntohs(a.sin_port);
+                } else {
+                        struct sockaddr_in6 a = {0};
+                        socklen_t al = sizeof(a);
+                        ck_assert_int_eq(getsockname(driver, (struct sockaddr *)&a, &al), 0);
+                        port = ntohs(a.sin6_port);
+                }
                 ck_assert_uint_eq((unsigned)(r.driver[16] << 8 | r.driver[17]), port);
                 /* The relay's end is its own port, not the listener's. */
                 ck_assert_int_ne(memcmp(r.relay + 16, r.driver + 16, 2), 0);
