@@ -12,29 +12,12 @@
 #include "fileio.h"
 #include "unit.h"
 
-extern char **environ;
-
 static char dir[4096];
 
 /* No HANGAR_* variable from the caller's environment may leak into a test. */
 static void setup(void)
 {
-        for (;;) {
-                char name[256] = "";
-                for (char **e = environ; *e; e++) {
-                        if (strncmp(*e, "HANGAR_", 7) == 0) {
-                                size_t n = strcspn(*e, "=");
-                                if (n < sizeof(name)) {
-                                        memcpy(name, *e, n);
-                                        name[n] = '\0';
-                                }
-                                break;
-                        }
-                }
-                if (!name[0])
-                        break;
-                ck_assert_int_eq(unsetenv(name), 0);
-        }
+        unit_unsetenv_prefix("HANGAR_");
         unit_mkdtemp(dir, sizeof(dir));
 }
 

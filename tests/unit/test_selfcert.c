@@ -16,8 +16,6 @@
 
 #define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIBcA==\n-----END CERTIFICATE-----\n"
 
-extern char **environ;
-
 static char dir[4096];
 static char kubeconfig_path[4200];
 static char cert_path[4200];
@@ -48,23 +46,8 @@ static void write_kubeconfig(const char *ns)
 static void setup(void)
 {
         /* No HANGAR_* or POD_NAMESPACE from the caller may leak in. */
-        for (;;) {
-                char name[256] = "";
-                for (char **e = environ; *e; e++) {
-                        if (strncmp(*e, "HANGAR_", 7) == 0 ||
-                            strncmp(*e, "POD_NAMESPACE=", 14) == 0) {
-                                size_t n = strcspn(*e, "=");
-                                if (n < sizeof(name)) {
-                                        memcpy(name, *e, n);
-                                        name[n] = '\0';
-                                }
-                                break;
-                        }
-                }
-                if (!name[0])
-                        break;
-                ck_assert_int_eq(unsetenv(name), 0);
-        }
+        unit_unsetenv_prefix("HANGAR_");
+        ck_assert_int_eq(unsetenv("POD_NAMESPACE"), 0);
         ck_assert_int_eq(unsetenv("KUBERNETES_SERVICE_HOST"), 0);
         unit_mkdtemp(dir, sizeof(dir));
         (void)snprintf(kubeconfig_path, sizeof(kubeconfig_path), "%s/kubeconfig", dir);

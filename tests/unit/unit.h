@@ -84,6 +84,28 @@ static inline int unit_rm_entry(const char *path, const struct stat *st, int fla
         return remove(path);
 }
 
+/* Unsets every environment variable whose name starts with PREFIX, so that
+ * nothing of the caller's environment leaks into a test. */
+static inline void unit_unsetenv_prefix(const char *prefix)
+{
+        extern char **environ;
+        size_t plen = strlen(prefix);
+        for (;;) {
+                char name[256] = "";
+                for (char **e = environ; *e; e++) {
+                        size_t n = strcspn(*e, "=");
+                        if (strncmp(*e, prefix, plen) == 0 && n < sizeof(name)) {
+                                memcpy(name, *e, n);
+                                name[n] = '\0';
+                                break;
+                        }
+                }
+                if (!name[0])
+                        return;
+                ck_assert_int_eq(unsetenv(name), 0);
+        }
+}
+
 /* Removes a directory tree made by unit_mkdtemp. */
 static inline void unit_rmtree(const char *dir)
 {
