@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "spawn.h"
+#include "procspawn.h"
 
 typedef struct named_key {
         const char *name;

@@ -14,8 +14,8 @@
 #include "conn.h"
 #include "error.h"
 #include "frame.h"
+#include "procspawn.h"
 #include "reaper.h"
-#include "spawn.h"
 
 /* A terminal turn's terminal (docs/terminal.md), from the driver's turn file. */
 typedef struct harness_term {

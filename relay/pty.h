@@ -2,7 +2,7 @@
  * slave is the harness's stdin, stdout, stderr and controlling terminal (its
  * own session: setsid, TIOCSCTTY), and a socket pair on its descriptor 3 for
  * approvals (HANGAR_APPROVAL_FD=3), a channel its screen output cannot reach.
- * Started the way spawn.c starts a child (signals blocked around fork,
+ * Started the way procspawn.c starts a child (signals blocked around fork,
  * PR_SET_PDEATHSIG, dispositions and mask restored, every other descriptor
  * closed, _exit(127) on failure). */
 #pragma once

@@ -11,9 +11,9 @@
 #include "conn.h"
 #include "error.h"
 #include "frame.h"
+#include "procspawn.h"
 #include "reaper.h"
 #include "runqueue.h"
-#include "spawn.h"
 #include "tail.h"
 
 #define RUNNER_CHUNK 65536u /* bytes read from the run's pipe at a time */

@@ -13,9 +13,9 @@
 
 #include "cleanup.h"
 #include "harness.h"
+#include "procspawn.h"
 #include "reaper.h"
 #include "runner.h"
-#include "spawn.h"
 
 #define CHUNK         65536u /* bytes read from a pipe per frame */
 #define STOP_GRACE_MS 2000   /* between SIGTERM and SIGKILL when stopping */

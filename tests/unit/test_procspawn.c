@@ -15,7 +15,7 @@
 
 #include "cleanup.h"
 #include "conn.h"
-#include "spawn.h"
+#include "procspawn.h"
 #include "strparse.h"
 #include "unit.h"
 

@@ -1,4 +1,4 @@
-#include "spawn.h"
+#include "procspawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
