@@ -16,13 +16,15 @@
 #include "execcred.h"
 #include "fileio.h"
 #include "jsonx.h"
+#include "log.h"
 #include "strbuf.h"
 #include "yamldoc.h"
 
 #define CREDENTIAL_MAX    (1024 * 1024)
 #define REQUEST_TIMEOUT_S 10L
-/* Times a replayable request is sent again after its exchange broke off. */
-#define MAX_BROKEN_RETRIES 2
+/* Times a replayable request is sent again after a transport failure that
+ * may pass (transport_may_pass). */
+#define MAX_TRANSPORT_RETRIES 2
 
 struct k8s_client {
         char *server;     /* https://host:port, no trailing slash */
@@ -716,33 +718,50 @@ static int plugin_credential(k8s_client_t *c, bool stale, unsigned long used_gen
 }
 
 /* The connection was made but the exchange broke off part way (seen once
- * in CI: the API server's 401 to a POST cut short). Worth one more try when
- * the request is safe to send again. */
+ * in CI: the API server's 401 to a POST cut short). */
 static bool exchange_broke(CURLcode cc)
 {
         return cc == CURLE_PARTIAL_FILE || cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
                cc == CURLE_SEND_ERROR || cc == CURLE_HTTP2 || cc == CURLE_HTTP2_STREAM;
 }
 
-/* Sending twice changes nothing: reads, and the review kinds (access,
- * rules, self-subject reviews), which the API server answers without
- * storing anything. */
+/* A transport failure worth another try: the exchange broke off, or the
+ * connection was refused or reset while it was made (an API server
+ * restarting; nothing was sent). Not a timeout: it has spent the whole
+ * REQUEST_TIMEOUT_S, and a server that does not answer would cost that
+ * three times over (the probe asks nothing more after one). Never an HTTP
+ * status: those are answers, the caller's to judge. */
+static bool transport_may_pass(CURLcode cc)
+{
+        return exchange_broke(cc) || cc == CURLE_COULDNT_CONNECT;
+}
+
+/* Sending twice changes nothing: reads, and POSTs to the review kinds of
+ * authentication.k8s.io and authorization.k8s.io (token, access, rules and
+ * self-subject reviews), which the API server answers without storing
+ * anything. Those two groups serve nothing else; another group's plural
+ * that ends in "reviews" (a custom resource) may well be stored. */
+static bool starts_with(const char *s, const char *prefix)
+{
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
 static bool replayable(const char *method, const char *path)
 {
         if (strcmp(method, "GET") == 0)
                 return true;
-        size_t n = strlen(path);
-        const char *q = strchr(path, '?');
-        if (q)
-                n = (size_t)(q - path);
-        return strcmp(method, "POST") == 0 && n >= 7 && strncmp(path + n - 7, "reviews", 7) == 0;
+        bool review_group = starts_with(path, "/apis/authentication.k8s.io/") ||
+                            starts_with(path, "/apis/authorization.k8s.io/");
+        size_t n = strcspn(path, "?");
+        return strcmp(method, "POST") == 0 && review_group && n >= 7 &&
+               strncmp(path + n - 7, "reviews", 7) == 0;
 }
 
 /* One HTTP exchange with the credentials of the kubeconfig, and the
  * plugin's (pc) where the kubeconfig has none of that kind. */
 static int perform(k8s_client_t *c, const char *method, const char *path, const char *content_type,
                    const char *body, const execcred_t *pc, long *ret_status, json_t **ret_body,
-                   hg_error_t *err)
+                   CURLcode *ret_cc, hg_error_t *err)
 {
         _cleanup_(cleanup_curlp) CURL *h = curl_easy_init();
         _cleanup_(cleanup_slistp) struct curl_slist *headers = NULL;
@@ -793,6 +812,7 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
 #undef SET
         if (cc == CURLE_OK)
                 cc = curl_easy_perform(h);
+        *ret_cc = cc;
         if (cc != CURLE_OK) {
                 strbuf_free(&a.data);
                 return error_set(err, exchange_broke(cc) ? -ECONNRESET : -EIO, "%s %s: %s", method,
@@ -811,13 +831,22 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
         return 0;
 }
 
+/* Logs that a request is sent again, and why (the decision is made here). */
+static void log_retry(const char *method, const char *path, CURLcode cc, int retry)
+{
+        log_event(LOG_LEVEL_WARN, "API request sent again after a transport failure",
+                  json_pack("{s:s, s:s, s:s, s:i, s:i}", "method", method, "path", path, "error",
+                            curl_easy_strerror(cc), "retry", retry, "max_retries",
+                            MAX_TRANSPORT_RETRIES));
+}
+
 int k8s_request(k8s_client_t *c, const char *method, const char *path, const char *content_type,
                 const char *body, long *ret_status, json_t **ret_body, hg_error_t *err)
 {
         /* The plugin runs when it gives what the kubeconfig does not. */
         bool plugin = c->exec && (!(c->token || c->token_file) || !(c->cert_pem && c->key_pem));
         unsigned long gen = 0;
-        int broken = 0;
+        int retries = 0;
         for (int attempt = 0;; attempt++) {
                 _cleanup_(execcred_clearp) execcred_t pc = {0};
                 int r = plugin ? plugin_credential(c, attempt > 0, gen, &pc, &gen, err) : 0;
@@ -825,16 +854,28 @@ int k8s_request(k8s_client_t *c, const char *method, const char *path, const cha
                         return r;
                 long status = 0;
                 json_t *j = NULL;
-                r = perform(c, method, path, content_type, body, &pc, &status, &j, err);
-                if (r == -ECONNRESET && broken < MAX_BROKEN_RETRIES && replayable(method, path)) {
-                        broken++;
+                CURLcode cc = CURLE_OK;
+                hg_error_t failure = {0};
+                r = perform(c, method, path, content_type, body, &pc, &status, &j, &cc, &failure);
+                if (r < 0 && cc != CURLE_OK && transport_may_pass(cc) && replayable(method, path) &&
+                    retries < MAX_TRANSPORT_RETRIES) {
+                        retries++;
+                        log_retry(method, path, cc, retries);
                         attempt--; /* not a refusal: the plugin's credential stands */
-                        struct timespec pause = {0, 100L * 1000 * 1000 * broken};
+                        struct timespec pause = {0, 100L * 1000 * 1000 * retries};
                         (void)nanosleep(&pause, NULL);
                         continue;
                 }
-                if (r < 0)
+                if (r < 0 && failure.code == 0)
+                        return r; /* out of memory: no message */
+                if (r < 0 && retries > 0)
+                        return error_set(err, r, "%s (sent %d times)", failure.message,
+                                         retries + 1);
+                if (r < 0) {
+                        if (err)
+                                *err = failure;
                         return r;
+                }
                 /* Refused: the credential may have been revoked or expired
                  * early. Once more with a new one from the plugin. */
                 if (status == 401 && plugin && attempt == 0) {

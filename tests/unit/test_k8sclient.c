@@ -7,10 +7,13 @@
  * cluster in their exec info), a transport failure and Status messages;
  * and, against a TLS server of its own (a thread on 127.0.0.1 with a
  * certificate made here) that cuts answers short, which requests are sent
- * again (GET and reviews, at most twice more) and which not (other POSTs).
+ * again (GET and reviews, at most twice more, each retry logged) and which
+ * not (other methods, another group's "reviews", an HTTP error answer).
  * Loading does not parse PEM, so any PEM-shaped text does. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -434,6 +437,8 @@ START_TEST(request_to_closed_port)
         ck_assert_msg_has(err, "GET /api/v1/namespaces/default/secrets/x: ");
         ck_assert_uint_gt(strlen(err.message),
                           strlen("GET /api/v1/namespaces/default/secrets/x: "));
+        /* A refused connection may be a restarting server: a GET tries twice more. */
+        ck_assert_msg_has(err, "(sent 3 times)");
         /* With a body, too. */
         long status = -7;
         json_t *body = NULL;
@@ -445,6 +450,7 @@ START_TEST(request_to_closed_port)
         ck_assert_ptr_null(body);
         ck_assert_int_eq(status, -7);
         ck_assert_msg_has(err, "POST /api/v1/namespaces/default/secrets: ");
+        ck_assert_msg(!strstr(err.message, "sent"), "a POST was sent again: %s", err.message);
         /* And without an error struct. */
         ck_assert_int_eq(k8s_request(c, "GET", "/version", NULL, NULL, &status, &body, NULL), -EIO);
 }
@@ -833,11 +839,12 @@ END_TEST
 /* A TLS server on 127.0.0.1 (a thread, a self-signed certificate made
  * here) that reads one request per connection and answers the first `cut`
  * of them short (Content-Length 100, 8 bytes of body, then close_notify:
- * libcurl's CURLE_PARTIAL_FILE), the rest whole. */
+ * libcurl's CURLE_PARTIAL_FILE), the rest whole with `status`. */
 typedef struct {
         int lfd;
         int port;
         int cut;
+        int status;
         SSL_CTX *ctx;
         pthread_t thread;
         int served;           /* connections answered (read after the join) */
@@ -923,11 +930,14 @@ static void *serve(void *arg)
                 SSL *ssl = SSL_new(s->ctx);
                 if (ssl && SSL_set_fd(ssl, fd) == 1 && SSL_accept(ssl) == 1 &&
                     read_request(ssl, s)) {
-                        static const char whole[] = "HTTP/1.1 200 OK\r\n"
-                                                    "Content-Type: application/json\r\n"
-                                                    "Content-Length: 11\r\n"
-                                                    "Connection: close\r\n\r\n"
-                                                    "{\"ok\":true}";
+                        char whole[256];
+                        int w = snprintf(whole, sizeof(whole),
+                                         "HTTP/1.1 %d Whatever\r\n"
+                                         "Content-Type: application/json\r\n"
+                                         "Content-Length: 11\r\n"
+                                         "Connection: close\r\n\r\n"
+                                         "{\"ok\":true}",
+                                         s->status);
                         static const char cut[] = "HTTP/1.1 200 OK\r\n"
                                                   "Content-Type: application/json\r\n"
                                                   "Content-Length: 100\r\n"
@@ -935,7 +945,7 @@ static void *serve(void *arg)
                                                   "{\"ok\":tr";
                         bool short_answer = s->served < s->cut;
                         const char *a = short_answer ? cut : whole;
-                        size_t n = short_answer ? sizeof(cut) - 1 : sizeof(whole) - 1;
+                        size_t n = short_answer ? sizeof(cut) - 1 : (size_t)w;
                         (void)SSL_write(ssl, a, (int)n);
                         s->served++;
                         (void)SSL_shutdown(ssl);
@@ -945,10 +955,11 @@ static void *serve(void *arg)
         }
 }
 
-static void server_start(tls_server_t *s, int cut)
+static void server_start(tls_server_t *s, int cut, int status)
 {
         memset(s, 0, sizeof(*s));
         s->cut = cut;
+        s->status = status;
         /* A write to a client that went away must not kill the test. */
         ck_assert(signal(SIGPIPE, SIG_IGN) != SIG_ERR);
         EVP_PKEY *key = NULL;
@@ -1008,86 +1019,154 @@ static k8s_client_t *client_of(const tls_server_t *s)
         return c;
 }
 
-/* One request to a server that cuts its first `cut` answers short: the
- * code, the status (0 when it failed) and how many requests it got. */
-static int broken_request(int cut, const char *method, const char *path, long *ret_status,
-                          int *ret_served, char *first_line, hg_error_t *err)
+/* What one request to a tls_server_t came to. */
+typedef struct {
+        int r;
+        long status; /* 0 when it failed */
+        int served;  /* requests the server got */
+        int logged;  /* retries logged */
+        char first_line[256];
+        hg_error_t err;
+} exchange_t;
+
+/* Lines of the file at path that contain want. */
+static int count_lines(const char *path, const char *want)
 {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        ck_assert_int_eq(file_read_bounded(path, 1 << 20, &text, &len), 0);
+        int n = 0;
+        for (char *line = text; line && *line;) {
+                char *nl = strchr(line, '\n');
+                if (nl)
+                        *nl = '\0';
+                n += strstr(line, want) != NULL;
+                line = nl ? nl + 1 : NULL;
+        }
+        return n;
+}
+
+/* One request (a body for every method but GET and DELETE) to a server
+ * that cuts its first `cut` answers short and answers the rest with
+ * `status`; what the client logged to stderr meanwhile is counted. */
+static void exchange(int cut, int status, const char *method, const char *path, exchange_t *x)
+{
+        memset(x, 0, sizeof(*x));
         tls_server_t s;
-        server_start(&s, cut);
+        server_start(&s, cut, status);
         _client_ k8s_client_t *c = client_of(&s);
-        long status = 0;
+        bool has_body = strcmp(method, "GET") != 0 && strcmp(method, "DELETE") != 0;
+        const char *payload = has_body ? "{\"kind\":\"Test\"}" : NULL;
+        char log_path[4200];
+        (void)snprintf(log_path, sizeof(log_path), "%s/stderr.log", dir);
+        int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int saved = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+        ck_assert(log_fd >= 0 && saved >= 0);
+        ck_assert_int_eq(dup2(log_fd, STDERR_FILENO), STDERR_FILENO);
         json_t *body = NULL;
-        const char *payload = strcmp(method, "POST") == 0 ? "{\"kind\":\"Test\"}" : NULL;
-        int r = k8s_request(c, method, path, payload ? "application/json" : NULL, payload, &status,
-                            &body, err);
+        x->r = k8s_request(c, method, path, payload ? "application/json" : NULL, payload,
+                           &x->status, &body, &x->err);
+        ck_assert_int_eq(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+        (void)close(saved);
+        (void)close(log_fd);
         server_stop(&s);
-        if (r == 0) {
+        if (x->r == 0) {
                 ck_assert_msg(body && json_is_true(json_object_get(body, "ok")),
                               "not the whole answer");
                 json_decref(body);
+        } else {
+                x->status = 0;
         }
-        *ret_status = r == 0 ? status : 0;
-        *ret_served = s.served;
-        (void)snprintf(first_line, 256, "%s", s.first_line);
-        return r;
+        x->served = s.served;
+        x->logged = count_lines(log_path, "API request sent again after a transport failure");
+        (void)snprintf(x->first_line, sizeof(x->first_line), "%s", s.first_line);
 }
 
 START_TEST(broken_get_is_sent_again)
 {
-        long status;
-        int served;
-        char line[256];
-        hg_error_t err = {0};
-        int r =
-            broken_request(1, "GET", "/api/v1/namespaces/x/pods/p", &status, &served, line, &err);
-        ck_assert_msg(r == 0, "%d: %s", r, err.message);
-        ck_assert_int_eq(status, 200);
-        ck_assert_int_eq(served, 2);
-        ck_assert_str_eq(line, "GET /api/v1/namespaces/x/pods/p HTTP/1.1");
+        exchange_t x;
+        exchange(1, 200, "GET", "/api/v1/namespaces/x/pods/p", &x);
+        ck_assert_msg(x.r == 0, "%d: %s", x.r, x.err.message);
+        ck_assert_int_eq(x.status, 200);
+        ck_assert_int_eq(x.served, 2);
+        ck_assert_int_eq(x.logged, 1);
+        ck_assert_str_eq(x.first_line, "GET /api/v1/namespaces/x/pods/p HTTP/1.1");
 }
 END_TEST
 
+/* Cut every time: after two more tries the error comes out, curl's reason
+ * and how many times it was sent. */
 START_TEST(broken_get_gives_up_after_two_more)
 {
-        long status;
-        int served;
-        char line[256];
-        hg_error_t err = {0};
-        int r = broken_request(3, "GET", "/version", &status, &served, line, &err);
-        ck_assert_int_eq(r, -ECONNRESET);
-        ck_assert_int_eq(served, 3);
-        ck_assert_msg_has(err, "GET /version: ");
+        exchange_t x;
+        exchange(INT_MAX, 200, "GET", "/version", &x);
+        ck_assert_int_eq(x.r, -ECONNRESET);
+        ck_assert_int_eq(x.err.code, -ECONNRESET);
+        ck_assert_int_eq(x.served, 3);
+        ck_assert_int_eq(x.logged, 2);
+        ck_assert_msg_has(x.err, "GET /version: ");
+        ck_assert_msg_has(x.err, "partial file");
+        ck_assert_msg_has(x.err, "(sent 3 times)");
 }
 END_TEST
 
-START_TEST(broken_post_is_not_sent_again)
+/* Writes, and POSTs that may store something: one try, the error as it was. */
+START_TEST(broken_write_is_not_sent_again)
 {
-        long status;
-        int served;
-        char line[256];
-        hg_error_t err = {0};
-        int r =
-            broken_request(1, "POST", "/api/v1/namespaces/x/pods", &status, &served, line, &err);
-        ck_assert_int_eq(r, -ECONNRESET);
-        ck_assert_int_eq(served, 1);
-        ck_assert_str_eq(line, "POST /api/v1/namespaces/x/pods HTTP/1.1");
-        ck_assert_msg_has(err, "POST /api/v1/namespaces/x/pods: ");
+        static const char *const writes[][2] = {
+            {"POST", "/api/v1/namespaces/x/pods"},
+            {"PATCH", "/api/v1/namespaces/x/pods/p"},
+            {"PUT", "/api/v1/namespaces/x/secrets/s"},
+            {"DELETE", "/api/v1/namespaces/x/secrets/s"},
+            /* Another group's plural ending in "reviews": a custom resource. */
+            {"POST", "/apis/example.com/v1/namespaces/x/codereviews"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(writes); i++) {
+                exchange_t x;
+                char line[256];
+                exchange(1, 200, writes[i][0], writes[i][1], &x);
+                ck_assert_msg(x.r == -ECONNRESET, "%s %s: %d", writes[i][0], writes[i][1], x.r);
+                ck_assert_msg(x.served == 1, "%s %s: sent %d times", writes[i][0], writes[i][1],
+                              x.served);
+                ck_assert_int_eq(x.logged, 0);
+                (void)snprintf(line, sizeof(line), "%s %s HTTP/1.1", writes[i][0], writes[i][1]);
+                ck_assert_str_eq(x.first_line, line);
+                (void)snprintf(line, sizeof(line), "%s %s: ", writes[i][0], writes[i][1]);
+                ck_assert_msg_has(x.err, line);
+                ck_assert_msg(!strstr(x.err.message, "sent"), "%s", x.err.message);
+        }
 }
 END_TEST
 
 START_TEST(broken_review_is_sent_again)
 {
-        long status;
-        int served;
-        char line[256];
-        hg_error_t err = {0};
-        const char *path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
-        int r = broken_request(1, "POST", path, &status, &served, line, &err);
-        ck_assert_msg(r == 0, "%d: %s", r, err.message);
-        ck_assert_int_eq(status, 200);
-        ck_assert_int_eq(served, 2);
-        ck_assert_str_eq(line, "POST /apis/authentication.k8s.io/v1/selfsubjectreviews HTTP/1.1");
+        static const char *const reviews[] = {
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(reviews); i++) {
+                exchange_t x;
+                char line[256];
+                exchange(1, 200, "POST", reviews[i], &x);
+                ck_assert_msg(x.r == 0, "%s: %d: %s", reviews[i], x.r, x.err.message);
+                ck_assert_int_eq(x.status, 200);
+                ck_assert_int_eq(x.served, 2);
+                ck_assert_int_eq(x.logged, 1);
+                (void)snprintf(line, sizeof(line), "POST %s HTTP/1.1", reviews[i]);
+                ck_assert_str_eq(x.first_line, line);
+        }
+}
+END_TEST
+
+/* An HTTP error is an answer: returned as it came, not sent again. */
+START_TEST(error_status_is_not_sent_again)
+{
+        exchange_t x;
+        exchange(0, 503, "GET", "/version", &x);
+        ck_assert_msg(x.r == 0, "%d: %s", x.r, x.err.message);
+        ck_assert_int_eq(x.status, 503);
+        ck_assert_int_eq(x.served, 1);
+        ck_assert_int_eq(x.logged, 0);
 }
 END_TEST
 
@@ -1125,8 +1204,9 @@ static Suite *k8sclient_suite(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, broken_get_is_sent_again);
         tcase_add_test(tc, broken_get_gives_up_after_two_more);
-        tcase_add_test(tc, broken_post_is_not_sent_again);
+        tcase_add_test(tc, broken_write_is_not_sent_again);
         tcase_add_test(tc, broken_review_is_sent_again);
+        tcase_add_test(tc, error_status_is_not_sent_again);
         suite_add_tcase(s, tc);
         return s;
 }
