@@ -62,11 +62,6 @@ typedef struct fake {
         pthread_t thread;
 } fake_t;
 
-static void send_all(int fd, const void *p, size_t n)
-{
-        ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
 /* Reads what arrives until n bytes are in or the peer closes (5 s at most). */
 static void read_some(int fd, fake_t *f, size_t n)
 {
@@ -148,29 +143,29 @@ static void *fake_main(void *arg)
                 read_some(fd, f, sizeof(f->got)); /* until the relay gives up */
                 break;
         case FAKE_JUNK:
-                send_all(fd, "GET / HTTP/1.0\r\n\r\n", 18);
+                unit_send_all(fd, "GET / HTTP/1.0\r\n\r\n", 18);
                 break;
         case FAKE_OVERSIZE:
                 ck_assert_int_eq(frame_header_encode(FRAME_CHALLENGE, 0, out), 0);
                 out[5] = 0x10;
-                send_all(fd, out, FRAME_HEADER_SIZE);
+                unit_send_all(fd, out, FRAME_HEADER_SIZE);
                 break;
         case FAKE_BIG_CHALLENGE:
                 ck_assert_int_eq(frame_header_encode(FRAME_CHALLENGE, FRAME_MAX_PAYLOAD, out), 0);
-                send_all(fd, out, FRAME_HEADER_SIZE);
+                unit_send_all(fd, out, FRAME_HEADER_SIZE);
                 read_some(fd, f, sizeof(f->got)); /* until the relay gives up */
                 break;
         case FAKE_WELCOME_ONLY:
                 ck_assert_int_eq(frame_header_encode(FRAME_WELCOME, 0, out), 0);
-                send_all(fd, out, FRAME_HEADER_SIZE);
+                unit_send_all(fd, out, FRAME_HEADER_SIZE);
                 break;
         case FAKE_REPLAY:
-                send_all(fd, f->replay, sizeof(f->replay));
+                unit_send_all(fd, f->replay, sizeof(f->replay));
                 break;
         case FAKE_SHORT:
                 challenge_bytes(f, f->mode, out, &b);
                 out[7]--;
-                send_all(fd, out, FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE - 1);
+                unit_send_all(fd, out, FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE - 1);
                 break;
         case FAKE_TRAILING:
                 challenge_bytes(f, FAKE_RIGHT, out, &b);
@@ -178,12 +173,12 @@ static void *fake_main(void *arg)
                     frame_header_encode(FRAME_WELCOME, 0,
                                         out + FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE),
                     0);
-                send_all(fd, out, sizeof(out));
+                unit_send_all(fd, out, sizeof(out));
                 break;
         default:
                 challenge_bytes(f, f->mode, out, &b);
                 memcpy(f->replay, out, sizeof(f->replay));
-                send_all(fd, out, FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE);
+                unit_send_all(fd, out, FRAME_HEADER_SIZE + FRAME_CHALLENGE_SIZE);
                 break;
         }
         if (f->mode == FAKE_CLOSE)
@@ -203,7 +198,7 @@ static void *fake_main(void *arg)
                         (void)shutdown(fd, SHUT_WR);
                 } else {
                         ck_assert_int_eq(frame_header_encode(FRAME_WELCOME, 0, out), 0);
-                        send_all(fd, out, FRAME_HEADER_SIZE);
+                        unit_send_all(fd, out, FRAME_HEADER_SIZE);
                 }
         }
         /* Whatever else the relay sends, until it closes. */
@@ -219,14 +214,7 @@ static void fake_start(fake_t *f, fake_mode_t mode, const token_t *token, frame_
         f->channel = channel;
         f->got_len = 0;
         f->proof_ok = false;
-        f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(f->lfd, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t sl = sizeof(sa);
-        ck_assert_int_eq(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        ck_assert_int_eq(listen(f->lfd, 4), 0);
-        ck_assert_int_eq(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-        f->port = ntohs(sa.sin_port);
+        f->lfd = unit_loopback_listen(4, &f->port);
         ck_assert_int_eq(pthread_create(&f->thread, NULL, fake_main, f), 0);
 }
 
@@ -508,12 +496,7 @@ static void *proxy_main(void *arg)
         proxy_t *x = arg;
         int a = accept4(x->lfd, NULL, NULL, SOCK_CLOEXEC);
         ck_assert_int_ge(a, 0);
-        int b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(b, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons(x->target),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        ck_assert_int_eq(connect(b, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        int b = unit_loopback_connect(x->target);
         for (bool open = true; open;) {
                 struct pollfd p[2] = {{.fd = a, .events = POLLIN}, {.fd = b, .events = POLLIN}};
                 if (poll(p, 2, 5000) <= 0)
@@ -534,14 +517,7 @@ static void *proxy_main(void *arg)
 static void proxy_start(proxy_t *x, uint16_t target)
 {
         x->target = target;
-        x->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(x->lfd, 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t sl = sizeof(sa);
-        ck_assert_int_eq(bind(x->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        ck_assert_int_eq(listen(x->lfd, 4), 0);
-        ck_assert_int_eq(getsockname(x->lfd, (struct sockaddr *)&sa, &sl), 0);
-        x->port = ntohs(sa.sin_port);
+        x->lfd = unit_loopback_listen(4, &x->port);
         ck_assert_int_eq(pthread_create(&x->thread, NULL, proxy_main, x), 0);
 }
 

@@ -96,36 +96,6 @@ static void open_listener(listener_t *l, token_t *tok, uint32_t handshake_ms)
         ck_assert_uint_gt(l->port, 0);
 }
 
-static int try_connect(uint16_t port, int *ret_errno)
-{
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(fd, 0);
-        struct timeval tv = {.tv_sec = 5};
-        ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons(port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                *ret_errno = errno;
-                close(fd);
-                return -1;
-        }
-        return fd;
-}
-
-static int client(uint16_t port)
-{
-        int e = 0;
-        int fd = try_connect(port, &e);
-        ck_assert_msg(fd >= 0, "connect: %s", strerror(e));
-        return fd;
-}
-
-static void send_all(int fd, const void *p, size_t n)
-{
-        ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
 /* A whole HELLO frame (header and payload) into out; returns its size. */
 static size_t hello_bytes(uint8_t *out, uint8_t channel, const uint8_t nonce[FRAME_NONCE_SIZE])
 {
@@ -150,7 +120,7 @@ static void send_hello_as(int fd, uint8_t channel, seen_t *seen)
         ck_assert_int_eq(handshake_nonce(seen->bind.relay_nonce), 0);
         ck_assert_int_eq(handshake_endpoints(fd, HANDSHAKE_RELAY, &seen->bind.ends), 0);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
-        send_all(fd, buf, hello_bytes(buf, channel, seen->bind.relay_nonce));
+        unit_send_all(fd, buf, hello_bytes(buf, channel, seen->bind.relay_nonce));
 }
 
 /* Reads the driver's CHALLENGE (pumping the listener meanwhile) into seen. */
@@ -184,7 +154,7 @@ static void send_proof_mac(int fd, const uint8_t mac[FRAME_MAC_SIZE])
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_PROOF_SIZE];
         ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf), 0);
         memcpy(buf + FRAME_HEADER_SIZE, mac, FRAME_MAC_SIZE);
-        send_all(fd, buf, sizeof(buf));
+        unit_send_all(fd, buf, sizeof(buf));
 }
 
 /* The relay's proof for binding b, made with tok. */
@@ -248,19 +218,35 @@ static int total_rejected(const listener_t *l)
         return (int)n;
 }
 
+/* One channel in with tok, as the relay does it: connected, its handshake
+ * run, accepted and welcomed. Returns the connection. */
+static int accepted_as(listener_t *l, counts_t *c, frame_channel_t channel, const token_t *tok)
+{
+        int fd = unit_loopback_connect(l->port);
+        handshake_as(l, c, fd, (uint8_t)channel, tok);
+        if (channel == FRAME_CHANNEL_IO)
+                PUMP_UNTIL(l, c, l->have_io);
+        else
+                PUMP_UNTIL(l, c, l->have_ctl);
+        expect_welcome(fd);
+        return fd;
+}
+
 /* Both channels in, with the right token, as the relay does it. */
 static void connect_relay(listener_t *l, counts_t *c, const token_t *tok, int *ret_io, int *ret_ctl)
 {
-        int io = client(l->port);
-        handshake_as(l, c, io, FRAME_CHANNEL_IO, tok);
-        PUMP_UNTIL(l, c, l->have_io);
-        expect_welcome(io);
-        int ctl = client(l->port);
-        handshake_as(l, c, ctl, FRAME_CHANNEL_CTL, tok);
-        PUMP_UNTIL(l, c, l->have_ctl);
-        expect_welcome(ctl);
-        *ret_io = io;
-        *ret_ctl = ctl;
+        *ret_io = accepted_as(l, c, FRAME_CHANNEL_IO, tok);
+        *ret_ctl = accepted_as(l, c, FRAME_CHANNEL_CTL, tok);
+}
+
+/* What every dropping test ends with: the real relay still gets both
+ * channels in, whatever came before. Its connections are closed after. */
+static void relay_still_gets_in(listener_t *l, counts_t *c, const token_t *tok)
+{
+        int io, ctl;
+        connect_relay(l, c, tok, &io, &ctl);
+        close(io);
+        close(ctl);
 }
 
 /* ---- accepting --------------------------------------------------------- */
@@ -304,7 +290,7 @@ START_TEST(io_then_ctl_accepted)
         /* io's first data frame rides right behind its PROOF, in the same
          * write: it must reach the accepted connection, not be lost with the
          * handshake buffer. */
-        int io = client(port);
+        int io = unit_loopback_connect(port);
         seen_t seen;
         send_hello_as(io, FRAME_CHANNEL_IO, &seen);
         read_challenge(&l, &c, io, &seen);
@@ -315,13 +301,13 @@ START_TEST(io_then_ctl_accepted)
         size_t n = FRAME_HEADER_SIZE + FRAME_PROOF_SIZE;
         ck_assert_int_eq(frame_header_encode(FRAME_STDOUT, 5, buf + n), 0);
         memcpy(buf + n + FRAME_HEADER_SIZE, "early", 5);
-        send_all(io, buf, sizeof(buf));
+        unit_send_all(io, buf, sizeof(buf));
         PUMP_UNTIL(&l, &c, l.have_io);
         expect_welcome(io);
         ck_assert_int_eq(c.accepted[FRAME_CHANNEL_IO], 1);
         ck_assert_int_ge(l.fd, 0); /* still listening for ctl */
 
-        int ctl = client(port);
+        int ctl = unit_loopback_connect(port);
         handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, l.have_ctl);
         expect_welcome(ctl);
@@ -339,7 +325,7 @@ START_TEST(io_then_ctl_accepted)
         static const uint8_t zero[FRAME_TOKEN_SIZE];
         ck_assert_int_eq(memcmp(l.token.bytes, zero, sizeof(zero)), 0);
         int e = 0;
-        ck_assert_int_eq(try_connect(port, &e), -1);
+        ck_assert_int_eq(unit_loopback_try_connect(port, &e), -1);
         ck_assert_int_eq(e, ECONNREFUSED);
 
         /* The handed-over connections carry full frames both ways. */
@@ -378,7 +364,7 @@ START_TEST(wrong_token_dropped)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         ck_assert_int_eq(token_generate(&other), 0);
-        int bad = client(l.port);
+        int bad = unit_loopback_connect(l.port);
         handshake_as(&l, &c, bad, FRAME_CHANNEL_IO, &other);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == 1);
         expect_eof(bad);
@@ -388,22 +374,19 @@ START_TEST(wrong_token_dropped)
         /* Off by the last byte only. */
         token_t close_one = tok;
         close_one.bytes[FRAME_TOKEN_SIZE - 1] ^= 1;
-        int bad2 = client(l.port);
+        int bad2 = unit_loopback_connect(l.port);
         handshake_as(&l, &c, bad2, FRAME_CHANNEL_IO, &close_one);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_BAD_TOKEN] == 2);
         expect_eof(bad2);
         ck_assert_int_eq(total_rejected(&l), 2);
 
         /* The turn is untouched: the real relay still gets in. */
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         ck_assert_int_eq(c.n_accepted, 2);
         ck_assert_int_eq(total_rejected(&l), 2);
         listener_close(&l);
         close(bad);
         close(bad2);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -413,19 +396,16 @@ START_TEST(ctl_before_io_replayed)
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
-        int early = client(l.port);
+        int early = unit_loopback_connect(l.port);
         handshake_as(&l, &c, early, FRAME_CHANNEL_CTL, &tok);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_REPLAYED] == 1);
         expect_eof(early);
         ck_assert(!l.have_io && !l.have_ctl);
         ck_assert_int_eq(c.n_accepted, 0);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 1);
         listener_close(&l);
         close(early);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -435,11 +415,8 @@ START_TEST(io_twice_replayed)
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
-        int io = client(l.port);
-        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
-        PUMP_UNTIL(&l, &c, l.have_io);
-        expect_welcome(io);
-        int again = client(l.port);
+        int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
+        int again = unit_loopback_connect(l.port);
         handshake_as(&l, &c, again, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_REPLAYED] == 1);
         expect_eof(again);
@@ -447,10 +424,7 @@ START_TEST(io_twice_replayed)
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 1);
         /* The accepted io is not disturbed, and ctl still comes in. */
         expect_open(io);
-        int ctl = client(l.port);
-        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
-        PUMP_UNTIL(&l, &c, l.have_ctl);
-        expect_welcome(ctl);
+        int ctl = accepted_as(&l, &c, FRAME_CHANNEL_CTL, &tok);
         listener_close(&l);
         close(io);
         close(again);
@@ -465,11 +439,11 @@ START_TEST(slow_handshake_dropped)
         counts_t c = {0};
         open_listener(&l, &tok, 100);
         int64_t t0 = conn_now_ms();
-        int silent = client(l.port);
-        int half = client(l.port);
+        int silent = unit_loopback_connect(l.port);
+        int half = unit_loopback_connect(l.port);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce);
-        send_all(half, buf, n / 2);
+        unit_send_all(half, buf, n / 2);
         pump_for(&l, &c, 30);
         ck_assert_int_eq(total_rejected(&l), 0);
         int64_t d = listener_next_deadline(&l);
@@ -477,10 +451,7 @@ START_TEST(slow_handshake_dropped)
         ck_assert_int_le(d, conn_now_ms() + 100);
 
         /* The real relay, after them, is not held up by them. */
-        int io = client(l.port);
-        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
-        PUMP_UNTIL(&l, &c, l.have_io);
-        expect_welcome(io);
+        int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
 
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_SLOW] == 2);
         ck_assert_int_ge(conn_now_ms() - t0, 100);
@@ -490,10 +461,7 @@ START_TEST(slow_handshake_dropped)
         expect_eof(half);
         ck_assert_int_eq(listener_next_deadline(&l), INT64_MAX);
 
-        int ctl = client(l.port);
-        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
-        PUMP_UNTIL(&l, &c, l.have_ctl);
-        expect_welcome(ctl);
+        int ctl = accepted_as(&l, &c, FRAME_CHANNEL_CTL, &tok);
         listener_close(&l);
         close(silent);
         close(half);
@@ -508,19 +476,16 @@ START_TEST(closed_before_hello)
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
-        int gone = client(l.port);
+        int gone = unit_loopback_connect(l.port);
         pump_for(&l, &c, 20);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce);
-        send_all(gone, buf, n - 1); /* all but the last byte */
+        unit_send_all(gone, buf, n - 1); /* all but the last byte */
         close(gone);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_CLOSED] == 1);
         ck_assert(!l.have_io);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         listener_close(&l);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -533,7 +498,7 @@ START_TEST(flood_evicts_oldest)
         enum { N = LISTENER_PENDING_MAX + 4 };
         int silent[N];
         for (int i = 0; i < N; i++)
-                silent[i] = client(l.port);
+                silent[i] = unit_loopback_connect(l.port);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_FLOOD] == 4);
         pump_for(&l, &c, 20);
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_FLOOD], 4);
@@ -584,14 +549,14 @@ START_TEST(flood_behind_relay_spares_it)
         open_listener(&l, &tok, 10000);
         int silent[2 * LISTENER_PENDING_MAX];
         for (int i = 0; i < LISTENER_PENDING_MAX; i++)
-                silent[i] = client(l.port);
+                silent[i] = unit_loopback_connect(l.port);
         struct pollfd p[LISTENER_PENDING_MAX + 1];
         PUMP_UNTIL(&l, &c, listener_pollfds(&l, p) == LISTENER_PENDING_MAX + 1);
-        int io = client(l.port);
+        int io = unit_loopback_connect(l.port);
         seen_t seen;
         send_hello_as(io, FRAME_CHANNEL_IO, &seen);
         for (int i = LISTENER_PENDING_MAX; i < 2 * LISTENER_PENDING_MAX; i++)
-                silent[i] = client(l.port);
+                silent[i] = unit_loopback_connect(l.port);
         read_challenge(&l, &c, io, &seen);
         send_proof_for(io, &tok, &seen.bind);
         PUMP_UNTIL(&l, &c, l.have_io);
@@ -600,10 +565,7 @@ START_TEST(flood_behind_relay_spares_it)
         /* The flood is still counted: the relay's and the silent ones past 16
          * each evicted one (all but one: io's handshake freed a slot). */
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_FLOOD] >= LISTENER_PENDING_MAX);
-        int ctl = client(l.port);
-        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
-        PUMP_UNTIL(&l, &c, l.have_ctl);
-        expect_welcome(ctl);
+        int ctl = accepted_as(&l, &c, FRAME_CHANNEL_CTL, &tok);
         for (int i = 0; i < 2 * LISTENER_PENDING_MAX; i++)
                 close(silent[i]);
         listener_close(&l);
@@ -624,14 +586,14 @@ START_TEST(right_proof_after_ctl_is_replayed)
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 5000);
-        int relay = client(l.port);
+        int relay = unit_loopback_connect(l.port);
         seen_t rs;
         send_hello_as(relay, FRAME_CHANNEL_IO, &rs);
         read_challenge(&l, &c, relay, &rs);
-        int io = client(l.port);
+        int io = unit_loopback_connect(l.port);
         handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, l.have_io);
-        int ctl = client(l.port);
+        int ctl = unit_loopback_connect(l.port);
         handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
         /* One round that saw the thief's ctl PROOF before the relay's came:
          * the relay's is in its socket, unread, when ctl is accepted. */
@@ -667,38 +629,35 @@ START_TEST(oversize_header_malformed)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         /* 100000 bytes announced: refused at the header, nothing awaited. */
-        int big = client(l.port);
+        int big = unit_loopback_connect(l.port);
         uint8_t hdr[FRAME_HEADER_SIZE];
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, 0, hdr), 0);
         hdr[4] = 0x00;
         hdr[5] = 0x01;
         hdr[6] = 0x86;
         hdr[7] = 0xa0;
-        send_all(big, hdr, sizeof(hdr));
+        unit_send_all(big, hdr, sizeof(hdr));
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 1);
         expect_eof(big);
         /* One byte over a HELLO is already too much. */
-        int over = client(l.port);
+        int over = unit_loopback_connect(l.port);
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE + 1, hdr), 0);
-        send_all(over, hdr, sizeof(hdr));
+        unit_send_all(over, hdr, sizeof(hdr));
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 2);
         expect_eof(over);
         /* Version 1: a relay of before, whose HELLO carried the token. */
-        int ver = client(l.port);
+        int ver = unit_loopback_connect(l.port);
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, FRAME_HELLO_SIZE, hdr), 0);
         hdr[0] = 1;
-        send_all(ver, hdr, sizeof(hdr));
+        unit_send_all(ver, hdr, sizeof(hdr));
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 3);
         expect_eof(ver);
         ck_assert_int_eq(total_rejected(&l), 3);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         listener_close(&l);
         close(big);
         close(over);
         close(ver);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -709,44 +668,41 @@ START_TEST(non_hello_first_malformed)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         /* A STDOUT frame first. */
-        int a = client(l.port);
+        int a = unit_loopback_connect(l.port);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         ck_assert_int_eq(frame_header_encode(FRAME_STDOUT, 5, buf), 0);
         memcpy(buf + FRAME_HEADER_SIZE, "hello", 5);
-        send_all(a, buf, FRAME_HEADER_SIZE + 5);
+        unit_send_all(a, buf, FRAME_HEADER_SIZE + 5);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 1);
         expect_eof(a);
         /* A HELLO-sized payload under another type. */
-        int b = client(l.port);
+        int b = unit_loopback_connect(l.port);
         size_t n = hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce);
         buf[1] = FRAME_WELCOME;
-        send_all(b, buf, n);
+        unit_send_all(b, buf, n);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 2);
         expect_eof(b);
         /* A HELLO with a channel outside the set. */
-        int d = client(l.port);
+        int d = unit_loopback_connect(l.port);
         n = hello_bytes(buf, 3, zero_nonce);
-        send_all(d, buf, n);
+        unit_send_all(d, buf, n);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 3);
         expect_eof(d);
         /* A HELLO too short for a nonce. */
-        int e = client(l.port);
+        int e = unit_loopback_connect(l.port);
         ck_assert_int_eq(frame_header_encode(FRAME_HELLO, 10, buf), 0);
         memset(buf + FRAME_HEADER_SIZE, FRAME_CHANNEL_IO, 10);
-        send_all(e, buf, FRAME_HEADER_SIZE + 10);
+        unit_send_all(e, buf, FRAME_HEADER_SIZE + 10);
         PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == 4);
         expect_eof(e);
         ck_assert_int_eq(total_rejected(&l), 4);
         ck_assert_int_eq(c.n_accepted, 0);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         listener_close(&l);
         close(a);
         close(b);
         close(d);
         close(e);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -764,7 +720,7 @@ START_TEST(bytes_after_hello_malformed)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         for (int k = 0; k < 2; k++) {
-                int fd = client(l.port);
+                int fd = unit_loopback_connect(l.port);
                 uint8_t buf[2 * (FRAME_HEADER_SIZE + FRAME_HELLO_SIZE)];
                 uint8_t nonce[FRAME_NONCE_SIZE];
                 ck_assert_int_eq(handshake_nonce(nonce), 0);
@@ -777,18 +733,15 @@ START_TEST(bytes_after_hello_malformed)
                 } else {
                         n += hello_bytes(buf + n, FRAME_CHANNEL_IO, nonce);
                 }
-                send_all(fd, buf, n); /* one segment: all in before the HELLO is read */
+                unit_send_all(fd, buf, n); /* one segment: all in before the HELLO is read */
                 PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_MALFORMED] == k + 1);
                 expect_closed(fd);
                 close(fd);
         }
         ck_assert_int_eq(total_rejected(&l), 2);
         ck_assert_int_eq(c.n_accepted, 0);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         listener_close(&l);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -798,17 +751,11 @@ START_TEST(pending_at_ctl_is_late)
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 5000);
-        int io = client(l.port);
-        handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
-        PUMP_UNTIL(&l, &c, l.have_io);
-        expect_welcome(io);
-        int lurker = client(l.port);
+        int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
+        int lurker = unit_loopback_connect(l.port);
         pump_for(&l, &c, 30);
         ck_assert_int_ne(listener_next_deadline(&l), INT64_MAX);
-        int ctl = client(l.port);
-        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
-        PUMP_UNTIL(&l, &c, l.have_ctl);
-        expect_welcome(ctl);
+        int ctl = accepted_as(&l, &c, FRAME_CHANNEL_CTL, &tok);
         ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 1);
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_LATE], 1);
         expect_eof(lurker);
@@ -832,7 +779,7 @@ START_TEST(driver_proves_first)
         ck_assert_int_eq(
             handshake_instance_from_hex(instance_hex, strlen(instance_hex), want_instance), 0);
         /* Anyone who says HELLO gets the driver's proof, for its nonce. */
-        int a = client(l.port), b = client(l.port);
+        int a = unit_loopback_connect(l.port), b = unit_loopback_connect(l.port);
         seen_t sa, sb;
         send_hello_as(a, FRAME_CHANNEL_IO, &sa);
         send_hello_as(b, FRAME_CHANNEL_IO, &sb);
@@ -877,7 +824,7 @@ START_TEST(replayed_handshake_refused)
         token_t tok;
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
-        int io = client(l.port);
+        int io = unit_loopback_connect(l.port);
         seen_t rec;
         send_hello_as(io, FRAME_CHANNEL_IO, &rec);
         read_challenge(&l, &c, io, &rec);
@@ -889,8 +836,8 @@ START_TEST(replayed_handshake_refused)
         /* The same bytes on a new connection, for io and for ctl. */
         uint8_t hello[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         for (int ch = FRAME_CHANNEL_IO; ch <= FRAME_CHANNEL_CTL; ch++) {
-                int again = client(l.port);
-                send_all(again, hello, hello_bytes(hello, (uint8_t)ch, rec.bind.relay_nonce));
+                int again = unit_loopback_connect(l.port);
+                unit_send_all(again, hello, hello_bytes(hello, (uint8_t)ch, rec.bind.relay_nonce));
                 seen_t now = {.bind = rec.bind};
                 read_challenge(&l, &c, again, &now);
                 ck_assert_int_ne(
@@ -903,10 +850,7 @@ START_TEST(replayed_handshake_refused)
         /* Neither counts as the token used twice: nobody proved it. */
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 0);
         ck_assert(!l.have_ctl);
-        int ctl = client(l.port);
-        handshake_as(&l, &c, ctl, FRAME_CHANNEL_CTL, &tok);
-        PUMP_UNTIL(&l, &c, l.have_ctl);
-        expect_welcome(ctl);
+        int ctl = accepted_as(&l, &c, FRAME_CHANNEL_CTL, &tok);
         listener_close(&l);
         close(io);
         close(ctl);
@@ -924,7 +868,7 @@ START_TEST(foreign_proofs_refused)
         counts_t c = {0};
         open_listener(&l, &tok, 2000);
         for (int k = 0; k < 6; k++) {
-                int fd = client(l.port);
+                int fd = unit_loopback_connect(l.port);
                 seen_t seen;
                 send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
                 read_challenge(&l, &c, fd, &seen);
@@ -959,11 +903,8 @@ START_TEST(foreign_proofs_refused)
         }
         ck_assert_int_eq(total_rejected(&l), 6);
         ck_assert(!l.have_io);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         listener_close(&l);
-        close(io);
-        close(ctl);
 }
 END_TEST
 
@@ -978,43 +919,43 @@ START_TEST(hostile_after_challenge)
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         int fds[7];
         for (int k = 0; k < 7; k++) {
-                int fd = fds[k] = client(l.port);
+                int fd = fds[k] = unit_loopback_connect(l.port);
                 seen_t seen;
                 send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
                 read_challenge(&l, &c, fd, &seen);
                 switch (k) {
                 case 0: /* a second HELLO */
-                        send_all(fd, buf, hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce));
+                        unit_send_all(fd, buf, hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce));
                         break;
                 case 1: /* a PROOF header announcing one byte more */
                         ck_assert_int_eq(
                             frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE + 1, buf), 0);
-                        send_all(fd, buf, FRAME_HEADER_SIZE);
+                        unit_send_all(fd, buf, FRAME_HEADER_SIZE);
                         break;
                 case 2: /* one byte less */
                         ck_assert_int_eq(
                             frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE - 1, buf), 0);
                         memset(buf + FRAME_HEADER_SIZE, 0, FRAME_PROOF_SIZE - 1);
-                        send_all(fd, buf, FRAME_HEADER_SIZE + FRAME_PROOF_SIZE - 1);
+                        unit_send_all(fd, buf, FRAME_HEADER_SIZE + FRAME_PROOF_SIZE - 1);
                         break;
                 case 3: /* a WELCOME of its own */
                         ck_assert_int_eq(frame_header_encode(FRAME_WELCOME, 0, buf), 0);
-                        send_all(fd, buf, FRAME_HEADER_SIZE);
+                        unit_send_all(fd, buf, FRAME_HEADER_SIZE);
                         break;
                 case 4: /* the driver's CHALLENGE frame type */
                         ck_assert_int_eq(frame_header_encode(FRAME_CHALLENGE, 0, buf), 0);
-                        send_all(fd, buf, FRAME_HEADER_SIZE);
+                        unit_send_all(fd, buf, FRAME_HEADER_SIZE);
                         break;
                 case 5: /* half a PROOF, then gone */
                         ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf),
                                          0);
-                        send_all(fd, buf, FRAME_HEADER_SIZE + 4);
+                        unit_send_all(fd, buf, FRAME_HEADER_SIZE + 4);
                         (void)shutdown(fd, SHUT_WR);
                         break;
                 default: /* half a PROOF, then silence */
                         ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf),
                                          0);
-                        send_all(fd, buf, FRAME_HEADER_SIZE + 4);
+                        unit_send_all(fd, buf, FRAME_HEADER_SIZE + 4);
                         break;
                 }
         }
@@ -1027,11 +968,8 @@ START_TEST(hostile_after_challenge)
                 close(fds[k]);
         }
         ck_assert(!l.have_io);
-        int io, ctl;
-        connect_relay(&l, &c, &tok, &io, &ctl);
+        relay_still_gets_in(&l, &c, &tok);
         listener_close(&l);
-        close(io);
-        close(ctl);
 }
 END_TEST
 

@@ -1,16 +1,22 @@
 /* Helpers shared by the unit tests (check(3)): running a suite, JSON from
  * literals, temporary directories, and an RFC 6901/6902 reader and "add"
  * applier written independently of common/base/jsonptr.c, so a test can check the
- * code under test against a second implementation instead of against itself.
+ * code under test against a second implementation instead of against itself;
+ * and loopback TCP sockets for the tests that play a peer.
  * Everything here is static inline: each test is its own executable. */
 #pragma once
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -110,6 +116,56 @@ static inline void unit_unsetenv_prefix(const char *prefix)
 static inline void unit_rmtree(const char *dir)
 {
         (void)nftw(dir, unit_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- loopback TCP ---- */
+
+/* A socket listening on 127.0.0.1 at a port the kernel picks (*ret_port). */
+static inline int unit_loopback_listen(int backlog, uint16_t *ret_port)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof(sa);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(listen(fd, backlog), 0);
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+        *ret_port = ntohs(sa.sin_port);
+        return fd;
+}
+
+/* A connection to 127.0.0.1:port whose reads give up after 5 s, or -1 with
+ * the connect's errno in *ret_errno. */
+static inline int unit_loopback_try_connect(uint16_t port, int *ret_errno)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct timeval tv = {.tv_sec = 5};
+        ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                *ret_errno = errno;
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+/* The same, where a refused connection is a test failure. */
+static inline int unit_loopback_connect(uint16_t port)
+{
+        int e = 0;
+        int fd = unit_loopback_try_connect(port, &e);
+        ck_assert_msg(fd >= 0, "connect to 127.0.0.1:%u: %s", (unsigned)port, strerror(e));
+        return fd;
+}
+
+/* All n bytes in one send, or the test fails (no SIGPIPE). */
+static inline void unit_send_all(int fd, const void *p, size_t n)
+{
+        ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
 }
 
 /* Decodes one RFC 6901 reference token the way the RFC describes it: first
