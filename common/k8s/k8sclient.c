@@ -22,9 +22,8 @@
 
 #define CREDENTIAL_MAX    (1024 * 1024)
 #define REQUEST_TIMEOUT_S 10L
-/* Times a replayable request is sent again after a transport failure that
- * may pass (transport_may_pass). */
-#define MAX_TRANSPORT_RETRIES 2
+/* Times a replayable request is sent again after its exchange broke off. */
+#define MAX_BROKEN_RETRIES 2
 
 struct k8s_client {
         char *server;     /* https://host:port, no trailing slash */
@@ -717,23 +716,17 @@ static int plugin_credential(k8s_client_t *c, bool stale, unsigned long used_gen
         return r;
 }
 
-/* The connection was made but the exchange broke off part way (seen once
- * in CI: the API server's 401 to a POST cut short). */
+/* The connection was made but the exchange broke off part way (reset, cut
+ * short; seen in CI: the API server's 401 to a POST, a GET's body). Worth
+ * another try when the request is safe to send again. Not a connection
+ * that could not be made (refused, or timed out: that spends the whole
+ * REQUEST_TIMEOUT_S, and the probe stops at the first request without an
+ * answer so that an unreachable server costs it one timeout, not three).
+ * Never an HTTP status: that is an answer, the caller's to judge. */
 static bool exchange_broke(CURLcode cc)
 {
         return cc == CURLE_PARTIAL_FILE || cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
                cc == CURLE_SEND_ERROR || cc == CURLE_HTTP2 || cc == CURLE_HTTP2_STREAM;
-}
-
-/* A transport failure worth another try: the exchange broke off, or the
- * connection was refused or reset while it was made (an API server
- * restarting; nothing was sent). Not a timeout: it has spent the whole
- * REQUEST_TIMEOUT_S, and a server that does not answer would cost that
- * three times over (the probe asks nothing more after one). Never an HTTP
- * status: those are answers, the caller's to judge. */
-static bool transport_may_pass(CURLcode cc)
-{
-        return exchange_broke(cc) || cc == CURLE_COULDNT_CONNECT;
 }
 
 /* Sending twice changes nothing: reads, and POSTs to the review kinds of
@@ -834,10 +827,10 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
 /* Logs that a request is sent again, and why (the decision is made here). */
 static void log_retry(const char *method, const char *path, CURLcode cc, int retry)
 {
-        log_event(LOG_LEVEL_WARN, "API request sent again after a transport failure",
+        log_event(LOG_LEVEL_WARN, "API request sent again after its exchange broke off",
                   json_pack("{s:s, s:s, s:s, s:i, s:i}", "method", method, "path", path, "error",
                             curl_easy_strerror(cc), "retry", retry, "max_retries",
-                            MAX_TRANSPORT_RETRIES));
+                            MAX_BROKEN_RETRIES));
 }
 
 int k8s_request(k8s_client_t *c, const char *method, const char *path, const char *content_type,
@@ -857,8 +850,8 @@ int k8s_request(k8s_client_t *c, const char *method, const char *path, const cha
                 CURLcode cc = CURLE_OK;
                 hg_error_t failure = {0};
                 r = perform(c, method, path, content_type, body, &pc, &status, &j, &cc, &failure);
-                if (r < 0 && cc != CURLE_OK && transport_may_pass(cc) && replayable(method, path) &&
-                    retries < MAX_TRANSPORT_RETRIES) {
+                if (exchange_broke(cc) && replayable(method, path) &&
+                    retries < MAX_BROKEN_RETRIES) {
                         retries++;
                         log_retry(method, path, cc, retries);
                         attempt--; /* not a refusal: the plugin's credential stands */

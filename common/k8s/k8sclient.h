@@ -76,10 +76,10 @@ const char *k8s_client_context(const k8s_client_t *c);
  * if empty or not JSON); transport failures are <0 with err set:
  * -ECONNRESET when the exchange broke off part way, -EIO otherwise. A GET,
  * or a POST to a review kind of authentication.k8s.io or
- * authorization.k8s.io (nothing stored), whose exchange broke off or whose
- * connection was refused is sent again, up to twice, each retry logged;
- * never another method, never after an HTTP answer or a timeout. A failure
- * after retries says how many times it was sent. */
+ * authorization.k8s.io (nothing stored), whose exchange broke off is sent
+ * again, up to twice, each retry logged; never another method, never after
+ * an HTTP answer, a refused connection or a timeout. A failure after
+ * retries says how many times it was sent. */
 int k8s_request(k8s_client_t *c, const char *method, const char *path, const char *content_type,
                 const char *body, long *ret_status, json_t **ret_body, hg_error_t *err);
 
