@@ -118,6 +118,27 @@ static void put_json(outcome_t *o, json_t *j)
         put(o, "%s\n", s ? s : "(null)");
 }
 
+/* Ends the armed part of a run (allocations stop failing there); a failure
+ * r is the outcome. Returns whether it was one: then nothing more is put. */
+static bool disarm_failed(outcome_t *o, int r, const hg_error_t *err)
+{
+        failalloc_disarm();
+        if (r >= 0)
+                return false;
+        put_error(o, r, err);
+        return true;
+}
+
+/* A configuration loaded (r) and dumped (NULL: out of memory), as its text. */
+static void put_dump(outcome_t *o, int r, char *dump, const hg_error_t *err)
+{
+        if (r == 0 && !dump)
+                r = -ENOMEM;
+        if (!disarm_failed(o, r, err))
+                put(o, "%s", dump);
+        free(dump);
+}
+
 /* jsonparse_load, whole and through the review's projection. */
 static void t_jsonparse(const char *path, const char *buf, size_t len, outcome_t *o)
 {
@@ -126,9 +147,8 @@ static void t_jsonparse(const char *path, const char *buf, size_t len, outcome_t
         int r = jsonparse_load(buf, len, JSONX_MAX_DEPTH, &whole, &err);
         int rp = jsonparse_load_projected(buf, len, JSONX_MAX_DEPTH, &admission_review_projection,
                                           &proj, &perr);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         if (rp < 0)
                 return put_error(o, rp, &perr);
         put_json(o, whole);
@@ -146,9 +166,8 @@ static void t_dumps(const char *path, const char *buf, size_t len, outcome_t *o)
         _cleanup_free_ char *compact = pretty ? jsonx_dumps(doc, JSON_COMPACT) : NULL;
         if (r == 0 && !compact)
                 r = -ENOMEM;
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put(o, "%s\n%s\n", pretty, compact);
 }
 
@@ -162,18 +181,11 @@ static void t_patch(const char *path, const char *buf, size_t len, outcome_t *o)
         json_t *pod = NULL, *got = NULL;
         if (r == 0)
                 r = jsonptr_get(doc, "/request/object", &pod, &err);
-        if (r < 0) {
-                failalloc_disarm();
-                return put_error(o, r, &err);
-        }
-        r = patch_init(&p, pod);
-        if (r < 0) {
-                failalloc_disarm();
-                return put_error(o, r, &err);
-        }
         if (r == 0)
-                r = patch_set_member(&p, "/metadata", "annotations", "a~b/c", json_string("x"),
-                                     &err);
+                r = patch_init(&p, pod);
+        if (r < 0 && disarm_failed(o, r, &err))
+                return; /* no patch to free */
+        r = patch_set_member(&p, "/metadata", "annotations", "a~b/c", json_string("x"), &err);
         if (r == 0)
                 r = patch_append(&p, "/spec", "volumes",
                                  json_pack("{s:s, s:{}}", "name", "v", "emptyDir"), &err);
@@ -193,9 +205,8 @@ static void t_patch(const char *path, const char *buf, size_t len, outcome_t *o)
         if (r == 0 && !ops)
                 r = -ENOMEM;
         patch_free(&p);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put(o, "%s\n", ops);
         put_json(o, pod);
 }
@@ -292,9 +303,8 @@ static void t_inject(const char *path, const char *buf, size_t len, outcome_t *o
         ynode_free_all(docs, n);
         if (r == 0)
                 r = inject_manifests(config_defaults_for_tests(), list, NULL, NULL, &err);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put_json(o, list);
 }
 
@@ -304,17 +314,12 @@ static void t_config(const char *path, const char *buf, size_t len, outcome_t *o
         hg_error_t err = {0};
         webhook_settings_t cfg;
         int r = settings_load(&cfg, path, &err);
-        _cleanup_free_ char *dump = NULL;
+        char *dump = NULL;
         if (r == 0) {
                 dump = settings_dump(&cfg);
                 settings_free(&cfg);
-                if (!dump)
-                        r = -ENOMEM;
         }
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
-        put(o, "%s", dump);
+        put_dump(o, r, dump, &err);
 }
 
 /* The same file as hangar-driver, hangar-relay and hangar-probe read it: the
@@ -324,17 +329,12 @@ static void t_sidecar_config(const char *path, const char *buf, size_t len, outc
         hg_error_t err = {0};
         hg_config_t cfg;
         int r = config_load(&cfg, path, &err);
-        _cleanup_free_ char *dump = NULL;
+        char *dump = NULL;
         if (r == 0) {
                 dump = config_dump(&cfg);
                 config_free(&cfg);
-                if (!dump)
-                        r = -ENOMEM;
         }
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
-        put(o, "%s", dump);
+        put_dump(o, r, dump, &err);
 }
 
 static void t_spec(const char *path, const char *buf, size_t len, outcome_t *o)
@@ -342,9 +342,8 @@ static void t_spec(const char *path, const char *buf, size_t len, outcome_t *o)
         hg_error_t err = {0};
         turn_spec_t s;
         int r = spec_parse(buf, len, &s, &err);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put(o, "%s %s %s\n%s\n%s\n%d %s %u %u %u\n", s.turn, spec_mode_name(s.mode), s.cwd,
             s.script, s.input, s.close_stdin, s.run_key, s.connect_timeout_s,
             s.handshake_timeout_ms, s.linger_s);
@@ -357,9 +356,8 @@ static void t_ctlreq(const char *path, const char *buf, size_t len, outcome_t *o
         hg_error_t err = {0};
         ctlreq_t q;
         int r = ctlreq_parse(buf, len, &q, &err);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put(o, "%d %s %llu %.*s\n", (int)q.op, q.turn ? q.turn : "-", (unsigned long long)q.from,
             (int)q.spec_len, q.spec ? q.spec : "");
         put_json(o, q.root);
@@ -400,12 +398,8 @@ static void t_frame(const char *path, const char *buf, size_t len, outcome_t *o)
                         r = strbuf_printf(&got, "%s ", run.argv[i]);
                 frame_run_free(&run);
         }
-        failalloc_disarm();
-        if (r < 0) {
-                strbuf_free(&got);
-                return put_error(o, r, &err);
-        }
-        put(o, "%s", got.data ? got.data : "");
+        if (!disarm_failed(o, r, &err))
+                put(o, "%s", got.data ? got.data : "");
         strbuf_free(&got);
 }
 
@@ -414,9 +408,8 @@ static void t_mountinfo(const char *path, const char *buf, size_t len, outcome_t
         hg_error_t err = {0};
         mount_table_t t;
         int r = mountinfo_parse(buf, len, &t, &err);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         for (size_t i = 0; i < t.n; i++) {
                 const mount_entry_t *e = &t.entries[i];
                 put(o, "%u %u %s %s %s %s %s %s %d\n", e->id, e->parent_id, e->root, e->mount_point,
@@ -430,9 +423,8 @@ static void t_procstatus(const char *path, const char *buf, size_t len, outcome_
         hg_error_t err = {0};
         proc_status_t s;
         int r = procstatus_parse(buf, len, &s, &err);
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put(o, "%u %u %zu %llx %u %u\n", s.uid[1], s.gid[1], s.ngroups,
             (unsigned long long)s.cap[CAP_SET_EFFECTIVE], s.no_new_privs, s.seccomp);
 }
@@ -446,9 +438,8 @@ static void t_execcred(const char *path, const char *buf, size_t len, outcome_t 
         const char *version = len > 0 && buf[0] == 'b' ? EXECCRED_API_V1BETA1 : EXECCRED_API_V1;
         int r = len > 0 ? execcred_parse(buf + 1, len - 1, version, 1764633600, &c, &err)
                         : error_set(&err, -EINVAL, "empty input");
-        failalloc_disarm();
-        if (r < 0)
-                return put_error(o, r, &err);
+        if (disarm_failed(o, r, &err))
+                return;
         put(o, "%s\n%s\n%s\n%lld\n", c.token ? c.token : "-", c.cert_pem ? c.cert_pem : "-",
             c.key_pem ? c.key_pem : "-", (long long)c.expiry);
         execcred_clear(&c);
