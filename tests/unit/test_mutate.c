@@ -108,6 +108,28 @@ static void assert_untouched(json_t *orig, json_t *pod, const mutate_result_t *r
         ck_assert_json_eq(pod, orig);
 }
 
+/* Admits pod (edited in place) and checks the decision and reason; the
+ * patch, applied by an independent implementation to a copy taken before,
+ * gives exactly the pod left behind. */
+static void admit_patched(json_t *pod, mutate_decision_t decision, mutate_reason_t reason,
+                          mutate_result_t *res)
+{
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        run(pod, res);
+        ck_assert_result(*res, decision, reason);
+        assert_patch_reproduces(orig, pod, res);
+}
+
+/* The same for a decision that must leave the pod alone and emit nothing. */
+static void admit_untouched(json_t *pod, mutate_decision_t decision, mutate_reason_t reason,
+                            mutate_result_t *res)
+{
+        _unit_json_ json_t *orig = json_deep_copy(pod);
+        run(pod, res);
+        ck_assert_result(*res, decision, reason);
+        assert_untouched(orig, pod, res);
+}
+
 static const char *injected_pod =
     "{\"apiVersion\": \"v1\", \"kind\": \"Pod\","
     " \"metadata\": {\"name\": \"p\", \"namespace\": \"ns\","
@@ -143,10 +165,8 @@ static const char *injected_pod =
 START_TEST(injected_pod_shape)
 {
         _unit_json_ json_t *pod = base_pod();
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         ck_assert_ptr_nonnull(res.patch);
         /* Field by field, so a failure says which part of the shape broke. */
         ck_assert_uint_eq(json_array_size(unit_at(pod, "/spec/containers")), 2);
@@ -177,7 +197,6 @@ START_TEST(injected_pod_shape)
             "injected");
         /* And the whole pod, so nothing else was added. */
         ck_assert_json_eq_text(pod, injected_pod);
-        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -204,13 +223,10 @@ END_TEST
 START_TEST(null_volumes_is_absent)
 {
         _unit_json_ json_t *pod = with(base_pod(), "/spec/volumes", "null");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes"), 1);
         ck_assert_uint_eq(json_array_size(unit_at(pod, "/spec/volumes")), 2);
-        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -218,10 +234,8 @@ START_TEST(existing_volumes_only_appended)
 {
         _unit_json_ json_t *pod =
             with(base_pod(), "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes"), 0);
         ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/spec/volumes/-"), 2);
         ck_assert_json_eq_text(unit_at(pod, "/spec/volumes"),
@@ -229,7 +243,6 @@ START_TEST(existing_volumes_only_appended)
                                " {\"name\": \"hangar-home\", \"emptyDir\": {}},"
                                " {\"name\": \"hangar-ctl\", \"emptyDir\": {\"medium\": \"Memory\","
                                " \"sizeLimit\": \"64Mi\"}}]");
-        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -268,10 +281,8 @@ START_TEST(agent_not_first_without_mounts)
                                        "[{\"name\": \"a\", \"image\": \"x\"},"
                                        " {\"name\": \"b\", \"image\": \"y\"},"
                                        " {\"name\": \"sandbox\", \"image\": \"z\"}]");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         long i = unit_find_op(ops_of(&res), "/spec/containers/2/volumeMounts");
         ck_assert_int_ge(i, 0);
         ck_assert_json_eq_text(json_object_get(json_array_get(ops_of(&res), (size_t)i), "value"),
@@ -279,7 +290,6 @@ START_TEST(agent_not_first_without_mounts)
                                " \"readOnly\": true}]");
         ck_assert_ptr_null(unit_at(pod, "/spec/containers/0/volumeMounts"));
         ck_assert_ptr_null(unit_at(pod, "/spec/containers/1/volumeMounts"));
-        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -289,10 +299,8 @@ START_TEST(annotation_paths_escaped)
          * keys are set one by one, "/" written as "~1". */
         _unit_json_ json_t *pod = with(base_pod(), "/metadata/annotations",
                                        "{\"a~b/c\": \"keep\", \"hangar.dev/other\": \"x\"}");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         ck_assert_uint_eq(unit_count_ops(ops_of(&res), "/metadata/annotations"), 0);
         ck_assert_uint_eq(
             unit_count_ops(ops_of(&res), "/metadata/annotations/hangar.dev~1driver-sidecar"), 1);
@@ -303,7 +311,6 @@ START_TEST(annotation_paths_escaped)
                                "{\"a~b/c\": \"keep\", \"hangar.dev/other\": \"x\","
                                " \"hangar.dev/driver-sidecar\": \"injected\","
                                " \"hangar.dev/driver-sidecar-reason\": \"injected\"}");
-        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -358,11 +365,8 @@ START_TEST(native_sidecar)
         _unit_json_ json_t *pod = with(
             with(base_pod(), "/spec/initContainers", "[{\"name\": \"setup\", \"image\": \"x\"}]"),
             "/spec/securityContext", "{\"runAsUser\": 1000, \"runAsGroup\": 1000}");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-        assert_patch_reproduces(orig, pod, &res);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         json_t *spec = json_object_get(pod, "spec");
         ck_assert_uint_eq(json_array_size(json_object_get(spec, "containers")), 1);
         json_t *init = json_object_get(spec, "initContainers");
@@ -371,11 +375,8 @@ START_TEST(native_sidecar)
         ck_assert_str_eq(json_string_value(json_object_get(driver, "name")), "hangar-driver");
         ck_assert_str_eq(json_string_value(json_object_get(driver, "restartPolicy")), "Always");
         ck_assert_str_eq(json_string_value(json_object_get(driver, "image")), IMAGE);
-        _unit_json_ json_t *after_first = json_deep_copy(pod);
         _result_ mutate_result_t again = {0};
-        run(pod, &again);
-        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
-        assert_untouched(after_first, pod, &again);
+        admit_untouched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &again);
         bool pass = false;
         _unit_json_ json_t *report = shapecheck_pod(&cfg.sidecar, pod, &pass);
         ck_assert_msg(pass, "spec check: %s", unit_dump(report));
@@ -398,11 +399,8 @@ START_TEST(daemon_probes)
                 cfg.sidecar.driver_native_sidecar = native;
                 _unit_json_ json_t *pod = with(base_pod(), "/spec/securityContext",
                                                "{\"runAsUser\": 1000, \"runAsGroup\": 1000}");
-                _unit_json_ json_t *orig = json_deep_copy(pod);
                 _result_ mutate_result_t res = {0};
-                run(pod, &res);
-                ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
-                assert_patch_reproduces(orig, pod, &res);
+                admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
                 json_t *driver =
                     unit_at(pod, native ? "/spec/initContainers/0" : "/spec/containers/1");
                 ck_assert_str_eq(json_string_value(json_object_get(driver, "name")),
@@ -411,11 +409,8 @@ START_TEST(daemon_probes)
                                        "[\"hangar-driver\", \"ctl\", \"ping\"]");
                 ck_assert_int_eq(json_integer_value(unit_at(driver, "/startupProbe/periodSeconds")),
                                  1);
-                _unit_json_ json_t *after_first = json_deep_copy(pod);
                 _result_ mutate_result_t again = {0};
-                run(pod, &again);
-                ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
-                assert_untouched(after_first, pod, &again);
+                admit_untouched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &again);
                 bool pass = false;
                 _unit_json_ json_t *report = shapecheck_pod(&cfg.sidecar, pod, &pass);
                 ck_assert_msg(pass, "spec check: %s", unit_dump(report));
@@ -434,11 +429,8 @@ START_TEST(reinvocation_is_a_no_op)
         _result_ mutate_result_t first = {0};
         run(pod, &first);
         ck_assert_result(first, DECISION_INJECT, REASON_INJECTED);
-        _unit_json_ json_t *after_first = json_deep_copy(pod);
         _result_ mutate_result_t second = {0};
-        run(pod, &second);
-        ck_assert_result(second, DECISION_SKIP, REASON_ALREADY_INJECTED);
-        assert_untouched(after_first, pod, &second);
+        admit_untouched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &second);
         ck_assert_detail_has(second, "hangar-driver");
 }
 END_TEST
@@ -486,11 +478,8 @@ START_TEST(reinvocation_of_skipped_pod_is_a_no_op)
         run(pod, &first);
         ck_assert_result(first, DECISION_SKIP, REASON_HOST_PID);
         ck_assert_ptr_nonnull(first.patch);
-        _unit_json_ json_t *after_first = json_deep_copy(pod);
         _result_ mutate_result_t second = {0};
-        run(pod, &second);
-        ck_assert_result(second, DECISION_SKIP, REASON_HOST_PID);
-        assert_untouched(after_first, pod, &second);
+        admit_untouched(pod, DECISION_SKIP, REASON_HOST_PID, &second);
 }
 END_TEST
 
@@ -530,17 +519,11 @@ START_TEST(disabled_skips_without_patch)
         cfg.driver_sidecar = false;
         /* Even a pod that would otherwise be annotated gets nothing. */
         _unit_json_ json_t *pod = with(base_pod(), "/spec/hostPID", "true");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_SKIP, REASON_INJECTION_DISABLED);
-        assert_untouched(orig, pod, &res);
+        admit_untouched(pod, DECISION_SKIP, REASON_INJECTION_DISABLED, &res);
         _unit_json_ json_t *plain = base_pod();
-        _unit_json_ json_t *plain_orig = json_deep_copy(plain);
         _result_ mutate_result_t r2 = {0};
-        run(plain, &r2);
-        ck_assert_result(r2, DECISION_SKIP, REASON_INJECTION_DISABLED);
-        assert_untouched(plain_orig, plain, &r2);
+        admit_untouched(plain, DECISION_SKIP, REASON_INJECTION_DISABLED, &r2);
 }
 END_TEST
 
@@ -555,11 +538,8 @@ START_TEST(not_selected_skips_without_patch)
         };
         for (size_t k = 0; k < ARRAY_SIZE(labels); k++) {
                 _unit_json_ json_t *pod = with(base_pod(), "/metadata/labels", labels[k]);
-                _unit_json_ json_t *orig = json_deep_copy(pod);
                 _result_ mutate_result_t res = {0};
-                run(pod, &res);
-                ck_assert_result(res, DECISION_SKIP, REASON_NOT_SELECTED);
-                assert_untouched(orig, pod, &res);
+                admit_untouched(pod, DECISION_SKIP, REASON_NOT_SELECTED, &res);
                 ck_assert_detail_has(res, "hangar.dev/sandbox=true");
         }
         /* A configured selector is the one that counts. */
@@ -580,12 +560,9 @@ END_TEST
 /* Runs a pod that must be denied as a conflict naming needle. */
 static void assert_conflict(json_t *pod, const char *needle)
 {
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_DENY, REASON_CONFLICT);
+        admit_untouched(pod, DECISION_DENY, REASON_CONFLICT, &res);
         ck_assert_detail_has(res, needle);
-        assert_untouched(orig, pod, &res);
 }
 
 /* An injected pod changed since (another webhook) or forged: its shape is
@@ -605,14 +582,11 @@ static json_t *injected_then(const char *path, const char *value)
 START_TEST(reinvocation_turns_shared_pid_off_again)
 {
         _unit_json_ json_t *pod = injected_then("/spec/shareProcessNamespace", "true");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        admit_patched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &res);
         ck_assert_detail_has(res, "shareProcessNamespace set back to false");
         ck_assert(
             json_is_false(json_object_get(json_object_get(pod, "spec"), "shareProcessNamespace")));
-        assert_patch_reproduces(orig, pod, &res);
 }
 END_TEST
 
@@ -671,13 +645,10 @@ START_TEST(reinvocation_denies_mounts_out_of_shape)
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 _unit_json_ json_t *pod = injected_then(cases[i].path, cases[i].value);
-                _unit_json_ json_t *orig = json_deep_copy(pod);
                 _result_ mutate_result_t res = {0};
-                run(pod, &res);
-                ck_assert_result(res, DECISION_DENY, REASON_CONFLICT);
+                admit_untouched(pod, DECISION_DENY, REASON_CONFLICT, &res);
                 ck_assert_detail_has(res, "is marked hangar.dev/driver-sidecar: injected, but");
                 ck_assert_detail_has(res, cases[i].needle);
-                assert_untouched(orig, pod, &res);
         }
         /* A forged annotation and container without our mounts at all. */
         _unit_json_ json_t *forged = with(base_pod(), "/spec/containers/-",
@@ -785,12 +756,9 @@ START_TEST(no_agent_container)
 {
         _unit_json_ json_t *pod =
             with(base_pod(), "/spec/containers", "[{\"name\": \"other\", \"image\": \"x\"}]");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
+        admit_untouched(pod, DECISION_DENY, REASON_NO_AGENT_CONTAINER, &res);
         ck_assert_detail_has(res, "\"sandbox\"");
-        assert_untouched(orig, pod, &res);
         /* An init container by that name is not the agent. */
         with(pod, "/spec/initContainers", "[{\"name\": \"sandbox\", \"image\": \"x\"}]");
         _result_ mutate_result_t r2 = {0};
@@ -859,12 +827,9 @@ START_TEST(duplicate_container_names_denied)
         };
         for (size_t i = 0; i < ARRAY_SIZE(extra); i++) {
                 _unit_json_ json_t *pod = with(base_pod(), extra[i][0], extra[i][1]);
-                _unit_json_ json_t *orig = json_deep_copy(pod);
                 _result_ mutate_result_t res = {0};
-                run(pod, &res);
-                ck_assert_result(res, DECISION_DENY, REASON_INVALID_POD);
+                admit_untouched(pod, DECISION_DENY, REASON_INVALID_POD, &res);
                 ck_assert_detail_has(res, "container name \"sandbox\" is used twice");
-                assert_untouched(orig, pod, &res);
         }
 }
 END_TEST
@@ -1043,11 +1008,8 @@ START_TEST(host_network_and_ipc_skip)
                 assert_patch_reproduces(orig, pod, &res);
                 ck_assert(mutate_reason_warns(res.reason));
                 /* Reinvoked: nothing more. */
-                _unit_json_ json_t *after = json_deep_copy(pod);
                 _result_ mutate_result_t again = {0};
-                run(pod, &again);
-                ck_assert_result(again, DECISION_SKIP, t[k].reason);
-                assert_untouched(after, pod, &again);
+                admit_untouched(pod, DECISION_SKIP, t[k].reason, &again);
                 /* false is no reason to skip. */
                 _unit_json_ json_t *no = with(base_pod(), t[k].member, "false");
                 _result_ mutate_result_t r2 = {0};
@@ -1063,11 +1025,8 @@ START_TEST(reinvocation_leaves_the_pods_own_choices)
          * webhook injected around them, so a reinvocation does not deny. */
         _unit_json_ json_t *pod = injected_then("/spec/containers/0/securityContext",
                                                 "{\"capabilities\": {\"add\": [\"NET_RAW\"]}}");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_SKIP, REASON_ALREADY_INJECTED);
-        assert_untouched(orig, pod, &res);
+        admit_untouched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &res);
 }
 END_TEST
 
@@ -1114,12 +1073,9 @@ START_TEST(long_mount_path_denied)
                 ck_assert_int_eq(unit_apply_add(pod, "/spec/containers/0/volumeMounts", mounts), 0);
                 json_decref(mounts);
                 with(pod, "/spec/volumes", "[{\"name\": \"data\", \"emptyDir\": {}}]");
-                _unit_json_ json_t *orig = json_deep_copy(pod);
                 _result_ mutate_result_t res = {0};
-                run(pod, &res);
-                ck_assert_result(res, DECISION_DENY, t[i].reason);
+                admit_untouched(pod, DECISION_DENY, t[i].reason, &res);
                 ck_assert_detail_has(res, t[i].needle);
-                assert_untouched(orig, pod, &res);
         }
 }
 END_TEST
@@ -1191,10 +1147,8 @@ static size_t token_mounts_of(json_t *pod, size_t index)
 START_TEST(gvisor_mount_annotations)
 {
         _unit_json_ json_t *pod = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
         static const char *const want[][2] = {
             {"dev.gvisor.spec.mount.hangar-ctl.share", "pod"},
@@ -1206,7 +1160,6 @@ START_TEST(gvisor_mount_annotations)
         };
         for (size_t i = 0; i < ARRAY_SIZE(want); i++)
                 ck_assert_str_eq(json_string_value(json_object_get(ann, want[i][0])), want[i][1]);
-        assert_patch_reproduces(orig, pod, &res);
         /* The size follows volumes.ctl.sizeLimit, in whole bytes. */
         hg_error_t serr = {0};
         ck_assert_int_eq(settings_set(&cfg, "volumes.ctl.sizeLimit=0.5Gi", &serr), 0);
@@ -1250,25 +1203,19 @@ END_TEST
 START_TEST(agent_token_kept_by_default)
 {
         _unit_json_ json_t *pod = pod_with_token();
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         ck_assert_uint_eq(token_mounts_of(pod, 1), 1);
         /* The driver is added without one. */
         ck_assert_uint_eq(token_mounts_of(pod, 2), 0);
-        assert_patch_reproduces(orig, pod, &res);
         /* Reinvoked after the plugin gave the driver its mount: taken out. */
         _unit_json_ json_t *first = json_deep_copy(pod);
         plugin_again(pod);
         ck_assert_uint_eq(token_mounts_of(pod, 2), 1);
-        _unit_json_ json_t *second_in = json_deep_copy(pod);
         _result_ mutate_result_t again = {0};
-        run(pod, &again);
-        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        admit_patched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &again);
         ck_assert_detail_has(again, "token's mounts taken out again");
         ck_assert_json_eq(pod, first);
-        assert_patch_reproduces(second_in, pod, &again);
         ck_assert_uint_eq(unit_count_ops(ops_of(&again), "/spec/containers/2/volumeMounts/2"), 1);
 }
 END_TEST
@@ -1277,10 +1224,8 @@ START_TEST(agent_token_removed_when_asked)
 {
         set_string(&cfg.sidecar.agent_service_account_token, "remove");
         _unit_json_ json_t *pod = pod_with_token();
-        _unit_json_ json_t *orig = json_deep_copy(pod);
         _result_ mutate_result_t res = {0};
-        run(pod, &res);
-        ck_assert_result(res, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
         /* The agent's token mount went (a remove at its index, before the
          * append of hangar-home); the helper keeps its own; nothing else
          * of the agent changed. */
@@ -1291,7 +1236,6 @@ START_TEST(agent_token_removed_when_asked)
                                " \"readOnly\": true}]");
         ck_assert_uint_eq(token_mounts_of(pod, 0), 1);
         ck_assert_uint_eq(token_mounts_of(pod, 2), 0);
-        assert_patch_reproduces(orig, pod, &res);
         /* Reviewing our own output again: no operation at all. */
         _unit_json_ json_t *first = json_deep_copy(pod);
         _result_ mutate_result_t same = {0};
@@ -1302,12 +1246,9 @@ START_TEST(agent_token_removed_when_asked)
          * the driver): both taken out, the pod as the first pass left it. */
         plugin_again(pod);
         ck_assert_uint_eq(token_mounts_of(pod, 1), 1);
-        _unit_json_ json_t *second_in = json_deep_copy(pod);
         _result_ mutate_result_t again = {0};
-        run(pod, &again);
-        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        admit_patched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &again);
         ck_assert_json_eq(pod, first);
-        assert_patch_reproduces(second_in, pod, &again);
         /* Mounted elsewhere, or under the path: those go too. */
         _unit_json_ json_t *moved = pod_with_token();
         with(moved, "/spec/containers/1/volumeMounts/-",
@@ -1315,15 +1256,12 @@ START_TEST(agent_token_removed_when_asked)
         with(moved, "/spec/containers/1/volumeMounts/-",
              "{\"name\": \"data\", \"mountPath\": \"/var/run/secrets/kubernetes.io/serviceaccount/"
              "x\", \"subPath\": \"x\"}");
-        _unit_json_ json_t *moved_orig = json_deep_copy(moved);
         _result_ mutate_result_t r3 = {0};
-        run(moved, &r3);
-        ck_assert_result(r3, DECISION_INJECT, REASON_INJECTED);
+        admit_patched(moved, DECISION_INJECT, REASON_INJECTED, &r3);
         ck_assert_json_eq_text(unit_at(moved, "/spec/containers/1/volumeMounts"),
                                "[{\"name\": \"data\", \"mountPath\": \"/data\"},"
                                " {\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
                                " \"readOnly\": true}]");
-        assert_patch_reproduces(moved_orig, moved, &r3);
 }
 END_TEST
 

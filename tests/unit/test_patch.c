@@ -6,38 +6,55 @@
 #include "patch.h"
 #include "unit.h"
 
-static void patch_freep(patch_t *p)
-{
-        patch_free(p);
-}
-#define _patch_ __attribute__((cleanup(patch_freep)))
-
 /* The ops text parsed into jansson, for checks; freed after each test. */
 static json_t *parsed[32];
 static size_t n_parsed;
 
-static json_t *ops_of(const patch_t *p)
+/* Each test's document, a copy of it as it was (orig), the patch on it and
+ * the error its calls report: made by begin, freed after the test. */
+static json_t *doc, *orig;
+static patch_t p;
+static hg_error_t err;
+
+static void begin(const char *text)
+{
+        doc = unit_json(text);
+        orig = json_deep_copy(doc);
+        ck_assert_ptr_nonnull(orig);
+        ck_assert_int_eq(patch_init(&p, doc), 0);
+}
+
+static json_t *ops_of(const patch_t *patch)
 {
         ck_assert_uint_lt(n_parsed, ARRAY_SIZE(parsed));
-        parsed[n_parsed] = unit_json(p->ops.data);
+        parsed[n_parsed] = unit_json(patch->ops.data);
         ck_assert(json_is_array(parsed[n_parsed]));
-        ck_assert_uint_eq(json_array_size(parsed[n_parsed]), p->n_ops);
+        ck_assert_uint_eq(json_array_size(parsed[n_parsed]), patch->n_ops);
         return parsed[n_parsed++];
 }
 
-static void free_parsed(void)
+/* The ops, applied by an independent implementation to the document as it
+ * was, give the document as it is. */
+static void assert_ops_reproduce(void)
+{
+        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
+        ck_assert_json_eq(orig, doc);
+}
+
+static void teardown(void)
 {
         while (n_parsed)
                 json_decref(parsed[--n_parsed]);
+        patch_free(&p);
+        json_decref(orig);
+        json_decref(doc);
+        doc = orig = NULL;
+        err = (hg_error_t){0};
 }
 
 START_TEST(absent_array_created_once_then_appended)
 {
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"containers\": []}}");
-        _unit_json_ json_t *orig = json_deep_copy(doc);
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {\"containers\": []}}");
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", unit_json("{\"name\":\"v1\"}"), &err),
                          0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", unit_json("{\"name\":\"v2\"}"), &err),
@@ -58,17 +75,13 @@ START_TEST(absent_array_created_once_then_appended)
         ck_assert_json_eq_text(doc, "{\"spec\": {\"containers\": [], \"volumes\": "
                                     "[{\"name\":\"v1\"}, {\"name\":\"v2\"}, {\"name\":\"v3\"}]}}");
         /* The ops, applied by an independent implementation, give the same doc. */
-        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
-        ck_assert_json_eq(orig, doc);
+        assert_ops_reproduce();
 }
 END_TEST
 
 START_TEST(null_array_is_absent)
 {
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": null}}");
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {\"volumes\": null}}");
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("a"), &err), 0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("b"), &err), 0);
         ck_assert_json_eq_text(ops_of(&p),
@@ -80,11 +93,7 @@ END_TEST
 
 START_TEST(existing_array_only_appends)
 {
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": [{\"name\":\"data\"}]}}");
-        _unit_json_ json_t *orig = json_deep_copy(doc);
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {\"volumes\": [{\"name\":\"data\"}]}}");
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("x"), &err), 0);
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("y"), &err), 0);
         ck_assert_uint_eq(json_array_size(ops_of(&p)), 2);
@@ -92,35 +101,25 @@ START_TEST(existing_array_only_appends)
         ck_assert_uint_eq(unit_count_ops(ops_of(&p), "/spec/volumes/-"), 2);
         ck_assert_json_eq_text(doc,
                                "{\"spec\": {\"volumes\": [{\"name\":\"data\"}, \"x\", \"y\"]}}");
-        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
-        ck_assert_json_eq(orig, doc);
+        assert_ops_reproduce();
 }
 END_TEST
 
 START_TEST(array_key_is_escaped)
 {
-        _unit_json_ json_t *doc = unit_json("{\"m\": {}}");
-        _unit_json_ json_t *orig = json_deep_copy(doc);
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"m\": {}}");
         ck_assert_int_eq(patch_append(&p, "/m", "a/b~c", json_integer(1), &err), 0);
         ck_assert_int_eq(patch_append(&p, "/m", "a/b~c", json_integer(2), &err), 0);
         ck_assert_int_ge(unit_find_op(ops_of(&p), "/m/a~1b~0c"), 0);
         ck_assert_int_ge(unit_find_op(ops_of(&p), "/m/a~1b~0c/-"), 0);
         ck_assert_json_eq_text(doc, "{\"m\": {\"a/b~c\": [1, 2]}}");
-        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
-        ck_assert_json_eq(orig, doc);
+        assert_ops_reproduce();
 }
 END_TEST
 
 START_TEST(absent_map_created_once)
 {
-        _unit_json_ json_t *doc = unit_json("{\"metadata\": {\"name\": \"p\"}}");
-        _unit_json_ json_t *orig = json_deep_copy(doc);
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"metadata\": {\"name\": \"p\"}}");
         ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "hangar.dev/a",
                                           json_string("1"), &err),
                          0);
@@ -139,18 +138,13 @@ START_TEST(absent_map_created_once)
                                "\"/metadata/annotations/hangar.dev~1a\",\"value\":\"3\"}]");
         ck_assert_json_eq_text(doc, "{\"metadata\": {\"name\": \"p\", \"annotations\": "
                                     "{\"hangar.dev/a\": \"3\", \"x~y\": \"2\"}}}");
-        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
-        ck_assert_json_eq(orig, doc);
+        assert_ops_reproduce();
 }
 END_TEST
 
 START_TEST(existing_map_sets_members)
 {
-        _unit_json_ json_t *doc =
-            unit_json("{\"metadata\": {\"annotations\": {\"keep\": \"me\"}}}");
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"metadata\": {\"annotations\": {\"keep\": \"me\"}}}");
         ck_assert_int_eq(patch_set_member(&p, "/metadata", "annotations", "a/b", json_true(), &err),
                          0);
         ck_assert_json_eq_text(ops_of(&p),
@@ -163,10 +157,7 @@ END_TEST
 
 START_TEST(ops_not_changed_by_later_ops)
 {
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {}, \"metadata\": {}}");
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {}, \"metadata\": {}}");
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("first"), &err), 0);
         ck_assert_int_eq(patch_set_member(&p, "/metadata", "labels", "a", json_string("1"), &err),
                          0);
@@ -191,10 +182,7 @@ END_TEST
 
 START_TEST(patch_add_plain)
 {
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"shareProcessNamespace\": true}}");
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {\"shareProcessNamespace\": true}}");
         ck_assert_int_eq(patch_add(&p, "/spec/shareProcessNamespace", json_false(), &err), 0);
         ck_assert_json_eq_text(ops_of(&p),
                                "[{\"op\":\"add\",\"path\":\"/spec/shareProcessNamespace\","
@@ -205,14 +193,10 @@ END_TEST
 
 START_TEST(remove_as_the_document_is_now)
 {
-        _unit_json_ json_t *doc = unit_json(
+        begin(
             "{\"spec\": {\"containers\": [{\"name\": \"a\", \"volumeMounts\": [{\"name\": \"t\"},"
             " {\"name\": \"x\"}, {\"name\": \"t2\"}]}]}, \"metadata\": {\"annotations\": {\"a/b\": "
             "\"1\"}}}");
-        _unit_json_ json_t *orig = json_deep_copy(doc);
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
         /* Last first, so index 0 is still the element meant. */
         ck_assert_int_eq(patch_remove(&p, "/spec/containers/0/volumeMounts/2", &err), 0);
         ck_assert_int_eq(patch_remove(&p, "/spec/containers/0/volumeMounts/0", &err), 0);
@@ -230,8 +214,7 @@ START_TEST(remove_as_the_document_is_now)
             doc, "{\"spec\": {\"containers\": [{\"name\": \"a\", \"volumeMounts\":"
                  " [{\"name\": \"x\"}, \"h\"]}]}, \"metadata\": {\"annotations\": {}}}");
         /* An independent application of the ops gives the same document. */
-        ck_assert_int_eq(unit_apply_patch(orig, ops_of(&p)), 0);
-        ck_assert_json_eq(orig, doc);
+        assert_ops_reproduce();
         /* Nothing there, or past the end: an error, no op. */
         size_t n = p.n_ops;
         ck_assert_int_lt(patch_remove(&p, "/spec/containers/0/volumeMounts/2", &err), 0);
@@ -244,12 +227,8 @@ END_TEST
 
 START_TEST(failures_emit_nothing)
 {
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": {\"not\": \"an array\"}},"
-                                            " \"metadata\": {\"annotations\": [1]}}");
-        _unit_json_ json_t *before = json_deep_copy(doc);
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {\"volumes\": {\"not\": \"an array\"}},"
+              " \"metadata\": {\"annotations\": [1]}}");
         /* The wrong type is an error with a message, not a blind re-create. */
         ck_assert_int_eq(patch_append(&p, "/spec", "volumes", json_string("x"), &err), -EINVAL);
         ck_assert_msg(strstr(err.message, "/spec/volumes is an object, expected an array"),
@@ -266,17 +245,14 @@ START_TEST(failures_emit_nothing)
         ck_assert_int_eq(patch_set_member(&p, "/spec", "z", "k", NULL, &err), -ENOMEM);
         ck_assert_uint_eq(p.n_ops, 0);
         ck_assert_str_eq(p.ops.data, "[]");
-        ck_assert_json_eq(doc, before);
+        ck_assert_json_eq(doc, orig);
 }
 END_TEST
 
 START_TEST(known_text_is_used_as_given)
 {
         /* A value whose text the caller has: copied in as it is. */
-        _unit_json_ json_t *doc = unit_json("{\"spec\": {\"volumes\": []}}");
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"spec\": {\"volumes\": []}}");
         json_t *v = unit_json("{\"name\": \"a\"}");
         ck_assert_int_eq(patch_append_known(&p, "/spec", "volumes", v, "{\"name\":\"a\"}", &err),
                          0);
@@ -307,10 +283,7 @@ START_TEST(ops_text_is_what_jansson_writes)
 {
         /* Escaped paths and values with every kind of string: the ops text is
          * byte for byte what jansson writes for the same operations. */
-        _unit_json_ json_t *doc = unit_json("{\"m\": {\"a\": {}}}");
-        _patch_ patch_t p = {0};
-        hg_error_t err = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{\"m\": {\"a\": {}}}");
         ck_assert_int_eq(patch_set_member(&p, "/m", "a", "k/\"\\\n\xc3\xa9~",
                                           json_string("v\"\\\x01\xe2\x82\xac"), &err),
                          0);
@@ -323,16 +296,14 @@ END_TEST
 
 START_TEST(free_resets)
 {
-        _unit_json_ json_t *doc = unit_json("{}");
-        patch_t p = {0};
-        ck_assert_int_eq(patch_init(&p, doc), 0);
+        begin("{}");
         ck_assert_ptr_eq(p.doc, doc);
         ck_assert_str_eq(p.ops.data, "[]");
         ck_assert_uint_eq(p.n_ops, 0);
         ck_assert_ptr_null(patch_take_ops(&p)); /* no ops: nothing to hand on */
         patch_free(&p);
         ck_assert_ptr_null(p.ops.data);
-        patch_free(&p); /* twice is fine */
+        patch_free(&p); /* twice is fine (teardown frees it a third time) */
 }
 END_TEST
 
@@ -340,19 +311,19 @@ static Suite *patch_suite(void)
 {
         Suite *s = suite_create("patch");
         TCase *tc = tcase_create("arrays");
-        tcase_add_checked_fixture(tc, NULL, free_parsed);
+        tcase_add_checked_fixture(tc, NULL, teardown);
         tcase_add_test(tc, absent_array_created_once_then_appended);
         tcase_add_test(tc, null_array_is_absent);
         tcase_add_test(tc, existing_array_only_appends);
         tcase_add_test(tc, array_key_is_escaped);
         suite_add_tcase(s, tc);
         tc = tcase_create("maps");
-        tcase_add_checked_fixture(tc, NULL, free_parsed);
+        tcase_add_checked_fixture(tc, NULL, teardown);
         tcase_add_test(tc, absent_map_created_once);
         tcase_add_test(tc, existing_map_sets_members);
         suite_add_tcase(s, tc);
         tc = tcase_create("ops");
-        tcase_add_checked_fixture(tc, NULL, free_parsed);
+        tcase_add_checked_fixture(tc, NULL, teardown);
         tcase_add_test(tc, ops_not_changed_by_later_ops);
         tcase_add_test(tc, patch_add_plain);
         tcase_add_test(tc, remove_as_the_document_is_now);
