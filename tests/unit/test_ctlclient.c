@@ -51,6 +51,19 @@ static size_t drain(int peer, char *buf, size_t cap, bool *ret_eof)
         return len;
 }
 
+/* The peer reads want, then (check_eof) end of file: the client closed.
+ * The peer is closed after. */
+static void assert_peer_got(int peer, const char *want, bool check_eof)
+{
+        char buf[256];
+        bool eof;
+        drain(peer, buf, sizeof(buf), &eof);
+        if (check_eof)
+                ck_assert(eof);
+        ck_assert_str_eq(buf, want);
+        close(peer);
+}
+
 START_TEST(read_until_eof)
 {
         ctlclient_t c;
@@ -134,12 +147,7 @@ START_TEST(reply_one_line)
         ck_assert_int_eq(ctlclient_poll_events(&c), POLLOUT);
         ctlclient_write(&c, false);
         ck_assert(!c.used); /* all out: closed */
-        char buf[256];
-        bool eof;
-        drain(peer, buf, sizeof(buf), &eof);
-        ck_assert(eof);
-        ck_assert_str_eq(buf, "{\"ok\":true,\"n\":1}\n");
-        close(peer);
+        assert_peer_got(peer, "{\"ok\":true,\"n\":1}\n", true);
 }
 END_TEST
 
@@ -150,11 +158,7 @@ START_TEST(reply_without_memory)
         open_client(&c, &peer);
         ctlclient_reply(&c, NULL);
         ctlclient_write(&c, false);
-        char buf[256];
-        bool eof;
-        drain(peer, buf, sizeof(buf), &eof);
-        ck_assert_str_eq(buf, "{\"ok\":false,\"error\":\"out of memory\"}\n");
-        close(peer);
+        assert_peer_got(peer, "{\"ok\":false,\"error\":\"out of memory\"}\n", false);
 }
 END_TEST
 
@@ -166,11 +170,7 @@ START_TEST(reply_replaces)
         ctlclient_reply(&c, unit_json("{\"first\":1}"));
         ctlclient_reply(&c, ctlclient_error("no turn \"%s\" here", "t-1"));
         ctlclient_write(&c, false);
-        char buf[256];
-        bool eof;
-        drain(peer, buf, sizeof(buf), &eof);
-        ck_assert_str_eq(buf, "{\"ok\":false,\"error\":\"no turn \\\"t-1\\\" here\"}\n");
-        close(peer);
+        assert_peer_got(peer, "{\"ok\":false,\"error\":\"no turn \\\"t-1\\\" here\"}\n", false);
 }
 END_TEST
 
@@ -211,12 +211,7 @@ START_TEST(stream_to_size_at_request)
         for (int i = 0; i < 10 && c.used; i++)
                 ctlclient_write(&c, false);
         ck_assert(!c.used);
-        char buf[256];
-        bool eof;
-        drain(peer, buf, sizeof(buf), &eof);
-        ck_assert(eof);
-        ck_assert_str_eq(buf, "{\"ok\":true,\"stream\":\"events\"}\nline2\n");
-        close(peer);
+        assert_peer_got(peer, "{\"ok\":true,\"stream\":\"events\"}\nline2\n", true);
 }
 END_TEST
 
@@ -241,12 +236,7 @@ START_TEST(watch_follows_the_log)
         for (int i = 0; i < 5 && c.used; i++)
                 ctlclient_write(&c, true);
         ck_assert(!c.used);
-        char buf[256];
-        bool eof;
-        drain(peer, buf, sizeof(buf), &eof);
-        ck_assert(eof);
-        ck_assert_str_eq(buf, "{\"ok\":true,\"stream\":\"log\"}\nhello world\nbye\n");
-        close(peer);
+        assert_peer_got(peer, "{\"ok\":true,\"stream\":\"log\"}\nhello world\nbye\n", true);
 }
 END_TEST
 
