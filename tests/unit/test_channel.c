@@ -48,6 +48,14 @@ typedef enum fake_mode {
         FAKE_OTHER_ENDS,       /* proved for another connection's ends (a proxy's) */
 } fake_mode_t;
 
+/* A token for one test, as the driver makes one for a turn. */
+static token_t fresh_token(void)
+{
+        token_t tok;
+        ck_assert_int_eq(token_generate(&tok), 0);
+        return tok;
+}
+
 typedef struct fake {
         fake_mode_t mode;
         token_t token;
@@ -250,8 +258,7 @@ static int open_against(fake_t *f, fake_mode_t mode, const token_t *tok, const c
 
 START_TEST(right_driver_accepted)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static fake_t f;
         hg_error_t err = {0};
         for (int ch = FRAME_CHANNEL_IO; ch <= FRAME_CHANNEL_CTL; ch++) {
@@ -271,8 +278,7 @@ END_TEST
 /* Every listener that does not prove the token: unproven, sent one HELLO. */
 START_TEST(unproven_listeners_refused)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static const fake_mode_t modes[] = {
             FAKE_CLOSE,         FAKE_STALL,        FAKE_JUNK,        FAKE_OVERSIZE,
             FAKE_WELCOME_ONLY,  FAKE_RANDOM_PROOF, FAKE_OTHER_TOKEN, FAKE_OTHER_CHANNEL,
@@ -307,8 +313,7 @@ END_TEST
  * relay waited for the whole 64 KiB until its deadline. */
 START_TEST(oversize_challenge_refused_at_header)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static fake_t f;
         hg_error_t err = {0};
         int r =
@@ -326,8 +331,7 @@ END_TEST
  * if it could): the relay's nonce is new, the old proof is wrong. */
 START_TEST(replayed_challenge_refused)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static fake_t f;
         hg_error_t err = {0};
         ck_assert_int_eq(
@@ -346,8 +350,7 @@ END_TEST
 
 START_TEST(other_instance_refused)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static fake_t f;
         hg_error_t err = {0};
         int r =
@@ -369,8 +372,7 @@ END_TEST
 /* The driver proved itself but refused the relay's proof: -EPIPE, said so. */
 START_TEST(refused_after_proof)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static fake_t f;
         hg_error_t err = {0};
         int r = open_against(&f, FAKE_RIGHT_NO_WELCOME, &tok, instance_hex, FRAME_CHANNEL_CTL, 5000,
@@ -430,8 +432,7 @@ static void pump_join(pumped_t *p, bool stop)
 
 START_TEST(real_listener_both_channels)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static pumped_t p;
         pump_start(&p, &tok);
         hg_error_t err = {0};
@@ -457,9 +458,7 @@ END_TEST
  * wrong (unproven, no PROOF sent); the driver sees the relay leave. */
 START_TEST(real_listener_wrong_token)
 {
-        token_t tok, wrong;
-        ck_assert_int_eq(token_generate(&tok), 0);
-        ck_assert_int_eq(token_generate(&wrong), 0);
+        token_t tok = fresh_token(), wrong = fresh_token();
         static pumped_t p;
         pump_start(&p, &tok);
         hg_error_t err = {0};
@@ -529,8 +528,7 @@ static void proxy_start(proxy_t *x, uint16_t target)
  * rewrite every STDIN and STDOUT frame. */
 START_TEST(real_listener_through_proxy)
 {
-        token_t tok;
-        ck_assert_int_eq(token_generate(&tok), 0);
+        token_t tok = fresh_token();
         static pumped_t p;
         pump_start(&p, &tok);
         static proxy_t x;
