@@ -20,6 +20,7 @@
 /* libasan exports it; gcc ships no header for it (clang: allocator_interface.h). */
 size_t __sanitizer_get_current_allocated_bytes(void);
 #include <sanitizer/common_interface_defs.h>
+#include <sanitizer/lsan_interface.h>
 #endif
 
 void *__real_malloc(size_t n);
@@ -135,5 +136,12 @@ size_t failalloc_heap_bytes(void)
 #else
         struct mallinfo2 mi = mallinfo2();
         return mi.uordblks + mi.hblkhd;
+#endif
+}
+
+void failalloc_report_leaks(void)
+{
+#ifdef HAVE_ASAN
+        (void)__lsan_do_recoverable_leak_check();
 #endif
 }

@@ -24,3 +24,6 @@ bool failalloc_failed(void);
 /* Bytes the program holds on the heap now (the sanitizer's or glibc's
  * count): equal before and after a call that freed what it took. */
 size_t failalloc_heap_bytes(void);
+/* Under LeakSanitizer, prints what is leaked now, with where it was
+ * allocated (the run goes on); elsewhere nothing. */
+void failalloc_report_leaks(void);

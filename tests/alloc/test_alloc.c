@@ -49,17 +49,6 @@
 #include "strparse.h"
 #include "yamldoc.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HAVE_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HAVE_ASAN 1
-#endif
-#endif
-#ifdef HAVE_ASAN
-#include <sanitizer/lsan_interface.h>
-#endif
-
 /* What one run returned: the function's code and its answer (for an error,
  * the message), built after the allocations stopped failing, in one of two
  * static buffers (the reference's and the current run's) so that the heap
@@ -587,10 +576,8 @@ static int one_input(size_t t, const char *path)
                                 "FAIL %s %s n=%lu/%lu: %s (%ld bytes); returned %d: %.300s\n",
                                 targets[t].name, path, n, total, verdict, (long)after - (long)heap,
                                 o.r, o.text);
-#ifdef HAVE_ASAN
                         if (after != heap)
-                                (void)__lsan_do_recoverable_leak_check();
-#endif
+                                failalloc_report_leaks();
                 }
         }
         printf("%s %s: %lu allocations; each failed in turn: %lu -ENOMEM, %lu internal-error "
