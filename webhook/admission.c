@@ -325,21 +325,25 @@ int admission_handle(const webhook_settings_t *cfg, const char *body, size_t len
         return admission_review(cfg, NULL, ADMISSION_READ_WHOLE, body, len, ret_body, o, err);
 }
 
-/* Reads what the guard decides on from a decoded request: all optional in
- * the review's schema, but a present member of the wrong type is malformed. */
+/* Reads what the guard decides on from a decoded request: the resource
+ * (the API server always sends it; without it nothing says the review is
+ * about pods), the rest optional in the review's schema, but a present
+ * member of the wrong type is malformed. */
 static int decode_guarded(json_t *request, guard_request_t *g, hg_error_t *err)
 {
         json_t *resource = NULL, *user = NULL;
         g->subresource = "";
-        if (jsonx_member(request, "resource", JSON_OBJECT, &resource) == -EINVAL ||
-            jsonx_member(request, "userInfo", JSON_OBJECT, &user) == -EINVAL ||
-            jsonx_string(resource, "resource", &g->resource) == -EINVAL ||
+        if (jsonx_member(request, "resource", JSON_OBJECT, &resource) < 0 ||
+            jsonx_string(resource, "resource", &g->resource) < 0)
+                return error_set(err, -EINVAL,
+                                 "request.resource must be an object naming its resource");
+        if (jsonx_member(request, "userInfo", JSON_OBJECT, &user) == -EINVAL ||
             jsonx_string(request, "subResource", &g->subresource) == -EINVAL ||
             jsonx_string(user, "username", &g->username) == -EINVAL ||
             jsonx_member(user, "groups", JSON_ARRAY, &g->groups) == -EINVAL)
                 return error_set(err, -EINVAL,
-                                 "request.resource, subResource and userInfo must have their "
-                                 "documented types");
+                                 "request.subResource and userInfo must have their documented "
+                                 "types");
         size_t i;
         json_t *group;
         json_array_foreach (g->groups, i, group)

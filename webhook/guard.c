@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "jsonx.h"
 #include "shape.h"
+#include "shapecheck.h"
 
 /* Every list a container can be in: the driver is in containers (or in
  * initContainers as a native sidecar), ephemeral containers are added later. */
@@ -87,7 +89,18 @@ static const char *who(const guard_request_t *req)
 static void decide_exec(const webhook_settings_t *cfg, const guard_request_t *req,
                         mutate_result_t *ret)
 {
-        const char *container = string_member(req->object, "container");
+        /* The options are the API server's own (PodExecOptions,
+         * PodAttachOptions): a review without them, or with a container that
+         * is not a name, is not one it sends, and is not guessed at. */
+        json_t *named = json_object_get(req->object, "container");
+        if (!json_is_object(req->object) || (named && !json_is_string(named))) {
+                mutate_result_set(ret, REASON_INVALID_POD,
+                                  "invalid review: a CONNECT pods/%s needs its options object, "
+                                  "with container a string when present",
+                                  req->subresource);
+                return;
+        }
+        const char *container = json_string_value(named);
         if (!container || strcmp(container, SHAPE_DRIVER_CONTAINER) != 0) {
                 mutate_result_set(ret, REASON_NOT_GUARDED, "%s into container \"%s\"",
                                   req->subresource, container ? container : "");
@@ -133,13 +146,15 @@ static void decide_port_forward(const webhook_settings_t *cfg, const guard_reque
                           SHAPE_DRIVER_CONTAINER, who(req));
 }
 
-static bool has_ephemeral_named(json_t *pod, const char *name)
+/* Whether pod already holds exactly c (same name, every member equal). */
+static bool had_ephemeral(json_t *pod, json_t *c)
 {
+        const char *name = string_member(c, "name");
         size_t i;
-        json_t *c;
-        json_array_foreach (json_object_get(pod_spec(pod), "ephemeralContainers"), i, c)
-                if (same_string(string_member(c, "name"), name))
-                        return true;
+        json_t *o;
+        json_array_foreach (json_object_get(pod_spec(pod), "ephemeralContainers"), i, o)
+                if (name && same_string(string_member(o, "name"), name))
+                        return json_equal(o, c);
         return false;
 }
 
@@ -168,16 +183,23 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
                                SHAPE_DRIVER_CONTAINER);
                 return true;
         }
-        size_t i;
-        json_t *m;
-        json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
-                const char *name = string_member(m, "name");
-                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                        if (same_string(name, shape_volume_name(v))) {
-                                (void)snprintf(why, size, "mounts %s, which only %s may",
-                                               shape_volume_name(v), SHAPE_DRIVER_CONTAINER);
-                                return true;
-                        }
+        /* A volume by name, as a mount or as a block device (the API server
+         * refuses an emptyDir as a device; that is its check, this is ours). */
+        static const char *const uses[] = {"volumeMounts", "volumeDevices"};
+        for (size_t u = 0; u < ARRAY_SIZE(uses); u++) {
+                size_t i;
+                json_t *m;
+                json_array_foreach (json_object_get(c, uses[u]), i, m) {
+                        const char *name = string_member(m, "name");
+                        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                                if (same_string(name, shape_volume_name(v))) {
+                                        (void)snprintf(why, size, "%s %s, which only %s may",
+                                                       u == 0 ? "mounts" : "uses as a device",
+                                                       shape_volume_name(v),
+                                                       SHAPE_DRIVER_CONTAINER);
+                                        return true;
+                                }
+                }
         }
         json_t *sc = json_object_get(c, "securityContext");
         if (json_is_true(json_object_get(sc, "privileged"))) {
@@ -220,8 +242,10 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
         return false;
 }
 
-/* UPDATE pods/ephemeralcontainers: each container the update adds. (Ones
- * already there cannot change; they were judged when added.) */
+/* UPDATE pods/ephemeralcontainers: each container the update adds or
+ * changes. One already there, unchanged, was judged when added; the API
+ * server refuses changing or removing one, and a changed one is judged
+ * here as if new all the same, so that refusal is not all that holds. */
 static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_t *req,
                              mutate_result_t *ret)
 {
@@ -241,7 +265,7 @@ static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_
         json_t *c;
         json_array_foreach (list, i, c) {
                 const char *name = string_member(c, "name");
-                if (name && has_ephemeral_named(req->old_object, name))
+                if (had_ephemeral(req->old_object, c))
                         continue;
                 char why[256];
                 if (ephemeral_breaks_split(cfg, req->object, c, why, sizeof(why))) {
@@ -317,6 +341,55 @@ static void decide_update(const webhook_settings_t *cfg, const guard_request_t *
                           who(req), what, SHAPE_DRIVER_CONTAINER);
 }
 
+/* CREATE pods: the pod as the API server will store it (a validating
+ * webhook sees it after every mutating one, reinvocations included). A pod
+ * carrying hangar's sidecar must carry it in shape, whoever made it: the
+ * mutating webhook judges only the pods its objectSelector sends, and a
+ * copy of an injected pod without the sandbox label (kubectl debug
+ * --copy-to, which drops labels and annotations and shares the PID
+ * namespace) never reaches it. */
+static void decide_create(const webhook_settings_t *cfg, const guard_request_t *req,
+                          mutate_result_t *ret)
+{
+        if (!json_is_object(req->object)) {
+                mutate_result_set(ret, REASON_INVALID_POD,
+                                  "invalid review: a CREATE needs the pod as its object");
+                return;
+        }
+        if (!guard_pod_is_injected(req->object)) {
+                mutate_result_set(ret, REASON_NOT_GUARDED, "a pod without %s",
+                                  SHAPE_DRIVER_CONTAINER);
+                return;
+        }
+        if (!same_string(annotation_of(req->object, SHAPE_ANNOTATION_STATUS),
+                         SHAPE_STATUS_INJECTED)) {
+                mutate_result_set(ret, REASON_CONFLICT,
+                                  "the pod has a container named %s that hangar did not inject "
+                                  "(it is not marked %s: %s; a copy of an injected pod, as "
+                                  "kubectl debug --copy-to makes, is one); create it with the "
+                                  "sandbox label and without %s, and the webhook injects it",
+                                  SHAPE_DRIVER_CONTAINER, SHAPE_ANNOTATION_STATUS,
+                                  SHAPE_STATUS_INJECTED, SHAPE_DRIVER_CONTAINER);
+                return;
+        }
+        shapecheck_finding_t finding;
+        int r = shapecheck_sidecar(&cfg->sidecar, req->object, &finding);
+        if (r < 0) {
+                mutate_result_set(ret, REASON_INTERNAL_ERROR,
+                                  "internal error while checking the pod's shape");
+                return;
+        }
+        if (r > 0) {
+                mutate_result_set(ret, REASON_CONFLICT,
+                                  "the pod is marked %s: %s, but as it would be stored %s (%s)",
+                                  SHAPE_ANNOTATION_STATUS, SHAPE_STATUS_INJECTED, finding.detail,
+                                  finding.code);
+                return;
+        }
+        mutate_result_set(ret, REASON_NOT_GUARDED, "the pod's %s is as the shape says",
+                          SHAPE_DRIVER_CONTAINER);
+}
+
 static void decide(const webhook_settings_t *cfg, const guard_request_t *req, mutate_result_t *ret);
 
 void guard_decide(const webhook_settings_t *cfg, const guard_request_t *req, mutate_result_t *ret)
@@ -339,7 +412,11 @@ static void decide(const webhook_settings_t *cfg, const guard_request_t *req, mu
         const char *sub = req->subresource ? req->subresource : "";
         guard_request_t r = *req;
         r.subresource = sub;
-        if (!same_string(req->resource, "pods")) {
+        if (!req->resource) {
+                mutate_result_set(ret, REASON_INVALID_POD, "invalid review: no request.resource");
+                return;
+        }
+        if (strcmp(req->resource, "pods") != 0) {
                 mutate_result_set(ret, REASON_NOT_GUARDED, "not a pod");
                 return;
         }
@@ -361,11 +438,23 @@ static void decide(const webhook_settings_t *cfg, const guard_request_t *req, mu
         if (strcmp(op, "UPDATE") == 0) {
                 if (strcmp(sub, "ephemeralcontainers") == 0)
                         decide_ephemeral(cfg, &r, ret);
-                else if (sub[0] == '\0' || strcmp(sub, "resize") == 0)
+                /* pods/status keeps the spec (the API server puts the old
+                 * one back first) but takes labels and annotations: hangar's
+                 * record and the selector label are checked as on any UPDATE. */
+                else if (sub[0] == '\0' || strcmp(sub, "resize") == 0 || strcmp(sub, "status") == 0)
                         decide_update(cfg, &r, ret);
                 else
-                        mutate_result_set(ret, REASON_NOT_GUARDED, "UPDATE pods/%s", sub);
+                        mutate_result_set(ret, REASON_UNKNOWN_DOOR,
+                                          "UPDATE pods/%s is not a door hangar knows; refused",
+                                          sub);
                 return;
         }
-        mutate_result_set(ret, REASON_NOT_GUARDED, "operation %s", op);
+        if (strcmp(op, "CREATE") == 0 && sub[0] == '\0') {
+                decide_create(cfg, &r, ret);
+                return;
+        }
+        /* DELETE ends the pod (the turn records it as lost); CREATE of a
+         * subresource (binding, eviction) changes nothing of its shape. */
+        mutate_result_set(ret, REASON_NOT_GUARDED, "operation %s%s%s", op, sub[0] ? " pods/" : "",
+                          sub);
 }

@@ -10,11 +10,16 @@
  *                                    hangar volume, run as root or the driver's
  *                                    uid (or an unknown uid), escalate, add
  *                                    capabilities or be privileged
- *   UPDATE pods, pods/resize         hangar-driver, the image it runs (the
- *                                    agent's), hangar's annotations and the
+ *   UPDATE pods, pods/resize,        hangar-driver, the image it runs (the
+ *          pods/status               agent's), hangar's annotations and the
  *                                    selector label stay as they are
+ *   UPDATE pods/<other>              not a door hangar knows: refused
+ *   CREATE pods                      a pod carrying hangar-driver is marked
+ *                                    injected and in the spec check's shape
+ *                                    as stored (a copy of an injected pod)
  *
- * Anything else is allowed untouched (REASON_NOT_GUARDED). */
+ * Anything else (DELETE, CREATE pods/binding, pods/eviction) is allowed
+ * untouched (REASON_NOT_GUARDED). */
 #pragma once
 
 #include <jansson.h>

@@ -131,8 +131,10 @@ for m in "${MODES[@]}"; do
                 "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ValidatingWebhookConfiguration\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
         jq_check "$m: one ValidatingWebhookConfiguration (the doors), named as the mutating one" "$f" \
                 "(map(select(.kind==\"ValidatingWebhookConfiguration\")) | length == 1) and ($VWC.metadata.name == $MWC.metadata.name)"
-        jq_check "$m: doors: UPDATE of pods, ephemeral containers and resize; CONNECT exec, attach, portforward" "$f" \
-                "[$VWC.webhooks[].rules] == [[{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\",\"pods/ephemeralcontainers\",\"pods/resize\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/exec\",\"pods/attach\",\"pods/portforward\"], operations:[\"CONNECT\"], scope:\"Namespaced\"}]]"
+        jq_check "$m: doors: UPDATE of pods, ephemeral containers and resize; CONNECT exec, attach, portforward; UPDATE pods/status; CREATE pods" "$f" \
+                "[$VWC.webhooks[].rules] == [[{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\",\"pods/ephemeralcontainers\",\"pods/resize\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/exec\",\"pods/attach\",\"pods/portforward\"], operations:[\"CONNECT\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/status\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\"], operations:[\"CREATE\"], scope:\"Namespaced\"}]]"
+        jq_check "$m: doors: matchConditions only on the status and CREATE entries (the kubelet's status writes and pods without hangar-driver are not sent)" "$f" \
+                "[$VWC.webhooks[] | [.matchConditions[]?.name]] == [[], [], [\"labels-or-annotations-change\"], [\"carries-hangar-driver\"]]"
         jq_check "$m: doors: no objectSelector (CONNECT objects have no labels), the pods' namespaceSelector, Fail, /validate" "$f" \
                 "$WH.namespaceSelector as \$ns | $VWC.webhooks | all(.objectSelector == null and .namespaceSelector == \$ns and .failurePolicy == \"Fail\" and .sideEffects == \"None\" and ((.clientConfig.service.path // .clientConfig.url) | endswith(\"/validate\")))"
         if [ "$m" = driver-on ]; then
@@ -761,7 +763,13 @@ create_pod own "$UNS" 1
 jq_check "a labelled pod in the release namespace is not sent (namespaceSelector)" pod-own.json \
         '(.spec.containers | length) == 1 and .metadata.annotations == null'
 t_eq "the webhook reviewed only sandbox pods in selected namespaces (log; test-injection's dry-run pod among them)" "agent hangar-test-injection- probe" \
-        "$(grep '"msg":"review"' webhook.log | jq -r '.pod' | sort -u | xargs)"
+        "$(grep '"msg":"review"' webhook.log | jq -r 'select(.decision != "allowed" and .decision != "denied") | .pod' | sort -u | xargs)"
+# The doors' CREATE entry: sent only pods that carry hangar-driver once
+# injected (matchConditions), every one of them in shape.
+t_check "the doors' CREATE entry saw the injected sandbox pod and allowed it" bash -c \
+        "grep '\"msg\":\"review\"' webhook.log | jq -e -s 'any(.operation == \"CREATE\" and .pod == \"agent\" and .decision == \"allowed\")' >/dev/null"
+t_eq "... and no other pod, none refused" "" \
+        "$(grep '"msg":"review"' webhook.log | jq -r 'select(.operation == "CREATE" and (.decision == "allowed" or .decision == "denied")) | select(.decision == "denied" or (.pod | IN("plain", "sys", "own"))) | "\(.pod) \(.decision)"' | sort -u | xargs)"
 
 t_check "helm uninstall (URL mode)" bash -c "'$HELM' uninstall '$UREL' -n '$UNS' --wait --timeout 60s >/dev/null"
 t_check "the webhook configuration is gone" bash -c \

@@ -38,7 +38,7 @@ kind: Role
 metadata: {name: pod-admin, namespace: $NS}
 rules:
   - apiGroups: [""]
-    resources: [pods, pods/exec, pods/attach, pods/portforward, pods/ephemeralcontainers, pods/resize, pods/log]
+    resources: [pods, pods/exec, pods/attach, pods/portforward, pods/ephemeralcontainers, pods/resize, pods/log, pods/status]
     verbs: ["*"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -89,7 +89,7 @@ helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system \
         --set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR\"]" >helm.log 2>&1 ||
         { cat helm.log; exit 1; }
 t_eq "the chart registered the doors' ValidatingWebhookConfiguration" \
-        "updates.driver-sidecar.hangar.dev connect.driver-sidecar.hangar.dev" \
+        "updates.driver-sidecar.hangar.dev connect.driver-sidecar.hangar.dev status.driver-sidecar.hangar.dev creates.driver-sidecar.hangar.dev" \
         "$(kubectl get validatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o json |
                 jq -r '[.items[0].webhooks[].name] | join(" ")')"
 
@@ -191,6 +191,37 @@ refused "resizing hangar-driver" driver-changed \
         kubectl patch -n $NS pod box --subresource=resize --type=strategic "${M[@]}" -p \
         '{"spec":{"containers":[{"name":"hangar-driver","resources":{"requests":{"cpu":"10m"}}}]}}'
 admitted "an unrelated label on the injected pod" kubectl label -n $NS pod box team=a "${M[@]}"
+
+# pods/status: the API server keeps the spec but takes the labels and
+# annotations a status write carries.
+status_patch() { kubectl patch -n $NS pod "$1" --subresource=status --type=merge "${M[@]}" -p "$2"; }
+refused "clearing the injected annotation through pods/status" hangar-metadata \
+        status_patch box '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":null}}}'
+refused "dropping the sandbox label through pods/status" hangar-metadata \
+        status_patch box '{"metadata":{"labels":{"hangar.dev/sandbox":null}}}'
+refused "forging the injected annotation on a plain pod through pods/status" hangar-metadata \
+        status_patch plain '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":"injected"}}}'
+admitted "a status write (what the kubelet sends)" \
+        status_patch box '{"status":{"conditions":[{"type":"doors.example/checked","status":"True"}]}}'
+admitted "an unrelated label through pods/status" status_patch box '{"metadata":{"labels":{"team":"b"}}}'
+t_eq "hangar's record and label are as injected" "injected true" \
+        "$(kubectl get pod -n $NS box -o json | jq -r '"\(.metadata.annotations["hangar.dev/driver-sidecar"]) \(.metadata.labels["hangar.dev/sandbox"])"')"
+
+# CREATE of a copy: kubectl debug --copy-to drops the labels and annotations
+# (so the mutating webhook never sees it) and shares the PID namespace, with
+# a debug container beside the copied hangar-driver.
+refused "kubectl debug --copy-to --share-processes (a copy of hangar-driver, unlabelled)" conflict \
+        kubectl debug -n $NS box --copy-to=box-copy --image=busybox --share-processes --attach=false "${M[@]}" -- true
+refused "kubectl debug --copy-to --share-processes=false (still hangar-driver without its record)" conflict \
+        kubectl debug -n $NS box --copy-to=box-copy2 --image=busybox --share-processes=false --attach=false "${M[@]}" -- true
+refused "kubectl debug --copy-to --keep-labels (the mutating webhook's conflict)" "which hangar reserves" \
+        kubectl debug -n $NS box --copy-to=box-copy3 --keep-labels --image=busybox --attach=false "${M[@]}" -- true
+refused "a copy marked injected with hangar-ctl on the node's disk" conflict \
+        bash -c "kubectl get pod -n $NS box -o json | jq 'del(.metadata.labels, .metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.managedFields, .spec.ephemeralContainers, .status) | .metadata.name = \"box-host\" | .spec.volumes |= map(if .name == \"hangar-ctl\" then {name, hostPath: {path: \"/tmp/hangar-ctl\"}} else . end)' | kubectl create -f - --as mallory"
+t_eq "no copy was stored" "" \
+        "$(kubectl get pods -n $NS -o json | jq -r '[.items[].metadata.name | select(startswith("box-"))] | join(" ")')"
+admitted "kubectl debug --copy-to of a pod without the sidecar" \
+        kubectl debug -n $NS plain --copy-to=plain-copy --image=busybox --share-processes --attach=false "${M[@]}" -- true
 t_eq "the driver's image is unchanged" registry.example/agent-env:1.2 \
         "$(kubectl get pod -n $NS box -o json | jq -r '.spec.containers[] | select(.name=="hangar-driver") | .image')"
 
@@ -216,7 +247,7 @@ t_check "exec without -c on an injected pod: kubectl picks the agent (first cont
 
 # Every refusal is counted under its reason and logged.
 metrics=$(curl -sf --cacert pki/ca.crt "https://127.0.0.1:$PORT/metrics")
-for reason in ephemeral-container driver-changed hangar-metadata driver-exec port-forward; do
+for reason in ephemeral-container driver-changed hangar-metadata driver-exec port-forward conflict; do
         t_check "metric counts $reason refusals" \
                 grep -Eq "hangar_webhook_reviews_total\{decision=\"denied\",reason=\"$reason\"\} [1-9]" <<<"$metrics"
         t_check "log line for a $reason refusal" grep -q "\"reason\":\"$reason\"" webhook.log
@@ -255,6 +286,19 @@ out=$(kubectl exec -n $NS box -c hangar-driver "${H[@]}" -- id 2>&1)
 t_check "webhook down: exec into hangar-driver fails closed" grep -q "failed calling webhook" <<<"$out"
 out=$(kubectl set image -n $NS pod/box hangar-driver=registry.example/evil:1 "${M[@]}" 2>&1)
 t_check "webhook down: set image fails closed" grep -q "failed calling webhook" <<<"$out"
+out=$(status_patch box '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":null}}}' 2>&1)
+t_check "webhook down: clearing the record through pods/status fails closed" grep -q "failed calling webhook" <<<"$out"
+out=$(kubectl debug -n $NS box --copy-to=box-down --image=busybox --attach=false "${M[@]}" -- true 2>&1)
+t_check "webhook down: a copy of hangar-driver fails closed" grep -q "failed calling webhook" <<<"$out"
+# Only what hangar guards waits for the webhook: the kubelet's status
+# writes and pods without hangar-driver are not sent (matchConditions).
+out=$(status_patch box '{"status":{"conditions":[{"type":"doors.example/down","status":"True"}]}}' 2>&1)
+# shellcheck disable=SC2016 # $1 is the inner shell's
+t_check "webhook down: a status write still goes through (got: $(head -c 200 <<<"$out"))" \
+        bash -c '! grep -q "failed calling webhook" <<<"$1"' _ "$out"
+out=$(pod plain-down false | kubectl create -f - "${M[@]}" 2>&1)
+t_check "webhook down: a pod without hangar-driver is still created (got: $(head -c 200 <<<"$out"))" \
+        grep -q "created" <<<"$out"
 
 echo "  attacks through the API server: $ATTACKS tried, $HELD held"
 t_eq "every attack held" "$ATTACKS" "$HELD"

@@ -101,6 +101,45 @@ START_TEST(exec_into_driver_listed_only)
                          REASON_DRIVER_EXEC);
         ck_assert_int_eq(decide("CONNECT", "exec", NULL, to_driver, NULL, NULL),
                          REASON_DRIVER_EXEC);
+        /* hangar's service account's name in another namespace, or in
+         * another case, is someone else; a group spelt like it is a group. */
+        ck_assert_int_eq(decide("CONNECT", "exec", "system:serviceaccount:sandboxes:hangar",
+                                to_driver, NULL, NULL),
+                         REASON_DRIVER_EXEC);
+        ck_assert_int_eq(
+            decide("CONNECT", "exec", "System:ServiceAccount:hangar:hangar", to_driver, NULL, NULL),
+            REASON_DRIVER_EXEC);
+        _unit_json_ json_t *lookalike = unit_json("[\"system:serviceaccount:hangar:hangar\"]");
+        req.username = "mallory";
+        req.groups = lookalike;
+        guard_decide(&cfg, &req, &r);
+        ck_assert_int_eq(r.reason, REASON_DRIVER_EXEC);
+}
+END_TEST
+
+/* Options the API server never sends are not guessed at: no options, or a
+ * container that is not a name, would have passed as "not the driver". */
+START_TEST(exec_options_malformed)
+{
+        _unit_json_ json_t *numbered = unit_json("{\"container\": 1}");
+        _unit_json_ json_t *listed = unit_json("{\"container\": [\"hangar-driver\"]}");
+        _unit_json_ json_t *not_options = unit_json("[\"hangar-driver\"]");
+        const char *subs[] = {"exec", "attach"};
+        for (size_t i = 0; i < 2; i++) {
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", NULL, NULL, NULL),
+                                 REASON_INVALID_POD);
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", numbered, NULL, NULL),
+                                 REASON_INVALID_POD);
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", listed, NULL, NULL),
+                                 REASON_INVALID_POD);
+                ck_assert_int_eq(decide("CONNECT", subs[i], "alice", not_options, NULL, NULL),
+                                 REASON_INVALID_POD);
+        }
+        /* A name the API server would not find is not the driver (it refuses
+         * the exec: container names are exact). */
+        _unit_json_ json_t *spaced = unit_json("{\"container\": \"hangar-driver \"}");
+        ck_assert_int_eq(decide("CONNECT", "exec", "alice", spaced, NULL, NULL),
+                         REASON_NOT_GUARDED);
 }
 END_TEST
 
@@ -191,6 +230,27 @@ START_TEST(ephemeral_containers)
             {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
              "{\"allowPrivilegeEscalation\": true, \"runAsUser\": 2000}}",
              REASON_EPHEMERAL_CONTAINER},
+            /* hangar-ctl as a block device: the API server refuses an
+             * emptyDir there, the guard does not count on it */
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"volumeDevices\": [{\"name\": "
+             "\"hangar-ctl\", \"devicePath\": \"/dev/x\"}], \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"volumeDevices\": [{\"name\": "
+             "\"hangar-home\", \"devicePath\": \"/dev/x\"}], \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            /* runAsNonRoot false says nothing of the uid: the pod's counts */
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"runAsNonRoot\": false}}",
+             REASON_NOT_GUARDED},
+            /* a runAsUser that is not a number is no uid */
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
+             "{\"allowPrivilegeEscalation\": false, \"runAsUser\": \"2000\"}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"busybox\", \"targetContainerName\": "
+             "\"sandbox\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+             REASON_NOT_GUARDED},
         };
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 _unit_json_ json_t *new = with_ephemeral(old, cases[i].container);
@@ -213,6 +273,32 @@ START_TEST(ephemeral_containers)
             had, "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
         ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", more, had, NULL),
                          REASON_NOT_GUARDED);
+        /* One already there but changed (the API server refuses that too) is
+         * judged as new: it once passed as "already there" by its name. */
+        _unit_json_ json_t *retargeted = json_deep_copy(had);
+        json_object_set_new(
+            json_array_get(
+                json_object_get(json_object_get(retargeted, "spec"), "ephemeralContainers"), 0),
+            "targetContainerName", json_string("hangar-driver"));
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", retargeted, had, NULL),
+                         REASON_EPHEMERAL_CONTAINER);
+        /* Several added at once: the second one's fault is found. */
+        _unit_json_ json_t *good = with_ephemeral(
+            old, "{\"name\": \"a\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
+        _unit_json_ json_t *good_bad = with_ephemeral(
+            good, "{\"name\": \"b\", \"securityContext\": {\"allowPrivilegeEscalation\": false, "
+                  "\"runAsUser\": 0}}");
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", good_bad, old, NULL),
+                         REASON_EPHEMERAL_CONTAINER);
+        /* The pod's own uid being the driver's makes every container the driver. */
+        _unit_json_ json_t *pod_1001 = json_deep_copy(old);
+        json_object_set_new(json_object_get(json_object_get(pod_1001, "spec"), "securityContext"),
+                            "runAsUser", json_integer(1001));
+        _unit_json_ json_t *as_pod = with_ephemeral(
+            pod_1001,
+            "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", as_pod, pod_1001, NULL),
+                         REASON_EPHEMERAL_CONTAINER);
         /* A pod without the sidecar is not hangar's business. */
         _unit_json_ json_t *plain = unit_json(sandbox_pod);
         _unit_json_ json_t *plain_new =
@@ -289,9 +375,121 @@ START_TEST(updates)
             REASON_DRIVER_CHANGED);
         /* No old object: malformed, refused. */
         ck_assert_int_eq(decide("UPDATE", "", "alice", old, NULL, NULL), REASON_INVALID_POD);
-        /* Other operations and subresources pass. */
+        /* DELETE passes; an UPDATE subresource hangar does not know fails closed. */
         ck_assert_int_eq(decide("DELETE", "", "alice", NULL, old, NULL), REASON_NOT_GUARDED);
-        ck_assert_int_eq(decide("UPDATE", "status", "alice", driver_image, old, NULL),
+        ck_assert_int_eq(decide("UPDATE", "scale", "alice", relabel, old, NULL),
+                         REASON_UNKNOWN_DOOR);
+}
+END_TEST
+
+/* pods/status: the API server puts the old spec back, but keeps the labels
+ * and annotations the update carries (kubectl patch --subresource=status
+ * -p '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":null}}}'
+ * cleared hangar's record, which every other UPDATE is refused). */
+START_TEST(status_updates_keep_hangars_record)
+{
+        _unit_json_ json_t *old = injected_pod();
+        _unit_json_ json_t *unmarked =
+            with_meta(old, "annotations", "hangar.dev/driver-sidecar", NULL);
+        ck_assert_int_eq(decide("UPDATE", "status", "alice", unmarked, old, NULL),
+                         REASON_HANGAR_METADATA);
+        _unit_json_ json_t *reason =
+            with_meta(old, "annotations", "hangar.dev/driver-sidecar-reason", "x");
+        ck_assert_int_eq(decide("UPDATE", "status", "alice", reason, old, NULL),
+                         REASON_HANGAR_METADATA);
+        _unit_json_ json_t *unlabelled = with_meta(old, "labels", "hangar.dev/sandbox", NULL);
+        ck_assert_int_eq(decide("UPDATE", "status", "alice", unlabelled, old, NULL),
+                         REASON_HANGAR_METADATA);
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        _unit_json_ json_t *forged =
+            with_meta(plain, "annotations", "hangar.dev/driver-sidecar", "injected");
+        ck_assert_int_eq(decide("UPDATE", "status", "alice", forged, plain, NULL),
+                         REASON_HANGAR_METADATA);
+        /* What the kubelet writes: status only. */
+        _unit_json_ json_t *running = json_deep_copy(old);
+        json_object_set_new(running, "status", unit_json("{\"phase\": \"Running\"}"));
+        ck_assert_int_eq(decide("UPDATE", "status", "system:node:n1", running, old, NULL),
+                         REASON_NOT_GUARDED);
+        _unit_json_ json_t *team = with_meta(old, "labels", "team", "x");
+        ck_assert_int_eq(decide("UPDATE", "status", "alice", team, old, NULL), REASON_NOT_GUARDED);
+}
+END_TEST
+
+/* old with spec member key set to value (JSON text). */
+static json_t *with_spec(json_t *old, const char *key, const char *value)
+{
+        json_t *pod = json_deep_copy(old);
+        json_object_set_new(json_object_get(pod, "spec"), key, unit_json(value));
+        return pod;
+}
+
+/* old's container named name, for changing in place. */
+static json_t *container_named(json_t *pod, const char *name)
+{
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+                if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
+                        return c;
+        ck_abort_msg("no container %s", name);
+        return NULL;
+}
+
+/* CREATE: a pod carrying hangar-driver, as it will be stored. kubectl debug
+ * --copy-to=x --share-processes makes a copy of an injected pod without its
+ * labels and annotations, with a shared PID namespace and a debug container
+ * beside the driver: the mutating webhook never sees it (no sandbox label),
+ * and it was created as it came. */
+START_TEST(copies_of_injected_pods)
+{
+        _unit_json_ json_t *injected = injected_pod();
+        ck_assert_int_eq(decide("CREATE", "", "alice", injected, NULL, NULL), REASON_NOT_GUARDED);
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        ck_assert_int_eq(decide("CREATE", "", "alice", plain, NULL, NULL), REASON_NOT_GUARDED);
+
+        /* The copy as kubectl debug makes it. */
+        _unit_json_ json_t *copy = with_spec(injected, "shareProcessNamespace", "true");
+        json_object_set_new(copy, "metadata", unit_json("{\"name\": \"x\"}"));
+        json_array_append_new(json_object_get(json_object_get(copy, "spec"), "containers"),
+                              unit_json("{\"name\": \"debugger-abcde\", \"image\": \"busybox\", "
+                                        "\"stdin\": true, \"tty\": true}"));
+        ck_assert_int_eq(decide("CREATE", "", "alice", copy, NULL, NULL), REASON_CONFLICT);
+        /* Marked injected (an older kubectl kept annotations) and shared. */
+        _unit_json_ json_t *shared = with_spec(injected, "shareProcessNamespace", "true");
+        ck_assert_int_eq(decide("CREATE", "", "alice", shared, NULL, NULL), REASON_CONFLICT);
+        /* hangar-ctl re-pointed at the node's disk, or on disk, not in memory. */
+        _unit_json_ json_t *host = json_deep_copy(injected);
+        json_t *vol;
+        size_t i;
+        json_array_foreach (json_object_get(json_object_get(host, "spec"), "volumes"), i, vol)
+                if (strcmp(json_string_value(json_object_get(vol, "name")), "hangar-ctl") == 0) {
+                        json_object_del(vol, "emptyDir");
+                        json_object_set_new(vol, "hostPath", unit_json("{\"path\": \"/tmp/x\"}"));
+                }
+        ck_assert_int_eq(decide("CREATE", "", "alice", host, NULL, NULL), REASON_CONFLICT);
+        _unit_json_ json_t *disk = json_deep_copy(injected);
+        json_array_foreach (json_object_get(json_object_get(disk, "spec"), "volumes"), i, vol)
+                if (strcmp(json_string_value(json_object_get(vol, "name")), "hangar-ctl") == 0)
+                        json_object_set_new(vol, "emptyDir", unit_json("{}"));
+        ck_assert_int_eq(decide("CREATE", "", "alice", disk, NULL, NULL), REASON_CONFLICT);
+        /* The driver's securityContext or command changed. */
+        _unit_json_ json_t *as_agent = json_deep_copy(injected);
+        json_object_set_new(
+            json_object_get(container_named(as_agent, "hangar-driver"), "securityContext"),
+            "runAsUser", json_integer(1000));
+        ck_assert_int_eq(decide("CREATE", "", "alice", as_agent, NULL, NULL), REASON_CONFLICT);
+        _unit_json_ json_t *shell = json_deep_copy(injected);
+        json_object_set_new(container_named(shell, "hangar-driver"), "command",
+                            unit_json("[\"sh\", \"-c\", \"cat /var/lib/hangar-ctl/*\"]"));
+        ck_assert_int_eq(decide("CREATE", "", "alice", shell, NULL, NULL), REASON_CONFLICT);
+        /* The record without the driver is a forged record. */
+        _unit_json_ json_t *marked =
+            with_meta(plain, "annotations", "hangar.dev/driver-sidecar", "injected");
+        ck_assert_int_eq(decide("CREATE", "", "alice", marked, NULL, NULL), REASON_CONFLICT);
+        /* Malformed, and CREATEs of subresources. */
+        ck_assert_int_eq(decide("CREATE", "", "alice", NULL, NULL, NULL), REASON_INVALID_POD);
+        _unit_json_ json_t *binding = unit_json("{\"target\": {\"name\": \"n1\"}}");
+        ck_assert_int_eq(decide("CREATE", "binding", "alice", binding, NULL, NULL),
                          REASON_NOT_GUARDED);
 }
 END_TEST
@@ -369,6 +567,16 @@ START_TEST(validate_rejects_malformed)
             "\"resource\": \"pods\"}}",
             "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\"}",
             "[1]",
+            /* no resource: nothing says it is about pods (was allowed as
+             * "not a pod", an exec into hangar-driver among them) */
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\", \"request\": "
+            "{\"uid\": \"u\", \"kind\": {\"kind\": \"PodExecOptions\"}, \"operation\": "
+            "\"CONNECT\", \"subResource\": \"exec\", \"object\": {\"container\": "
+            "\"hangar-driver\"}}}",
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\", \"request\": "
+            "{\"uid\": \"u\", \"kind\": {\"kind\": \"PodExecOptions\"}, \"operation\": "
+            "\"CONNECT\", \"resource\": {\"group\": \"\"}, \"subResource\": \"exec\", "
+            "\"object\": {\"container\": \"hangar-driver\"}}}",
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
                 __attribute__((cleanup(outcome_freep))) admission_outcome_t o;
@@ -389,6 +597,9 @@ static Suite *guard_suite(void)
         TCase *tc = tcase_create("doors");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, exec_into_driver_listed_only);
+        tcase_add_test(tc, exec_options_malformed);
+        tcase_add_test(tc, status_updates_keep_hangars_record);
+        tcase_add_test(tc, copies_of_injected_pods);
         tcase_add_test(tc, port_forward_needs_the_pod);
         tcase_add_test(tc, ephemeral_containers);
         tcase_add_test(tc, updates);
