@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -173,9 +174,44 @@ uint32_t settings_ca_overlap_seconds(const webhook_settings_t *s)
         return ten_rounds > 600 ? (uint32_t)(ten_rounds < 604800 ? ten_rounds : 604800) : 600;
 }
 
+/* Names the API server gives everyone of a kind: listed in guard.*, they
+ * would open the driver's doors to every user, every anonymous request or
+ * every service account in the cluster. */
+static const char *const everyone[] = {"system:authenticated", "system:unauthenticated",
+                                       "system:serviceaccounts", "system:anonymous"};
+
+/* A guard list's names: each one exact (no empty name, which an empty
+ * username would match, no blank around it, which would never match) and
+ * none of everyone's. */
+static int check_guard_names(const char *key, const strlist_t *l, hg_error_t *err)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                const char *name = l->items[i];
+                size_t n = strlen(name);
+                if (n == 0 || isspace((unsigned char)name[0]) ||
+                    isspace((unsigned char)name[n - 1]))
+                        return error_set(err, -EINVAL,
+                                         "%s: '%s' is not a name (empty, or blank around it)", key,
+                                         name);
+                for (size_t k = 0; k < ARRAY_SIZE(everyone); k++)
+                        if (strcmp(name, everyone[k]) == 0)
+                                return error_set(err, -EINVAL,
+                                                 "%s: '%s' names everyone of a kind; it would "
+                                                 "open hangar-driver to all of them",
+                                                 key, name);
+        }
+        return 0;
+}
+
 int settings_validate(const webhook_settings_t *s, hg_error_t *err)
 {
         int r = config_validate(&s->sidecar, err);
+        if (r < 0)
+                return r;
+        r = check_guard_names("guard.driverUsers", &s->guard_driver_users, err);
+        if (r < 0)
+                return r;
+        r = check_guard_names("guard.driverGroups", &s->guard_driver_groups, err);
         if (r < 0)
                 return r;
         if (s->health_port != 0 && s->health_port == s->port)

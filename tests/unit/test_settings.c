@@ -792,6 +792,38 @@ START_TEST(tls_names_checked)
 }
 END_TEST
 
+/* A guard list that would open hangar-driver to everyone, or never match. */
+START_TEST(guard_names_checked)
+{
+        static const char *const bad[] = {
+            "\"\"",
+            "\" hangar\"",
+            "\"system:serviceaccount:hangar:hangar \"",
+            "system:authenticated",
+            "system:unauthenticated",
+            "system:serviceaccounts",
+            "system:anonymous",
+        };
+        static const char *const keys[] = {"driverUsers", "driverGroups"};
+        for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+                for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                        char yaml[256], key[64];
+                        (void)snprintf(yaml, sizeof(yaml), "guard:\n  %s: [ok, %s]\n", keys[k],
+                                       bad[i]);
+                        (void)snprintf(key, sizeof(key), "guard.%s", keys[k]);
+                        assert_load_refused(yaml, key);
+                }
+        assert_load_refused("guard:\n  driverGroups: [system:authenticated]\n",
+                            "names everyone of a kind");
+        /* One namespace's service accounts are a choice the admin may make. */
+        _config_ webhook_settings_t c = {0};
+        assert_load_ok("guard:\n  driverUsers: [\"system:serviceaccount:hangar:hangar\"]\n"
+                       "  driverGroups: [\"system:serviceaccounts:hangar\"]\n",
+                       &c);
+        ck_assert_uint_eq(c.guard_driver_groups.n, 1);
+}
+END_TEST
+
 START_TEST(tls_name_list_lengths)
 {
         /* Up to 32 entries each; 33 is refused. */
@@ -884,6 +916,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, tls_self_managed_needs_names);
         tcase_add_test(tc, tls_names_checked);
         tcase_add_test(tc, tls_name_list_lengths);
+        tcase_add_test(tc, guard_names_checked);
         tcase_add_test(tc, dotted_keys_refused);
         tcase_add_test(tc, set_by_dotted_key);
         suite_add_tcase(s, tc);
