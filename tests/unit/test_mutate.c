@@ -108,25 +108,31 @@ static void assert_untouched(json_t *orig, json_t *pod, const mutate_result_t *r
         ck_assert_json_eq(pod, orig);
 }
 
-/* Admits pod (edited in place) and checks the decision and reason; the
- * patch, applied by an independent implementation to a copy taken before,
- * gives exactly the pod left behind. */
+/* Admits pod (edited in place) and checks the decision and reason;
+ * returns a copy of the pod as it was before. */
+static json_t *admit(json_t *pod, mutate_decision_t decision, mutate_reason_t reason,
+                     mutate_result_t *res)
+{
+        json_t *orig = json_deep_copy(pod);
+        run(pod, res);
+        ck_assert_result(*res, decision, reason);
+        return orig;
+}
+
+/* An admission whose patch, applied by an independent implementation to
+ * the pod as it was, gives exactly the pod left behind. */
 static void admit_patched(json_t *pod, mutate_decision_t decision, mutate_reason_t reason,
                           mutate_result_t *res)
 {
-        _unit_json_ json_t *orig = json_deep_copy(pod);
-        run(pod, res);
-        ck_assert_result(*res, decision, reason);
+        _unit_json_ json_t *orig = admit(pod, decision, reason, res);
         assert_patch_reproduces(orig, pod, res);
 }
 
-/* The same for a decision that must leave the pod alone and emit nothing. */
+/* One that must leave the pod alone and emit nothing. */
 static void admit_untouched(json_t *pod, mutate_decision_t decision, mutate_reason_t reason,
                             mutate_result_t *res)
 {
-        _unit_json_ json_t *orig = json_deep_copy(pod);
-        run(pod, res);
-        ck_assert_result(*res, decision, reason);
+        _unit_json_ json_t *orig = admit(pod, decision, reason, res);
         assert_untouched(orig, pod, res);
 }
 
