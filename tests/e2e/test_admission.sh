@@ -237,11 +237,13 @@ helm install selfmanaged "$CHART" -n hangar-system --set webhook.url="https://12
         --set webhook.caBundle="$(base64 -w0 pki/ca.crt)" --set selector.key=hangar.dev/selfmanaged \
         --set driverSidecar.enabled=true >>helm.log 2>&1 || { tail helm.log; }
 SM_MWC=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=selfmanaged -o jsonpath='{.items[0].metadata.name}')
+# Both configurations' caBundle (same name): the doors' CREATE entry is
+# called for every pod injected, so the pod needs both to trust the webhook.
 cat >selfmanaged.yaml <<CFG
 driverSidecar: true
 selector: {key: hangar.dev/selfmanaged, value: "true"}
 server: {address: 127.0.0.1, port: $SM_PORT, certFile: $T_TMP/sm-tls.crt, keyFile: $T_TMP/sm-tls.key, certPollSeconds: 1}
-tls: {mode: selfManaged, secretNamespace: hangar-system, secretName: sm-tls, webhookConfigName: $SM_MWC, ipAddresses: [127.0.0.1], syncSeconds: 2}
+tls: {mode: selfManaged, secretNamespace: hangar-system, secretName: sm-tls, webhookConfigName: $SM_MWC, validatingWebhookConfigName: $SM_MWC, ipAddresses: [127.0.0.1], syncSeconds: 2}
 kubeconfig: $KUBECONFIG
 CFG
 "$WEBHOOK" serve --config selfmanaged.yaml 2>selfmanaged.log &
@@ -313,7 +315,7 @@ for n in 1 2; do
 driverSidecar: true
 selector: {key: hangar.dev/rotating, value: "true"}
 server: {address: 127.0.0.1, port: $port, certFile: $T_TMP/rot$n.crt, keyFile: $T_TMP/rot$n.key, certPollSeconds: 1}
-tls: {mode: selfManaged, secretNamespace: hangar-system, secretName: rot-tls, webhookConfigName: $ROT_MWC, ipAddresses: [127.0.0.1], syncSeconds: 1, caOverlapSeconds: 8}
+tls: {mode: selfManaged, secretNamespace: hangar-system, secretName: rot-tls, webhookConfigName: $ROT_MWC, validatingWebhookConfigName: $ROT_MWC, ipAddresses: [127.0.0.1], syncSeconds: 1, caOverlapSeconds: 8}
 kubeconfig: $KUBECONFIG
 CFG
 done
