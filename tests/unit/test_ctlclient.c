@@ -18,8 +18,8 @@
 #include "ctlsock.h"
 #include "unit.h"
 
-/* c on one end of a socket pair; *peer the other (hangar's side). */
-static void open_client(ctlclient_t *c, int *peer)
+/* c on one end of a socket pair; returns the other (hangar's side). */
+static int open_client(ctlclient_t *c)
 {
         int fds[2];
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds),
@@ -28,7 +28,7 @@ static void open_client(ctlclient_t *c, int *peer)
         c->used = true;
         c->fd = fds[0];
         c->state = CTLCLIENT_READING;
-        *peer = fds[1];
+        return fds[1];
 }
 
 /* Everything the peer can read now, until EOF if the client closed. */
@@ -67,8 +67,7 @@ static void assert_peer_got(int peer, const char *want, bool check_eof)
 START_TEST(read_until_eof)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         ck_assert_int_eq(ctlclient_read(&c), 0); /* nothing yet */
         ck_assert_int_eq(write(peer, "{\"op\":", 6), 6);
         ck_assert_int_eq(ctlclient_read(&c), 0);
@@ -91,8 +90,7 @@ END_TEST
 START_TEST(request_bounded)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         static char chunk[65536];
         memset(chunk, 'x', sizeof(chunk));
         size_t sent = 0;
@@ -117,8 +115,7 @@ END_TEST
 START_TEST(request_at_bound)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         static char chunk[65536];
         memset(chunk, 'y', sizeof(chunk));
         size_t sent = 0;
@@ -140,8 +137,7 @@ END_TEST
 START_TEST(reply_one_line)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         ctlclient_reply(&c, unit_json("{\"ok\":true,\"n\":1}"));
         ck_assert_int_eq(c.state, CTLCLIENT_REPLYING);
         ck_assert_int_eq(ctlclient_poll_events(&c), POLLOUT);
@@ -154,8 +150,7 @@ END_TEST
 START_TEST(reply_without_memory)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         ctlclient_reply(&c, NULL);
         ctlclient_write(&c, false);
         assert_peer_got(peer, "{\"ok\":false,\"error\":\"out of memory\"}\n", false);
@@ -165,8 +160,7 @@ END_TEST
 START_TEST(reply_replaces)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         ctlclient_reply(&c, unit_json("{\"first\":1}"));
         ctlclient_reply(&c, ctlclient_error("no turn \"%s\" here", "t-1"));
         ctlclient_write(&c, false);
@@ -177,8 +171,7 @@ END_TEST
 START_TEST(peer_gone)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         close(peer);
         ctlclient_reply(&c, unit_json("{\"ok\":true}"));
         ctlclient_write(&c, false);
@@ -200,8 +193,7 @@ static int temp_file(const char *text)
 START_TEST(stream_to_size_at_request)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         int fd = temp_file("line1\nline2\nline3\n");
         ctlclient_reply(&c, unit_json("{\"ok\":true,\"stream\":\"events\"}"));
         c.stream_fd = fd;
@@ -218,8 +210,7 @@ END_TEST
 START_TEST(watch_follows_the_log)
 {
         ctlclient_t c;
-        int peer;
-        open_client(&c, &peer);
+        int peer = open_client(&c);
         int fd = temp_file("hello ");
         ctlclient_reply(&c, unit_json("{\"ok\":true,\"stream\":\"log\"}"));
         c.stream_fd = fd;

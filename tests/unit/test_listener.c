@@ -86,14 +86,17 @@ static void pump_for(listener_t *l, counts_t *c, int64_t ms)
 /* The daemon instance every listener here declares. */
 static const char instance_hex[] = "00112233445566778899aabbccddeeff";
 
-static void open_listener(listener_t *l, token_t *tok, uint32_t handshake_ms)
+/* l open for a turn with a fresh token, which it returns. */
+static token_t open_listener(listener_t *l, uint32_t handshake_ms)
 {
-        ck_assert_int_eq(token_generate(tok), 0);
+        token_t tok;
+        ck_assert_int_eq(token_generate(&tok), 0);
         hg_error_t err = {0};
-        ck_assert_msg(listener_open(l, tok, instance_hex, handshake_ms, &err) == 0, "%s",
+        ck_assert_msg(listener_open(l, &tok, instance_hex, handshake_ms, &err) == 0, "%s",
                       err.message);
         ck_assert_int_ge(l->fd, 0);
         ck_assert_uint_gt(l->port, 0);
+        return tok;
 }
 
 /* A whole HELLO frame (header and payload) into out; returns its size. */
@@ -146,6 +149,16 @@ static void read_challenge(listener_t *l, counts_t *c, int fd, seen_t *seen)
         memcpy(seen->bind.driver_nonce, ch.nonce, FRAME_NONCE_SIZE);
         memcpy(seen->bind.instance, ch.instance, FRAME_INSTANCE_SIZE);
         memcpy(seen->driver_mac, ch.mac, FRAME_MAC_SIZE);
+}
+
+/* A connection that said HELLO for channel and read the driver's
+ * CHALLENGE into seen: where the relay's PROOF would go next. */
+static int challenged(listener_t *l, counts_t *c, uint8_t channel, seen_t *seen)
+{
+        int fd = unit_loopback_connect(l->port);
+        send_hello_as(fd, channel, seen);
+        read_challenge(l, c, fd, seen);
+        return fd;
 }
 
 /* A PROOF frame with mac. */
@@ -268,8 +281,7 @@ static void relay_still_gets_in(listener_t *l, counts_t *c, const token_t *tok)
 START_TEST(binds_loopback_kernel_port)
 {
         listener_t l, m;
-        token_t tok;
-        open_listener(&l, &tok, 1000);
+        token_t tok = open_listener(&l, 1000);
         struct sockaddr_in sa;
         socklen_t sl = sizeof(sa);
         ck_assert_int_eq(getsockname(l.fd, (struct sockaddr *)&sa, &sl), 0);
@@ -284,8 +296,7 @@ START_TEST(binds_loopback_kernel_port)
         ck_assert_uint_eq(listener_pollfds(&l, p), 1);
         ck_assert_int_eq(p[0].fd, l.fd);
         /* A second listener gets a port of its own. */
-        token_t tok2;
-        open_listener(&m, &tok2, 1000);
+        (void)open_listener(&m, 1000);
         ck_assert_uint_ne(m.port, l.port);
         listener_close(&m);
         listener_close(&l);
@@ -296,18 +307,15 @@ END_TEST
 START_TEST(io_then_ctl_accepted)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         uint16_t port = l.port;
 
         /* io's first data frame rides right behind its PROOF, in the same
          * write: it must reach the accepted connection, not be lost with the
          * handshake buffer. */
-        int io = unit_loopback_connect(port);
         seen_t seen;
-        send_hello_as(io, FRAME_CHANNEL_IO, &seen);
-        read_challenge(&l, &c, io, &seen);
+        int io = challenged(&l, &c, FRAME_CHANNEL_IO, &seen);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_PROOF_SIZE + FRAME_HEADER_SIZE + 5];
         ck_assert_int_eq(frame_header_encode(FRAME_PROOF, FRAME_PROOF_SIZE, buf), 0);
         ck_assert_int_eq(
@@ -374,9 +382,9 @@ END_TEST
 START_TEST(wrong_token_dropped)
 {
         listener_t l;
-        token_t tok, other;
+        token_t tok = open_listener(&l, 2000);
+        token_t other;
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         ck_assert_int_eq(token_generate(&other), 0);
         int bad = unit_loopback_connect(l.port);
         handshake_as(&l, &c, bad, FRAME_CHANNEL_IO, &other);
@@ -405,9 +413,8 @@ END_TEST
 START_TEST(ctl_before_io_replayed)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         int early = unit_loopback_connect(l.port);
         handshake_as(&l, &c, early, FRAME_CHANNEL_CTL, &tok);
         expect_dropped(&l, &c, early, LISTENER_REJECT_REPLAYED, 1);
@@ -423,9 +430,8 @@ END_TEST
 START_TEST(io_twice_replayed)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
         int again = unit_loopback_connect(l.port);
         handshake_as(&l, &c, again, FRAME_CHANNEL_IO, &tok);
@@ -445,9 +451,8 @@ END_TEST
 START_TEST(slow_handshake_dropped)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 100);
         counts_t c = {0};
-        open_listener(&l, &tok, 100);
         int64_t t0 = conn_now_ms();
         int silent = unit_loopback_connect(l.port);
         int half = unit_loopback_connect(l.port);
@@ -483,9 +488,8 @@ END_TEST
 START_TEST(closed_before_hello)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         int gone = unit_loopback_connect(l.port);
         pump_for(&l, &c, 20);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
@@ -502,9 +506,8 @@ END_TEST
 START_TEST(flood_evicts_oldest)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 10000);
         counts_t c = {0};
-        open_listener(&l, &tok, 10000);
         enum { N = LISTENER_PENDING_MAX + 4 };
         int silent[N];
         for (int i = 0; i < N; i++)
@@ -554,9 +557,8 @@ END_TEST
 START_TEST(flood_behind_relay_spares_it)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 10000);
         counts_t c = {0};
-        open_listener(&l, &tok, 10000);
         int silent[2 * LISTENER_PENDING_MAX];
         for (int i = 0; i < LISTENER_PENDING_MAX; i++)
                 silent[i] = unit_loopback_connect(l.port);
@@ -593,13 +595,10 @@ END_TEST
 START_TEST(right_proof_after_ctl_is_replayed)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 5000);
         counts_t c = {0};
-        open_listener(&l, &tok, 5000);
-        int relay = unit_loopback_connect(l.port);
         seen_t rs;
-        send_hello_as(relay, FRAME_CHANNEL_IO, &rs);
-        read_challenge(&l, &c, relay, &rs);
+        int relay = challenged(&l, &c, FRAME_CHANNEL_IO, &rs);
         int io = unit_loopback_connect(l.port);
         handshake_as(&l, &c, io, FRAME_CHANNEL_IO, &tok);
         PUMP_UNTIL(&l, &c, l.have_io);
@@ -635,9 +634,8 @@ END_TEST
 START_TEST(oversize_header_malformed)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         /* 100000 bytes announced: refused at the header, nothing awaited. */
         int big = unit_loopback_connect(l.port);
         uint8_t hdr[FRAME_HEADER_SIZE];
@@ -671,9 +669,8 @@ END_TEST
 START_TEST(non_hello_first_malformed)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         /* A STDOUT frame first. */
         int a = unit_loopback_connect(l.port);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
@@ -719,9 +716,8 @@ END_TEST
 START_TEST(bytes_after_hello_malformed)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         for (int k = 0; k < 2; k++) {
                 int fd = unit_loopback_connect(l.port);
                 uint8_t buf[2 * (FRAME_HEADER_SIZE + FRAME_HELLO_SIZE)];
@@ -751,9 +747,8 @@ END_TEST
 START_TEST(pending_at_ctl_is_late)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 5000);
         counts_t c = {0};
-        open_listener(&l, &tok, 5000);
         int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
         int lurker = unit_loopback_connect(l.port);
         pump_for(&l, &c, 30);
@@ -774,9 +769,9 @@ END_TEST
 START_TEST(driver_proves_first)
 {
         listener_t l;
-        token_t tok, other;
+        token_t tok = open_listener(&l, 2000);
+        token_t other;
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         ck_assert_int_eq(token_generate(&other), 0);
         uint8_t want_instance[FRAME_INSTANCE_SIZE];
         ck_assert_int_eq(
@@ -824,13 +819,10 @@ END_TEST
 START_TEST(replayed_handshake_refused)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
-        int io = unit_loopback_connect(l.port);
         seen_t rec;
-        send_hello_as(io, FRAME_CHANNEL_IO, &rec);
-        read_challenge(&l, &c, io, &rec);
+        int io = challenged(&l, &c, FRAME_CHANNEL_IO, &rec);
         uint8_t proof[FRAME_MAC_SIZE];
         ck_assert_int_eq(handshake_prove(&tok, HANDSHAKE_RELAY, &rec.bind, proof), 0);
         send_proof_mac(io, proof);
@@ -866,14 +858,11 @@ END_TEST
 START_TEST(foreign_proofs_refused)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
-        open_listener(&l, &tok, 2000);
         for (int k = 0; k < 6; k++) {
-                int fd = unit_loopback_connect(l.port);
                 seen_t seen;
-                send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
-                read_challenge(&l, &c, fd, &seen);
+                int fd = challenged(&l, &c, FRAME_CHANNEL_IO, &seen);
                 handshake_binding_t b = seen.bind;
                 uint8_t mac[FRAME_MAC_SIZE] = {0};
                 switch (k) {
@@ -914,16 +903,13 @@ END_TEST
 START_TEST(hostile_after_challenge)
 {
         listener_t l;
-        token_t tok;
+        token_t tok = open_listener(&l, 1500);
         counts_t c = {0};
-        open_listener(&l, &tok, 1500);
         uint8_t buf[FRAME_HEADER_SIZE + FRAME_HELLO_SIZE];
         int fds[7];
         for (int k = 0; k < 7; k++) {
-                int fd = fds[k] = unit_loopback_connect(l.port);
                 seen_t seen;
-                send_hello_as(fd, FRAME_CHANNEL_IO, &seen);
-                read_challenge(&l, &c, fd, &seen);
+                int fd = fds[k] = challenged(&l, &c, FRAME_CHANNEL_IO, &seen);
                 switch (k) {
                 case 0: /* a second HELLO */
                         unit_send_all(fd, buf, hello_bytes(buf, FRAME_CHANNEL_IO, zero_nonce));
