@@ -239,6 +239,23 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
                 (void)snprintf(why, size, "runs as the driver's gid %u", cfg->sidecar.driver_gid);
                 return true;
         }
+        /* The pod's extra groups are every container's, an ephemeral one's
+         * too: the driver's gid there is the driver's gid. */
+        json_t *pod_sc = json_object_get(pod_spec(pod), "securityContext");
+        json_t *fs_group = json_object_get(pod_sc, "fsGroup");
+        bool in_group =
+            json_is_integer(fs_group) && json_integer_value(fs_group) == cfg->sidecar.driver_gid;
+        size_t k;
+        json_t *g;
+        json_array_foreach (json_object_get(pod_sc, "supplementalGroups"), k, g)
+                in_group |= json_is_integer(g) && json_integer_value(g) == cfg->sidecar.driver_gid;
+        if (in_group) {
+                (void)snprintf(why, size,
+                               "would be in the driver's group %u (the pod's fsGroup or "
+                               "supplementalGroups)",
+                               cfg->sidecar.driver_gid);
+                return true;
+        }
         return false;
 }
 

@@ -299,6 +299,32 @@ START_TEST(ephemeral_containers)
             "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
         ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", as_pod, pod_1001, NULL),
                          REASON_EPHEMERAL_CONTAINER);
+        /* The pod's extra groups are every container's: the driver's gid
+         * there puts a new container in the driver's group. */
+        static const char *const groups[][2] = {{"supplementalGroups", "[5, 1001]"},
+                                                {"fsGroup", "1001"}};
+        for (size_t g = 0; g < ARRAY_SIZE(groups); g++) {
+                _unit_json_ json_t *grouped = json_deep_copy(old);
+                json_object_set_new(
+                    json_object_get(json_object_get(grouped, "spec"), "securityContext"),
+                    groups[g][0], unit_json(groups[g][1]));
+                _unit_json_ json_t *in_group =
+                    with_ephemeral(grouped, "{\"name\": \"d\", \"securityContext\": "
+                                            "{\"allowPrivilegeEscalation\": false}}");
+                ck_assert_int_eq(
+                    decide("UPDATE", "ephemeralcontainers", "alice", in_group, grouped, NULL),
+                    REASON_EPHEMERAL_CONTAINER);
+        }
+        _unit_json_ json_t *other_groups = json_deep_copy(old);
+        json_object_set_new(
+            json_object_get(json_object_get(other_groups, "spec"), "securityContext"),
+            "supplementalGroups", unit_json("[5, 1000]"));
+        _unit_json_ json_t *outside = with_ephemeral(
+            other_groups,
+            "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
+        ck_assert_int_eq(
+            decide("UPDATE", "ephemeralcontainers", "alice", outside, other_groups, NULL),
+            REASON_NOT_GUARDED);
         /* A pod without the sidecar is not hangar's business. */
         _unit_json_ json_t *plain = unit_json(sandbox_pod);
         _unit_json_ json_t *plain_new =
