@@ -9,7 +9,6 @@
 
 #include "cleanup.h"
 #include "config.h"
-#include "fileio.h"
 #include "unit.h"
 
 static char dir[4096];
@@ -25,19 +24,6 @@ static void teardown(void)
 {
         unit_rmtree(dir);
 }
-
-static const char *write_file(const char *name, const char *text)
-{
-        static char path[4200];
-        (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
-        (void)unlink(path);
-        ck_assert_int_eq(file_write_atomic(path, text, strlen(text), 0644, 0), 0);
-        return path;
-}
-
-#define ck_assert_msg_has(err, needle)                                                       \
-        ck_assert_msg(strstr((err).message, (needle)), "message lacks \"%s\": %s", (needle), \
-                      (err).message)
 
 START_TEST(defaults)
 {
@@ -70,7 +56,7 @@ START_TEST(webhook_sections_skipped_unread)
 {
         _cleanup_config_ hg_config_t c = {0};
         hg_error_t err = {0};
-        int r = config_load(&c, write_file("c.yaml", shared_file), &err);
+        int r = config_load(&c, unit_write_file(dir, "c.yaml", shared_file), &err);
         ck_assert_msg(r == 0, "%s", err.message);
         ck_assert_str_eq(c.home_path, "/srv/home");
         ck_assert_str_eq(c.ctl_path, "/srv/ctl");
@@ -107,8 +93,8 @@ START_TEST(unknown_keys_still_refused)
         for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
                 _cleanup_config_ hg_config_t c = {0};
                 hg_error_t err = {0};
-                ck_assert_int_eq(config_load(&c, write_file("c.yaml", cases[i].text), &err),
-                                 -EINVAL);
+                ck_assert_int_eq(
+                    config_load(&c, unit_write_file(dir, "c.yaml", cases[i].text), &err), -EINVAL);
                 ck_assert_msg_has(err, cases[i].want);
         }
 }
@@ -131,8 +117,9 @@ START_TEST(mount_paths_must_not_nest)
 {
         _cleanup_config_ hg_config_t c = {0};
         hg_error_t err = {0};
-        const char *path = write_file("c.yaml", "volumes:\n  home: {mountPath: /srv}\n"
-                                                "  ctl: {mountPath: /srv/ctl}\n");
+        const char *path = unit_write_file(dir, "c.yaml",
+                                           "volumes:\n  home: {mountPath: /srv}\n"
+                                           "  ctl: {mountPath: /srv/ctl}\n");
         ck_assert_int_eq(config_load(&c, path, &err), -EINVAL);
         ck_assert_msg_has(err, "must not be equal or nested");
         ck_assert_ptr_null(c.home_path);

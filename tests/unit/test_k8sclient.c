@@ -64,10 +64,6 @@ static void client_freep(k8s_client_t **c)
 }
 #define _client_ __attribute__((cleanup(client_freep)))
 
-#define ck_assert_msg_has(err, needle)                                                       \
-        ck_assert_msg(strstr((err).message, (needle)), "message lacks \"%s\": %s", (needle), \
-                      (err).message)
-
 /* Writes text to dir/name (subdirectories made as needed); the path goes
  * to out (size 4200). */
 static const char *put(const char *name, const char *text, char *out)

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "fileio.h"
 #include "settings.h"
 #include "strbuf.h"
 #include "unit.h"
@@ -26,24 +25,10 @@ static void teardown(void)
 
 #define _config_ _cleanup_settings_
 
-/* Writes text to dir/name and returns the path (static buffer). */
-static const char *write_file(const char *name, const char *text)
-{
-        static char path[4200];
-        (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
-        (void)unlink(path);
-        ck_assert_int_eq(file_write_atomic(path, text, strlen(text), 0644, 0), 0);
-        return path;
-}
-
 static int apply(webhook_settings_t *cfg, const char *text, hg_error_t *err)
 {
         return settings_apply_yaml(cfg, "cfg.yaml", text, strlen(text), err);
 }
-
-#define ck_assert_msg_has(err, needle)                                                       \
-        ck_assert_msg(strstr((err).message, (needle)), "message lacks \"%s\": %s", (needle), \
-                      (err).message)
 
 /* Every pointer config_free would free is NULL: nothing left allocated. */
 static void assert_all_freed(const webhook_settings_t *c)
@@ -120,6 +105,19 @@ START_TEST(defaults_exactly)
         ck_assert_uint_eq(c.threads, 0);
         ck_assert_uint_eq(c.cert_poll_seconds, 2);
         ck_assert_str_eq(c.log_level, "info");
+        /* TLS: certificate files by default; self-managed's settings ready. */
+        ck_assert_str_eq(c.tls_mode, "files");
+        ck_assert_str_eq(c.tls_secret_name, "hangar-webhook-tls");
+        ck_assert_str_eq(c.tls_secret_namespace, "");
+        ck_assert_str_eq(c.tls_webhook_config, "");
+        ck_assert_str_eq(c.tls_service_name, "");
+        ck_assert_uint_eq(c.tls_dns_names.n, 0);
+        ck_assert_uint_eq(c.tls_ip_addresses.n, 0);
+        ck_assert_uint_eq(c.tls_leaf_days, 90);
+        ck_assert_uint_eq(c.tls_renew_before_days, 30);
+        ck_assert_uint_eq(c.tls_ca_days, 3650);
+        ck_assert_uint_eq(c.tls_sync_seconds, 60);
+        ck_assert_str_eq(c.kubeconfig, "");
         hg_error_t err = {0};
         ck_assert_int_eq(settings_validate(&c, &err), 0);
 }
@@ -215,7 +213,8 @@ END_TEST
 
 START_TEST(env_wins_over_file)
 {
-        const char *path = write_file("cfg.yaml", "driverSidecar: false\ndriver:\n  uid: 2000\n");
+        const char *path =
+            unit_write_file(dir, "cfg.yaml", "driverSidecar: false\ndriver:\n  uid: 2000\n");
         ck_assert_int_eq(setenv("HANGAR_K8S_DRIVER_SIDECAR", "true", 1), 0);
         ck_assert_int_eq(setenv("HANGAR_DRIVER_UID", "3000", 1), 0);
         ck_assert_int_eq(setenv("HANGAR_DRIVER_COMMAND", "[\"/bin/d\", \"-v\", \"x\"]", 1), 0);
@@ -299,7 +298,7 @@ END_TEST
 
 START_TEST(load_error_names_the_path)
 {
-        const char *path = write_file("bad.yaml", "# header\ndriver:\n  gid: -5\n");
+        const char *path = unit_write_file(dir, "bad.yaml", "# header\ndriver:\n  gid: -5\n");
         _config_ webhook_settings_t c = {0};
         hg_error_t err = {0};
         ck_assert_int_eq(settings_load(&c, path, &err), -EINVAL);
@@ -418,7 +417,7 @@ START_TEST(mount_paths_must_not_nest)
                 (void)snprintf(yaml, sizeof(yaml),
                                "volumes:\n  home:\n    mountPath: %s\n  ctl:\n    mountPath: %s\n",
                                t[i].home, t[i].ctl);
-                const char *path = write_file("paths.yaml", yaml);
+                const char *path = unit_write_file(dir, "paths.yaml", yaml);
                 _config_ webhook_settings_t c = {0};
                 hg_error_t err = {0};
                 int r = settings_load(&c, path, &err);
@@ -474,24 +473,26 @@ START_TEST(error_leaves_nothing_allocated)
 {
         /* Errors at each stage: YAML syntax, a bad value, the environment,
          * validation, an unreadable file. Run under ASan to see leaks. */
-        const char *path = write_file("e1.yaml", "driver: [\n");
+        const char *path = unit_write_file(dir, "e1.yaml", "driver: [\n");
         _config_ webhook_settings_t c = {0};
         hg_error_t err = {0};
         ck_assert_int_eq(settings_load(&c, path, &err), -EINVAL);
         assert_all_freed(&c);
-        path = write_file("e2.yaml", "selector:\n  key: example.com/k\ndriver:\n  command: [a, b]\n"
-                                     "  uid: 0\n");
+        path = unit_write_file(dir, "e2.yaml",
+                               "selector:\n  key: example.com/k\ndriver:\n  command: [a, b]\n"
+                               "  uid: 0\n");
         ck_assert_int_eq(settings_load(&c, path, &err), -EINVAL);
         ck_assert_msg_has(err, ":5");
         assert_all_freed(&c);
-        path = write_file("e3.yaml", "agentContainer: agent\n");
+        path = unit_write_file(dir, "e3.yaml", "agentContainer: agent\n");
         ck_assert_int_eq(setenv("HANGAR_PORT", "http", 1), 0);
         ck_assert_int_eq(settings_load(&c, path, &err), -EINVAL);
         ck_assert_msg_has(err, "HANGAR_PORT");
         assert_all_freed(&c);
         unsetenv("HANGAR_PORT");
-        path = write_file("e4.yaml", "volumes:\n  home:\n    mountPath: /x\n  ctl:\n"
-                                     "    mountPath: /x/y\n");
+        path = unit_write_file(dir, "e4.yaml",
+                               "volumes:\n  home:\n    mountPath: /x\n  ctl:\n"
+                               "    mountPath: /x/y\n");
         ck_assert_int_eq(settings_load(&c, path, &err), -EINVAL);
         assert_all_freed(&c);
         char missing[4200];
@@ -509,7 +510,7 @@ START_TEST(oversized_file_refused)
         ck_assert_ptr_nonnull(big);
         memset(big, '#', n);
         big[n] = '\0';
-        const char *path = write_file("big.yaml", big);
+        const char *path = unit_write_file(dir, "big.yaml", big);
         _config_ webhook_settings_t c = {0};
         hg_error_t err = {0};
         ck_assert_int_eq(settings_load(&c, path, &err), -EFBIG);
@@ -580,7 +581,7 @@ END_TEST
 /* Loads text as a config file (defaults, file, environment, validation). */
 static int load_text(webhook_settings_t *c, const char *text, hg_error_t *err)
 {
-        return settings_load(c, write_file("tls.yaml", text), err);
+        return settings_load(c, unit_write_file(dir, "tls.yaml", text), err);
 }
 
 /* Loading text must fail with -EINVAL, a message holding want, and nothing
@@ -602,27 +603,6 @@ static void assert_load_ok(const char *text, webhook_settings_t *c)
         int r = load_text(c, text, &err);
         ck_assert_msg(r == 0, "refused: %s -> %s", text, err.message);
 }
-
-START_TEST(tls_defaults)
-{
-        _config_ webhook_settings_t c = {0};
-        ck_assert_int_eq(settings_init_defaults(&c), 0);
-        ck_assert_str_eq(c.tls_mode, "files");
-        ck_assert_str_eq(c.tls_secret_name, "hangar-webhook-tls");
-        ck_assert_str_eq(c.tls_secret_namespace, "");
-        ck_assert_str_eq(c.tls_webhook_config, "");
-        ck_assert_str_eq(c.tls_service_name, "");
-        ck_assert_uint_eq(c.tls_dns_names.n, 0);
-        ck_assert_uint_eq(c.tls_ip_addresses.n, 0);
-        ck_assert_uint_eq(c.tls_leaf_days, 90);
-        ck_assert_uint_eq(c.tls_renew_before_days, 30);
-        ck_assert_uint_eq(c.tls_ca_days, 3650);
-        ck_assert_uint_eq(c.tls_sync_seconds, 60);
-        ck_assert_str_eq(c.kubeconfig, "");
-        hg_error_t err = {0};
-        ck_assert_int_eq(settings_validate(&c, &err), 0);
-}
-END_TEST
 
 START_TEST(tls_mode_values)
 {
@@ -909,7 +889,6 @@ static Suite *config_suite(void)
         suite_add_tcase(s, tc);
         tc = tcase_create("tls");
         tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, tls_defaults);
         tcase_add_test(tc, tls_mode_values);
         tcase_add_test(tc, tls_renew_before_less_than_leaf);
         tcase_add_test(tc, tls_ca_rotation_settings);

@@ -65,6 +65,11 @@ static inline char *unit_dump(const json_t *j)
                 }                                                                        \
         } while (0)
 
+/* An hg_error_t's message contains needle. */
+#define ck_assert_msg_has(err, needle)                                                       \
+        ck_assert_msg(strstr((err).message, (needle)), "message lacks \"%s\": %s", (needle), \
+                      (err).message)
+
 /* Same, with the expectation written as a JSON literal. */
 #define ck_assert_json_eq_text(got, want_text)        \
         do {                                          \
@@ -110,6 +115,22 @@ static inline void unit_unsetenv_prefix(const char *prefix)
                         return;
                 ck_assert_int_eq(unsetenv(name), 0);
         }
+}
+
+/* Writes text to dir/name, replacing what was there; returns the path (a
+ * static buffer, good until the next call). */
+static inline const char *unit_write_file(const char *dir, const char *name, const char *text)
+{
+        static char path[4200];
+        int w = snprintf(path, sizeof(path), "%s/%s", dir, name);
+        ck_assert_msg(w > 0 && (size_t)w < sizeof(path), "path too long");
+        (void)unlink(path);
+        FILE *f = fopen(path, "wxe");
+        ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+        size_t n = strlen(text);
+        ck_assert_uint_eq(fwrite(text, 1, n, f), n);
+        ck_assert_int_eq(fclose(f), 0);
+        return path;
 }
 
 /* Removes a directory tree made by unit_mkdtemp. */
