@@ -270,6 +270,23 @@ curl -s --cacert pki/ca.crt -H 'Content-Type: application/json' --data-binary @e
         "https://127.0.0.1:$PORT/validate" | jq -S . >server-answer.json
 "$WEBHOOK" review --validate --config webhook.yaml <ephemeral-review.json | jq -S . >offline-answer.json
 t_check "review --validate and /validate give the same answer" cmp -s server-answer.json offline-answer.json
+# The same for a copy's CREATE and a status write clearing the record.
+jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
+        uid: "r3", kind: {group: "", version: "v1", kind: "Pod"}, resource: {group: "", version: "v1", resource: "pods"},
+        namespace: "sandboxes", name: "copy", operation: "CREATE", userInfo: {username: "mallory"},
+        object: ($p[0] | del(.metadata.labels, .metadata.annotations, .spec.ephemeralContainers) | .spec.shareProcessNamespace = true)}}' >copy-review.json
+jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
+        uid: "r4", kind: {group: "", version: "v1", kind: "Pod"}, resource: {group: "", version: "v1", resource: "pods"},
+        subResource: "status", namespace: "sandboxes", name: "box", operation: "UPDATE", userInfo: {username: "mallory"},
+        object: ($p[0] | del(.metadata.annotations["hangar.dev/driver-sidecar"])), oldObject: $p[0]}}' >status-review.json
+for r in copy:conflict status:hangar-metadata; do
+        t_eq "review --validate refuses the ${r%%:*} review" "false ${r#*:}" \
+                "$("$WEBHOOK" review --validate --config webhook.yaml <"${r%%:*}-review.json" | jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
+        curl -s --cacert pki/ca.crt -H 'Content-Type: application/json' --data-binary @"${r%%:*}-review.json" \
+                "https://127.0.0.1:$PORT/validate" | jq -S . >"${r%%:*}-server.json"
+        "$WEBHOOK" review --validate --config webhook.yaml <"${r%%:*}-review.json" | jq -S . >"${r%%:*}-offline.json"
+        t_check "... as /validate does" cmp -s "${r%%:*}-server.json" "${r%%:*}-offline.json"
+done
 jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
         uid: "r2", kind: {group: "", version: "v1", kind: "PodPortForwardOptions"}, resource: {group: "", version: "v1", resource: "pods"},
         subResource: "portforward", namespace: "sandboxes", name: "box", operation: "CONNECT",
