@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "jsonx.h"
+#include "k8sname.h"
 #include "patch.h"
 #include "pathnorm.h"
 #include "podview.h"
@@ -342,6 +343,81 @@ static int annotate_gvisor_mounts(const webhook_settings_t *cfg, patch_t *p, hg_
         return 0;
 }
 
+/* q as the API server would write it: CPU in whole millicores, anything
+ * else in whole units, rounded up; a sum a few ulps off a whole number
+ * (0.1 + 0.05 CPU) is that number. */
+static int quantity_text(long double q, bool cpu, char *out, size_t size)
+{
+        long double units = cpu ? q * 1000.0L : q;
+        if (!(units >= 0 && units < 1e18L))
+                return -ERANGE;
+        unsigned long long whole = (unsigned long long)(units + 0.5L);
+        long double off = units - (long double)whole;
+        long double tolerance = units > 1 ? units * 1e-15L : 1e-15L;
+        if (off > tolerance)
+                whole++; /* a real fraction above: the ceiling */
+        int w = snprintf(out, size, cpu ? "%llum" : "%llu", whole);
+        return w < 0 || (size_t)w >= size ? -ERANGE : 0;
+}
+
+/* A pod with pod-level resources (spec.resources) budgets its containers:
+ * the API server refuses it if their requests add up to more than the
+ * pod's. The driver's requests (and limits, or requests where it has none)
+ * are added to each amount the pod sets for that resource, so the user's
+ * containers keep the budget they had. */
+static int make_room_for_driver(const webhook_settings_t *cfg, patch_t *p, const pod_view_t *view,
+                                mutate_result_t *ret, hg_error_t *err)
+{
+        json_t *resources = json_object_get(view->spec, "resources");
+        if (!json_is_object(resources))
+                return 0;
+        const hg_config_t *sc = &cfg->sidecar;
+        const struct {
+                const char *kind, *resource, *amount;
+        } driver[] = {
+            {"requests", "cpu", sc->driver_cpu_request},
+            {"requests", "memory", sc->driver_memory_request},
+            {"limits", "cpu",
+             sc->driver_cpu_limit[0] ? sc->driver_cpu_limit : sc->driver_cpu_request},
+            {"limits", "memory",
+             sc->driver_memory_limit[0] ? sc->driver_memory_limit : sc->driver_memory_request},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(driver); i++) {
+                json_t *have =
+                    json_object_get(json_object_get(resources, driver[i].kind), driver[i].resource);
+                long double pod_amount, driver_amount;
+                if (!have || json_is_null(have) || !driver[i].amount[0])
+                        continue;
+                /* A number is a quantity too (`cpu: 2` in YAML; the API
+                 * server reads it and writes it back as a string). */
+                if (json_is_number(have) && json_number_value(have) >= 0)
+                        pod_amount = json_number_value(have);
+                else if (!json_is_string(have) ||
+                         k8s_quantity_value(json_string_value(have), &pod_amount) < 0) {
+                        mutate_result_set(ret, REASON_INVALID_POD,
+                                          "invalid pod: spec.resources.%s.%s is not a quantity",
+                                          driver[i].kind, driver[i].resource);
+                        return 1;
+                }
+                if (k8s_quantity_value(driver[i].amount, &driver_amount) < 0)
+                        return error_set(err, -EINVAL, "driver quantity '%s' has no value",
+                                         driver[i].amount);
+                char text[32];
+                if (quantity_text(pod_amount + driver_amount,
+                                  strcmp(driver[i].resource, "cpu") == 0, text, sizeof(text)) < 0) {
+                        mutate_result_set(ret, REASON_INVALID_POD,
+                                          "invalid pod: spec.resources.%s.%s is out of range",
+                                          driver[i].kind, driver[i].resource);
+                        return 1;
+                }
+                int r = patch_set_member(p, "/spec/resources", driver[i].kind, driver[i].resource,
+                                         json_string(text), err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int inject(const webhook_settings_t *cfg, const shape_values_t *values, patch_t *p,
                   const pod_view_t *view, json_t *agent, size_t agent_index, hg_error_t *err)
 {
@@ -424,6 +500,16 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
             podview_has_container(&view, SHAPE_DRIVER_CONTAINER))
                 return decide_already_injected(cfg, &view, p, ret);
 
+        const char *os = NULL;
+        if (jsonx_string(json_object_get(view.spec, "os"), "name", &os) == 0 &&
+            strcmp(os, "linux") != 0) {
+                mutate_result_set(ret, REASON_INVALID_POD,
+                                  "invalid pod: spec.os.name is \"%s\", and the driver sidecar "
+                                  "runs only in Linux pods (the API server refuses its security "
+                                  "context in any other)",
+                                  os);
+                return 0;
+        }
         const char *privileged = NULL;
         if (podview_for_each_container(&view, find_privileged, &privileged))
                 mutate_result_set(ret, REASON_PRIVILEGED,
@@ -470,7 +556,10 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
         r = annotate(p, ret, &err);
         if (r == 0)
                 r = inject(cfg, values, p, &view, agent, agent_index, &err);
-        return r;
+        /* 1: the pod's budget is no quantity, ret says so (a deny: no patch). */
+        if (r == 0)
+                r = make_room_for_driver(cfg, p, &view, ret, &err);
+        return r < 0 ? r : 0;
 }
 
 int mutate_pod_with(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,

@@ -66,6 +66,8 @@ static const jsonparse_member_t spec_members[] = {
     JSONPARSE_MEMBER("shareProcessNamespace", NULL),
     JSONPARSE_MEMBER("securityContext", NULL),
     JSONPARSE_MEMBER("runtimeClassName", NULL),
+    JSONPARSE_MEMBER("os", NULL),        /* a Windows pod cannot have the driver */
+    JSONPARSE_MEMBER("resources", NULL), /* pod-level: the driver's requests are added */
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_member_t metadata_members[] = {

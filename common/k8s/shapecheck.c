@@ -174,6 +174,44 @@ static bool same_stored(json_t *want, json_t *have)
         return json_equal(want, have);
 }
 
+/* The driver's resources as the shape writes them, or with what the
+ * LimitRanger admission plugin adds in a namespace with a LimitRange: the
+ * API server reruns its plugins once the webhook has changed the pod, and
+ * LimitRanger then gives hangar-driver the LimitRange's default limit (or
+ * request) for each resource the shape leaves unset. Every quantity the
+ * shape sets must be there and equal; besides, only requests and limits,
+ * holding quantities. A limit bounds the driver itself, never the agent. */
+static bool same_resources(json_t *want, json_t *have)
+{
+        if (!json_is_object(want) || !json_is_object(have))
+                return same_stored(want, have);
+        const char *kind;
+        json_t *amounts;
+        json_object_foreach (have, kind, amounts) {
+                bool known = strcmp(kind, "requests") == 0 || strcmp(kind, "limits") == 0;
+                if (!known || !json_is_object(amounts))
+                        return false;
+                json_t *wanted = json_object_get(want, kind);
+                const char *resource;
+                json_t *q;
+                json_object_foreach (amounts, resource, q) {
+                        json_t *w = json_object_get(wanted, resource);
+                        if (w ? !same_stored(w, q)
+                              : !json_is_string(q) || !k8s_is_quantity(json_string_value(q)))
+                                return false;
+                }
+        }
+        /* And nothing the shape sets is missing. */
+        json_object_foreach (want, kind, amounts) {
+                const char *resource;
+                json_t *q;
+                json_object_foreach (amounts, resource, q)
+                        if (!json_object_get(json_object_get(have, kind), resource))
+                                return false;
+        }
+        return true;
+}
+
 static bool is_api_default(const char *key, json_t *value)
 {
         for (size_t i = 0; i < ARRAY_SIZE(api_defaults); i++)
@@ -181,6 +219,17 @@ static bool is_api_default(const char *key, json_t *value)
                         return json_is_string(value) &&
                                strcmp(json_string_value(value), api_defaults[i].value) == 0;
         return false;
+}
+
+/* The driver's imagePullPolicy is the shape's (IfNotPresent: the bytes the
+ * agent's container has just pulled), or Always where the AlwaysPullImages
+ * admission plugin is on: the API server reruns it once the webhook has
+ * changed the pod, and it sets every container's policy. Either way the
+ * driver runs the agent's image (compared on its own). */
+static bool same_pull_policy(json_t *want, json_t *have)
+{
+        return json_equal(want, have) ||
+               (json_is_string(have) && strcmp(json_string_value(have), "Always") == 0);
 }
 
 static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
@@ -214,8 +263,9 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
          * the startup and liveness probes (driver.probes). */
         json_object_foreach (want, key, v) {
                 json_t *have = json_object_get(driver, key);
-                bool ok =
-                    strcmp(key, "resources") == 0 ? same_stored(v, have) : json_equal(v, have);
+                bool ok = strcmp(key, "resources") == 0         ? same_resources(v, have)
+                          : strcmp(key, "imagePullPolicy") == 0 ? same_pull_policy(v, have)
+                                                                : json_equal(v, have);
                 add(f, "spec.driver", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_DRIVER_CONTAINER,
                     key,
                     ok      ? "as the shape says"

@@ -132,8 +132,8 @@ START_TEST(driver_differs_in_any_member)
             {"tty", "true"},
             {"ports", "[{\"containerPort\": 80}]"},
             {"restartPolicy", "\"Always\""},
-            {"image", "\"evil:1\""}, /* another image than the agent's */
-            {"imagePullPolicy", "\"Always\""},
+            {"image", "\"evil:1\""},          /* another image than the agent's */
+            {"imagePullPolicy", "\"Never\""}, /* Always is AlwaysPullImages' (accepted) */
             {"resources", "{\"requests\": {\"cpu\": \"1\", \"memory\": \"64Mi\"}}"},
             {"terminationMessagePath", "\"/var/lib/hangar-ctl/x\""}, /* not the default */
             {"terminationMessagePolicy", "\"FallbackToLogsOnError\""},
@@ -296,10 +296,28 @@ START_TEST(quantities_compared_by_value)
         _unit_json_ json_t *vol = in_shape();
         add(vol, "/spec/volumes/1/emptyDir/sizeLimit", "\"65Mi\"");
         ck_assert_str_eq(failing(vol), "spec.volume");
-        /* A limit the shape does not set is no default either. */
+        /* A limit (or request) the shape does not set is what LimitRanger
+         * adds on the API server's second round in a namespace with a
+         * LimitRange: accepted, as long as it is a quantity. Anything else
+         * in resources (claims) is not, nor a shape's quantity changed. */
         _unit_json_ json_t *lim = in_shape();
-        add(lim, "/spec/containers/1/resources/limits", "{\"cpu\": \"1\"}");
+        add(lim, "/spec/containers/1/resources/limits", "{\"cpu\": \"1\", \"memory\": \"512Mi\"}");
+        add(lim, "/spec/containers/1/resources/requests/ephemeral-storage", "\"1Gi\"");
+        ck_assert_str_eq(failing(lim), "");
+        add(lim, "/spec/containers/1/resources/limits/cpu", "1");
         ck_assert_str_eq(failing(lim), "spec.driver");
+        _unit_json_ json_t *claims = in_shape();
+        add(claims, "/spec/containers/1/resources/claims", "[{\"name\": \"gpu\"}]");
+        ck_assert_str_eq(failing(claims), "spec.driver");
+        /* AlwaysPullImages' policy is accepted, no other. */
+        _unit_json_ json_t *pull = in_shape();
+        add(pull, "/spec/containers/1/imagePullPolicy", "\"Always\"");
+        ck_assert_str_eq(failing(pull), "");
+        add(pull, "/spec/containers/1/imagePullPolicy", "\"Never\"");
+        ck_assert_str_eq(failing(pull), "spec.driver");
+        _unit_json_ json_t *gone = in_shape();
+        add(gone, "/spec/containers/1/resources", "{\"limits\": {\"cpu\": \"1\"}}");
+        ck_assert_str_eq(failing(gone), "spec.driver");
 }
 END_TEST
 
