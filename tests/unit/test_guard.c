@@ -361,6 +361,18 @@ static json_t *with_meta(json_t *old, const char *map, const char *key, const ch
         return pod;
 }
 
+/* pod's container named name, for changing in place. */
+static json_t *container_named(json_t *pod, const char *name)
+{
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+                if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
+                        return c;
+        ck_abort_msg("no container %s", name);
+        return NULL;
+}
+
 START_TEST(updates)
 {
         _unit_json_ json_t *old = injected_pod();
@@ -401,6 +413,26 @@ START_TEST(updates)
             REASON_DRIVER_CHANGED);
         /* No old object: malformed, refused. */
         ck_assert_int_eq(decide("UPDATE", "", "alice", old, NULL, NULL), REASON_INVALID_POD);
+        /* A toleration added (scheduling only) passes; the driver's env or
+         * resources changed do not, whichever subresource carries them. */
+        _unit_json_ json_t *tolerant = json_deep_copy(old);
+        json_object_set_new(json_object_get(tolerant, "spec"), "tolerations",
+                            unit_json("[{\"key\": \"k\", \"operator\": \"Exists\"}]"));
+        ck_assert_int_eq(decide("UPDATE", "", "alice", tolerant, old, NULL), REASON_NOT_GUARDED);
+        _unit_json_ json_t *env = json_deep_copy(old);
+        json_object_set_new(container_named(env, "hangar-driver"), "env",
+                            unit_json("[{\"name\": \"LD_PRELOAD\", \"value\": \"/x.so\"}]"));
+        ck_assert_int_eq(decide("UPDATE", "", "alice", env, old, NULL), REASON_DRIVER_CHANGED);
+        _unit_json_ json_t *starved = json_deep_copy(old);
+        json_object_set_new(container_named(starved, "hangar-driver"), "resources",
+                            unit_json("{\"limits\": {\"memory\": \"1Mi\"}}"));
+        ck_assert_int_eq(decide("UPDATE", "resize", "alice", starved, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        _unit_json_ json_t *agent_resized = json_deep_copy(old);
+        json_object_set_new(container_named(agent_resized, "sandbox"), "resources",
+                            unit_json("{\"limits\": {\"memory\": \"1Gi\"}}"));
+        ck_assert_int_eq(decide("UPDATE", "resize", "alice", agent_resized, old, NULL),
+                         REASON_NOT_GUARDED);
         /* DELETE passes; an UPDATE subresource hangar does not know fails closed. */
         ck_assert_int_eq(decide("DELETE", "", "alice", NULL, old, NULL), REASON_NOT_GUARDED);
         ck_assert_int_eq(decide("UPDATE", "scale", "alice", relabel, old, NULL),
@@ -447,18 +479,6 @@ static json_t *with_spec(json_t *old, const char *key, const char *value)
         json_t *pod = json_deep_copy(old);
         json_object_set_new(json_object_get(pod, "spec"), key, unit_json(value));
         return pod;
-}
-
-/* old's container named name, for changing in place. */
-static json_t *container_named(json_t *pod, const char *name)
-{
-        size_t i;
-        json_t *c;
-        json_array_foreach (json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
-                if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
-                        return c;
-        ck_abort_msg("no container %s", name);
-        return NULL;
 }
 
 /* CREATE: a pod carrying hangar-driver, as it will be stored. kubectl debug
