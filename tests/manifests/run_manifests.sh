@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# A corpus of real-world pod shapes (cases/*.yaml: Pods, and the pod
+# templates of Deployments, StatefulSets, Jobs and CronJobs as their
+# controllers create them) through the webhook's own answer and a real
+# kube-apiserver. Each case file says in comments at its top what a cluster
+# admin expects:
+#   # expect: injected | skipped REASON | denied REASON MESSAGE-PART
+#   # config: NAME       (config-NAME.yaml here; default: config-default.yaml)
+#   # probe: pass | fail CODE   (`hangar-probe spec` of the injected pod; default pass)
+# For every case, both as written (YAML read as is: [] and null kept) and as
+# the API server hands it to admission (its own decoding and defaulting, from
+# a server-side dry run without the webhook):
+#   1. `hangar-webhook review` answers a CREATE of it (namespace only in the
+#      review) and the decision and reason must be the expected ones;
+#   2. the patch is applied with `kubectl patch --local --type=json` (the API
+#      server's JSON Patch library);
+#   3. the API server must accept the patched pod (`create --dry-run=server`,
+#      in a namespace enforcing the restricted Pod Security level when the
+#      case's own pod meets it);
+#   4. the pod minus exactly what the webhook adds must be the pod as it came,
+#      and the sidecar must be where and as docs/webhook.md says;
+#   5. `hangar-probe spec` of the injected pod gives the expected result;
+#   6. reviewing the patched pod again (the reinvocation) changes nothing;
+#   7. `hangar-webhook inject -f` of the manifest prints the same pod (or
+#      template), and fails with one line for a deny.
+# Then the webhook is registered with the API server (URL mode) and every
+# injected case is created through it, in a namespace without and one with a
+# LimitRange (whose defaults LimitRanger adds to hangar-driver on the API
+# server's second round, as AlwaysPullImages sets its imagePullPolicy):
+# stored injected, and passing the spec check.
+# usage: run_manifests.sh HANGAR_WEBHOOK HANGAR_PROBE TOOLS_BIN
+WEBHOOK=$(realpath "$1")
+PROBE=$(realpath "$2")
+TOOLS_BIN=${3:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+t_begin "real-world pod shapes through the webhook and a real API server"
+if [ -z "$TOOLS_BIN" ] || [ ! -x "$TOOLS_BIN/kubectl" ]; then
+        t_fail "kubectl not found in '$TOOLS_BIN': configure with -DHANGAR_TOOLS_BIN"
+        t_end
+fi
+TOOLS_BIN=$(realpath "$TOOLS_BIN")
+cd "$T_TMP" || exit 1
+export PATH=$TOOLS_BIN:$PATH
+
+# AlwaysPullImages on, as multi-tenant clusters run it: on the API server's
+# second round it sets every container's imagePullPolicy, hangar-driver's too.
+"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" --apiserver-arg --enable-admission-plugins=AlwaysPullImages \
+        >cp.log 2>&1 || { cat cp.log; exit 1; }
+trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; t_cleanup' EXIT
+export KUBECONFIG=$T_TMP/cp/kubeconfig
+kubectl create namespace zoo >/dev/null
+kubectl create namespace strict >/dev/null
+kubectl label namespace strict pod-security.kubernetes.io/enforce=restricted >/dev/null
+printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n' gvisor runsc |
+        kubectl create -f - >/dev/null
+printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n' kata kata |
+        kubectl create -f - >/dev/null
+
+# The header directive $2 of case file $1 (empty if absent).
+directive() { sed -n "s/^# $2: *//p" "$1" | head -n 1; }
+
+review_of() { # POD_JSON UID
+        jq -c --arg uid "$2" '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
+                request: {uid: $uid, kind: {group: "", version: "v1", kind: "Pod"},
+                          resource: {group: "", version: "v1", resource: "pods"},
+                          operation: "CREATE", namespace: "zoo", dryRun: false, object: .}}' "$1"
+}
+
+# The pod a manifest stands for: a Pod as it is; a workload's template as its
+# controller creates it (the template's metadata and spec, a generateName,
+# no namespace: the review carries it).
+# shellcheck disable=SC2016 # jq's variables, not the shell's
+TEMPLATE_OF='
+        def tmpl: if .kind == "CronJob" then .spec.jobTemplate.spec.template else .spec.template end;
+        if .kind == "Pod" then .
+        else (tmpl) as $t | {apiVersion: "v1", kind: "Pod",
+                metadata: (($t.metadata // {}) + {generateName: (.metadata.name + "-")}),
+                spec: $t.spec}
+        end'
+
+# What the webhook adds, taken away again, and the emptiness the API server
+# does not tell from absence ([], {}, null) made absence.
+# shellcheck disable=SC2016 # jq's variables, not the shell's
+STRIP='
+        def token: .mountPath == "/var/run/secrets/kubernetes.io/serviceaccount"
+                or (.mountPath | startswith("/var/run/secrets/kubernetes.io/serviceaccount/"))
+                or (.name | startswith("kube-api-access-"));
+        def prune: with_entries(select(.value != null and .value != [] and .value != {}));
+        .metadata.annotations |= ((. // {}) | with_entries(select(.key
+                | (startswith("hangar.dev/driver-sidecar") or startswith("dev.gvisor.spec.mount.hangar-")) | not)))
+        | .metadata |= prune
+        | .spec.containers |= map(select(.name != "hangar-driver")
+                | .volumeMounts |= ((. // []) | map(select(.name != "hangar-home")))
+                | if $remove and .name == "sandbox" then .volumeMounts |= map(select(token | not)) else . end
+                | prune)
+        | .spec.initContainers |= ((. // []) | map(select(.name != "hangar-driver")))
+        | .spec.volumes |= ((. // []) | map(select(.name != "hangar-home" and .name != "hangar-ctl")))
+        | del(.spec.shareProcessNamespace, .spec.resources)
+        | .spec |= prune'
+
+# `hangar-probe spec`'s report as "pass" or "fail CODE,CODE" (the failed checks).
+PROBE_RESULT='if .result == "pass" then "pass"
+        else "fail " + ([.checks[]? | select(.status != "pass") | .code] | unique | join(",")) end'
+
+# check_variant NAME VARIANT POD_JSON CONFIG EXPECT PROBE_EXPECT
+check_variant() {
+        local name=$1 variant=$2 pod=$3 config=$4 expect=$5 probe_want=$6
+        local tag="$name ($variant)" w="$T_TMP/$name.$variant" want_reason want_decision want_text
+        read -r want_decision want_reason want_text <<<"$expect"
+        [ -n "$want_reason" ] || want_reason=$want_decision # "injected" is its own reason
+        local remove=false
+        grep -q 'agentServiceAccountToken: remove' "$config" && remove=true
+        review_of "$pod" "$name-$variant" >"$w.review.json"
+        if ! "$WEBHOOK" review --config "$config" <"$w.review.json" >"$w.answer.json" 2>"$w.err"; then
+                t_fail "$tag: review failed: $(head -c 300 "$w.err")"
+                return
+        fi
+        local got_reason got_decision
+        got_reason=$(jq -r '.response.auditAnnotations.reason // "none"' "$w.answer.json")
+        got_decision=$(jq -r '.response.auditAnnotations.decision // "none"' "$w.answer.json")
+        t_eq "$tag: decision $want_decision ($want_reason)" "$want_decision $want_reason" "$got_decision $got_reason"
+        if [ "$want_decision" = denied ]; then
+                t_eq "$tag: not allowed" false "$(jq -r .response.allowed "$w.answer.json")"
+                t_check "$tag: the deny says why ($(jq -r .response.status.message "$w.answer.json" | head -c 200))" \
+                        grep -qF -- "$want_text" <<<"$(jq -r .response.status.message "$w.answer.json")"
+                t_eq "$tag: no patch with a deny" none "$(jq -r '.response.patch // "none"' "$w.answer.json")"
+                return
+        fi
+        [ "$got_decision" = "$want_decision" ] || return
+        local patch
+        patch=$(jq -r '.response.patch // empty' "$w.answer.json" | base64 -d)
+        case $want_reason in
+        not-selected | already-injected)
+                # Nothing to do, not even an annotation (a reinvocation's no-op).
+                t_eq "$tag: no patch" "" "$patch"
+                if [ "$want_reason" = already-injected ]; then
+                        "$PROBE" spec --config "$config" --pod-file "$pod" >"$w.spec.json" 2>"$w.err"
+                        t_eq "$tag: hangar-probe spec" "$probe_want" \
+                                "$(jq -r "$PROBE_RESULT" "$w.spec.json" 2>/dev/null)"
+                fi
+                return
+                ;;
+        esac
+        if [ -z "$patch" ]; then
+                t_fail "$tag: no patch (a selected pod is at least annotated)"
+                return
+        fi
+        if ! kubectl patch --local -f "$pod" --type=json -p "$patch" -o json >"$w.patched.json" 2>"$w.err"; then
+                t_fail "$tag: kubectl cannot apply the patch: $(head -c 300 "$w.err")"
+                return
+        fi
+        # The API server's validation (and Pod Security, where the pod meets restricted).
+        local ns=zoo
+        kubectl create -n strict --dry-run=server -o name -f "$pod" >/dev/null 2>&1 && ns=strict
+        t_check "$tag: the API server accepts the patched pod (namespace $ns)" \
+                kubectl create -n "$ns" --dry-run=server -o name -f "$w.patched.json" >/dev/null 2>"$w.create.err" ||
+                sed 's/^/       /' "$w.create.err" | head -n 12
+        t_check "$tag: everything but the sidecar is the pod as it came" \
+                diff -u <(jq -S --argjson remove "$remove" "$STRIP" "$pod") \
+                <(jq -S --argjson remove "$remove" "$STRIP" "$w.patched.json")
+        t_eq "$tag: pod-level resources are the pod's plus the driver's" ok \
+                "$(python3 "$HERE/budget.py" "$pod" "$w.patched.json" "$want_decision" 2>&1)"
+        t_eq "$tag: annotated $got_reason" "$got_reason" \
+                "$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar-reason"]' "$w.patched.json")"
+        if [ "$want_decision" = skipped ]; then
+                t_eq "$tag: a skip only annotates" '["add"]' \
+                        "$(jq -c '[.[] | select(.path | startswith("/metadata/annotations") | not) | .op] + ["add"] | unique' <<<"$patch")"
+        else
+                local list=containers
+                grep -q 'nativeSidecar: true' "$config" && list=initContainers
+                t_eq "$tag: hangar-driver is the last of $list, in the agent's image" \
+                        "$(jq -r '.spec.containers[] | select(.name == "sandbox") | .image' "$w.patched.json")" \
+                        "$(jq -r --arg l "$list" '.spec[$l][-1] | select(.name == "hangar-driver") | .image' "$w.patched.json")"
+                t_eq "$tag: the agent mounts hangar-home read-only, last" \
+                        '{"mountPath":"/var/lib/hangar","name":"hangar-home","readOnly":true}' \
+                        "$(jq -cS '.spec.containers[] | select(.name == "sandbox") | .volumeMounts[-1]' "$w.patched.json")"
+                t_eq "$tag: shareProcessNamespace false" false "$(jq -r .spec.shareProcessNamespace "$w.patched.json")"
+                local want_gvisor=0
+                [ "$(jq -r '.spec.runtimeClassName // ""' "$pod")" = gvisor ] && want_gvisor=6
+                t_eq "$tag: gVisor's mount annotations only under gVisor" "$want_gvisor" \
+                        "$(jq '[.metadata.annotations | keys[] | select(startswith("dev.gvisor.spec.mount.hangar-"))] | length' "$w.patched.json")"
+                "$PROBE" spec --config "$config" --pod-file "$w.patched.json" >"$w.spec.json" 2>"$w.err"
+                local got_probe
+                got_probe=$(jq -r "$PROBE_RESULT" "$w.spec.json" 2>/dev/null)
+                t_eq "$tag: hangar-probe spec" "$probe_want" "$got_probe"
+        fi
+        review_of "$w.patched.json" "$name-$variant-again" >"$w.review2.json"
+        "$WEBHOOK" review --config "$config" <"$w.review2.json" >"$w.answer2.json" 2>"$w.err"
+        t_eq "$tag: the reinvocation changes nothing" "true none" \
+                "$(jq -r '"\(.response.allowed) \(.response.patch // "none")"' "$w.answer2.json")"
+}
+
+for m in "$HERE"/cases/*.yaml; do
+        name=$(basename "$m" .yaml)
+        expect=$(directive "$m" expect)
+        [ -n "$expect" ] || { t_fail "$name: no '# expect:' line"; continue; }
+        config=$HERE/config-$(directive "$m" config).yaml
+        [ -n "$(directive "$m" config)" ] || config=$HERE/config-default.yaml
+        probe_want=$(directive "$m" probe)
+        probe_want=${probe_want:-pass}
+        python3 -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)' "$m" \
+                >"$name.manifest.json" || { t_fail "$name: not YAML"; continue; }
+        jq "$TEMPLATE_OF" "$name.manifest.json" >"$name.raw.json"
+        # As the API server hands it to admission: decoded, defaulted, before
+        # anything of the create itself (uid, timestamps, status).
+        if ! kubectl create -n zoo --dry-run=server -o json -f "$name.raw.json" >"$name.server.json" 2>"$name.err"; then
+                t_fail "$name: the API server refuses the case's own pod: $(head -c 300 "$name.err")"
+                continue
+        fi
+        jq 'del(.status, .metadata.uid, .metadata.creationTimestamp, .metadata.namespace)' "$name.server.json" >"$name.defaulted.json"
+        check_variant "$name" raw "$T_TMP/$name.raw.json" "$config" "$expect" "$probe_want"
+        check_variant "$name" defaulted "$T_TMP/$name.defaulted.json" "$config" "$expect" "$probe_want"
+
+        # inject -f of the manifest itself: the same pod, or a one-line refusal.
+        read -r want_decision _ <<<"$expect"
+        if [ "$want_decision" = denied ]; then
+                if "$WEBHOOK" inject -f "$m" --config "$config" >/dev/null 2>"$name.inject.err"; then
+                        t_fail "$name: inject accepted what the webhook denies"
+                else
+                        t_eq "$name: inject refuses in one line" 1 "$(wc -l <"$name.inject.err")"
+                fi
+        elif [ -f "$name.raw.patched.json" ]; then
+                if "$WEBHOOK" inject -f "$m" --config "$config" 2>"$name.inject.err" >"$name.inject.json"; then
+                        jq "$TEMPLATE_OF" "$name.inject.json" >"$name.inject.pod.json"
+                        t_check "$name: inject prints the pod the review's patch makes" \
+                                diff -u <(jq -S . "$name.raw.patched.json") <(jq -S . "$name.inject.pod.json")
+                else
+                        t_fail "$name: inject failed: $(head -c 300 "$name.inject.err")"
+                fi
+        fi
+done
+
+# ---- through the API server, the webhook registered -----------------------
+"$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
+PORT=$(t_free_port)
+{
+        cat "$HERE/config-default.yaml"
+        echo "server: {address: 127.0.0.1, port: $PORT, certFile: $T_TMP/pki/tls.crt, keyFile: $T_TMP/pki/tls.key}"
+} >live.yaml
+"$WEBHOOK" serve --config live.yaml 2>webhook.log &
+t_cleanup_pid $!
+t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$PORT/readyz >/dev/null" 10 || { cat webhook.log; exit 1; }
+kubectl create namespace live >/dev/null
+kubectl create namespace limited >/dev/null
+kubectl label namespace live hangar.dev/webhook=on >/dev/null
+kubectl label namespace limited hangar.dev/webhook=on >/dev/null
+kubectl create -n limited -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: 500m, memory: 512Mi}
+    defaultRequest: {cpu: 100m, memory: 128Mi}
+EOF
+kubectl create -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: hangar-manifests}
+webhooks:
+- name: sidecar.hangar.dev
+  clientConfig: {url: "https://127.0.0.1:$PORT/mutate", caBundle: "$(base64 -w0 pki/ca.crt)"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  namespaceSelector: {matchLabels: {hangar.dev/webhook: "on"}}
+  objectSelector: {matchLabels: {hangar.dev/sandbox: "true"}}
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Fail
+  reinvocationPolicy: IfNeeded
+  timeoutSeconds: 10
+EOF
+probe_pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"probe","labels":{"hangar.dev/sandbox":"true"}},"spec":{"containers":[{"name":"sandbox","image":"i:1"}]}}'
+t_check "webhook registered and answering" t_wait_for \
+        "echo '$probe_pod' | kubectl create -n live --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
+# A case marked "# live: no-limitrange" has containers the LimitRange's
+# defaults would break on their own (the pod's budget below its limits).
+for m in "$HERE"/cases/*.yaml; do
+        name=$(basename "$m" .yaml)
+        if [ "$(directive "$m" expect)" != injected ] || [ -n "$(directive "$m" config)" ]; then
+                continue
+        fi
+        [ -f "$name.raw.json" ] || continue
+        for ns in live limited; do
+                [ "$ns" = limited ] && [ "$(directive "$m" live)" = no-limitrange ] && continue
+                tag="$name (through the API server, namespace $ns)"
+                if ! kubectl create -n "$ns" --dry-run=server -o json -f "$name.raw.json" >"$name.$ns.json" 2>"$name.$ns.err"; then
+                        t_fail "$tag: refused with the webhook on: $(head -c 400 "$name.$ns.err")"
+                        continue
+                fi
+                t_eq "$tag: stored injected" injected \
+                        "$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar-reason"]' "$name.$ns.json")"
+                "$PROBE" spec --config "$HERE/config-default.yaml" --pod-file "$name.$ns.json" >"$name.$ns.spec.json" 2>&1
+                want=$(directive "$m" probe)
+                t_eq "$tag: hangar-probe spec" "${want:-pass}" "$(jq -r "$PROBE_RESULT" "$name.$ns.spec.json" 2>/dev/null)"
+        done
+done
+t_end
