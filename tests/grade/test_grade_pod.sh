@@ -34,6 +34,22 @@ if [ -x "$PY" ]; then
 fi
 export HANGAR_DRIVER_COMMAND='["hangar-driver", "serve"]'
 . "$HERE/../turn/turnlib.sh"
+# down removes the pod's directory; after a failure its logs (the runtime's,
+# each container's output, runsc's own under PODRUN_DEBUG=1) and the
+# containers' states are kept with the suite's files first (a failure that
+# took its pod's files with it could not be explained).
+eval "$(declare -f down | sed '1s/^down /turnlib_down /')"
+down() {
+        if [ "$T_FAILURES" -gt 0 ] && [ -d "$POD" ]; then
+                local keep
+                keep=$T_TMP/kept-$(basename "$POD")
+                mkdir -p "$keep"
+                [ "$RUNTIME" = node ] || "$PODRUN" ps --dir "$POD" >"$keep/ps.txt" 2>&1
+                cp -r "$POD/logs" "$keep/" 2>/dev/null
+                cp "$POD"/*.log "$keep/" 2>/dev/null
+        fi
+        turnlib_down
+}
 turn_pod_up || t_end
 t_eq "PID 1 in hangar-driver is the daemon" "hangar-driver serve" \
         "$(in_driver cat /proc/1/cmdline | tr '\0' ' ' | sed 's/ $//')"
@@ -106,12 +122,21 @@ left() {
         awk -v p="$1" 'NR > 1 && index($0 " ", p) { print >"/dev/stderr"; n++ } END { print n + 0 }' \
                 <<<"$out" 2>>"$T_TMP/left.log"
 }
-# behind SCRIPT: a process of the trial's still running at the end of the
-# turn (an exec of the agent's that has not ended: a process the runtime
-# would otherwise end with its exec, as crun does, could not be left behind).
+# behind SCRIPT MARK [COUNT]: a process of the trial's still running at the
+# end of the turn (an exec of the agent's that has not ended: a process the
+# runtime would otherwise end with its exec, as crun does, could not be left
+# behind), there before the grade begins: it waits (120 s at most) until
+# COUNT (1) of the agent's processes have MARK in their command line, and
+# fails the suite if they never do. An exec asked for is not yet a process:
+# under load (kubectl exec on the node) one started after the grade it was
+# meant to attack, and the case then graded a trial without its attacker
+# (sweep.killed 0), which proves nothing.
 behind() {
+        local mark=$2 count=${3:-1}
         "$PODRUN" exec --dir "$POD" sandbox -- sh -c "$1" >/dev/null 2>&1 </dev/null &
         t_cleanup_pid $!
+        t_wait_for '[ "$(left "$mark")" -ge "$count" ]' 120 ||
+                t_fail "the trial's process [$mark] is not running 120 s after its exec (want $count, have $(left "$mark"))"
 }
 
 # ---- a clean trial ----
@@ -137,8 +162,8 @@ t_eq "... no container beside the agent's and the driver" "[]" "$(jq -c .other_c
 # ---- a daemon left behind that rewrites a file the grader reads ----
 workspace rewrite
 # It waits for the grade (its tests appearing) to rewrite the answer.
-behind 'while :; do [ -d /var/lib/hangar/grades/rewrite ] && echo 666 >/tmp/rewrite/answer.txt; sleep 0.01; done'
-t_wait_for '[ "$(left "grades/rewrite ] && echo 666")" -ge 1 ]' 10
+behind 'while :; do [ -d /var/lib/hangar/grades/rewrite ] && echo 666 >/tmp/rewrite/answer.txt; sleep 0.01; done' \
+        "grades/rewrite ] && echo 666"
 echo "  (the rewriter before the grade: $(left "grades/rewrite ] && echo 666") processes)"
 grade rewrite
 t_eq "rewriter: the grade as a clean one's" "$BASE_TRUST $BASE pass" "$(trust rewrite) $(report rewrite)"
@@ -147,8 +172,8 @@ t_check "... the sweep killed it" test "$(jq -r .sweep.killed rewrite.grade)" -g
 
 # ---- one that waits for the hidden tests and copies them ----
 workspace copier
-behind 'while :; do cp -r /var/lib/hangar/grades/copier /tmp/stolen 2>/dev/null && exit 0; sleep 0.005; done'
-t_wait_for '[ "$(left "cp -r /var/lib/hangar/grades/copier")" -ge 1 ]' 10
+behind 'while :; do cp -r /var/lib/hangar/grades/copier /tmp/stolen 2>/dev/null && exit 0; sleep 0.005; done' \
+        "cp -r /var/lib/hangar/grades/copier"
 grade copier
 t_eq "copier: the grade as a clean one's" "$BASE_TRUST $BASE pass" "$(trust copier) $(report copier)"
 t_check "... it copied nothing" in_agent sh -c '! test -e /tmp/stolen'
@@ -156,14 +181,27 @@ t_eq "... it is gone" 0 "$(left "cp -r /var/lib/hangar/grades/copier")"
 
 # ---- one that binds the wrapper's port first ----
 workspace binder
-# Ports taken before begin: the kernel picks the wrapper's elsewhere.
-behind 'for p in $(seq 40000 40040); do nc -lk -p $p >>/tmp/caught 2>/dev/null & done; wait'
+# Ports taken before begin: the kernel picks the wrapper's elsewhere. Each
+# listener listens again after a connection (busybox's nc has no -k: with
+# it every nc had refused its options at once, and nothing was bound).
+behind 'for p in $(seq 40000 40040); do (while :; do nc -l -p $p >>/tmp/caught 2>/dev/null; done) & done; wait' \
+        "nc -l -p 40040"
+# binder_ports: how many of 40000-40040 (9C40-9C68) listen in the pod's network namespace.
+binder_ports() {
+        in_agent cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+                awk '$4 == "0A" { p = $2; sub(/.*:/, "", p); if (p ~ /^9C([45][0-9A-F]|6[0-8])$/ && !seen[p]++) n++ } END { print n + 0 }'
+}
+t_wait_for '[ "$(binder_ports)" = 41 ]' 30
+t_eq "binder: its 41 ports are the trial's (listening)" 41 "$(binder_ports)"
 bind_after() { # after begin: the wrapper's own port, from the agent's side
-        if in_agent nc -l -p "$2" -w 1 </dev/null >/dev/null 2>&1; then echo bound >binder.bound; fi
+        # busybox's nc fails either way (a port it bound times out after 1 s
+        # without a connection): only its bind error says the port was taken.
+        in_agent nc -l -p "$2" -w 1 </dev/null >binder.nc 2>&1
+        grep -q 'bind: Address already in use' binder.nc || echo bound >binder.bound
 }
 BEFORE_GRADE=bind_after grade binder
 BEFORE_GRADE=
-t_check "binder: the wrapper's port cannot be taken after begin (in use)" test ! -e binder.bound
+t_check "binder: the wrapper's port cannot be taken after begin (in use: $(tr '\n' ' ' <binder.nc))" test ! -e binder.bound
 t_eq "... the grade as a clean one's" "$BASE_TRUST $BASE pass" "$(trust binder) $(report binder)"
 t_check "... nothing reached the trial's listeners" in_agent sh -c '! test -s /tmp/caught'
 
@@ -174,7 +212,7 @@ while :; do printf '\001\001\000\000\000\000\000\041junk' | nc 127.0.0.1 "$1" >/
 SH
 "$PODRUN" exec --dir "$POD" --stdin sandbox -- sh -c 'cat >/tmp/race.sh' <race.sh
 race() { # connects to the wrapper's port as fast as it can: junk, half HELLOs
-        behind "sh /tmp/race.sh $2 # racer"
+        behind "sh /tmp/race.sh $2 # racer" "race.sh"
         sleep 1
 }
 BEFORE_GRADE=race grade racer
@@ -192,8 +230,8 @@ t_eq "... the racer is gone" 0 "$(left "race.sh")"
 # pod goes): 200 sleepers, and 16 loops that fork and reap as fast as they
 # can (a new pid every iteration, each loop's children its own to reap).
 workspace storm
-behind 'for i in $(seq 200); do sleep 1000 & done; for i in $(seq 16); do sh -c "while :; do /bin/true; sh -c : ; done # storm-loop" & done; wait'
-t_wait_for '[ "$(left "sleep 1000 ")" -ge 150 ]' 30
+behind 'for i in $(seq 200); do sleep 1000 & done; for i in $(seq 16); do sh -c "while :; do /bin/true; sh -c : ; done # storm-loop" & done; wait' \
+        "sleep 1000 " 150
 echo "  (the storm before the grade: $(left "sleep 1000 ") sleepers, $(left "storm-loop") loops)"
 grade storm
 STORM=$(trust storm)
@@ -252,7 +290,8 @@ fi
 # ---- a symlink from the workspace into hangar-home ----
 workspace links
 in_agent sh -c 'cd /tmp/links && ln -s /var/lib/hangar/grades grades && ln -s /var/lib/hangar hh && ln -s /var/lib/hangar/grades/links/tests/data/expected answer2'
-behind 'while :; do echo 0 >/tmp/links/grades/links/tests/data/expected 2>/dev/null; sleep 0.01; done'
+behind 'while :; do echo 0 >/tmp/links/grades/links/tests/data/expected 2>/dev/null; sleep 0.01; done' \
+        "tests/data/expected 2>/dev/null"
 t_check "the agent cannot write hangar-home (read-only)" in_agent sh -c '! mkdir /var/lib/hangar/grades 2>/dev/null && ! touch /var/lib/hangar/x 2>/dev/null'
 grade links
 t_eq "links: the grade as a clean one's" "$BASE_TRUST $BASE pass" "$(trust links) $(report links)"
