@@ -104,6 +104,14 @@ STRIP='
 PROBE_RESULT='if .result == "pass" then "pass"
         else "fail " + ([.checks[]? | select(.status != "pass") | .code] | unique | join(",")) end'
 
+# docs/webhook.md: both volumes inside the sandbox, shared at pod level,
+# hangar-ctl a tmpfs of volumes.ctl.sizeLimit (64Mi).
+GVISOR_WANT=$(jq -cS -n '{
+        "dev.gvisor.spec.mount.hangar-home.share": "pod", "dev.gvisor.spec.mount.hangar-home.type": "bind",
+        "dev.gvisor.spec.mount.hangar-home.options": "rw,rprivate",
+        "dev.gvisor.spec.mount.hangar-ctl.share": "pod", "dev.gvisor.spec.mount.hangar-ctl.type": "tmpfs",
+        "dev.gvisor.spec.mount.hangar-ctl.options": "rw,rprivate,size=67108864"}')
+
 # check_variant NAME VARIANT POD_JSON CONFIG EXPECT PROBE_EXPECT
 check_variant() {
         local name=$1 variant=$2 pod=$3 config=$4 expect=$5 probe_want=$6
@@ -181,6 +189,10 @@ check_variant() {
                 [ "$(jq -r '.spec.runtimeClassName // ""' "$pod")" = gvisor ] && want_gvisor=6
                 t_eq "$tag: gVisor's mount annotations only under gVisor" "$want_gvisor" \
                         "$(jq '[.metadata.annotations | keys[] | select(startswith("dev.gvisor.spec.mount.hangar-"))] | length' "$w.patched.json")"
+                if [ "$want_gvisor" != 0 ]; then
+                        t_eq "$tag: gVisor's mount annotations are the webhook's, whatever the pod had" \
+                                "$GVISOR_WANT" "$(jq -cS '.metadata.annotations | with_entries(select(.key | startswith("dev.gvisor.spec.mount.hangar-")))' "$w.patched.json")"
+                fi
                 "$PROBE" spec --config "$config" --pod-file "$w.patched.json" >"$w.spec.json" 2>"$w.err"
                 local got_probe
                 got_probe=$(jq -r "$PROBE_RESULT" "$w.spec.json" 2>/dev/null)
@@ -296,5 +308,26 @@ for m in "$HERE"/cases/*.yaml; do
                 want=$(directive "$m" probe)
                 t_eq "$tag: hangar-probe spec" "${want:-pass}" "$(jq -r "$PROBE_RESULT" "$name.$ns.spec.json" 2>/dev/null)"
         done
+        # A workload injected by `inject -f`, stored (the API server defaults
+        # its template), then a pod made from the stored template, as its
+        # controller makes it: the webhook finds it injected and leaves it so,
+        # the plugins' second round (LimitRange, AlwaysPullImages) included.
+        [ "$(jq -r .kind "$name.manifest.json")" = Pod ] && continue
+        tag="$name (inject -f, stored, its pod through the API server)"
+        if ! "$WEBHOOK" inject -f "$m" --config "$HERE/config-default.yaml" >"$name.injected.json" 2>"$name.err" ||
+                ! kubectl create -n limited --dry-run=server -o json -f "$name.injected.json" >"$name.stored.json" 2>"$name.err"; then
+                t_fail "$tag: the injected workload is not stored: $(head -c 300 "$name.err")"
+                continue
+        fi
+        jq "$TEMPLATE_OF" "$name.stored.json" >"$name.from-template.json"
+        if ! kubectl create -n limited --dry-run=server -o json -f "$name.from-template.json" >"$name.made.json" 2>"$name.err"; then
+                t_fail "$tag: refused: $(head -c 400 "$name.err")"
+                continue
+        fi
+        t_eq "$tag: one hangar-driver, still marked injected" "1 injected" \
+                "$(jq -r '"\([.spec.containers[] | select(.name == "hangar-driver")] | length) \(.metadata.annotations["hangar.dev/driver-sidecar"])"' "$name.made.json")"
+        "$PROBE" spec --config "$HERE/config-default.yaml" --pod-file "$name.made.json" >"$name.made.spec.json" 2>&1
+        want=$(directive "$m" probe)
+        t_eq "$tag: hangar-probe spec" "${want:-pass}" "$(jq -r "$PROBE_RESULT" "$name.made.spec.json" 2>/dev/null)"
 done
 t_end
