@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# The driver as the sidecar's daemon in a real pod (tests/pods/podrun): the
-# webhook's injected pod with driver.command hangar-driver serve and the
-# probes on (podrun runs no probes: the probe's command is run here by hand),
-# under runsc or crun. hangar-driver serve is the container's PID 1; a turn is
+# The driver as the sidecar's daemon in a real pod (tests/pods/podrun under
+# runsc or crun, or the shared node's kubelet with RUNTIME node:
+# tests/node/nodepod): the webhook's injected pod with driver.command
+# hangar-driver serve and the probes on (podrun runs no probes; the kubelet
+# runs them, and the pod is Ready only once the startup probe passed: here
+# the probe's command is also run by hand). hangar-driver serve is the
+# container's PID 1; a turn is
 # `ctl start` (one exec into hangar-driver) plus the relay (one exec into the
 # agent's container). Mid-turn, hangar's exec clients of `ctl watch` and of
 # the relay are killed; a new exec reattaches with `ctl watch --from` and,
 # with what the first watcher had, gets the harness's whole known output;
 # the turn finishes and its events are all there. SIGTERM to PID 1 during a
 # turn ends the turn recorded as driver-stopped, and the relay ends the
-# harness. (A daemon killed outright, and a restarted daemon refusing stale
-# state, are in test_daemon_native.sh: PID 1 cannot be SIGKILLed from inside
-# its namespace, and podrun restarts no container.)
+# harness; on the node the kubelet then restarts hangar-driver, and the next
+# daemon is a new instance, idle. (A daemon killed outright, and a restarted
+# daemon refusing stale state, are in test_daemon_native.sh and, through the
+# kubelet's liveness probe, tests/node/test_node_daemon.sh: PID 1 cannot be
+# SIGKILLed from inside its namespace, and podrun restarts no container.)
+# Nothing is skipped on the node: every exec is as the container's own user.
 # usage: test_daemon_pod.sh WEBHOOK DRIVER RELAY PROBE [RUNTIME [RUNTIME_BIN]]
 # shellcheck disable=SC2016  # scripts for the harness and the containers' shells
 WEBHOOK=$(realpath "$1")
@@ -30,8 +36,8 @@ export HANGAR_DRIVER_COMMAND='["hangar-driver", "serve"]' HANGAR_DRIVER_PROBES=t
 . "$HERE/turnlib.sh"
 turn_pod_up || t_end
 # kill_client PID: hangar's exec client gone, as when its connection to the
-# API server drops: the podrun process, the runtime's exec client under it,
-# and the pipe's reader.
+# API server drops: the podrun process and the runtime's exec client under it
+# (on the node: nodepod and its kubectl exec), and the pipe's reader.
 kill_client() {
         local c
         for c in $(ps -o pid= --ppid "$1"); do kill_client "$c"; done
@@ -157,7 +163,9 @@ TOKEN=$(jq -r '"\(.token) \(.instance)"' t2.start)
 echo $! >t2.relay.pid
 t_cleanup_pid "$(cat t2.relay.pid)"
 t_check "it runs" t_wait_for "log_has 'tick 3'" 60
-in_driver kill -TERM 1
+# (On the node, an exec into the container whose PID 1 it ends may itself be
+# cut, by kubectl's account; its effect is what the next check sees.)
+NODEPOD_ERRORS=$T_TMP/restart-exec-errors in_driver kill -TERM 1
 t_check "SIGTERM to PID 1: the turn is recorded as ended, driver-stopped" \
         t_wait_for "[ \"\$(in_agent cat $HOME_DIR/run/exit.json 2>/dev/null | jq -r .end)\" = driver-stopped ]" 20
 t_wait_pid t2.relay.pid 30
@@ -165,4 +173,16 @@ t_eq "... the relay ends the harness: 125 driver-gone" "125 driver-gone" \
         "$? $(relay_result t2 | jq -r .end 2>/dev/null)"
 t_check "... no harness left" t_wait_for harness_gone 15
 log_kept 'tick 3'
+if [ "$RUNTIME" = node ]; then
+        # The pod's restartPolicy (Always): the kubelet starts the daemon
+        # again. Execs into the container while it restarts fail by
+        # themselves (no container to exec in): logged apart, not counted.
+        next_daemon() {
+                NODEPOD_ERRORS=$T_TMP/restart-exec-errors ctl ping >ping2.json 2>/dev/null &&
+                        [ "$(jq -r .instance ping2.json)" != "$(jq -r .instance ping.json)" ]
+        }
+        t_check "the kubelet restarts hangar-driver: a new daemon answers ctl ping" t_wait_for next_daemon 120
+        t_eq "... a new instance, idle, PID 1" "32 idle 1" \
+                "$(jq -r '"\(.instance | length) \(.state) \(.pid)"' ping2.json)"
+fi
 t_end

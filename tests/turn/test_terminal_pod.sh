@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# A terminal turn in a real pod (tests/pods/podrun, docs/terminal.md): the
+# A terminal turn in a real pod (tests/pods/podrun, or the shared node's
+# kubelet with RUNTIME node: tests/node/nodepod; docs/terminal.md): the
 # harness on a pty in the agent's container, the driver's screen and tmux
 # session in hangar-driver. `tty` names a pty, `stty size` is the size asked
 # and follows ctl resize, Ctrl-C typed with ctl send-keys and ctl signal
 # reach the foreground process group, the exit status is carried; busybox
 # vi and top as the harness: keys sent through the driver change what ctl
-# screen and tmux capture-pane show (the host's tmux in the pod, when the
-# host has it), and without tmux the driver's own screen. Attacks as the
-# agent: no way to the tmux socket, no keys into the driver's view but its
-# own terminal's output, no approval made up on the screen.
+# screen and tmux capture-pane show (under podrun the host's tmux in the pod,
+# when the host has it; on the node the image's own), and without tmux the
+# driver's own screen. Attacks as the agent: no way to the tmux socket, no
+# keys into the driver's view but its own terminal's output, no approval
+# made up on the screen. Nothing is skipped on the node: every exec is as
+# the container's own user.
 # usage: test_terminal_pod.sh WEBHOOK DRIVER RELAY PROBE [RUNTIME [RUNTIME_BIN]]
 # shellcheck disable=SC2016 # scripts for the harness and the pod's shells
 WEBHOOK=$(realpath "$1")
@@ -21,11 +24,14 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
 t_begin "a terminal turn in a real $RUNTIME pod"
 EXTRA_BINS=()
-# tmux is a Debian package (in the sandbox image, scripts/build-images.sh);
-# here the host's binary, its libraries from the host's /usr/lib as podrun
+# tmux is a Debian package (in the sandbox image, scripts/build-images.sh):
+# on the node the image's, as in a cluster; under podrun (a busybox root file
+# system) the host's binary, its libraries from the host's /usr/lib as podrun
 # mounts them, in both containers' PATH.
 HAVE_TMUX=no
-if command -v tmux >/dev/null; then
+if [ "$RUNTIME" = node ]; then
+        HAVE_TMUX=yes
+elif command -v tmux >/dev/null; then
         mkdir -p "$T_TMP/tmux-bin"
         cp "$(command -v tmux)" "$T_TMP/tmux-bin/tmux"
         EXTRA_BINS+=("$T_TMP/tmux-bin")
@@ -72,8 +78,9 @@ finish t1
 t_eq "the relay exits as the harness did (42)" 42 "$?"
 
 # ---- busybox vi, keys through the driver (and tmux) ----
+# (busybox by name: the node's image has Debian's busybox, without applet links)
 in_agent sh -c 'printf "first line\n" >/tmp/turn/notes.txt'
-spec vi ask 'exec vi notes.txt' "$TERMINAL" >vi.spec
+spec vi ask 'exec busybox vi notes.txt' "$TERMINAL" >vi.spec
 start_driver vi vi.spec
 start_relay vi
 t_check "vi shows the file on ctl screen" t_wait_for "screen_has 'first line'" 60
@@ -102,7 +109,7 @@ t_check "the log keeps the raw terminal stream (escape sequences)" log_has "$(pr
 finish vi
 
 # ---- busybox top, without tmux: the driver's own screen ----
-spec top ask 'exec top' "$TERMINAL" >top.spec
+spec top ask 'exec busybox top' "$TERMINAL" >top.spec
 start_driver top top.spec HANGAR_TMUX=off
 start_relay top
 t_check "top's screen on ctl screen (the driver's model)" t_wait_for "screen_has 'PID'" 60

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # The pod a turn runs in, for the turn suites (test_turn_pod.sh,
-# test_attacks_pod.sh; the grade suite): the webhook's injected sandbox pod
+# test_attacks_pod.sh, test_terminal_pod.sh, test_daemon_pod.sh; the grade
+# suite): the webhook's injected sandbox pod
 # run by tests/pods/podrun, or, with RUNTIME "node", by tests/node/nodepod
 # (podrun's interface: the pod created through the shared node's API server
 # and run by its kubelet under gVisor, exec through kubectl exec; suites
