@@ -33,6 +33,10 @@ const rbac_permission_t rbac_permissions[] = {
     NS("create pods", "create", "", "pods", "", false),
     NS("update pods", "update", "", "pods", "", true),
     NS("patch pods", "patch", "", "pods", "", true),
+    /* A status write keeps its labels and annotations: hangar's record and
+     * the sandbox label (the guard refuses it where matchConditions exist). */
+    NS("update pods/status", "update", "", "pods", "status", true),
+    NS("patch pods/status", "patch", "", "pods", "status", true),
     /* Workloads make pods from a template: creating one, or editing one's
      * template, creates pods with any spec. */
     NS("create deployments.apps", "create", "apps", "deployments", "", false),

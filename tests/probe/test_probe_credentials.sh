@@ -136,6 +136,8 @@ patch pods/ephemeralcontainers|patch||pods/ephemeralcontainers|ns
 create pods|create||pods|ns
 update pods|update||pods|ns
 patch pods|patch||pods|ns
+update pods/status|update||pods/status|ns
+patch pods/status|patch||pods/status|ns
 create deployments.apps|create|apps|deployments|ns
 update deployments.apps|update|apps|deployments|ns
 patch deployments.apps|patch|apps|deployments|ns
@@ -234,7 +236,9 @@ get pods/portforward
 update pods/ephemeralcontainers
 patch pods/ephemeralcontainers
 update pods
-patch pods'
+patch pods
+update pods/status
+patch pods/status'
 # shellcheck disable=SC2016,SC2001 # sed appends to each line (its $ is the end of a line)
 t_eq "... and the pod's own subresources and updates again, naming it (the hostname, for an unbound token)" \
         "$(sed 's/$/ on pod not-the-pod/' <<<"$PER_POD" | sort | tr '\n' ,)" \

@@ -31,6 +31,8 @@ START_TEST(every_documented_permission_is_asked)
                                              "create pods",
                                              "update pods",
                                              "patch pods",
+                                             "update pods/status",
+                                             "patch pods/status",
                                              "create deployments.apps",
                                              "create replicasets.apps",
                                              "create statefulsets.apps",
