@@ -1,7 +1,7 @@
 # One pod suite registered once per runtime (tests/pods, tests/turn, tests/grade):
 #
 #   include(${PROJECT_SOURCE_DIR}/tests/pods/runtimes.cmake)
-#   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> RUNTIMES <runtime>... [CURRENT]
+#   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> RUNTIMES <runtime>... [CURRENT | CURRENT_UNLESS_NODE]
 #                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>]
 #                    [COST <s>])
 #
@@ -11,6 +11,9 @@
 # HANGAR_RUNSC_CURRENT set, also <base>_runsc_current running
 # `bash <suite.sh> <arg>... runsc $HANGAR_RUNSC_CURRENT <current-arg>...`
 # (the suites' "RUNTIME [RUNTIME_BIN [FLAG...]]" convention, tests/pods/podlib.sh).
+# CURRENT_UNLESS_NODE: CURRENT only when the node suites are not registered
+# (-DHANGAR_NODE_BIN), for a suite whose <base>_node skips nothing: the node
+# (the same current runsc, through containerd's shim) takes its place.
 # ENV: variables for the suite (through `cmake -E env`). TIMEOUT: 900 s unless given.
 # COST: about how many seconds the suite takes (default 60): ctest starts the
 # costliest tests first when it has no timings of its own yet (a clean
@@ -41,7 +44,7 @@ set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
     "A current runsc for the *_runsc_current pod tests (tests/pods/build-runsc.sh prints its path)")
 
 function(hangar_pod_tests)
-  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT" "NAME;SCRIPT;TIMEOUT;COST" "RUNTIMES;ARGS;ENV;CURRENT_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT;CURRENT_UNLESS_NODE" "NAME;SCRIPT;TIMEOUT;COST" "RUNTIMES;ARGS;ENV;CURRENT_ARGS")
   if(NOT P_NAME OR NOT P_SCRIPT OR NOT P_RUNTIMES)
     message(FATAL_ERROR "hangar_pod_tests: NAME, SCRIPT and RUNTIMES are required")
   endif()
@@ -59,6 +62,9 @@ function(hangar_pod_tests)
     set(prefix ${CMAKE_COMMAND} -E env ${P_ENV} bash)
   endif()
   set(variants ${P_RUNTIMES})
+  if(P_CURRENT_UNLESS_NODE AND NOT HANGAR_NODE_BIN)
+    set(P_CURRENT TRUE)
+  endif()
   if(P_CURRENT AND HANGAR_RUNSC_CURRENT)
     list(APPEND variants runsc_current)
   endif()
@@ -90,3 +96,4 @@ function(hangar_pod_tests)
     endif()
   endforeach()
 endfunction()
+
