@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "childreset.h"
 #include "cleanup.h"
 #include "jsonx.h"
 #include "strbuf.h"
@@ -566,15 +566,7 @@ static int move_fd(int fd, int target)
 static _Noreturn void child_exec(const char *path, char **argv, char **envp, pid_t parent,
                                  int in_fd, int out_fd, int err_fd)
 {
-        (void)setpgid(0, 0);
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-                _exit(127);
-        for (int sig = 1; sig < NSIG; sig++)
-                (void)signal(sig, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        child_reset(parent);
         /* A descriptor sitting on another's stdio number (we ran with 0, 1 or
          * 2 closed) first goes above 2, so no dup2 below overwrites it. */
         int fds[3] = {in_fd, out_fd, err_fd};

@@ -4,10 +4,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "childreset.h"
 #include "cleanup.h"
 
 /* In the child: every descriptor above stderr goes. close_range where the
@@ -36,17 +36,7 @@ static int move_fd(int fd, int target)
 static _Noreturn void child_exec(const spawn_opts_t *o, pid_t parent, int in_r, int out_w,
                                  int err_w)
 {
-        (void)setpgid(0, 0);
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) /* the parent died before PDEATHSIG was armed */
-                _exit(127);
-        for (int sig = 1; sig < NSIG; sig++)
-                (void)signal(sig, SIG_DFL);
-        /* A clean slate, not the parent's mask: the parent blocks what it
-         * reads from a signalfd, and the command must not inherit that. */
-        sigset_t none;
-        sigemptyset(&none);
-        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        child_reset(parent);
         if (in_r < 0)
                 in_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (in_r < 0 || move_fd(in_r, 0) < 0 || move_fd(out_w, 1) < 0 || move_fd(err_w, 2) < 0)
