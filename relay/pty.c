@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include "childreset.h"
 #include "cleanup.h"
 
 extern char **environ;
@@ -53,15 +53,8 @@ static char **child_env(const char *term)
 /* Async-signal-safe only from here on. */
 static _Noreturn void child_exec(const pty_opts_t *o, pid_t parent, int slave, int side, char **env)
 {
-        (void)setsid(); /* its own session and process group: pid == pgid == sid */
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-                _exit(127);
-        for (int sig = 1; sig < NSIG; sig++)
-                (void)signal(sig, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        (void)setsid();      /* its own session and process group: pid == pgid == sid */
+        child_reset(parent); /* (its setpgid fails harmlessly: already a group leader) */
         /* The slave becomes the session's controlling terminal. */
         if (ioctl(slave, TIOCSCTTY, 0) < 0)
                 _exit(127);
