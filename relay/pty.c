@@ -96,10 +96,8 @@ static bool isig_works(void)
         if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) ||
             (s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || pipe2(p, O_CLOEXEC) < 0)
                 goto out;
-        sigset_t all, old;
-        sigfillset(&all);
-        sigprocmask(SIG_BLOCK, &all, &old);
-        pid_t pid = fork();
+        pid_t parent;
+        pid_t pid = fork_blocked(&parent);
         if (pid == 0) {
                 /* Every signal stays blocked: SIGINT waits for sigtimedwait. */
                 sigset_t intr;
@@ -111,7 +109,6 @@ static bool isig_works(void)
                 (void)!write(p[1], "r", 1);
                 _exit(sigtimedwait(&intr, NULL, &ts) == SIGINT ? 0 : 1);
         }
-        sigprocmask(SIG_SETMASK, &old, NULL);
         if (pid < 0)
                 goto out;
         struct pollfd pf = {.fd = p[0], .events = POLLIN};
@@ -186,17 +183,12 @@ int pty_start(const pty_opts_t *o, pty_child_t *ret, hg_error_t *err)
         if (!env)
                 return error_set(err, -ENOMEM, "out of memory");
 
-        sigset_t all, old;
-        sigfillset(&all);
-        sigprocmask(SIG_BLOCK, &all, &old);
-        pid_t parent = getpid();
-        pid_t pid = fork();
+        pid_t parent;
+        pid_t pid = fork_blocked(&parent);
         if (pid == 0)
                 child_exec(o, parent, slave, child_side, env);
-        int saved = errno;
-        sigprocmask(SIG_SETMASK, &old, NULL);
         if (pid < 0)
-                return error_set(err, -saved, "fork: %s", strerror(saved));
+                return error_set(err, -errno, "fork: %s", strerror(errno));
         if (set_nonblock(master) < 0 || set_nonblock(side) < 0) {
                 (void)kill(pid, SIGKILL);
                 return error_set(err, -EIO, "cannot make the terminal non-blocking");

@@ -13,3 +13,10 @@
  * mask (the parent blocks what it reads from a signalfd; a command must not
  * inherit that). Async-signal-safe calls only. */
 void child_reset(pid_t parent);
+
+/* fork(2) with every signal blocked around it, so that none of the
+ * parent's handlers runs in the child before child_reset; the parent's
+ * mask is restored in the parent only (the child keeps everything blocked
+ * until child_reset empties it). *PARENT: the caller's pid, for the
+ * child's child_reset. A failed fork returns -1 with errno kept. */
+pid_t fork_blocked(pid_t *parent);

@@ -712,19 +712,14 @@ int execcred_run(const execcred_config_t *cfg, const char *exec_info, int timeou
                                  strerror(errno));
         _cleanup_close_ int err_r = err_p[0], err_w = err_p[1];
 
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        pid_t parent = getpid();
+        pid_t parent;
         long long deadline = now_ms() + timeout_ms;
-        pid_t pid = fork();
+        pid_t pid = fork_blocked(&parent);
         if (pid == 0)
                 child_exec(path, argv, envp, parent, in_fd, out_w, err_w);
-        int saved = errno;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (pid < 0)
-                return error_set(err, -saved, "exec plugin %.200s: fork: %s", cfg->command,
-                                 strerror(saved));
+                return error_set(err, -errno, "exec plugin %.200s: fork: %s", cfg->command,
+                                 strerror(errno));
         (void)setpgid(pid, pid);
         (void)close(TAKE_FD(out_w));
         (void)close(TAKE_FD(err_w));

@@ -101,17 +101,12 @@ int spawn_start(const spawn_opts_t *o, spawn_child_t *ret, hg_error_t *err)
                         return error_set(err, r, "socketpair: %s", strerror(-r));
                 err_r = err_p[0], err_w = err_p[1];
         }
-        sigset_t all, old;
-        sigfillset(&all);
-        sigprocmask(SIG_BLOCK, &all, &old);
-        pid_t parent = getpid();
-        pid_t pid = fork();
+        pid_t parent;
+        pid_t pid = fork_blocked(&parent);
         if (pid == 0)
                 child_exec(o, parent, in_r, out_w, o->merge_stderr ? out_w : err_w);
-        int saved = errno;
-        sigprocmask(SIG_SETMASK, &old, NULL);
         if (pid < 0)
-                return error_set(err, -saved, "fork: %s", strerror(saved));
+                return error_set(err, -errno, "fork: %s", strerror(errno));
         /* Also from the parent, so a signal sent before the child ran setpgid
          * still reaches the group. EACCES: it has exec'd already, fine. */
         (void)setpgid(pid, pid);
