@@ -717,12 +717,13 @@ static int plugin_credential(k8s_client_t *c, bool stale, unsigned long used_gen
 }
 
 /* The connection was made but the exchange broke off part way (reset, cut
- * short; seen in CI: the API server's 401 to a POST, a GET's body). Worth
- * another try when the request is safe to send again. Not a connection
- * that could not be made (refused, or timed out: that spends the whole
- * REQUEST_TIMEOUT_S, and the probe stops at the first request without an
- * answer so that an unreachable server costs it one timeout, not three).
- * Never an HTTP status: that is an answer, the caller's to judge. */
+ * short; seen in CI over h2: the API server's 401 to a POST, a GET's
+ * body). Worth another try when the request is safe to send again. Not a
+ * connection that could not be made (refused, or timed out: that spends
+ * the whole REQUEST_TIMEOUT_S, and the probe stops at the first request
+ * without an answer so that an unreachable server costs it one timeout,
+ * not three). Never an HTTP status: that is an answer, the caller's to
+ * judge. */
 static bool exchange_broke(CURLcode cc)
 {
         return cc == CURLE_PARTIAL_FILE || cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR ||
@@ -781,6 +782,12 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
         cc = curl_easy_setopt(h, opt, val)
         SET(CURLOPT_URL, url.data);
         SET(CURLOPT_PROTOCOLS_STR, "https");
+        /* HTTP/1.1, not h2: each request has its own connection, so h2's
+         * streams buy nothing, and the API server's early answer to a POST
+         * (a 401 before it reads the body) ends its h2 stream with a reset
+         * that libcurl reports as a partial transfer (seen in CI, three
+         * times in a row). Over HTTP/1.1 that answer arrives whole. */
+        SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         SET(CURLOPT_CUSTOMREQUEST, method);
         SET(CURLOPT_HTTPHEADER, headers);
         SET(CURLOPT_CAINFO_BLOB, &ca);
