@@ -1,24 +1,52 @@
 # shellcheck shell=bash
 # Shared helpers for the shell test suites. Source it; then call t_begin NAME,
 # t_check/t_fail as you go and t_end at the end (exit status = failures).
-# Everything a suite starts is registered with t_cleanup_pid and killed on exit.
+# Everything a suite starts is registered with t_cleanup_pid and killed on exit
+# (if it is still the process registered: see t_pid_start).
 
 set -uo pipefail
 
 T_NAME=""
 T_FAILURES=0
 T_CHECKS=0
-T_PIDS=()
+T_PIDS=()       # registered processes (t_cleanup_pid)
+T_PID_STARTS=() # their start times, index for index
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hangar-test.XXXXXX")
 
+# t_pid_start PID: the process's start time (field 22 of /proc/PID/stat,
+# clock ticks since boot) in T_START; 1 if there is no such process (or it is
+# a zombie). A pid and its start time name one process: a background job
+# that ended long ago was reaped by the shell at once, and on a host with a
+# small pid_max (32768) and a fork storm beside it its pid soon belongs to
+# another suite's process (another pod's runsc gofer: that pod's container
+# stops with it). So nothing is signalled by pid alone.
+t_pid_start() {
+        local s f
+        { read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1
+        s=${s##*) } # comm (field 2) may hold spaces and parentheses
+        read -r -a f <<<"$s"
+        [ -n "${f[19]:-}" ] && [ "${f[0]}" != Z ] && [ "${f[0]}" != X ] || return 1
+        T_START=${f[19]}
+}
+
+# t_kill_registered [SIGNAL]: SIGNAL (TERM) to each registered process still
+# the one registered (the same start time, read again right before the kill),
+# then waits for the suite's own children among them.
+t_kill_registered() {
+        local sig=${1:-TERM} i
+        for i in "${!T_PIDS[@]}"; do
+                if t_pid_start "${T_PIDS[i]}" && [ "$T_START" = "${T_PID_STARTS[i]}" ]; then
+                        kill -"$sig" "${T_PIDS[i]}" 2>/dev/null
+                fi
+        done
+        for i in "${!T_PIDS[@]}"; do
+                wait "${T_PIDS[i]}" 2>/dev/null
+        done
+        return 0
+}
+
 t_cleanup() {
-        local pid
-        for pid in "${T_PIDS[@]}"; do
-                kill "$pid" 2>/dev/null
-        done
-        for pid in "${T_PIDS[@]}"; do
-                wait "$pid" 2>/dev/null
-        done
+        t_kill_registered TERM
         if [ "${T_KEEP_TMP:-0}" = 1 ] || [ "$T_FAILURES" -gt 0 ]; then
                 echo "test files kept in $T_TMP"
         else
@@ -27,7 +55,15 @@ t_cleanup() {
 }
 trap t_cleanup EXIT
 
-t_cleanup_pid() { T_PIDS+=("$1"); }
+# t_cleanup_pid PID: killed at exit if still running then. Call it right
+# after starting the process (its start time is read here); one already gone
+# is not registered.
+t_cleanup_pid() {
+        if t_pid_start "$1"; then
+                T_PIDS+=("$1")
+                T_PID_STARTS+=("$T_START")
+        fi
+}
 
 t_begin() { T_NAME=$1; echo "== $T_NAME"; }
 
