@@ -16,7 +16,8 @@
 #   - the project's dynamically linked binary runs inside;
 #   - podrun itself: exec's exit status and --stdin, ps, logs, refused pods
 #     (nothing created), an `up` failing half-way cleans up, `down` leaves no
-#     process, mount or directory behind.
+#     process, mount or directory behind, and signals no process that only
+#     took the pid of one of the pod's gone meanwhile.
 # Where runsc (gVisor) and crun/runc differ, the check expects each runtime's
 # own behaviour and says so (docs/pod-harness.md lists the differences).
 # usage: test_podrun.sh PATH/TO/hangar-webhook RUNTIME [RUNTIME_BIN [FLAG...]]
@@ -74,16 +75,24 @@ x() { "$PODRUN" exec --dir "$D" "$@"; } # x CONTAINER -- CMD...
 uids_seen() {
         x "$1" -- sh -c 'for p in /proc/[0-9]*; do sed -n "s/^Uid:[[:space:]]*\([0-9]*\).*/\1/p" $p/status 2>/dev/null; done | sort -u | tr "\n" " "'
 }
-# The processes left by a pod: its runtime state root in a command line, or the pids it reported.
-leftovers() { # DIR PIDS...
+# The processes left by a pod: its runtime state root in a command line, or
+# the processes it reported, each "PID:START" (a pid whose start time changed
+# is another process's: pid_max may be 32768, and suites run side by side).
+leftovers() { # DIR [PID:START]...
         local dir=$1 p
         shift
         for p in /proc/[0-9]*; do
                 tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "$dir/state" && echo "${p#/proc/}"
         done
         for p in "$@"; do
-                [ -d "/proc/$p" ] && [ "$(awk '/^State:/{print $2}' "/proc/$p/status" 2>/dev/null)" != Z ] && echo "$p"
+                t_pid_start "${p%%:*}" && [ "$T_START" = "${p#*:}" ] && echo "${p%%:*}"
         done
+        return 0
+}
+# with_starts PID...: each running one as PID:START.
+with_starts() {
+        local p
+        for p in "$@"; do t_pid_start "$p" && echo "$p:$T_START"; done
         return 0
 }
 
@@ -218,7 +227,8 @@ t_check "logs of a container" "$PODRUN" logs --dir "$D" hangar-driver
 t_check "spec shows the driver's config.json (noNewPrivileges, read-only root)" \
         sh -c "'$PODRUN' spec --dir '$D' hangar-driver | jq -e '.process.noNewPrivileges and .root.readonly' >/dev/null"
 
-pids=$("$PODRUN" ps --dir "$D" --json | jq -r '.containers[].pid')
+# shellcheck disable=SC2046 # pids, one a word
+pids=$(with_starts $("$PODRUN" ps --dir "$D" --json | jq -r '.containers[].pid | select(. > 0)'))
 "$PODRUN" down --dir "$D" >down.out 2>&1
 t_eq "down succeeds" 0 "$?"
 t_check "down removed the directory" test ! -e "$D"
@@ -297,6 +307,56 @@ if up fields.json "$D" >up3.out 2>up3.err; then
 else
         cat up3.out up3.err
         t_fail "podrun up of the fields pod"
+fi
+
+# ---------------------------------------------------------------- a pid given to another process
+# down waits (PODRUN_STOP_TIMEOUT) for the pod's processes, the runtime's and
+# those with the pod's state root in their command line, then SIGKILLs what
+# is left. One of them gone during the wait frees its pid; here it goes to
+# an unrelated process at once (ns_last_pid), as a fork storm beside the
+# teardown hands it out on a host with pid_max 32768 (another pod's gofer:
+# under runsc its container stops). down must kill the process that stayed
+# and leave the newcomer alone.
+D=$T_TMP/reuse
+if up injected.json "$D" -q >up4.out 2>up4.err; then
+        sh -c 'sleep 120' stays "$D/state" &
+        STAYS=$!
+        t_cleanup_pid "$STAYS"
+        sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done' goes "$T_TMP/reuse-go" "$D/state" &
+        GOES=$!
+        t_cleanup_pid "$GOES"
+        PODRUN_STOP_TIMEOUT=10 "$PODRUN" down --dir "$D" >reuse-down.out 2>&1 &
+        DOWN=$!
+        # its "== delete" lines come after it listed the pod's processes
+        t_wait_for "grep -q '^== delete' '$D/logs/runtime.log' 2>/dev/null" 60 ||
+                t_fail "down never deleted a container"
+        touch "$T_TMP/reuse-go"
+        wait "$GOES"
+        NEWCOMER=""
+        for _ in $(seq 100); do # other processes on the host may take the pid first
+                echo $((GOES - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || break
+                sleep 300 &
+                NEWCOMER=$!
+                [ "$NEWCOMER" = "$GOES" ] && break
+                kill "$NEWCOMER"
+                wait "$NEWCOMER" 2>/dev/null
+                NEWCOMER=""
+        done
+        wait "$DOWN"
+        t_eq "down with a process outliving the wait succeeds" 0 "$?"
+        wait "$STAYS"
+        t_eq "... it SIGKILLed the process that stayed" 137 "$?"
+        if [ -n "$NEWCOMER" ]; then
+                t_cleanup_pid "$NEWCOMER"
+                t_check "... and not the newcomer with the pid of one gone during the wait ($NEWCOMER)" \
+                        kill -0 "$NEWCOMER"
+        else
+                echo "  SKIP the newcomer with a gone process's pid (could not be given pid $GOES: ns_last_pid)"
+        fi
+        t_check "... down removed the directory" test ! -e "$D"
+else
+        cat up4.out up4.err
+        t_fail "podrun up of the reuse pod"
 fi
 
 # ---------------------------------------------------------------- refusals and failures
