@@ -77,10 +77,43 @@ static void drop(listener_t *l, listener_pending_t *p, listener_reject_t why, co
                 on_reject(userdata, why, detail);
 }
 
+/* Why a right proof for channel is refused, or NULL when it is the one due:
+ * io first, then ctl, each once; the same token again is a replay. */
+static const char *out_of_order(const listener_t *l, frame_channel_t channel)
+{
+        if (channel == FRAME_CHANNEL_IO)
+                return l->io_taken ? "io already taken" : NULL;
+        if (!l->io_taken)
+                return "ctl before io";
+        return l->ctl_taken ? "ctl already taken" : NULL;
+}
+
+/* Tells a connection whose right PROOF is refused (a replay) why, with the
+ * driver's proof over its binding under the TAKEN label: the relay then
+ * knows, from the token's holder on this very connection, that its token
+ * was used before, and says so instead of "failed". Sent as it is, like the
+ * CHALLENGE: 40 bytes fit a fresh connection's send buffer, and one that
+ * cannot take them is not a relay waiting for them. */
+static void send_taken(const listener_t *l, const listener_pending_t *p)
+{
+        frame_taken_t t;
+        uint8_t out[FRAME_HEADER_SIZE + FRAME_TAKEN_SIZE];
+        if (handshake_prove(&l->token, HANDSHAKE_TAKEN, &p->bind, t.mac) < 0)
+                return; /* then only the close: the relay says "failed" */
+        (void)frame_header_encode(FRAME_TAKEN, FRAME_TAKEN_SIZE, out);
+        frame_taken_encode(&t, out + FRAME_HEADER_SIZE);
+        ssize_t n;
+        do
+                n = send(p->c.fd, out, sizeof(out), MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        token_wipe(&t, sizeof(t));
+}
+
 /* Whether a challenged connection has a PROOF waiting that is right for
- * it: the token's holder was still handshaking when both channels had been
- * taken (by someone else holding the token too). Read before the token is
- * wiped, so that a relay that lost the race is recorded as a replay. */
+ * it: the token's holder was still handshaking when the listener stopped
+ * (both channels taken by someone else holding the token too, or the turn
+ * over). Read before the token is wiped, so that a relay that lost the race
+ * is told and recorded as a replay. */
 static bool right_proof_waiting(listener_t *l, listener_pending_t *p)
 {
         frame_t f;
@@ -102,12 +135,17 @@ static void stop_listening(listener_t *l, listener_reject_fn on_reject, void *us
                 listener_pending_t *p = &l->pending[i];
                 if (!p->used)
                         continue;
-                if (right_proof_waiting(l, p))
-                        drop(l, p, LISTENER_REJECT_REPLAYED,
-                             "a right proof after both channels were taken", on_reject, userdata);
-                else
-                        drop(l, p, LISTENER_REJECT_LATE, "both channels taken", on_reject,
+                /* Right, and for a channel taken already: a replay. Right
+                 * and due (the turn ended before the relay got in): late. */
+                const char *replay =
+                    right_proof_waiting(l, p) ? out_of_order(l, p->bind.channel) : NULL;
+                if (replay) {
+                        send_taken(l, p);
+                        drop(l, p, LISTENER_REJECT_REPLAYED, replay, on_reject, userdata);
+                } else {
+                        drop(l, p, LISTENER_REJECT_LATE, "the listener stopped", on_reject,
                              userdata);
+                }
         }
         token_wipe(&l->token, sizeof(l->token));
 }
@@ -271,7 +309,7 @@ static void challenge(listener_t *l, listener_pending_t *p, const frame_t *f,
 
 /* A PROOF: the relay's HMAC over the same binding. Checked in constant
  * time; only then the channel's order (a right proof out of order is the
- * token used twice: replayed). */
+ * token used twice: replayed, and told so with TAKEN). */
 static void check_proof(listener_t *l, listener_pending_t *p, const frame_t *f,
                         listener_accept_fn on_accept, listener_reject_fn on_reject, void *userdata)
 {
@@ -287,16 +325,15 @@ static void check_proof(listener_t *l, listener_pending_t *p, const frame_t *f,
         frame_channel_t channel = p->bind.channel;
         if (!ok)
                 return drop(l, p, LISTENER_REJECT_BAD_TOKEN, "wrong proof", on_reject, userdata);
-        /* io first, then ctl; the same token again is a replay. */
-        frame_channel_t want = l->have_io ? FRAME_CHANNEL_CTL : FRAME_CHANNEL_IO;
-        if (channel != want)
-                return drop(l, p, LISTENER_REJECT_REPLAYED,
-                            channel == FRAME_CHANNEL_IO ? "io already taken" : "ctl before io",
-                            on_reject, userdata);
+        const char *replay = out_of_order(l, channel);
+        if (replay) {
+                send_taken(l, p);
+                return drop(l, p, LISTENER_REJECT_REPLAYED, replay, on_reject, userdata);
+        }
         /* Hand over: the accepted connection gets full-size frames. */
         int fd = TAKE_FD(p->c.fd);
         forget(p);
-        conn_t *c = want == FRAME_CHANNEL_IO ? &l->io : &l->ctl;
+        conn_t *c = channel == FRAME_CHANNEL_IO ? &l->io : &l->ctl;
         if (conn_init(c, fd, FRAME_MAX_PAYLOAD) < 0 ||
             conn_queue(c, FRAME_WELCOME, NULL, 0, NULL, 0) < 0) {
                 (void)close(fd);
@@ -306,13 +343,15 @@ static void check_proof(listener_t *l, listener_pending_t *p, const frame_t *f,
                 return;
         }
         (void)conn_flush(c);
-        if (want == FRAME_CHANNEL_IO)
-                l->have_io = true;
+        if (channel == FRAME_CHANNEL_IO)
+                l->have_io = l->io_taken = true;
         else
-                l->have_ctl = true;
+                l->have_ctl = l->ctl_taken = true;
         if (on_accept)
-                on_accept(userdata, want);
-        if (l->have_ctl)
+                on_accept(userdata, channel);
+        /* A turn's listener stays: whoever comes with the token now is told
+         * it was taken, and recorded, instead of finding the port closed. */
+        if (l->ctl_taken && !l->keep_open)
                 stop_listening(l, on_reject, userdata);
 }
 

@@ -136,10 +136,13 @@ static void loop(turn_t *t)
                         p[P_CLIENTS + i] =
                             (struct pollfd){.fd = ev ? t->clients[i].fd : -1, .events = ev};
                 }
-                bool waiting = t->ts.state == TURN_STATE_WAITING;
-                size_t nl = waiting ? listener_pollfds(&t->lis, &p[P_LISTENER]) : 0;
-                int64_t deadline = turnstate_next_deadline(
-                    &t->ts, waiting ? listener_next_deadline(&t->lis) : INT64_MAX);
+                /* The listener stays for the whole turn (replays after the
+                 * relay got in are recorded), so its handshake deadlines
+                 * count in every state; it is closed when the turn ends. */
+                size_t nl = listener_pollfds(&t->lis, &p[P_LISTENER]);
+                int64_t deadline = turnstate_next_deadline(&t->ts, INT64_MAX);
+                if (listener_next_deadline(&t->lis) < deadline)
+                        deadline = listener_next_deadline(&t->lis);
                 /* watchers poll the log at least once a second */
                 int timeout = timeout_towards(1000, deadline, now);
                 if (t->grade) {

@@ -289,9 +289,10 @@ static void after_relay_connected(turn_t *t)
         t->ctl = t->lis.ctl;
         t->lis.have_io = t->lis.have_ctl = false; /* handed over */
         t->io_open = t->ctl_open = true;
-        /* The token is spent: out of memory and out of hangar-ctl. */
+        /* The token is spent: out of hangar-ctl, and out of memory but for
+         * the listener's copy, which stays until the turn ends to prove
+         * itself to (and check) whoever comes with it next: a replay. */
         token_wipe(&t->token, sizeof(t->token));
-        token_wipe(&t->lis.token, sizeof(t->lis.token));
         _cleanup_free_ char *token_path = record_path(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
         if (!token_path || (unlink(token_path) < 0 && errno != ENOENT))
                 turnctx_record_failed(t, "the removal of " LAYOUT_CTL_TOKEN,

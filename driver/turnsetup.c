@@ -160,6 +160,10 @@ int turnsetup_start(turn_t *t, hg_error_t *err)
                 r = listener_open(&t->lis, &t->token, t->instance, t->spec->handshake_timeout_ms,
                                   err);
         if (r == 0) {
+                /* For the whole turn: a relay that comes after someone else
+                 * took both channels with the token is told so and recorded
+                 * (a replay: token-misused), not refused by the kernel unseen. */
+                t->lis.keep_open = true;
                 char port[16];
                 snprintf(port, sizeof(port), "%u\n", t->lis.port);
                 /* The port goes last: its presence says the listener is up. */

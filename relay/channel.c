@@ -59,6 +59,38 @@ static int await_challenge(conn_t *c, const token_t *token, const uint8_t *want_
         return 0;
 }
 
+/* The driver's answer to our PROOF: WELCOME, or TAKEN with its proof over
+ * the same binding under the TAKEN label (checked in constant time: only
+ * the token's holder, on this connection, can say the token was taken). */
+static int await_welcome(conn_t *c, const token_t *token, const handshake_binding_t *b,
+                         int64_t deadline, hg_error_t *err)
+{
+        frame_t f;
+        hg_error_t why = {0};
+        int r = conn_next_until(c, &f, deadline, &why);
+        if (r == -ECONNRESET)
+                return error_set(err, -EPIPE,
+                                 "the driver closed the connection: it refused the relay's proof");
+        if (r < 0)
+                return error_set(err, r, "no WELCOME: %s", why.message);
+        if (f.type == FRAME_WELCOME && f.length == 0)
+                return 0;
+        frame_taken_t taken;
+        if (f.type != FRAME_TAKEN)
+                return error_set(err, -EPROTO, "expected WELCOME, got %s", frame_type_name(f.type));
+        if (frame_taken_decode(&f, &taken, &why) < 0)
+                return error_set(err, -EPROTO, "a malformed TAKEN: %s", why.message);
+        bool ok = handshake_verify(token, HANDSHAKE_TAKEN, b, taken.mac);
+        token_wipe(&taken, sizeof(taken));
+        if (!ok)
+                return error_set(err, -EPROTO,
+                                 "a TAKEN whose proof is wrong (not the driver's for this "
+                                 "connection)");
+        return error_set(err, RELAY_CHANNEL_TAKEN,
+                         "the driver says the token was already used (this channel taken, or "
+                         "ctl before io): someone else holds it");
+}
+
 static int handshake(conn_t *c, const token_t *token, const uint8_t *want_instance,
                      frame_channel_t channel, int64_t deadline, hg_error_t *err)
 {
@@ -98,17 +130,7 @@ static int handshake(conn_t *c, const token_t *token, const uint8_t *want_instan
         token_wipe(c->out, CONN_OUT_MAX);
         if (r < 0)
                 return error_set(err, r, "cannot send the proof: %s", strerror(-r));
-        frame_t f;
-        hg_error_t why = {0};
-        r = conn_next_until(c, &f, deadline, &why);
-        if (r == -ECONNRESET)
-                return error_set(err, -EPIPE,
-                                 "the driver closed the connection: it refused the relay's proof");
-        if (r < 0)
-                return error_set(err, r, "no WELCOME: %s", why.message);
-        if (f.type != FRAME_WELCOME || f.length != 0)
-                return error_set(err, -EPROTO, "expected WELCOME, got %s", frame_type_name(f.type));
-        return 0;
+        return await_welcome(c, token, &b, deadline, err);
 }
 
 int relay_open_channel(uint16_t port, const token_t *token, const char *instance,

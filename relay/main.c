@@ -495,12 +495,14 @@ int main(int argc, char **argv)
         token_wipe(&token, sizeof(token));
         if (r < 0) {
                 conn_close(&io);
-                if (r != RELAY_CHANNEL_UNPROVEN && r != RELAY_CHANNEL_OTHER_INSTANCE)
+                const char *outcome = r == RELAY_CHANNEL_UNPROVEN         ? "driver-unproven"
+                                      : r == RELAY_CHANNEL_OTHER_INSTANCE ? "driver-instance"
+                                      : r == RELAY_CHANNEL_TAKEN          ? "token-taken"
+                                                                          : NULL;
+                if (!outcome)
                         return fail("%s", err.message);
                 fprintf(stderr, "hangar-relay: %s\n", err.message);
-                return report(EXIT_RELAY_FAIL,
-                              r == RELAY_CHANNEL_UNPROVEN ? "driver-unproven" : "driver-instance",
-                              err.message, seal_report);
+                return report(EXIT_RELAY_FAIL, outcome, err.message, seal_report);
         }
 
         _cleanup_free_ char *script = NULL;

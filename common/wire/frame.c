@@ -46,6 +46,8 @@ const char *frame_type_name(int type)
                 return "CHALLENGE";
         case FRAME_PROOF:
                 return "PROOF";
+        case FRAME_TAKEN:
+                return "TAKEN";
         case FRAME_STDIN:
                 return "STDIN";
         case FRAME_STDOUT:
@@ -247,6 +249,23 @@ int frame_proof_decode(const frame_t *f, frame_proof_t *ret, hg_error_t *err)
 void frame_proof_encode(const frame_proof_t *p, uint8_t out[FRAME_PROOF_SIZE])
 {
         memcpy(out, p->mac, FRAME_MAC_SIZE);
+}
+
+int frame_taken_decode(const frame_t *f, frame_taken_t *ret, hg_error_t *err)
+{
+        int r = frame_check(f, FRAME_TAKEN, err);
+        if (r < 0)
+                return r;
+        r = frame_check_size(f, FRAME_TAKEN_SIZE, err);
+        if (r < 0)
+                return r;
+        memcpy(ret->mac, f->payload, FRAME_MAC_SIZE);
+        return 0;
+}
+
+void frame_taken_encode(const frame_taken_t *t, uint8_t out[FRAME_TAKEN_SIZE])
+{
+        memcpy(out, t->mac, FRAME_MAC_SIZE);
 }
 
 int frame_exit_decode(const frame_t *f, frame_exit_t *ret, hg_error_t *err)

@@ -20,7 +20,10 @@
 #include "error.h"
 
 /* 2: the mutual proof on connect (HELLO, CHALLENGE, PROOF, WELCOME); a
- * version 1 relay sent its token in HELLO and fails at byte 0 here. */
+ * version 1 relay sent its token in HELLO and fails at byte 0 here. TAKEN
+ * came later within version 2: it is only ever sent where a peer without it
+ * saw the connection close, and such a peer closes on its unknown type
+ * instead (docs/protocol.md, "Versioning"). */
 #define FRAME_VERSION       2
 #define FRAME_HEADER_SIZE   8
 #define FRAME_MAX_PAYLOAD   65536u
@@ -35,6 +38,7 @@ typedef enum frame_type {
         FRAME_WELCOME = 0x02,    /* driver -> relay, the connection is accepted */
         FRAME_CHALLENGE = 0x03,  /* driver -> relay, answers HELLO: its nonce and proof */
         FRAME_PROOF = 0x04,      /* relay -> driver, answers CHALLENGE: its proof */
+        FRAME_TAKEN = 0x05,      /* driver -> relay, answers a right PROOF: the token was taken */
         FRAME_STDIN = 0x10,      /* driver -> relay (io): harness stdin; empty = EOF */
         FRAME_STDOUT = 0x11,     /* relay -> driver (io): harness stdout; empty = EOF */
         FRAME_STDERR = 0x12,     /* relay -> driver (ctl): harness stderr; empty = EOF */
@@ -116,6 +120,17 @@ typedef struct frame_proof {
 #define FRAME_PROOF_SIZE FRAME_MAC_SIZE
 int frame_proof_decode(const frame_t *f, frame_proof_t *ret, hg_error_t *err);
 void frame_proof_encode(const frame_proof_t *p, uint8_t out[FRAME_PROOF_SIZE]);
+
+/* TAKEN: the driver's refusal of a right PROOF (the channel was already
+ * taken with the token, or ctl came before io), with its proof that it holds
+ * the token and means this connection (handshake.h, HANDSHAKE_TAKEN);
+ * exactly 32 bytes. */
+typedef struct frame_taken {
+        uint8_t mac[FRAME_MAC_SIZE];
+} frame_taken_t;
+#define FRAME_TAKEN_SIZE FRAME_MAC_SIZE
+int frame_taken_decode(const frame_t *f, frame_taken_t *ret, hg_error_t *err);
+void frame_taken_encode(const frame_taken_t *t, uint8_t out[FRAME_TAKEN_SIZE]);
 
 /* EXIT payload: end kind (1 byte) and value (1 byte); exactly 2 bytes.
  * EXITED: any value; SIGNALED: 1-64; TIMEOUT: 124; NOT_STARTED: 127. */

@@ -10,12 +10,15 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-/* NUL-terminated, so neither label is a prefix of the other: the two
- * messages can never be the same bytes. "v2" is the wire version. */
+/* NUL-terminated, so no label is a prefix of another: two kinds of proof
+ * can never be over the same bytes. "v2" is the wire version. */
 static const char label_driver[] = "hangar driver proof v2";
 static const char label_relay[] = "hangar relay proof v2";
+static const char label_taken[] = "hangar driver taken v2";
 
-#define LABEL_MAX sizeof(label_driver)
+#define LABEL_MAX \
+        (sizeof(label_driver) > sizeof(label_taken) ? sizeof(label_driver) : sizeof(label_taken))
+_Static_assert(sizeof(label_relay) <= LABEL_MAX, "LABEL_MAX holds every label");
 #define MESSAGE_MAX                                                                   \
         (LABEL_MAX + 1u + FRAME_NONCE_SIZE + FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE + \
          2u * HANDSHAKE_ENDPOINT_SIZE)
@@ -28,7 +31,9 @@ int handshake_nonce(uint8_t ret[FRAME_NONCE_SIZE])
 /* The bytes a proof covers (the layout in handshake.h); returns their length. */
 static size_t message(handshake_side_t side, const handshake_binding_t *b, uint8_t out[MESSAGE_MAX])
 {
-        const char *label = side == HANDSHAKE_DRIVER ? label_driver : label_relay;
+        const char *label = side == HANDSHAKE_DRIVER  ? label_driver
+                            : side == HANDSHAKE_RELAY ? label_relay
+                                                      : label_taken;
         size_t n = strlen(label) + 1;
         memcpy(out, label, n);
         out[n++] = (uint8_t)b->channel;
@@ -70,6 +75,8 @@ static int endpoint_encode(const struct sockaddr_storage *ss, uint8_t out[HANDSH
 
 int handshake_endpoints(int fd, handshake_side_t side, handshake_endpoints_t *ret)
 {
+        if (side != HANDSHAKE_DRIVER && side != HANDSHAKE_RELAY)
+                return -EINVAL;
         struct sockaddr_storage local = {0}, peer = {0};
         socklen_t ll = sizeof(local), pl = sizeof(peer);
         if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
@@ -91,6 +98,7 @@ int handshake_prove(const token_t *token, handshake_side_t side, const handshake
         switch (side) {
         case HANDSHAKE_DRIVER:
         case HANDSHAKE_RELAY:
+        case HANDSHAKE_TAKEN:
                 break;
         default:
                 return -EINVAL;

@@ -4,7 +4,8 @@
  * sends the token. A proof is HMAC-SHA256 keyed with the token's 32 bytes
  * over a fixed layout:
  *
- *   label        "hangar driver proof v2\0" or "hangar relay proof v2\0"
+ *   label        "hangar driver proof v2\0", "hangar relay proof v2\0" or
+ *                "hangar driver taken v2\0"
  *   channel      1 byte (1 io, 2 ctl)
  *   relay_nonce  FRAME_NONCE_SIZE bytes (the relay's HELLO)
  *   driver_nonce FRAME_NONCE_SIZE bytes (the driver's CHALLENGE)
@@ -12,7 +13,9 @@
  *   relay end    HANDSHAKE_ENDPOINT_SIZE bytes: the relay's address and port
  *   driver end   HANDSHAKE_ENDPOINT_SIZE bytes: the listener's address and port
  *
- * The label makes one side's proof useless as the other's; the nonces, one
+ * The label makes one side's proof useless as the other's, and the driver's
+ * TAKEN (its refusal of a right PROOF: the token was taken before) useless
+ * as its CHALLENGE and the other way round; the nonces, one
  * chosen by each side, make every proof good for one connection only; the
  * channel and instance make it useless on another channel or for another
  * daemon; the two ends bind it to the TCP connection it was made on, so a
@@ -35,6 +38,7 @@
 typedef enum handshake_side {
         HANDSHAKE_DRIVER, /* the proof in CHALLENGE */
         HANDSHAKE_RELAY,  /* the proof in PROOF */
+        HANDSHAKE_TAKEN,  /* the driver's proof in TAKEN (not a socket side) */
 } handshake_side_t;
 
 /* One end of the connection: 16 address bytes, 2 port bytes. */
@@ -60,7 +64,7 @@ typedef struct handshake_binding {
  * accepted socket: its own address is the driver's end, its peer the
  * relay's; the relay's socket the other way round). -errno from
  * getsockname/getpeername, -EAFNOSUPPORT for a socket neither IPv4 nor
- * IPv6. */
+ * IPv6, -EINVAL for a side that is not HANDSHAKE_DRIVER or HANDSHAKE_RELAY. */
 int handshake_endpoints(int fd, handshake_side_t side, handshake_endpoints_t *ret);
 
 /* A fresh nonce from OpenSSL's CSPRNG; -EIO if it fails (never a fallback). */

@@ -7,11 +7,11 @@
  *     view right after the header, length within the limit, the header
  *     re-encodes to the same 8 bytes, one byte less is "need more"; "need
  *     more" and errors write no output; every error has a message.
- *   - decoders: a decoded HELLO, CHALLENGE, PROOF, EXIT, RUN or RUN_RESULT
+ *   - decoders: a decoded HELLO, CHALLENGE, PROOF, TAKEN, EXIT, RUN or RUN_RESULT
  *     re-encodes to the identical payload bytes; a failed decode leaves
  *     *ret untouched and a non-empty message; a frame of another type is
  *     refused.
- *   - the handshake: a CHALLENGE or PROOF off the wire never verifies as a
+ *   - the handshake: a CHALLENGE, PROOF or TAKEN off the wire never verifies as a
  *     proof made with a token the input cannot know (one drawn here at
  *     start), for a binding built from the input's own bytes. */
 #include <errno.h>
@@ -99,6 +99,32 @@ static void check_proof(const frame_t *f)
                 abort();
         handshake_binding_t b = {.channel = FRAME_CHANNEL_CTL};
         if (have_secret && handshake_verify(&secret, HANDSHAKE_RELAY, &b, p.mac))
+                abort();
+}
+
+/* TAKEN: the layout round-trips, and its proof never verifies with a
+ * token the input cannot know, under the TAKEN label or any other. */
+static void check_taken(const frame_t *f)
+{
+        frame_taken_t t, before;
+        memset(&t, 0x5a, sizeof(t));
+        before = t;
+        hg_error_t err = {0};
+        int r = frame_taken_decode(f, &t, &err);
+        check_err(r, &err);
+        if (r < 0) {
+                if (memcmp(&t, &before, sizeof(t)) != 0)
+                        abort();
+                return;
+        }
+        uint8_t out[FRAME_TAKEN_SIZE];
+        frame_taken_encode(&t, out);
+        if (r != 0 || f->length != FRAME_TAKEN_SIZE || memcmp(out, f->payload, sizeof(out)) != 0)
+                abort();
+        handshake_binding_t b = {.channel = FRAME_CHANNEL_IO};
+        memcpy(b.relay_nonce, t.mac, FRAME_NONCE_SIZE);
+        if (have_secret && (handshake_verify(&secret, HANDSHAKE_TAKEN, &b, t.mac) ||
+                            handshake_verify(&secret, HANDSHAKE_DRIVER, &b, t.mac)))
                 abort();
 }
 
@@ -210,6 +236,7 @@ static const struct {
     {FRAME_PROOF, check_proof},           {FRAME_EXIT, check_exit},
     {FRAME_SIGNAL, check_signal},         {FRAME_RUN, check_run},
     {FRAME_RUN_RESULT, check_run_result}, {FRAME_RESIZE, check_resize},
+    {FRAME_TAKEN, check_taken},
 };
 
 static void check_decoders(const frame_t *f)

@@ -6,7 +6,10 @@
  * other channel or another instance, a recorded CHALLENGE played again.
  * Each must fail as RELAY_CHANNEL_UNPROVEN, and the fake must have received
  * one HELLO (a channel and a random nonce) and nothing after it: nothing
- * made with the token reaches a listener that did not prove it holds it. */
+ * made with the token reaches a listener that did not prove it holds it.
+ * And the driver's TAKEN after the relay's PROOF: believed only with the
+ * driver's proof for it (RELAY_CHANNEL_TAKEN), from a fake and from the real
+ * listener kept open after a thief took both channels. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -46,6 +49,10 @@ typedef enum fake_mode {
         FAKE_REPLAY,           /* a CHALLENGE recorded from an earlier handshake */
         FAKE_BIG_CHALLENGE,    /* a CHALLENGE header announcing 64 KiB, then nothing */
         FAKE_OTHER_ENDS,       /* proved for another connection's ends (a proxy's) */
+        FAKE_TAKEN,            /* the driver's answer, then TAKEN, proved */
+        FAKE_TAKEN_FORGED,     /* the driver's answer, then TAKEN with random bytes */
+        FAKE_TAKEN_CHALLENGE,  /* then TAKEN carrying a CHALLENGE's proof (the wrong label) */
+        FAKE_TAKEN_SHORT,      /* then a TAKEN one byte short */
 } fake_mode_t;
 
 /* A token for one test, as the driver makes one for a turn. */
@@ -128,6 +135,24 @@ static void challenge_bytes(const fake_t *f, fake_mode_t mode,
         frame_challenge_encode(&ch, out + FRAME_HEADER_SIZE);
 }
 
+/* The driver's refusal of a right PROOF (listener.c's send_taken), or the
+ * fake's broken version of it. */
+static void send_taken_as(int fd, const fake_t *f, const handshake_binding_t *b)
+{
+        frame_taken_t t;
+        handshake_side_t label =
+            f->mode == FAKE_TAKEN_CHALLENGE ? HANDSHAKE_DRIVER : HANDSHAKE_TAKEN;
+        ck_assert_int_eq(handshake_prove(&f->token, label, b, t.mac), 0);
+        if (f->mode == FAKE_TAKEN_FORGED)
+                ck_assert_int_eq(handshake_nonce(t.mac), 0);
+        uint32_t len = f->mode == FAKE_TAKEN_SHORT ? FRAME_TAKEN_SIZE - 1 : FRAME_TAKEN_SIZE;
+        uint8_t out[FRAME_HEADER_SIZE + FRAME_TAKEN_SIZE];
+        ck_assert_int_eq(frame_header_encode(FRAME_TAKEN, len, out), 0);
+        frame_taken_encode(&t, out + FRAME_HEADER_SIZE);
+        unit_send_all(fd, out, FRAME_HEADER_SIZE + len);
+        (void)shutdown(fd, SHUT_WR);
+}
+
 static void *fake_main(void *arg)
 {
         fake_t *f = arg;
@@ -204,6 +229,8 @@ static void *fake_main(void *arg)
                 f->proof_ok = handshake_verify(&f->token, HANDSHAKE_RELAY, &b, proof.mac);
                 if (f->mode == FAKE_RIGHT_NO_WELCOME) {
                         (void)shutdown(fd, SHUT_WR);
+                } else if (f->mode >= FAKE_TAKEN) {
+                        send_taken_as(fd, f, &b);
                 } else {
                         ck_assert_int_eq(frame_header_encode(FRAME_WELCOME, 0, out), 0);
                         unit_send_all(fd, out, FRAME_HEADER_SIZE);
@@ -383,6 +410,43 @@ START_TEST(refused_after_proof)
 }
 END_TEST
 
+/* The driver proved itself, checked our proof and said TAKEN with its proof
+ * under the TAKEN label: RELAY_CHANNEL_TAKEN (the relay's token-taken). A
+ * TAKEN whose proof is not that (random, a CHALLENGE's) or that is malformed
+ * is not believed: -EPROTO (the relay's failed). */
+START_TEST(taken_after_proof)
+{
+        token_t tok = fresh_token();
+        static fake_t f;
+        for (int ch = FRAME_CHANNEL_IO; ch <= FRAME_CHANNEL_CTL; ch++) {
+                hg_error_t err = {0};
+                int r = open_against(&f, FAKE_TAKEN, &tok, instance_hex, (frame_channel_t)ch, 5000,
+                                     &err);
+                ck_assert_msg(r == RELAY_CHANNEL_TAKEN, "%d %s", r, err.message);
+                ck_assert_msg(strstr(err.message, "already used"), "%s", err.message);
+                ck_assert_msg(
+                    strstr(err.message, ch == FRAME_CHANNEL_IO ? "io channel" : "ctl channel"),
+                    "%s", err.message);
+                ck_assert(f.proof_ok);
+        }
+        static const struct {
+                fake_mode_t mode;
+                const char *why;
+        } bad[] = {
+            {FAKE_TAKEN_FORGED, "proof is wrong"},
+            {FAKE_TAKEN_CHALLENGE, "proof is wrong"},
+            {FAKE_TAKEN_SHORT, "malformed TAKEN"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                hg_error_t err = {0};
+                int r =
+                    open_against(&f, bad[i].mode, &tok, instance_hex, FRAME_CHANNEL_IO, 5000, &err);
+                ck_assert_msg(r == -EPROTO, "mode %d: %d %s", bad[i].mode, r, err.message);
+                ck_assert_msg(strstr(err.message, bad[i].why), "%s", err.message);
+        }
+}
+END_TEST
+
 /* ---- against the real listener ---- */
 
 typedef struct pumped {
@@ -411,14 +475,20 @@ static void *pump_main(void *arg)
         return NULL;
 }
 
-static void pump_start(pumped_t *p, const token_t *tok)
+static void pump_start_kept(pumped_t *p, const token_t *tok, bool keep_open)
 {
         hg_error_t err = {0};
         ck_assert_msg(listener_open(&p->l, tok, instance_hex, 5000, &err) == 0, "%s", err.message);
+        p->l.keep_open = keep_open;
         atomic_store(&p->stop, false);
         for (int i = 0; i < LISTENER_REJECT_COUNT; i++)
                 atomic_store(&p->rejected[i], 0);
         ck_assert_int_eq(pthread_create(&p->thread, NULL, pump_main, p), 0);
+}
+
+static void pump_start(pumped_t *p, const token_t *tok)
+{
+        pump_start_kept(p, tok, false);
 }
 
 /* Stops the pump (or, with stop false, waits for it to end by itself: the
@@ -448,6 +518,74 @@ START_TEST(real_listener_both_channels)
         ck_assert(p.l.have_io && p.l.have_ctl);
         for (int i = 0; i < LISTENER_REJECT_COUNT; i++)
                 ck_assert_int_eq(atomic_load(&p.rejected[i]), 0);
+        listener_close(&p.l);
+        conn_close(&io);
+        conn_close(&ctl);
+}
+END_TEST
+
+/* keep_processes' gap (docs/security-model.md): a thief with the token
+ * takes io and ctl first. On a turn's listener (kept open) the real relay
+ * that comes next is told TAKEN, on io, and the driver counts a replay;
+ * once the listener is closed (the turn over), a relay finds nothing there:
+ * connection refused, which stays a plain failure. */
+START_TEST(real_listener_thief_first)
+{
+        token_t tok = fresh_token();
+        static pumped_t p;
+        pump_start_kept(&p, &tok, true);
+        uint16_t port = p.l.port;
+        hg_error_t err = {0};
+        conn_t tio = {.fd = -1}, tctl = {.fd = -1}, io = {.fd = -1};
+        int64_t deadline = conn_now_ms() + 5000;
+        ck_assert_msg(relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_IO,
+                                         FRAME_MAX_PAYLOAD, deadline, &tio, &err) == 0,
+                      "%s", err.message);
+        ck_assert_msg(relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_CTL,
+                                         FRAME_MAX_PAYLOAD, deadline, &tctl, &err) == 0,
+                      "%s", err.message);
+        int r = relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
+                                   deadline, &io, &err);
+        ck_assert_msg(r == RELAY_CHANNEL_TAKEN, "%d %s", r, err.message);
+        ck_assert_msg(strstr(err.message, "io channel"), "%s", err.message);
+        /* TAKEN is sent before the drop is counted: wait for the count. */
+        int64_t end = conn_now_ms() + 5000;
+        while (atomic_load(&p.rejected[LISTENER_REJECT_REPLAYED]) < 1 && conn_now_ms() < end)
+                usleep(10000);
+        pump_join(&p, true);
+        ck_assert_int_eq(atomic_load(&p.rejected[LISTENER_REJECT_REPLAYED]), 1);
+        ck_assert_int_eq(p.l.rejected[LISTENER_REJECT_LATE], 0);
+        listener_close(&p.l);
+        r = relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
+                               conn_now_ms() + 5000, &io, &err);
+        ck_assert_msg(r == -ECONNREFUSED, "%d %s", r, err.message);
+        ck_assert_msg(strstr(err.message, "Connection refused"), "%s", err.message);
+        conn_close(&tio);
+        conn_close(&tctl);
+}
+END_TEST
+
+/* Not kept open (a grade's listener): after both channels the port is
+ * closed at once, and a third connection is refused by the kernel. */
+START_TEST(real_listener_closes_when_not_kept)
+{
+        token_t tok = fresh_token();
+        static pumped_t p;
+        pump_start(&p, &tok);
+        uint16_t port = p.l.port;
+        hg_error_t err = {0};
+        conn_t io = {.fd = -1}, ctl = {.fd = -1}, third = {.fd = -1};
+        int64_t deadline = conn_now_ms() + 5000;
+        ck_assert_int_eq(relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_IO,
+                                            FRAME_MAX_PAYLOAD, deadline, &io, &err),
+                         0);
+        ck_assert_int_eq(relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_CTL,
+                                            FRAME_MAX_PAYLOAD, deadline, &ctl, &err),
+                         0);
+        pump_join(&p, false);
+        int r = relay_open_channel(port, &tok, instance_hex, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
+                                   deadline, &third, &err);
+        ck_assert_msg(r == -ECONNREFUSED, "%d %s", r, err.message);
         listener_close(&p.l);
         conn_close(&io);
         conn_close(&ctl);
@@ -562,12 +700,15 @@ static Suite *channel_suite(void)
         tcase_add_test(tc, other_instance_refused);
         tcase_add_test(tc, refused_after_proof);
         tcase_add_test(tc, oversize_challenge_refused_at_header);
+        tcase_add_test(tc, taken_after_proof);
         suite_add_tcase(s, tc);
         tc = tcase_create("listener");
         tcase_set_timeout(tc, 30);
         tcase_add_test(tc, real_listener_both_channels);
         tcase_add_test(tc, real_listener_wrong_token);
         tcase_add_test(tc, real_listener_through_proxy);
+        tcase_add_test(tc, real_listener_thief_first);
+        tcase_add_test(tc, real_listener_closes_when_not_kept);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -234,7 +234,7 @@ START_TEST(can_queue_limits)
         ck_assert_int_eq(conn_queue(&a, FRAME_STDOUT, big, 60, big, 40), 0);
         ck_assert_uint_eq(a.out_len, FRAME_HEADER_SIZE + 100);
         /* A type outside the set is refused, nothing queued. */
-        ck_assert_int_eq(conn_queue(&a, (frame_type_t)0x05, NULL, 0, NULL, 0), -EINVAL);
+        ck_assert_int_eq(conn_queue(&a, (frame_type_t)0x06, NULL, 0, NULL, 0), -EINVAL);
         ck_assert_uint_eq(a.out_len, FRAME_HEADER_SIZE + 100);
         conn_close(&a);
         conn_close(&b);

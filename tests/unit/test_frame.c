@@ -110,10 +110,10 @@ START_TEST(type_names)
                 int type;
                 const char *name;
         } t[] = {
-            {0x01, "HELLO"},  {0x02, "WELCOME"}, {0x03, "CHALLENGE"},  {0x04, "PROOF"},
-            {0x10, "STDIN"},  {0x11, "STDOUT"},  {0x12, "STDERR"},     {0x13, "EXIT"},
-            {0x14, "SIGNAL"}, {0x20, "RUN"},     {0x21, "RUN_RESULT"}, {0x15, "RESIZE"},
-            {0x16, "ASK"},    {0x17, "ANSWER"},
+            {0x01, "HELLO"},  {0x02, "WELCOME"}, {0x03, "CHALLENGE"}, {0x04, "PROOF"},
+            {0x05, "TAKEN"},  {0x10, "STDIN"},   {0x11, "STDOUT"},    {0x12, "STDERR"},
+            {0x13, "EXIT"},   {0x14, "SIGNAL"},  {0x20, "RUN"},       {0x21, "RUN_RESULT"},
+            {0x15, "RESIZE"}, {0x16, "ASK"},     {0x17, "ANSWER"},
         };
         size_t named = 0;
         for (size_t i = 0; i < ARRAY_SIZE(t); i++)
@@ -145,7 +145,7 @@ START_TEST(header_layout)
         /* Failures leave out alone. */
         memset(out, 0xee, sizeof(out));
         ck_assert_int_eq(frame_header_encode(FRAME_STDIN, FRAME_MAX_PAYLOAD + 1, out), -EMSGSIZE);
-        ck_assert_int_eq(frame_header_encode((frame_type_t)0x05, 1, out), -EINVAL);
+        ck_assert_int_eq(frame_header_encode((frame_type_t)0x06, 1, out), -EINVAL);
         ck_assert_int_eq(frame_header_encode((frame_type_t)0, 1, out), -EINVAL);
         for (size_t i = 0; i < sizeof(out); i++)
                 ck_assert_uint_eq(out[i], 0xee);
@@ -432,6 +432,65 @@ START_TEST(challenge_proof_reject)
         f = view(FRAME_CHALLENGE, p, FRAME_PROOF_SIZE);
         frame_proof_t pr;
         assert_err(frame_proof_decode(&f, &pr, &err), &err, -EINVAL, "CHALLENGE");
+}
+END_TEST
+
+/* ---- TAKEN ------------------------------------------------------------- */
+
+START_TEST(taken_round_trip)
+{
+        frame_taken_t t;
+        for (size_t i = 0; i < FRAME_MAC_SIZE; i++)
+                t.mac[i] = (uint8_t)(0xa0 + i);
+        uint8_t payload[FRAME_TAKEN_SIZE];
+        frame_taken_encode(&t, payload);
+        /* The layout: the driver's proof, nothing else. */
+        ck_assert_uint_eq(FRAME_TAKEN_SIZE, 32);
+        ck_assert_int_eq(memcmp(payload, t.mac, FRAME_MAC_SIZE), 0);
+        frame_t f = view(FRAME_TAKEN, payload, sizeof(payload));
+        frame_taken_t back;
+        hg_error_t err = {0};
+        ck_assert_int_eq(frame_taken_decode(&f, &back, &err), 0);
+        ck_assert_int_eq(memcmp(back.mac, t.mac, FRAME_MAC_SIZE), 0);
+        /* The whole frame off the wire: type 0x05, 32 bytes. */
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_TAKEN_SIZE];
+        ck_assert_uint_eq(put_frame(buf, FRAME_TAKEN, payload, sizeof(payload)), sizeof(buf));
+        static const uint8_t want_hdr[] = {0x02, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x20};
+        ck_assert_int_eq(memcmp(buf, want_hdr, sizeof(want_hdr)), 0);
+        f = parse_ok(buf, sizeof(buf), sizeof(buf));
+        ck_assert_int_eq(f.type, FRAME_TAKEN);
+        ck_assert_int_eq(frame_taken_decode(&f, &back, NULL), 0);
+}
+END_TEST
+
+START_TEST(taken_rejects)
+{
+        uint8_t p[FRAME_TAKEN_SIZE + 1] = {0};
+        static const uint32_t bad[] = {0, 1, FRAME_TAKEN_SIZE - 1, FRAME_TAKEN_SIZE + 1};
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                frame_t f = view(FRAME_TAKEN, p, bad[i]);
+                frame_taken_t t;
+                memset(&t, 0x5a, sizeof(t));
+                hg_error_t err = {0};
+                assert_err(frame_taken_decode(&f, &t, &err), &err, -EPROTO, "bytes");
+                ck_assert_uint_eq(t.mac[0], 0x5a);
+                ck_assert_uint_eq(t.mac[FRAME_MAC_SIZE - 1], 0x5a);
+        }
+        /* A PROOF or a WELCOME is not a TAKEN, nor the other way round. */
+        frame_t f = view(FRAME_PROOF, p, FRAME_TAKEN_SIZE);
+        frame_taken_t t;
+        hg_error_t err = {0};
+        assert_err(frame_taken_decode(&f, &t, &err), &err, -EINVAL, "PROOF");
+        f = view(FRAME_WELCOME, p, 0);
+        assert_err(frame_taken_decode(&f, &t, &err), &err, -EINVAL, "WELCOME");
+        f = view(FRAME_TAKEN, p, FRAME_PROOF_SIZE);
+        frame_proof_t pr;
+        assert_err(frame_proof_decode(&f, &pr, &err), &err, -EINVAL, "TAKEN");
+        /* An oversize TAKEN is refused at its header by a receiver that takes
+         * no frame longer than a CHALLENGE (the relay, before WELCOME). */
+        uint8_t hdr[FRAME_HEADER_SIZE];
+        ck_assert_int_eq(frame_header_encode(FRAME_TAKEN, FRAME_CHALLENGE_SIZE + 1, hdr), 0);
+        assert_parse_err(hdr, sizeof(hdr), FRAME_CHALLENGE_SIZE, -EMSGSIZE, "limit");
 }
 END_TEST
 
@@ -974,6 +1033,8 @@ static Suite *frame_suite(void)
         tcase_add_test(tc, hello_rejects);
         tcase_add_test(tc, challenge_round_trip);
         tcase_add_test(tc, challenge_proof_reject);
+        tcase_add_test(tc, taken_round_trip);
+        tcase_add_test(tc, taken_rejects);
         tcase_add_test(tc, exit_round_trip);
         tcase_add_test(tc, exit_rejects);
         tcase_add_test(tc, signal_allowed_set);

@@ -1,8 +1,8 @@
 /* Unit tests for common/wire/handshake: the proofs are HMAC-SHA256 over the
  * documented layout (checked against OpenSSL computing the same bytes by
- * hand), and a proof is good for exactly one token, side, channel, pair of
- * nonces, instance and pair of connection ends: changing any one bit of any
- * of them fails it. Both sides of a real connection (IPv4, IPv6) compute
+ * hand), and a proof is good for exactly one token, label (driver, relay,
+ * the driver's TAKEN), channel, pair of nonces, instance and pair of
+ * connection ends: changing any one bit of any of them fails it. Both sides of a real connection (IPv4, IPv6) compute
  * the same ends. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,8 +46,12 @@ START_TEST(layout_is_documented)
 {
         token_t t = sample_token();
         handshake_binding_t b = sample();
-        static const char *const labels[] = {"hangar driver proof v2", "hangar relay proof v2"};
-        for (int side = HANDSHAKE_DRIVER; side <= HANDSHAKE_RELAY; side++) {
+        static const char *const labels[] = {"hangar driver proof v2", "hangar relay proof v2",
+                                             "hangar driver taken v2"};
+        ck_assert_int_eq(HANDSHAKE_DRIVER, 0);
+        ck_assert_int_eq(HANDSHAKE_RELAY, 1);
+        ck_assert_int_eq(HANDSHAKE_TAKEN, 2);
+        for (int side = HANDSHAKE_DRIVER; side <= HANDSHAKE_TAKEN; side++) {
                 uint8_t msg[192];
                 size_t n = strlen(labels[side]) + 1;
                 memcpy(msg, labels[side], n);
@@ -83,8 +87,27 @@ START_TEST(every_input_is_bound)
         uint8_t mac[FRAME_MAC_SIZE];
         ck_assert_int_eq(handshake_prove(&t, HANDSHAKE_RELAY, &b, mac), 0);
         ck_assert(handshake_verify(&t, HANDSHAKE_RELAY, &b, mac));
-        /* The other side's label. */
+        /* The other labels: a relay's proof is neither a CHALLENGE's nor a
+         * TAKEN's, and those two are not each other's. */
         ck_assert(!handshake_verify(&t, HANDSHAKE_DRIVER, &b, mac));
+        ck_assert(!handshake_verify(&t, HANDSHAKE_TAKEN, &b, mac));
+        uint8_t dmac[FRAME_MAC_SIZE], tmac[FRAME_MAC_SIZE];
+        ck_assert_int_eq(handshake_prove(&t, HANDSHAKE_DRIVER, &b, dmac), 0);
+        ck_assert_int_eq(handshake_prove(&t, HANDSHAKE_TAKEN, &b, tmac), 0);
+        ck_assert(handshake_verify(&t, HANDSHAKE_TAKEN, &b, tmac));
+        ck_assert(!handshake_verify(&t, HANDSHAKE_TAKEN, &b, dmac));
+        ck_assert(!handshake_verify(&t, HANDSHAKE_DRIVER, &b, tmac));
+        ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &b, tmac));
+        /* A TAKEN is bound like the rest: another channel, nonce or end fails it. */
+        handshake_binding_t ot = b;
+        ot.channel = FRAME_CHANNEL_CTL;
+        ck_assert(!handshake_verify(&t, HANDSHAKE_TAKEN, &ot, tmac));
+        ot = b;
+        ot.driver_nonce[0] ^= 1;
+        ck_assert(!handshake_verify(&t, HANDSHAKE_TAKEN, &ot, tmac));
+        ot = b;
+        ot.ends.relay[17] ^= 1;
+        ck_assert(!handshake_verify(&t, HANDSHAKE_TAKEN, &ot, tmac));
         /* The other channel. */
         handshake_binding_t o = b;
         o.channel = FRAME_CHANNEL_CTL;
@@ -234,8 +257,18 @@ START_TEST(bad_inputs_refused)
         ck_assert_uint_eq(mac[0], 0x77); /* written only on success */
         ck_assert(!handshake_verify(&t, HANDSHAKE_RELAY, &b, mac));
         b = sample();
-        ck_assert_int_eq(handshake_prove(&t, (handshake_side_t)2, &b, mac), -EINVAL);
-        ck_assert(!handshake_verify(&t, (handshake_side_t)2, &b, mac));
+        ck_assert_int_eq(handshake_prove(&t, (handshake_side_t)3, &b, mac), -EINVAL);
+        ck_assert(!handshake_verify(&t, (handshake_side_t)3, &b, mac));
+        ck_assert_int_eq(handshake_prove(&t, (handshake_side_t)-1, &b, mac), -EINVAL);
+        ck_assert_uint_eq(mac[0], 0x77);
+        /* TAKEN is a proof's label, not a side of a socket. */
+        int relay, driver;
+        loopback_pair(AF_INET, &relay, &driver);
+        handshake_endpoints_t e;
+        ck_assert_int_eq(handshake_endpoints(driver, HANDSHAKE_TAKEN, &e), -EINVAL);
+        ck_assert_int_eq(handshake_endpoints(relay, (handshake_side_t)3, &e), -EINVAL);
+        close(relay);
+        close(driver);
 }
 END_TEST
 

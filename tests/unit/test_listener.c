@@ -7,7 +7,8 @@
  * every way a connection is dropped (a proof made with a wrong token, for
  * another channel or instance, a replayed or reflected proof, out of order,
  * slow, flood, oversize or misplaced frames, left pending when ctl is
- * taken). */
+ * taken); that a replay is told so with TAKEN; and a turn's listener kept
+ * open once both channels are taken (keep_open), still bounded. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -178,14 +179,20 @@ static void send_proof_for(int fd, const token_t *tok, const handshake_binding_t
         send_proof_mac(fd, mac);
 }
 
-/* The relay's side of the handshake with tok, up to its PROOF; the
- * driver's proof is checked in driver_proves_first. */
+/* The relay's side of the handshake with tok, up to its PROOF, what it saw
+ * in seen; the driver's proof is checked in driver_proves_first. */
+static void handshake_seen(listener_t *l, counts_t *c, int fd, uint8_t channel, const token_t *tok,
+                           seen_t *seen)
+{
+        send_hello_as(fd, channel, seen);
+        read_challenge(l, c, fd, seen);
+        send_proof_for(fd, tok, &seen->bind);
+}
+
 static void handshake_as(listener_t *l, counts_t *c, int fd, uint8_t channel, const token_t *tok)
 {
         seen_t seen;
-        send_hello_as(fd, channel, &seen);
-        read_challenge(l, c, fd, &seen);
-        send_proof_for(fd, tok, &seen.bind);
+        handshake_seen(l, c, fd, channel, tok, &seen);
 }
 
 static void expect_welcome(int fd)
@@ -194,6 +201,35 @@ static void expect_welcome(int fd)
         ck_assert_int_eq(recv(fd, hdr, sizeof(hdr), MSG_WAITALL), (ssize_t)sizeof(hdr));
         static const uint8_t want[FRAME_HEADER_SIZE] = {FRAME_VERSION, FRAME_WELCOME};
         ck_assert_int_eq(memcmp(hdr, want, sizeof(want)), 0);
+}
+
+/* What a replay is told: one TAKEN carrying the driver's proof, under the
+ * TAKEN label, for this connection's binding made with tok; then EOF. */
+static void read_taken(int fd, const seen_t *seen, const token_t *tok)
+{
+        uint8_t buf[FRAME_HEADER_SIZE + FRAME_TAKEN_SIZE];
+        ck_assert_int_eq(recv(fd, buf, sizeof(buf), MSG_WAITALL), (ssize_t)sizeof(buf));
+        frame_t f;
+        size_t used = 0;
+        ck_assert_int_eq(frame_parse(buf, sizeof(buf), FRAME_CHALLENGE_SIZE, &f, &used, NULL), 1);
+        ck_assert_int_eq(f.type, FRAME_TAKEN);
+        frame_taken_t t;
+        ck_assert_int_eq(frame_taken_decode(&f, &t, NULL), 0);
+        ck_assert(handshake_verify(tok, HANDSHAKE_TAKEN, &seen->bind, t.mac));
+        /* Neither the CHALLENGE's proof nor the relay's. */
+        ck_assert(!handshake_verify(tok, HANDSHAKE_DRIVER, &seen->bind, t.mac));
+        ck_assert_int_ne(memcmp(t.mac, seen->driver_mac, FRAME_MAC_SIZE), 0);
+        uint8_t b;
+        ssize_t n = recv(fd, &b, 1, 0);
+        ck_assert_msg(n == 0, "recv after TAKEN: %zd, want EOF", n);
+}
+
+/* The listener drops fd as its n-th replay, and tells it with TAKEN. */
+static void expect_taken(listener_t *l, counts_t *c, int fd, const seen_t *seen, const token_t *tok,
+                         int n)
+{
+        PUMP_UNTIL(l, c, c->rejected[LISTENER_REJECT_REPLAYED] == n);
+        read_taken(fd, seen, tok);
 }
 
 /* The listener closed this client: an orderly EOF. */
@@ -416,8 +452,9 @@ START_TEST(ctl_before_io_replayed)
         token_t tok = open_listener(&l, 2000);
         counts_t c = {0};
         int early = unit_loopback_connect(l.port);
-        handshake_as(&l, &c, early, FRAME_CHANNEL_CTL, &tok);
-        expect_dropped(&l, &c, early, LISTENER_REJECT_REPLAYED, 1);
+        seen_t seen;
+        handshake_seen(&l, &c, early, FRAME_CHANNEL_CTL, &tok, &seen);
+        expect_taken(&l, &c, early, &seen, &tok, 1);
         ck_assert(!l.have_io && !l.have_ctl);
         ck_assert_int_eq(c.n_accepted, 0);
         relay_still_gets_in(&l, &c, &tok);
@@ -434,8 +471,9 @@ START_TEST(io_twice_replayed)
         counts_t c = {0};
         int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
         int again = unit_loopback_connect(l.port);
-        handshake_as(&l, &c, again, FRAME_CHANNEL_IO, &tok);
-        expect_dropped(&l, &c, again, LISTENER_REJECT_REPLAYED, 1);
+        seen_t seen;
+        handshake_seen(&l, &c, again, FRAME_CHANNEL_IO, &tok, &seen);
+        expect_taken(&l, &c, again, &seen, &tok, 1);
         ck_assert_int_eq(c.accepted[FRAME_CHANNEL_IO], 1);
         ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 1);
         /* The accepted io is not disturbed, and ctl still comes in. */
@@ -628,6 +666,8 @@ START_TEST(right_proof_after_ctl_is_replayed)
         ck_assert(l.have_ctl);
         ck_assert_int_eq(c.rejected[LISTENER_REJECT_REPLAYED], 1);
         ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 0);
+        /* ...and the relay is told, with the driver's proof. */
+        read_taken(relay, &rs, &tok);
         listener_close(&l);
         close(relay);
         close(io);
@@ -765,6 +805,188 @@ START_TEST(pending_at_ctl_is_late)
         close(io);
         close(ctl);
         close(lurker);
+}
+END_TEST
+
+/* ---- a turn's listener: kept open once both channels are taken ---------- */
+
+/* l open with keep_open, as a turn's: fresh token returned. */
+static token_t open_kept(listener_t *l, uint32_t handshake_ms)
+{
+        token_t tok = open_listener(l, handshake_ms);
+        l->keep_open = true;
+        return tok;
+}
+
+/* The turn takes both connections over, as turnrelay does. */
+static void hand_over(listener_t *l, conn_t *ret_io, conn_t *ret_ctl)
+{
+        ck_assert(l->have_io && l->have_ctl);
+        *ret_io = l->io;
+        *ret_ctl = l->ctl;
+        l->have_io = l->have_ctl = false;
+}
+
+/* After both channels: still listening, with the token; the same token
+ * again on either channel is told TAKEN and counted as a replay (the turn
+ * ends as token-misused), a wrong one is bad-token without a TAKEN, and the
+ * connections handed over are not disturbed. listener_close then stops it. */
+START_TEST(kept_open_tells_replays)
+{
+        listener_t l;
+        token_t tok = open_kept(&l, 2000);
+        counts_t c = {0};
+        uint16_t port = l.port;
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        ck_assert_int_ge(l.fd, 0);
+        ck_assert_int_eq(memcmp(l.token.bytes, tok.bytes, sizeof(tok.bytes)), 0);
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        ck_assert_uint_eq(listener_pollfds(&l, p), 1);
+        conn_t hio, hctl;
+        hand_over(&l, &hio, &hctl);
+
+        static const uint8_t channels[] = {FRAME_CHANNEL_IO, FRAME_CHANNEL_CTL, FRAME_CHANNEL_IO};
+        for (size_t i = 0; i < ARRAY_SIZE(channels); i++) {
+                int again = unit_loopback_connect(port);
+                seen_t seen;
+                handshake_seen(&l, &c, again, channels[i], &tok, &seen);
+                expect_taken(&l, &c, again, &seen, &tok, (int)i + 1);
+                close(again);
+        }
+        ck_assert_int_eq(c.n_accepted, 2);
+        ck_assert(!l.have_io && !l.have_ctl);
+        token_t other;
+        ck_assert_int_eq(token_generate(&other), 0);
+        int bad = unit_loopback_connect(port);
+        handshake_as(&l, &c, bad, FRAME_CHANNEL_IO, &other);
+        expect_dropped(&l, &c, bad, LISTENER_REJECT_BAD_TOKEN, 1); /* EOF: no TAKEN */
+        int none = unit_loopback_connect(port);
+        (void)shutdown(none, SHUT_WR);
+        expect_dropped(&l, &c, none, LISTENER_REJECT_CLOSED, 1);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 3);
+        ck_assert_int_eq(total_rejected(&l), 5);
+        expect_open(io);
+        expect_open(ctl);
+
+        /* The turn's end: the socket closed, the token wiped. */
+        listener_close(&l);
+        ck_assert_int_eq(l.fd, -1);
+        static const uint8_t zero[FRAME_TOKEN_SIZE];
+        ck_assert_int_eq(memcmp(l.token.bytes, zero, sizeof(zero)), 0);
+        int e = 0;
+        ck_assert_int_eq(unit_loopback_try_connect(port, &e), -1);
+        ck_assert_int_eq(e, ECONNREFUSED);
+        expect_open(io); /* handed over: not the listener's to close */
+        conn_close(&hio);
+        conn_close(&hctl);
+        expect_eof(io);
+        close(io);
+        close(ctl);
+        close(bad);
+        close(none);
+}
+END_TEST
+
+/* The gap this closes (docs/security-model.md, keep_processes): a thief
+ * with the token takes io and ctl first. The real relay, mid-handshake when
+ * ctl is taken, is not dropped as late: its PROOF, when it comes, is told
+ * TAKEN; and a relay that connects only after that is not refused by the
+ * kernel: it is told TAKEN too. Both are replays; nothing is late. */
+START_TEST(kept_open_thief_first)
+{
+        listener_t l;
+        token_t tok = open_kept(&l, 5000);
+        counts_t c = {0};
+        seen_t rs;
+        int relay = challenged(&l, &c, FRAME_CHANNEL_IO, &rs);
+        int tio, tctl;
+        connect_relay(&l, &c, &tok, &tio, &tctl);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 0);
+        expect_open(relay);
+        send_proof_for(relay, &tok, &rs.bind);
+        expect_taken(&l, &c, relay, &rs, &tok, 1);
+        seen_t ls;
+        int late = unit_loopback_connect(l.port);
+        handshake_seen(&l, &c, late, FRAME_CHANNEL_IO, &tok, &ls);
+        expect_taken(&l, &c, late, &ls, &tok, 2);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_LATE], 0);
+        ck_assert_int_eq(c.n_accepted, 2);
+        listener_close(&l);
+        close(relay);
+        close(late);
+        close(tio);
+        close(tctl);
+}
+END_TEST
+
+/* listener_close with handshakes in flight: a right PROOF already waiting
+ * for a channel taken is a replay, told TAKEN (counted; no callback at
+ * close); one for the channel still due (the turn ended before the relay
+ * got in) is late, and told nothing. */
+START_TEST(kept_open_close_with_pending)
+{
+        listener_t l;
+        token_t tok = open_kept(&l, 5000);
+        counts_t c = {0};
+        seen_t due;
+        int early = challenged(&l, &c, FRAME_CHANNEL_IO, &due);
+        send_proof_for(early, &tok, &due.bind);
+        listener_close(&l);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_LATE], 1);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 0);
+        expect_eof(early);
+        close(early);
+
+        tok = open_kept(&l, 5000);
+        c = (counts_t){0};
+        int io = accepted_as(&l, &c, FRAME_CHANNEL_IO, &tok);
+        seen_t again;
+        int second = challenged(&l, &c, FRAME_CHANNEL_IO, &again);
+        send_proof_for(second, &tok, &again.bind);
+        listener_close(&l);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_REPLAYED], 1);
+        ck_assert_uint_eq(l.rejected[LISTENER_REJECT_LATE], 0);
+        read_taken(second, &again, &tok);
+        close(second);
+        close(io);
+}
+END_TEST
+
+/* Kept open, the listener is bounded as before: a flood after both
+ * channels holds at most LISTENER_PENDING_MAX slots (the oldest evicted),
+ * every one is dropped at the handshake deadline, and a replay coming
+ * through the flood is still told TAKEN. */
+START_TEST(kept_open_flood_bounded)
+{
+        enum { WINDOW_MS = 1000, N = LISTENER_PENDING_MAX + 4 };
+        listener_t l;
+        token_t tok = open_kept(&l, WINDOW_MS);
+        counts_t c = {0};
+        int io, ctl;
+        connect_relay(&l, &c, &tok, &io, &ctl);
+        int silent[N];
+        for (int i = 0; i < N; i++)
+                silent[i] = unit_loopback_connect(l.port);
+        PUMP_UNTIL(&l, &c, c.rejected[LISTENER_REJECT_FLOOD] == 4);
+        struct pollfd p[LISTENER_PENDING_MAX + 1];
+        ck_assert_uint_eq(listener_pollfds(&l, p), LISTENER_PENDING_MAX + 1);
+        seen_t seen;
+        int again = unit_loopback_connect(l.port);
+        handshake_seen(&l, &c, again, FRAME_CHANNEL_IO, &tok, &seen);
+        expect_taken(&l, &c, again, &seen, &tok, 1);
+        PUMP_UNTIL(&l, &c, listener_next_deadline(&l) == INT64_MAX);
+        ck_assert_int_eq(c.rejected[LISTENER_REJECT_FLOOD] + c.rejected[LISTENER_REJECT_SLOW], N);
+        ck_assert_uint_eq(listener_pollfds(&l, p), 1);
+        for (int i = 0; i < N; i++) {
+                expect_eof(silent[i]);
+                close(silent[i]);
+        }
+        ck_assert_int_eq(c.n_accepted, 2);
+        listener_close(&l);
+        close(again);
+        close(io);
+        close(ctl);
 }
 END_TEST
 
@@ -1018,6 +1240,13 @@ static Suite *listener_suite(void)
         tcase_add_test(tc, pending_at_ctl_is_late);
         tcase_add_test(tc, reject_names);
         tcase_add_test(tc, bad_instance_refused);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("kept");
+        tcase_set_timeout(tc, 30);
+        tcase_add_test(tc, kept_open_tells_replays);
+        tcase_add_test(tc, kept_open_thief_first);
+        tcase_add_test(tc, kept_open_close_with_pending);
+        tcase_add_test(tc, kept_open_flood_bounded);
         suite_add_tcase(s, tc);
         tc = tcase_create("proof");
         tcase_set_timeout(tc, 30);
