@@ -35,7 +35,7 @@
  *                  HELLO), "nothing" (no relay came); with HEX (the turn's
  *                  token, which the suite knows), "token" when the token's
  *                  bytes or hex were in what arrived
- *   thief NAME SECS LOG [forge]  the relay-token race (docs/turn.md "sealed
+ *   thief NAME SECS LOG [forge|both]  the relay-token race (docs/turn.md "sealed
  *                  start"): makes itself non-dumpable, forks a stopped child
  *                  holding one end of a unix socket pair, then spins over /proc
  *                  for up to SECS seconds (until every relay it saw is gone);
@@ -45,11 +45,19 @@
  *                  socket pair (in flight to the stopped child), with "forge"
  *                  writes a forged ready line into fd 1, and reads what
  *                  arrives on fd 0; a whole token line it uses on PORT (the
- *                  handshake for io). Every step is appended to LOG as it happens (the
- *                  sweep kills the thief: LOG is what it leaves), one line each:
- *                  "start", "opened 0 PID", "opened 1 PID", "forged PID",
- *                  "in-flight N", "stole N", "used WORD", "end"; prints a summary
- *                  line at the end, if it lives to see it.
+ *                  handshake for io). With "both" it takes io and ctl with it
+ *                  instead, then writes the stolen bytes back into the
+ *                  relay's stdin (/proc/PID/fd/0 opened for writing), so the
+ *                  relay comes after it with the same token, and holds both
+ *                  connections until the driver closes them. Every step is
+ *                  appended to LOG as it happens (the sweep kills the thief:
+ *                  LOG is what it leaves), one line each: "start", "opened 0
+ *                  PID", "opened 1 PID", "forged PID", "in-flight N", "stole
+ *                  N", "used WORD" (io only), "used both WORD" ("welcome":
+ *                  both in), "returned N" (bytes written back), "return-failed
+ *                  ERRNO", "dropped WORD" (what the driver did to both
+ *                  later), "end"; prints a summary line at the end, if it
+ *                  lives to see it.
  *
  * Output: "welcome" (the driver accepted), "closed" (it hung up on us),
  * "refused" (nothing listens), "held" (nothing happened before we gave up),
@@ -92,7 +100,8 @@ static int dial(uint16_t port)
         return fd;
 }
 
-/* What the driver does next, within ms: a WELCOME, a close, or nothing. */
+/* What the driver does next, within ms: a WELCOME, a TAKEN (the token was
+ * used before: a replay), a close, or nothing. */
 static const char *outcome(int fd, int ms)
 {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -102,6 +111,8 @@ static const char *outcome(int fd, int ms)
         ssize_t n = recv(fd, buf, sizeof(buf), MSG_WAITALL);
         if (n == (ssize_t)sizeof(buf) && buf[1] == FRAME_WELCOME)
                 return "welcome";
+        if (n == (ssize_t)sizeof(buf) && buf[1] == FRAME_TAKEN)
+                return "taken";
         return "closed";
 }
 
@@ -150,6 +161,40 @@ static bool send_hello(int fd, const uint8_t token[FRAME_TOKEN_SIZE], frame_chan
         frame_proof_encode(&proof, out + FRAME_HEADER_SIZE);
         (void)!write(fd, out, sizeof(out));
         return true;
+}
+
+/* With the token, io on fd, then ctl on a new connection to port (in
+ * *ret_ctl): "welcome" when both are in, else what the driver did to the
+ * one that failed. */
+static const char *take_both(int fd, uint16_t port, const uint8_t token[FRAME_TOKEN_SIZE],
+                             int *ret_ctl)
+{
+        *ret_ctl = -1;
+        const char *o =
+            send_hello(fd, token, FRAME_CHANNEL_IO) ? outcome(fd, 4000) : outcome(fd, 0);
+        if (strcmp(o, "welcome") != 0)
+                return o;
+        int ctl = dial(port);
+        if (ctl < 0)
+                return "refused";
+        *ret_ctl = ctl;
+        return send_hello(ctl, token, FRAME_CHANNEL_CTL) ? outcome(ctl, 4000) : outcome(ctl, 0);
+}
+
+/* Holds io and ctl, reading (and dropping) what the driver sends, until
+ * the driver closes one ("closed") or ms pass ("held"). */
+static const char *hold_both(int io, int ctl, int64_t ms)
+{
+        for (int64_t end = conn_now_ms() + ms; conn_now_ms() < end;) {
+                char b[4096];
+                struct pollfd p[2] = {{.fd = io, .events = POLLIN}, {.fd = ctl, .events = POLLIN}};
+                if (poll(p, 2, 100) <= 0)
+                        continue;
+                for (int i = 0; i < 2; i++)
+                        if (p[i].revents && recv(p[i].fd, b, sizeof(b), 0) <= 0)
+                                return "closed";
+        }
+        return "held";
 }
 
 /* Binds 127.0.0.1:port (0: the kernel picks) and listens; -1 on failure. */
@@ -312,7 +357,25 @@ static void send_in_flight(int sock, int fd)
                 thief_log("in-flight %u", ++in_flight);
 }
 
-static int thief(uint16_t port, const char *name, uint32_t secs, const char *log, bool forge)
+/* Writes the stolen bytes back into pid's stdin, so the relay reads its
+ * token after all (and comes second). */
+static void give_back(pid_t pid, const char *bytes, size_t n)
+{
+        int w = grab(pid, 0, O_WRONLY);
+        if (w < 0) {
+                thief_log("return-failed %d", errno);
+                return;
+        }
+        ssize_t r = write(w, bytes, n);
+        if (r < 0)
+                thief_log("return-failed %d", errno);
+        else
+                thief_log("returned %zd", r);
+        (void)close(w);
+}
+
+static int thief(uint16_t port, const char *name, uint32_t secs, const char *log, bool forge,
+                 bool both)
 {
         thief_log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (thief_log_fd < 0)
@@ -329,11 +392,13 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
         }
         (void)close(sv[1]);
         thief_log("start %d child %d", (int)getpid(), (int)child);
-        pid_t seen[THIEF_MAX];
+        pid_t seen[THIEF_MAX], in_pid[THIEF_MAX];
         int in[THIEF_MAX];
         size_t n_seen = 0, n_in = 0;
-        char got[TOKEN_HEX_LEN + 2];
+        char got[256]; /* the whole token line: TOKEN INSTANCE\n */
         size_t got_len = 0;
+        pid_t got_from = 0;
+        int both_io = -1, both_ctl = -1;
         uint64_t stolen = 0;
         bool used = false;
         int64_t end = conn_now_ms() + (int64_t)secs * 1000;
@@ -357,8 +422,10 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
                         if (r0 >= 0) {
                                 thief_log("opened 0 %d", (int)pid);
                                 send_in_flight(sv[0], r0);
-                                if (n_in < THIEF_MAX)
+                                if (n_in < THIEF_MAX) {
+                                        in_pid[n_in] = pid;
                                         in[n_in++] = r0;
+                                }
                         }
                         if (w1 >= 0) {
                                 thief_log("opened 1 %d", (int)pid);
@@ -372,27 +439,45 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
                 }
                 if (d)
                         closedir(d);
-                for (size_t i = 0; i < n_in; i++) {
+                /* Once it gave the line back, it is the relay's to read. */
+                for (size_t i = 0; i < n_in && !(both && used); i++) {
                         char buf[256];
                         ssize_t r = read(in[i], buf, sizeof(buf));
                         if (r <= 0)
                                 continue;
                         stolen += (uint64_t)r;
                         thief_log("stole %zd", r);
+                        got_from = in_pid[i];
                         for (ssize_t k = 0; k < r && got_len < sizeof(got); k++)
                                 got[got_len++] = buf[k];
                 }
                 token_t t;
-                if (!used && port && got_len >= TOKEN_HEX_LEN &&
+                bool line = got_len > 0 && got[got_len - 1] == '\n';
+                if (!used && port && got_len >= TOKEN_HEX_LEN && (line || !both) &&
                     token_from_hex(got, TOKEN_HEX_LEN, &t, NULL) == 0) {
                         used = true;
                         int fd = dial(port);
-                        if (fd >= 0) {
+                        if (fd < 0) {
+                                thief_log("used refused");
+                        } else if (both) {
+                                both_io = fd;
+                                thief_log("used both %s", take_both(fd, port, t.bytes, &both_ctl));
+                                give_back(got_from, got, got_len);
+                        } else {
                                 thief_log("used %s", send_hello(fd, t.bytes, FRAME_CHANNEL_IO)
                                                          ? outcome(fd, 3000)
                                                          : "closed");
-                        } else {
-                                thief_log("used refused");
+                        }
+                }
+                /* Holding io and ctl: what the driver does to them once the
+                 * real relay comes (a replay ends the turn). */
+                if (both_io >= 0 && both_ctl >= 0) {
+                        const char *o = hold_both(both_io, both_ctl, 100);
+                        if (strcmp(o, "closed") == 0) {
+                                thief_log("dropped closed");
+                                (void)close(both_io);
+                                (void)close(both_ctl);
+                                both_io = both_ctl = -1;
                         }
                 }
                 /* Every relay it saw is gone: the turn is over, nothing more
@@ -423,9 +508,11 @@ int main(int argc, char **argv)
         if (strcmp(mode, "thief") == 0 && (argc == 6 || argc == 7)) {
                 uint32_t secs = 0;
                 if (parse_u32(argv[4], &secs) < 0 || secs == 0 || secs > 600 ||
-                    (argc == 7 && strcmp(argv[6], "forge") != 0))
+                    (argc == 7 && strcmp(argv[6], "forge") != 0 && strcmp(argv[6], "both") != 0))
                         return 2;
-                return thief((uint16_t)port, argv[3], secs, argv[5], argc == 7);
+                return thief((uint16_t)port, argv[3], secs, argv[5],
+                             argc == 7 && strcmp(argv[6], "forge") == 0,
+                             argc == 7 && strcmp(argv[6], "both") == 0);
         }
         if (strcmp(mode, "bind") == 0) {
                 uint32_t secs = 0;
@@ -529,14 +616,10 @@ int main(int argc, char **argv)
                 wait_ms = (int)secs * 1000;
         } else if (strcmp(mode, "lie") == 0 && argc == 4) {
                 token_t t;
+                int ctl = -1;
                 if (parse_token(argv[3], &t) < 0)
                         return 2;
-                const char *o =
-                    send_hello(fd, t.bytes, FRAME_CHANNEL_IO) ? outcome(fd, 4000) : outcome(fd, 0);
-                int ctl = strcmp(o, "welcome") == 0 ? dial((uint16_t)port) : -1;
-                if (ctl >= 0)
-                        o = send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL) ? outcome(ctl, 4000)
-                                                                        : outcome(ctl, 0);
+                const char *o = take_both(fd, (uint16_t)port, t.bytes, &ctl);
                 if (strcmp(o, "welcome") != 0) {
                         puts(o);
                         return 0;
@@ -557,14 +640,10 @@ int main(int argc, char **argv)
                 return 0;
         } else if (strcmp(mode, "flood-record") == 0 && argc == 4) {
                 token_t t;
+                int ctl = -1;
                 if (parse_token(argv[3], &t) < 0)
                         return 2;
-                const char *o =
-                    send_hello(fd, t.bytes, FRAME_CHANNEL_IO) ? outcome(fd, 4000) : outcome(fd, 0);
-                int ctl = strcmp(o, "welcome") == 0 ? dial((uint16_t)port) : -1;
-                if (ctl >= 0)
-                        o = send_hello(ctl, t.bytes, FRAME_CHANNEL_CTL) ? outcome(ctl, 4000)
-                                                                        : outcome(ctl, 0);
+                const char *o = take_both(fd, (uint16_t)port, t.bytes, &ctl);
                 if (strcmp(o, "welcome") != 0) {
                         puts(o);
                         return 0;
@@ -598,17 +677,22 @@ int main(int argc, char **argv)
                 puts("sent");
                 fflush(stdout);
                 /* Hold, reading (and dropping) what the driver sends. */
-                for (int64_t end = conn_now_ms() + 30000; conn_now_ms() < end;) {
-                        char b[4096];
-                        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
-                                              {.fd = ctl, .events = POLLIN}};
-                        if (poll(p, 2, 100) > 0) {
-                                if (p[0].revents)
-                                        (void)!recv(fd, b, sizeof(b), 0);
-                                if (p[1].revents)
-                                        (void)!recv(ctl, b, sizeof(b), 0);
-                        }
+                (void)hold_both(fd, ctl, 30000);
+                return 0;
+        } else if (strcmp(mode, "take") == 0 && argc == 5) {
+                token_t t;
+                uint32_t secs = 0;
+                int ctl = -1;
+                if (parse_token(argv[3], &t) < 0 || parse_u32(argv[4], &secs) < 0 || secs > 600)
+                        return 2;
+                const char *o = take_both(fd, (uint16_t)port, t.bytes, &ctl);
+                if (strcmp(o, "welcome") != 0) {
+                        puts(o);
+                        return 0;
                 }
+                puts("both");
+                fflush(stdout);
+                puts(hold_both(fd, ctl, (int64_t)secs * 1000));
                 return 0;
         } else {
                 fputs("hangar-test-attack: unknown mode\n", stderr);

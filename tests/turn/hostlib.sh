@@ -118,6 +118,39 @@ host_relay() {
         t_cleanup_pid "$(cat "$1.relay.pid")"
 }
 
+# host_mem_has PID HEX: "present" when the process's memory (read as root)
+# holds the token HEX, as bytes or as hex; "absent" otherwise.
+host_mem_has() {
+        python3 - "$1" "$2" <<'PY'
+import re, sys
+pid, hexs = sys.argv[1], sys.argv[2]
+needles = [bytes.fromhex(hexs), hexs.encode()]
+found = False
+with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+    for line in maps:
+        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+        if not m or "[vvar]" in line or "[vsyscall]" in line:
+            continue
+        a, b = int(m.group(1), 16), int(m.group(2), 16)
+        # Mappings of terabytes are ASan's shadow (in the sanitized build):
+        # never the heap, and too large to read. The rest in 16 MiB pieces,
+        # overlapping so a needle across two pieces is still seen.
+        if b - a > 4 << 30:
+            continue
+        step = 16 << 20
+        for start in range(a, b, step):
+            try:
+                mem.seek(start)
+                data = mem.read(min(step + 64, b - start))
+            except OSError:
+                break
+            if any(n in data for n in needles):
+                found = True
+                break
+print("present" if found else "absent")
+PY
+}
+
 # host_start NAME SPEC_JSON: ctl start (the reply, with the token, in
 # NAME.start), then host_relay with its token.
 host_start() {

@@ -161,8 +161,9 @@ start_relay atk
 held "the relay gets in through the flood" t_wait_for "log_has 'harness got: the-input'" 30
 wait $FLOOD 2>/dev/null
 t_check "relay.token is gone from hangar-ctl once the relay is in" in_driver test ! -e $CTL_DIR/relay.token
-held_eq "the token again (replayed) after the relay is in: refused" refused "$(attack "$PORT" token "$TOKEN" io)"
-held_eq "a third connection: refused" refused "$(attack "$PORT" none)"
+# The listener stays for the turn: what is not the token is dropped and the
+# turn goes on (the token again ends it: its own turn below, "rep").
+held_eq "a third connection, without the token: dropped, the turn goes on" closed "$(attack "$PORT" none)"
 ctl events >atk.events
 for why in bad-token malformed slow-handshake flood; do
         t_check "the driver recorded a $why rejection" grep -q "\"reason\":\"$why\"" atk.events
@@ -377,6 +378,9 @@ fi
 # The opt-out: "keep_processes": true. The race is detected only: a thief that
 # read the token either leaves the relay without one (125) or used it first
 # (the driver ends the turn token-misused); either way the turn is not done.
+# The third round's thief ("both") takes io and ctl with the token, then
+# writes the token line back into the relay's stdin: the relay comes second
+# and must be told (125 token-taken), the driver record the replay.
 for r in 1 2; do
         thief_round keep$r '{"linger_s": 1, "connect_timeout_s": 20, "keep_processes": true}'
         t_eq "keep_processes round $r: the relay says it did not sweep" "false keep-processes" \
@@ -390,6 +394,22 @@ for r in 1 2; do
                         "$(jq -r .end keep$r.driver.out 2>/dev/null) $(relay_result keep$r | jq -r .relay)"
         fi
 done
+thief_round keepboth '{"linger_s": 1, "connect_timeout_s": 20, "keep_processes": true}' both
+if grep -q '^used both welcome' keepboth.thief && grep -q '^returned' keepboth.thief; then
+        held_eq "keep_processes, a thief took io and ctl first: the relay coming second is told (token-taken), the turn ends token-misused" \
+                "token-taken token-misused" \
+                "$(relay_result keepboth | jq -r .relay) $(jq -r .end keepboth.driver.out 2>/dev/null)"
+        t_check "... the driver recorded the replay" \
+                sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- cat $CTL_DIR/events.jsonl | grep -q '\"reason\":\"replayed\"'"
+        t_check "... and closed the thief's connections" grep -q '^dropped closed' keepboth.thief
+elif grep -q '^stole' keepboth.thief; then
+        echo "  note the thief read the token but did not take both channels and give it back ($(grep '^used\|^return' keepboth.thief | tr '\n' ' '))"
+        held_eq "keep_processes, a thief that read the token: detected, the turn not done" false "$(turn_done keepboth)"
+else
+        echo "  note the thief could not read the relay's stdin under $RUNTIME (no token taken this round)"
+        held_eq "keep_processes, the thief read nothing: the turn completes" "done done" \
+                "$(jq -r .end keepboth.driver.out 2>/dev/null) $(relay_result keepboth | jq -r .relay)"
+fi
 
 # A leftover of another uid (here root, as an environment's daemon might
 # be): the relay cannot signal it, and refuses to seal (foreign-process) rather
@@ -462,13 +482,25 @@ t_check "... no harness ran" sh -c "! grep -q harness-ran gap.relay.out"
 spec mis ask 'sleep 30' >mis.spec
 start_driver mis mis.spec
 t_wait_for "ctl token >mis.token.json 2>/dev/null" 90
-held_eq "ctl before io, with the right token: dropped" closed \
+held_eq "ctl before io, with the right token: told the token was taken (TAKEN), dropped" taken \
         "$(attack "$(jq -r .port mis.token.json)" token "$(jq -r .token mis.token.json)" ctl)"
 t_wait_pid mis.driver.pid 30
 held_eq "... and the turn ends, the token misused (1)" "1 token-misused" \
         "$? $(jq -r .end mis.driver.out 2>/dev/null)"
 t_check "... the rejection recorded as replayed" \
         sh -c "'$PODRUN' exec --dir '$POD' hangar-driver -- cat $CTL_DIR/events.jsonl | grep -q '\"reason\":\"replayed\"'"
+
+# ---- the token again once the relay is in: the listener is still there, and the turn ends ----
+spec rep ask 'sleep 30' >rep.spec
+start_driver rep rep.spec
+start_relay rep
+t_check "the relay is in" t_wait_for "[ \"\$(ctl status 2>/dev/null | jq -r .state)\" = running ]" 60
+held_eq "the token again after the relay is in: told it was taken (TAKEN), not refused unseen" taken \
+        "$(attack "$(jq -r .port rep.token.json)" token "$(jq -r .token rep.token.json)" io)"
+t_wait_pid rep.driver.pid 30
+held_eq "... and the turn ends, the token misused (1)" "1 token-misused" \
+        "$? $(jq -r .end rep.driver.out 2>/dev/null)"
+t_wait_pid rep.relay.pid 30
 
 # ---- kill -1 from the agent: every process it may signal ----
 spec kall ask 'while :; do sleep 0.2; done' '{"linger_s": 2}' >kall.spec

@@ -14,8 +14,11 @@
 # on that port (hangar-test-attack squat): the relay for the old turn passes
 # the instance check, connects, and must refuse the listener because it
 # cannot prove it holds the token (125 driver-unproven), having sent it one
-# HELLO (a channel and a random nonce) and nothing else. Quick, and
-# sanitized in the ASan+UBSan build.
+# HELLO (a channel and a random nonce) and nothing else. And a keep_processes
+# turn whose token a thief used first, on io and ctl: the relay coming
+# second is told so (125 token-taken), the driver ends the turn
+# token-misused; a relay that finds no listener at all stays 125 failed
+# (connection refused). Quick, and sanitized in the ASan+UBSan build.
 # usage: test_instance_native.sh DRIVER RELAY ATTACK
 # shellcheck disable=SC2016,SC2094 # scripts for the harness; the relay's out file is read as it grows
 DRIVER=$(realpath "$1")
@@ -29,17 +32,17 @@ t_begin "the relay refuses a daemon that is not the instance that started its tu
 host_turn_up "$DRIVER" "$RELAY" "$ATTACK"
 ATTACK=$T_TMP/bin/$(basename "$ATTACK")
 
-spec() {
-        jq -n --arg id "$1" --arg cwd "$T_TMP/turn" \
+spec() { # ID [EXTRA_JSON]
+        jq -n --arg id "$1" --arg cwd "$T_TMP/turn" --argjson extra "${2:-{\}}" \
                 '{turn: $id, mode: "ask", cwd: $cwd, script: "echo ran-\($id)", run_key: "KEY-\($id)",
-                  linger_s: 5, connect_timeout_s: 60, handshake_timeout_ms: 500}'
+                  linger_s: 5, connect_timeout_s: 60, handshake_timeout_ms: 500} + $extra'
 }
 serve() { # NAME: the daemon in the background; its instance in NAME.instance
         host_serve "$1"
         jq -r .instance "$1.ping" >"$1.instance"
 }
-start() { # NAME: ctl start; the reply in NAME.start
-        spec "$1" | ctl start --spec - >"$1.start" 2>"$1.start.err" ||
+start() { # NAME [EXTRA_JSON]: ctl start; the reply in NAME.start
+        spec "$1" "${2:-}" | ctl start --spec - >"$1.start" 2>"$1.start.err" ||
                 t_fail "$1: ctl start: $(cat "$1.start.err")"
 }
 # relay NAME LINE: hangar-relay as the agent (uid 1000), LINE written on its
@@ -149,4 +152,66 @@ t_check "the token arrives after a restart: refused, 125 driver-instance ($(outc
 t_eq "... the new daemon's turn still waits for its own relay" waiting-for-relay "$(state)"
 kill -TERM "$(cat d3.serve.pid)"
 t_wait_for "! kill -0 $(cat d3.serve.pid) 2>/dev/null" 10
+
+# ---- keep_processes: a thief with the token takes io and ctl first ----
+# The gap docs/security-model.md describes for "keep_processes": true (no
+# sweep: an agent process that read the token, here played by the suite,
+# which knows it, completes io and ctl before the relay). The driver keeps
+# its listener for the turn: the relay, coming second, is told TAKEN after
+# its proof checks and exits 125 token-taken (not failed), and the driver
+# records the replay and ends the turn token-misused, the thief's
+# connections with it.
+serve d4
+I4=$(cat d4.instance)
+start t6 '{"keep_processes": true}'
+T6=$(jq -r .token t6.start)
+: >t6.thief
+as_agent "$ATTACK" "$(jq -r .port t6.start)" take "$T6" 30 >t6.thief 2>&1 &
+THIEF=$!
+t_cleanup_pid $THIEF
+t_check "the thief took io and ctl with the token" t_wait_for "grep -q '^both\$' t6.thief" 10
+t_eq "... the driver runs the turn for it" running "$(state)"
+t_eq "... the listener keeps the token meanwhile (root finds it in the daemon's memory)" present \
+        "$(host_mem_has "$(cat d4.serve.pid)" "$T6")"
+relay t6 "$T6 $I4"
+t_check "the relay coming second: 125 token-taken, said on io ($(outcome t6))" \
+        grep -q '^125 token-taken io channel: the driver says the token was already used' <<<"$(outcome t6)"
+t_check "... its stderr says so" grep -q 'token was already used' t6.err
+t_eq "... its line keeps the sweep's report (kept: skipped)" "false keep-processes" \
+        "$(tail -n 1 t6.out | jq -r '"\(.sealed) \(.sweep.skipped)"')"
+t_check "... the turn ends token-misused" t_wait_for "[ \"\$(state)\" = ended ]" 10
+t_eq "... as ctl status and exit.json say" "token-misused token-misused" \
+        "$(ctl status | jq -r .end.end) $(jq -r .end home/run/exit.json)"
+t_check "... the replay recorded: relay.rejected replayed, io already taken" \
+        grep -q '"event":"relay.rejected".*"reason":"replayed","detail":"io already taken"' ctl/events.jsonl
+t_eq "... two channels connected, the thief's" 2 "$(grep -c '"event":"relay.connected"' ctl/events.jsonl)"
+wait $THIEF
+t_eq "... and the driver closed the thief's connections at the turn's end" "both closed" \
+        "$(tr '\n' ' ' <t6.thief | sed 's/ $//')"
+t_eq "the token is wiped from the daemon's memory at the turn's end (root reads it all)" absent \
+        "$(host_mem_has "$(cat d4.serve.pid)" "$T6")"
+
+# A relay that still finds the port after the listener is gone (its daemon
+# killed while the relay waited for its token; the port and turn file stay,
+# so the instance check passes) is refused by the kernel: that stays
+# "failed", with connect's reason, not token-taken.
+start t7
+T7=$(jq -r .token t7.start)
+P7=$(jq -r .port t7.start)
+mkfifo t7.in
+: >t7.out
+HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" <t7.in >t7.out 2>t7.err &
+RPID=$!
+t_cleanup_pid $RPID
+exec 7>t7.in
+t_check "the relay for t7 says ready" t_wait_for "grep -q '\"relay\":\"ready\"' t7.out" 30
+kill -9 "$(cat d4.serve.pid)"
+t_wait_for "! kill -0 $(cat d4.serve.pid) 2>/dev/null" 10
+printf '%s %s\n' "$T7" "$I4" >&7
+exec 7>&-
+wait $RPID
+echo $? >t7.rc
+t_check "no listener on the port: 125 failed, connection refused ($(outcome t7))" \
+        grep -q "^125 failed io channel: connect to 127.0.0.1:$P7: Connection refused" <<<"$(outcome t7)"
 t_end

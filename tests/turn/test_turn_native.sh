@@ -61,38 +61,12 @@ t_check "the driver is non-dumpable: another uid-1001 process cannot read its /p
 t_check "... nor open its /proc/PID/mem" \
         sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- sh -c 'exec 3</proc/$DPID/mem' 2>/dev/null"
 t_check "relay.token is removed from hangar-ctl once ctl is in" test ! -e ctl/relay.token
-TOKEN_HEX=$(jq -r .token main.token)
-# Root reads the driver's whole memory: neither the token's bytes nor its hex.
-t_eq "the token is wiped from the driver's memory once ctl is in" absent "$(python3 - "$DPID" "$TOKEN_HEX" <<'PY'
-import re, sys
-pid, hexs = sys.argv[1], sys.argv[2]
-needles = [bytes.fromhex(hexs), hexs.encode()]
-found = False
-with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
-    for line in maps:
-        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
-        if not m or "[vvar]" in line or "[vsyscall]" in line:
-            continue
-        a, b = int(m.group(1), 16), int(m.group(2), 16)
-        # Mappings of terabytes are ASan's shadow (in the sanitized build):
-        # never the heap, and too large to read. The rest in 16 MiB pieces,
-        # overlapping so a needle across two pieces is still seen.
-        if b - a > 4 << 30:
-            continue
-        step = 16 << 20
-        for start in range(a, b, step):
-            try:
-                mem.seek(start)
-                data = mem.read(min(step + 64, b - start))
-            except OSError:
-                break
-            if any(n in data for n in needles):
-                found = True
-                break
-print("present" if found else "absent")
-PY
-)"
-t_eq "a third connection is refused" refused "$(as_agent "$ATTACK" "$PORT" none)"
+# The listener stays for the turn (a replay after the relay got in is
+# told and recorded: test_instance_native.sh); what is not the token is
+# dropped as before, and the turn goes on. (The token's wipe from memory,
+# at the turn's end, is checked there too, on a daemon that outlives it.)
+t_eq "a third connection, without the token, is dropped; the turn goes on" closed \
+        "$(as_agent "$ATTACK" "$PORT" none)"
 t_eq "the wrong token attempts were recorded" 1 "$(ctl events | grep -c '"reason":"bad-token"')"
 t_check "the approval request" t_wait_for "ctl approvals | jq -e '.approvals[0].id == \"q\"' >/dev/null" 10
 HPID=$(pgrep -f "$AGENT_HOME_VIEW/run/script" | head -n 1)
