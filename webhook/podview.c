@@ -118,6 +118,50 @@ static int check_unique_names(const pod_view_t *view, hg_error_t *err)
         return 0;
 }
 
+/* What the decision reads of the pod, beside its containers and volumes,
+ * with the type each must have where present (null counts as absent, as it
+ * does for the API server): a pod that says hostNetwork "true" or names its
+ * RuntimeClass with a number is malformed where the webhook must read it,
+ * and was injected as if it said nothing (the API server refuses such a
+ * pod; hangar-webhook inject printed it injected). */
+static const struct {
+        const char *key;
+        json_type type; /* JSON_TRUE: either boolean */
+        const char *expected;
+} spec_members_read[] = {
+    {"hostPID", JSON_TRUE, "true or false"},
+    {"hostNetwork", JSON_TRUE, "true or false"},
+    {"hostIPC", JSON_TRUE, "true or false"},
+    {"shareProcessNamespace", JSON_TRUE, "true or false"},
+    {"securityContext", JSON_OBJECT, "an object"},
+    {"runtimeClassName", JSON_STRING, "a string"},
+    {"os", JSON_OBJECT, "an object"},
+    {"resources", JSON_OBJECT, "an object"},
+};
+
+static int check_spec_types(json_t *spec, hg_error_t *err)
+{
+        json_t *v;
+        for (size_t i = 0; i < ARRAY_SIZE(spec_members_read); i++)
+                if (jsonx_member(spec, spec_members_read[i].key, spec_members_read[i].type, &v) ==
+                    -EINVAL)
+                        return error_set(err, -EINVAL, "spec.%s must be %s",
+                                         spec_members_read[i].key, spec_members_read[i].expected);
+        const char *os;
+        if (jsonx_member(spec, "os", JSON_OBJECT, &v) == 0 &&
+            jsonx_string(v, "name", &os) == -EINVAL)
+                return error_set(err, -EINVAL, "spec.os.name must be a string");
+        static const char *const budgets[] = {"requests", "limits"};
+        for (size_t i = 0; i < ARRAY_SIZE(budgets); i++) {
+                json_t *amounts;
+                if (jsonx_member(spec, "resources", JSON_OBJECT, &v) == 0 &&
+                    jsonx_member(v, budgets[i], JSON_OBJECT, &amounts) == -EINVAL)
+                        return error_set(err, -EINVAL, "spec.resources.%s must be an object",
+                                         budgets[i]);
+        }
+        return 0;
+}
+
 int podview_read(json_t *pod, pod_view_t *view, hg_error_t *err)
 {
         json_t *metadata = NULL, *v;
@@ -132,6 +176,9 @@ int podview_read(json_t *pod, pod_view_t *view, hg_error_t *err)
                 return error_set(err, -EINVAL, "metadata.labels and annotations must be objects");
         if (jsonx_member(pod, "spec", JSON_OBJECT, &view->spec) < 0)
                 return error_set(err, -EINVAL, "spec is missing or not an object");
+        int checked = check_spec_types(view->spec, err);
+        if (checked < 0)
+                return checked;
         if (jsonx_member(view->spec, "volumes", JSON_ARRAY, &view->volumes) == -EINVAL)
                 return error_set(err, -EINVAL, "spec.volumes is not an array");
         size_t i;
@@ -152,7 +199,7 @@ int podview_read(json_t *pod, pod_view_t *view, hg_error_t *err)
                 json_t *c;
                 json_array_foreach (list, i, c) {
                         const char *name;
-                        json_t *mounts, *sc;
+                        json_t *mounts, *sc = NULL;
                         if (jsonx_string(c, "name", &name) < 0)
                                 return error_set(err, -EINVAL, "spec.%s[%zu] has no name",
                                                  list_names[l], i);
@@ -160,6 +207,12 @@ int podview_read(json_t *pod, pod_view_t *view, hg_error_t *err)
                                 return error_set(
                                     err, -EINVAL,
                                     "container \"%s\": securityContext is not an object", name);
+                        bool privileged;
+                        if (jsonx_bool(sc, "privileged", &privileged) == -EINVAL)
+                                return error_set(err, -EINVAL,
+                                                 "container \"%s\": securityContext.privileged "
+                                                 "must be true or false",
+                                                 name);
                         r = jsonx_member(c, "volumeMounts", JSON_ARRAY, &mounts);
                         if (r == -EINVAL)
                                 return error_set(err, -EINVAL,
