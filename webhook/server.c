@@ -21,6 +21,7 @@
 #include "jsonarena.h"
 #include "jsondump.h"
 #include "k8sclient.h"
+#include "k8sname.h"
 #include "log.h"
 #include "metrics.h"
 #include "shape.h"
@@ -152,8 +153,11 @@ static bool is_json_content_type(const char *ct)
         size_t n = sizeof(expected) - 1;
         if (strncasecmp(ct, expected, n) != 0)
                 return false;
-        /* Parameters such as "; charset=utf-8" are fine; "application/jsonx" is not. */
-        return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+        /* Parameters such as "; charset=utf-8" are fine (blanks before the
+         * ';' too); "application/jsonx" and "application/json x" are not. */
+        const char *rest = ct + n;
+        rest += strspn(rest, " \t");
+        return *rest == '\0' || *rest == ';';
 }
 
 static void refuse(request_t *req, unsigned status, metrics_error_t kind, const char *msg)
@@ -269,6 +273,12 @@ static int lookup_pod(void *ctx, const char *ns, const char *name, json_t **ret_
                       hg_error_t *err)
 {
         const webhook_settings_t *cfg = ctx;
+        /* The names go into the URL's path as they are: anything but a
+         * namespace's and a pod's syntax (a "/" or "..") would read some
+         * other object. The API server sends only real names. */
+        if (!k8s_is_dns1123_label(ns) || !k8s_is_dns1123_subdomain(name))
+                return error_set(err, -EINVAL, "\"%s/%s\" is not a namespace and pod name", ns,
+                                 name);
         k8s_client_t *k8s = NULL;
         int r = k8s_client_new(cfg->kubeconfig, &k8s, err);
         if (r < 0)
