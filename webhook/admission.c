@@ -11,6 +11,7 @@
 #include "jsondump.h"
 #include "jsonparse.h"
 #include "jsonx.h"
+#include "k8sname.h"
 #include "podview.h"
 #include "strbuf.h"
 
@@ -377,6 +378,14 @@ int admission_validate(const webhook_settings_t *cfg, const char *body, size_t l
         if (guard_needs_pod(g.operation, g.subresource)) {
                 if (!lookup || !o->namespace || !o->name)
                         (void)error_set(&lookup_err, -ENOENT, "no way to read the pod");
+                /* The names become the lookup's URL path: anything but a
+                 * namespace's and a pod's syntax ("/", "..", "?") would read
+                 * some other object (a forged default/../../NS/pods/POD was
+                 * judged on NS/POD). The API server sends only real names. */
+                else if (!k8s_is_dns1123_label(o->namespace) || !k8s_is_dns1123_subdomain(o->name))
+                        (void)error_set(&lookup_err, -EINVAL,
+                                        "\"%s/%s\" is not a namespace and pod name", o->namespace,
+                                        o->name);
                 else if ((r = lookup(lookup_ctx, o->namespace, o->name, &pod, &lookup_err)) < 0) {
                         pod = NULL;
                         /* A failure without a reason (out of memory) still says one. */

@@ -21,7 +21,6 @@
 #include "jsonarena.h"
 #include "jsondump.h"
 #include "k8sclient.h"
-#include "k8sname.h"
 #include "log.h"
 #include "metrics.h"
 #include "shape.h"
@@ -273,12 +272,8 @@ static int lookup_pod(void *ctx, const char *ns, const char *name, json_t **ret_
                       hg_error_t *err)
 {
         const webhook_settings_t *cfg = ctx;
-        /* The names go into the URL's path as they are: anything but a
-         * namespace's and a pod's syntax (a "/" or "..") would read some
-         * other object. The API server sends only real names. */
-        if (!k8s_is_dns1123_label(ns) || !k8s_is_dns1123_subdomain(name))
-                return error_set(err, -EINVAL, "\"%s/%s\" is not a namespace and pod name", ns,
-                                 name);
+        /* ns and name are a namespace's and a pod's (admission_validate
+         * checked): they go into the path as they are. */
         k8s_client_t *k8s = NULL;
         int r = k8s_client_new(cfg->kubeconfig, &k8s, err);
         if (r < 0)

@@ -244,6 +244,10 @@ post /validate application/json pf-traversal.json >/dev/null
 t_eq "a port-forward naming default/../../$NS/pods/box is refused, not judged on $NS/box" \
         "false pod-unknown" "$(jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"' answer.json)"
 t_check "... saying the name is none" grep -q "is not a namespace and pod name" answer.json
+kubectl get pod -n $NS box -o json >stored.json
+t_eq "review --validate --pod answers it as the server does" \
+        "false pod-unknown" "$("$WEBHOOK" review --validate --pod stored.json --config webhook.yaml <pf-traversal.json |
+                jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
 forged_pf $NS "box?watch=1" "$HANGAR" >pf-query.json
 post /validate application/json pf-query.json >/dev/null
 t_eq "a port-forward naming box?watch=1 is refused the same way" "false pod-unknown" \

@@ -56,6 +56,21 @@ static char *review_text(const char *kind, const char *members)
         return strbuf_take(&sb);
 }
 
+/* The sandbox pod as the webhook injects it, under the settings cfg holds
+ * now, as JSON text. */
+static char *injected_pod_text(void)
+{
+        /* mutate_pod applies each operation to the pod as it emits it. */
+        _unit_json_ json_t *pod = unit_json(SANDBOX_POD);
+        mutate_result_t r;
+        ck_assert_int_eq(mutate_pod(&cfg, pod, &r), 0);
+        ck_assert_int_eq(r.decision, DECISION_INJECT);
+        mutate_result_free(&r);
+        char *text = json_dumps(pod, JSON_COMPACT);
+        ck_assert_ptr_nonnull(text);
+        return text;
+}
+
 /* /mutate's answer to a CREATE of pod (JSON text). */
 static mutate_reason_t create(const char *pod, bool *ret_patched)
 {
@@ -210,6 +225,74 @@ START_TEST(connect_options)
 }
 END_TEST
 
+static int lookups;
+
+/* The stored pod, for any name the lookup is given (counted). */
+static int lookup_any(void *ctx, const char *ns, const char *name, json_t **ret_pod,
+                      hg_error_t *err)
+{
+        lookups++;
+        *ret_pod = unit_json(ctx);
+        return 0;
+}
+
+/* A port-forward's names go into the URL the webhook reads the pod from:
+ * a forged "default/../../sandboxes/pods/p" read sandboxes/p, and the
+ * review was judged on that pod. Names that are none are refused unread,
+ * by the server and by review --validate alike (both go through here). */
+START_TEST(port_forward_names)
+{
+        _cleanup_free_ char *pod = injected_pod_text();
+        hg_error_t serr = {0};
+        ck_assert_int_eq(settings_set(&cfg,
+                                      "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]",
+                                      &serr),
+                         0);
+        static const struct {
+                const char *ns, *name;
+                bool read;
+        } cases[] = {
+            {"sandboxes", "p", true},
+            {"sandboxes", "p.q-1", true},
+            {"default", "../../sandboxes/pods/p", false},
+            {"sandboxes", "p?watch=1", false},
+            {"sandboxes", "p#x", false},
+            {"sandboxes", "P", false},
+            {"sand/boxes", "p", false},
+            {"..", "p", false},
+            {"sandboxes", "", false},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                _unit_json_ json_t *review = unit_json(
+                    "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\","
+                    " \"request\": {\"uid\": \"u\", \"kind\": {\"kind\": "
+                    "\"PodPortForwardOptions\"},"
+                    " \"resource\": {\"resource\": \"pods\"}, \"subResource\": \"portforward\","
+                    " \"operation\": \"CONNECT\", \"userInfo\": {\"username\":"
+                    " \"system:serviceaccount:hangar:hangar\"}, \"object\": {\"ports\": [1]}}}");
+                hg_error_t err = {0};
+                json_t *req = json_object_get(review, "request");
+                json_object_set_new(req, "namespace", json_string(cases[i].ns));
+                json_object_set_new(req, "name", json_string(cases[i].name));
+                _cleanup_free_ char *text = json_dumps(review, JSON_COMPACT);
+                _outcome_ admission_outcome_t o;
+                _cleanup_free_ char *out = NULL;
+                lookups = 0;
+                ck_assert_int_eq(
+                    admission_validate(&cfg, text, strlen(text), lookup_any, pod, &out, &o, &err),
+                    0);
+                ck_assert_msg(lookups == (cases[i].read ? 1 : 0), "%s/%s: %d lookups", cases[i].ns,
+                              cases[i].name, lookups);
+                mutate_reason_t want = cases[i].read ? REASON_LISTED_IDENTITY : REASON_POD_UNKNOWN;
+                ck_assert_msg(o.result.reason == want, "%s/%s: got %s", cases[i].ns, cases[i].name,
+                              mutate_reason_name(o.result.reason));
+                if (!cases[i].read)
+                        ck_assert_ptr_nonnull(
+                            strstr(o.result.detail, "is not a namespace and pod name"));
+        }
+}
+END_TEST
+
 /* Review texts no API server sends are refused whole (HTTP 400 from the
  * server), by both endpoints, never answered as if they said less. */
 START_TEST(refused_whole)
@@ -274,6 +357,7 @@ static Suite *hostile_suite(void)
         tcase_add_test(tc, malformed_where_the_decision_reads);
         tcase_add_test(tc, malformed_where_the_decision_reads_inject);
         tcase_add_test(tc, connect_options);
+        tcase_add_test(tc, port_forward_names);
         tcase_add_test(tc, refused_whole);
         suite_add_tcase(s, tc);
         return s;
