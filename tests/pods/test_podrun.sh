@@ -96,6 +96,52 @@ with_starts() {
         return 0
 }
 
+# down_beside_newcomer: down of the pod in $D, checked for what it signals.
+# down waits (PODRUN_STOP_TIMEOUT) for the pod's processes, the runtime's and
+# those with the pod's state root in their command line, then SIGKILLs what
+# is left. One of them gone during the wait frees its pid; here it goes to
+# an unrelated process at once (ns_last_pid), as a fork storm beside the
+# teardown hands it out on a host with pid_max 32768 (another pod's gofer:
+# under runsc its container stops). down must kill the process that stayed
+# and leave the newcomer alone.
+down_beside_newcomer() {
+        local stays goes down newcomer="" rc
+        sh -c 'sleep 120' stays "$D/state" &
+        stays=$!
+        t_cleanup_pid "$stays"
+        sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done' goes "$T_TMP/reuse-go" "$D/state" &
+        goes=$!
+        t_cleanup_pid "$goes"
+        PODRUN_STOP_TIMEOUT=10 "$PODRUN" down --dir "$D" >reuse-down.out 2>&1 &
+        down=$!
+        # its "== delete" lines come after it listed the pod's processes
+        t_wait_for "grep -q '^== delete' '$D/logs/runtime.log' 2>/dev/null" 60 ||
+                t_fail "down never deleted a container"
+        touch "$T_TMP/reuse-go"
+        wait "$goes"
+        for _ in $(seq 100); do # other processes on the host may take the pid first
+                echo $((goes - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || break
+                sleep 300 &
+                newcomer=$!
+                [ "$newcomer" = "$goes" ] && break
+                kill "$newcomer"
+                wait "$newcomer" 2>/dev/null
+                newcomer=""
+        done
+        wait "$down"
+        t_eq "down with a process outliving its wait succeeds" 0 "$?"
+        wait "$stays" 2>/dev/null
+        rc=$?
+        t_eq "... it SIGKILLed the process that stayed" 137 "$rc"
+        if [ -n "$newcomer" ]; then
+                t_cleanup_pid "$newcomer"
+                t_check "... and not the newcomer with the pid of one gone during the wait ($newcomer)" \
+                        kill -0 "$newcomer"
+        else
+                echo "  SKIP the newcomer with a gone process's pid (could not be given pid $goes: ns_last_pid)"
+        fi
+}
+
 cd "$T_TMP" || exit 1
 # A sandbox pod as hangar creates it: the agent as 1000:1000, fsGroup 1000.
 jq -n '{apiVersion: "v1", kind: "Pod",
@@ -302,61 +348,11 @@ if up fields.json "$D" >up3.out 2>up3.err; then
         fi
         sysopts=$(x priv -- awk '$5 == "/sys" { print $6 }' /proc/self/mountinfo)
         t_check "privileged: /sys is read-write ($sysopts)" grep -qE '(^|,)rw(,|$)' <<<"$sysopts"
-        "$PODRUN" down --dir "$D" >/dev/null 2>&1
+        down_beside_newcomer
         t_check "down (fields pod)" test ! -e "$D"
 else
         cat up3.out up3.err
         t_fail "podrun up of the fields pod"
-fi
-
-# ---------------------------------------------------------------- a pid given to another process
-# down waits (PODRUN_STOP_TIMEOUT) for the pod's processes, the runtime's and
-# those with the pod's state root in their command line, then SIGKILLs what
-# is left. One of them gone during the wait frees its pid; here it goes to
-# an unrelated process at once (ns_last_pid), as a fork storm beside the
-# teardown hands it out on a host with pid_max 32768 (another pod's gofer:
-# under runsc its container stops). down must kill the process that stayed
-# and leave the newcomer alone.
-D=$T_TMP/reuse
-if up injected.json "$D" -q >up4.out 2>up4.err; then
-        sh -c 'sleep 120' stays "$D/state" &
-        STAYS=$!
-        t_cleanup_pid "$STAYS"
-        sh -c 'while [ ! -e "$1" ]; do sleep 0.05; done' goes "$T_TMP/reuse-go" "$D/state" &
-        GOES=$!
-        t_cleanup_pid "$GOES"
-        PODRUN_STOP_TIMEOUT=10 "$PODRUN" down --dir "$D" >reuse-down.out 2>&1 &
-        DOWN=$!
-        # its "== delete" lines come after it listed the pod's processes
-        t_wait_for "grep -q '^== delete' '$D/logs/runtime.log' 2>/dev/null" 60 ||
-                t_fail "down never deleted a container"
-        touch "$T_TMP/reuse-go"
-        wait "$GOES"
-        NEWCOMER=""
-        for _ in $(seq 100); do # other processes on the host may take the pid first
-                echo $((GOES - 1)) >/proc/sys/kernel/ns_last_pid 2>/dev/null || break
-                sleep 300 &
-                NEWCOMER=$!
-                [ "$NEWCOMER" = "$GOES" ] && break
-                kill "$NEWCOMER"
-                wait "$NEWCOMER" 2>/dev/null
-                NEWCOMER=""
-        done
-        wait "$DOWN"
-        t_eq "down with a process outliving the wait succeeds" 0 "$?"
-        wait "$STAYS"
-        t_eq "... it SIGKILLed the process that stayed" 137 "$?"
-        if [ -n "$NEWCOMER" ]; then
-                t_cleanup_pid "$NEWCOMER"
-                t_check "... and not the newcomer with the pid of one gone during the wait ($NEWCOMER)" \
-                        kill -0 "$NEWCOMER"
-        else
-                echo "  SKIP the newcomer with a gone process's pid (could not be given pid $GOES: ns_last_pid)"
-        fi
-        t_check "... down removed the directory" test ! -e "$D"
-else
-        cat up4.out up4.err
-        t_fail "podrun up of the reuse pod"
 fi
 
 # ---------------------------------------------------------------- refusals and failures
