@@ -44,6 +44,19 @@ static json_t *find_container(json_t *pod, const char *name)
         return NULL;
 }
 
+/* The volume called name in the pod's spec.volumes, or NULL. */
+static json_t *find_volume(json_t *pod, const char *name)
+{
+        size_t i;
+        json_t *v;
+        json_array_foreach (json_object_get(pod_spec(pod), "volumes"), i, v) {
+                const char *n = string_member(v, "name");
+                if (n && strcmp(n, name) == 0)
+                        return v;
+        }
+        return NULL;
+}
+
 bool guard_pod_is_injected(json_t *pod)
 {
         json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
@@ -169,6 +182,18 @@ static json_int_t effective_id(json_t *pod, json_t *c, const char *key)
         return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+/* Whether id is the uid (key runAsUser) or gid (runAsGroup) the driver runs
+ * as: the configured one, or the one the pod's own hangar-driver sets. They
+ * differ for a pod injected before driver.uid or driver.gid changed, and
+ * that pod's driver still runs as the old one. */
+static bool is_driver_id(const webhook_settings_t *cfg, json_t *pod, const char *key, json_int_t id)
+{
+        json_int_t configured = strcmp(key, "runAsUser") == 0 ? (json_int_t)cfg->sidecar.driver_uid
+                                                              : (json_int_t)cfg->sidecar.driver_gid;
+        json_t *driver = find_container(pod, SHAPE_DRIVER_CONTAINER);
+        return id == configured || (driver && id == effective_id(pod, driver, key));
+}
+
 /* Why ephemeral container c would break the split, written into why; false
  * when it keeps to the rules. */
 static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, json_t *c, char *why,
@@ -230,30 +255,31 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
                                "decides, and it may be root or the driver's uid");
                 return true;
         }
-        if (uid == 0 || uid == (json_int_t)cfg->sidecar.driver_uid) {
+        if (uid == 0 || is_driver_id(cfg, pod, "runAsUser", uid)) {
                 (void)snprintf(why, size, "runs as uid %lld (%s)", (long long)uid,
                                uid == 0 ? "root" : "the driver's");
                 return true;
         }
-        if (effective_id(pod, c, "runAsGroup") == (json_int_t)cfg->sidecar.driver_gid) {
-                (void)snprintf(why, size, "runs as the driver's gid %u", cfg->sidecar.driver_gid);
+        json_int_t gid = effective_id(pod, c, "runAsGroup");
+        if (gid >= 0 && is_driver_id(cfg, pod, "runAsGroup", gid)) {
+                (void)snprintf(why, size, "runs as the driver's gid %lld", (long long)gid);
                 return true;
         }
         /* The pod's extra groups are every container's, an ephemeral one's
          * too: the driver's gid there is the driver's gid. */
         json_t *pod_sc = json_object_get(pod_spec(pod), "securityContext");
         json_t *fs_group = json_object_get(pod_sc, "fsGroup");
-        bool in_group =
-            json_is_integer(fs_group) && json_integer_value(fs_group) == cfg->sidecar.driver_gid;
+        bool in_group = json_is_integer(fs_group) &&
+                        is_driver_id(cfg, pod, "runAsGroup", json_integer_value(fs_group));
         size_t k;
         json_t *g;
         json_array_foreach (json_object_get(pod_sc, "supplementalGroups"), k, g)
-                in_group |= json_is_integer(g) && json_integer_value(g) == cfg->sidecar.driver_gid;
+                in_group |= json_is_integer(g) &&
+                            is_driver_id(cfg, pod, "runAsGroup", json_integer_value(g));
         if (in_group) {
                 (void)snprintf(why, size,
-                               "would be in the driver's group %u (the pod's fsGroup or "
-                               "supplementalGroups)",
-                               cfg->sidecar.driver_gid);
+                               "would be in the driver's group (the pod's fsGroup or "
+                               "supplementalGroups)");
                 return true;
         }
         return false;
@@ -329,6 +355,19 @@ static const char *changed_member(const webhook_settings_t *cfg, json_t *old, js
         json_t *driver_new = find_container(new, SHAPE_DRIVER_CONTAINER);
         if (!driver_old || !driver_new || !json_equal(driver_old, driver_new))
                 return "container " SHAPE_DRIVER_CONTAINER;
+        /* Its volumes too: a resize may change a memory-backed emptyDir's
+         * sizeLimit (InPlacePodVerticalScalingMemoryBackedVolumes), and
+         * hangar-ctl is one. */
+        static const char *const volumes[SHAPE_VOLUME_COUNT] = {
+            [SHAPE_VOLUME_HOME] = "volume " SHAPE_HOME_VOLUME,
+            [SHAPE_VOLUME_CTL] = "volume " SHAPE_CTL_VOLUME,
+        };
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                json_t *vol_old = find_volume(old, shape_volume_name(v));
+                json_t *vol_new = find_volume(new, shape_volume_name(v));
+                if (!vol_old || !vol_new || !json_equal(vol_old, vol_new))
+                        return volumes[v];
+        }
         /* The driver runs the agent's image: a new one would split them. */
         if (!same_string(string_member(find_container(old, cfg->sidecar.agent_container), "image"),
                          string_member(find_container(new, cfg->sidecar.agent_container), "image")))

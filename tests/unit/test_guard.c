@@ -428,6 +428,41 @@ START_TEST(updates)
                             unit_json("{\"limits\": {\"memory\": \"1Mi\"}}"));
         ck_assert_int_eq(decide("UPDATE", "resize", "alice", starved, old, NULL),
                          REASON_DRIVER_CHANGED);
+        /* Resizing the driver is refused to hangar's own identity too: its
+         * resources are the shape's, which the spec check compares. */
+        ck_assert_int_eq(
+            decide("UPDATE", "resize", "system:serviceaccount:hangar:hangar", starved, old, NULL),
+            REASON_DRIVER_CHANGED);
+        /* hangar's volumes are the shape's: a resize may change a memory
+         * emptyDir's sizeLimit (hangar-ctl's), and hangar-home is the
+         * driver's record. */
+        _unit_json_ json_t *ctl_shrunk = json_deep_copy(old);
+        json_t *vols = json_object_get(json_object_get(ctl_shrunk, "spec"), "volumes");
+        for (size_t v = 0; v < json_array_size(vols); v++) {
+                json_t *vol = json_array_get(vols, v);
+                if (strcmp(json_string_value(json_object_get(vol, "name")), "hangar-ctl") == 0)
+                        json_object_set_new(json_object_get(vol, "emptyDir"), "sizeLimit",
+                                            json_string("1Ki"));
+        }
+        ck_assert_int_eq(decide("UPDATE", "resize", "alice", ctl_shrunk, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        ck_assert_int_eq(decide("UPDATE", "", "alice", ctl_shrunk, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        _unit_json_ json_t *home_gone = json_deep_copy(old);
+        json_t *home_vols = json_object_get(json_object_get(home_gone, "spec"), "volumes");
+        for (size_t v = json_array_size(home_vols); v-- > 0;)
+                if (strcmp(json_string_value(json_object_get(json_array_get(home_vols, v), "name")),
+                           "hangar-home") == 0)
+                        json_array_remove(home_vols, v);
+        ck_assert_int_eq(decide("UPDATE", "resize", "alice", home_gone, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        /* Pod-level resources are the pod's budget (the driver's own
+         * request and limit inside it are checked above). */
+        _unit_json_ json_t *pod_level = json_deep_copy(old);
+        json_object_set_new(json_object_get(pod_level, "spec"), "resources",
+                            unit_json("{\"limits\": {\"memory\": \"2Gi\"}}"));
+        ck_assert_int_eq(decide("UPDATE", "resize", "alice", pod_level, old, NULL),
+                         REASON_NOT_GUARDED);
         _unit_json_ json_t *agent_resized = json_deep_copy(old);
         json_object_set_new(container_named(agent_resized, "sandbox"), "resources",
                             unit_json("{\"limits\": {\"memory\": \"1Gi\"}}"));
