@@ -360,27 +360,39 @@ static int quantity_text(long double q, bool cpu, char *out, size_t size)
         return w < 0 || (size_t)w >= size ? -ERANGE : 0;
 }
 
+/* The driver's request and limit ("" for none) of cpu and memory, as
+ * configured (driver.resources). */
+typedef struct driver_amount {
+        const char *resource, *request, *limit;
+} driver_amount_t;
+
+static void driver_amounts(const hg_config_t *sc, driver_amount_t ret[2])
+{
+        ret[0] = (driver_amount_t){"cpu", sc->driver_cpu_request, sc->driver_cpu_limit};
+        ret[1] = (driver_amount_t){"memory", sc->driver_memory_request, sc->driver_memory_limit};
+}
+
 /* A pod with pod-level resources (spec.resources) budgets its containers:
  * the API server refuses it if their requests add up to more than the
- * pod's. The driver's requests (and limits, or requests where it has none)
- * are added to each amount the pod sets for that resource, so the user's
- * containers keep the budget they had. */
+ * pod's. The driver's requests (and limits, or requests where it has none:
+ * limit_driver then holds it to them) are added to each amount the pod
+ * sets for that resource, so the user's containers keep the budget they
+ * had. */
 static int make_room_for_driver(const webhook_settings_t *cfg, patch_t *p, const pod_view_t *view,
                                 mutate_result_t *ret, hg_error_t *err)
 {
         json_t *resources = json_object_get(view->spec, "resources");
         if (!json_is_object(resources))
                 return 0;
-        const hg_config_t *sc = &cfg->sidecar;
+        driver_amount_t amounts[2];
+        driver_amounts(&cfg->sidecar, amounts);
         const struct {
                 const char *kind, *resource, *amount;
         } driver[] = {
-            {"requests", "cpu", sc->driver_cpu_request},
-            {"requests", "memory", sc->driver_memory_request},
-            {"limits", "cpu",
-             sc->driver_cpu_limit[0] ? sc->driver_cpu_limit : sc->driver_cpu_request},
-            {"limits", "memory",
-             sc->driver_memory_limit[0] ? sc->driver_memory_limit : sc->driver_memory_request},
+            {"requests", "cpu", amounts[0].request},
+            {"requests", "memory", amounts[1].request},
+            {"limits", "cpu", amounts[0].limit[0] ? amounts[0].limit : amounts[0].request},
+            {"limits", "memory", amounts[1].limit[0] ? amounts[1].limit : amounts[1].request},
         };
         for (size_t i = 0; i < ARRAY_SIZE(driver); i++) {
                 json_t *have =
@@ -416,6 +428,87 @@ static int make_room_for_driver(const webhook_settings_t *cfg, patch_t *p, const
                         return r;
         }
         return 0;
+}
+
+static bool has_amount(json_t *resources, const char *kind, const char *resource)
+{
+        json_t *q = json_object_get(json_object_get(resources, kind), resource);
+        return q && !json_is_null(q);
+}
+
+/* Whether the pod limits resource in each of its containers and init
+ * containers (the driver, already appended to its list, aside). */
+static bool every_container_limits(const pod_view_t *view, const char *resource)
+{
+        static const podview_list_t lists[] = {PODVIEW_INIT, PODVIEW_CONTAINERS};
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (view->lists[lists[l]], i, c) {
+                        const char *name = json_string_value(json_object_get(c, "name"));
+                        if (strcmp(name, SHAPE_DRIVER_CONTAINER) != 0 &&
+                            !has_amount(json_object_get(c, "resources"), "limits", resource))
+                                return false;
+                }
+        }
+        return true;
+}
+
+/* A driver with no limit for a resource the pod limits everywhere is what
+ * a namespace's policies refuse or fill in against the pod: the API server
+ * reruns LimitRanger after the webhook, which gives an unlimited driver the
+ * LimitRange's default limit (above a pod-level limit, the API server then
+ * refuses the pod; against the driver's small request, a
+ * maxLimitRequestRatio refuses it), and a ResourceQuota on limits.cpu or
+ * limits.memory refuses a pod with any container unlimited (a namespace
+ * whose pods all set limits because of one). So for cpu and memory where
+ * driver.resources.limits sets nothing and the pod has a pod-level limit,
+ * or a limit on each of its containers, the driver is held to its request
+ * (the amount make_room_for_driver added to a pod-level limit): ratio 1,
+ * within any maximum its request is, and a pod whose containers all have
+ * requests equal to limits keeps its Guaranteed QoS class. */
+static int limit_driver(const webhook_settings_t *cfg, patch_t *p, const pod_view_t *view,
+                        hg_error_t *err)
+{
+        const char *list = shape_driver_list(&cfg->sidecar);
+        json_t *containers = json_object_get(json_object_get(p->doc, "spec"), list);
+        size_t n = json_array_size(containers);
+        if (n == 0)
+                return error_set(err, -EINVAL, "no %s in spec.%s", SHAPE_DRIVER_CONTAINER, list);
+        driver_amount_t amounts[2];
+        driver_amounts(&cfg->sidecar, amounts);
+        json_t *pod_level = json_object_get(view->spec, "resources");
+        /* The driver's resources object is the shape's, shared by every
+         * pod the server injects (shape_values_t): never changed in place.
+         * A copy with the limits replaces it, in one op. */
+        _cleanup_json_ json_t *resources = NULL;
+        for (size_t i = 0; i < ARRAY_SIZE(amounts); i++) {
+                long double request;
+                if (amounts[i].limit[0] || k8s_quantity_value(amounts[i].request, &request) < 0 ||
+                    request <= 0)
+                        continue; /* limited already, or no request to hold it to */
+                if (!has_amount(pod_level, "limits", amounts[i].resource) &&
+                    !every_container_limits(view, amounts[i].resource))
+                        continue;
+                if (!resources) {
+                        json_t *shape =
+                            json_object_get(json_array_get(containers, n - 1), "resources");
+                        resources = json_deep_copy(shape);
+                        if (!resources)
+                                return -ENOMEM;
+                }
+                json_t *limits = json_object_get(resources, "limits");
+                if (!limits && json_object_set_new(resources, "limits", limits = json_object()) < 0)
+                        return -ENOMEM;
+                if (json_object_set_new(limits, amounts[i].resource,
+                                        json_string(amounts[i].request)) < 0)
+                        return -ENOMEM;
+        }
+        if (!resources)
+                return 0;
+        char path[64];
+        (void)snprintf(path, sizeof(path), "/spec/%s/%zu/resources", list, n - 1);
+        return patch_add(p, path, TAKE_PTR(resources), err);
 }
 
 static int inject(const webhook_settings_t *cfg, const shape_values_t *values, patch_t *p,
@@ -559,6 +652,8 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
         /* 1: the pod's budget is no quantity, ret says so (a deny: no patch). */
         if (r == 0)
                 r = make_room_for_driver(cfg, p, &view, ret, &err);
+        if (r == 0)
+                r = limit_driver(cfg, p, &view, &err);
         return r < 0 ? r : 0;
 }
 

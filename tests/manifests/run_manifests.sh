@@ -24,10 +24,14 @@
 #   7. `hangar-webhook inject -f` of the manifest prints the same pod (or
 #      template), and fails with one line for a deny.
 # Then the webhook is registered with the API server (URL mode) and every
-# injected case is created through it, in a namespace without and one with a
-# LimitRange (whose defaults LimitRanger adds to hangar-driver on the API
-# server's second round, as AlwaysPullImages sets its imagePullPolicy):
-# stored injected, and passing the spec check.
+# injected case is created through it in namespaces with the policies
+# cluster admins set (LimitRanges with defaults, maximums, ratios and
+# ephemeral-storage, ResourceQuotas on limits; LimitRanger adds its defaults
+# to hangar-driver on the API server's second round, as AlwaysPullImages
+# sets its imagePullPolicy), wherever the case's own pod is admitted without
+# the webhook: stored injected, and passing the spec check.
+#   # admitted-in: NAME...   (those namespaces must admit the case's own pod)
+#   # qos: CLASS             (the QoS class of the pod stored injected)
 # usage: run_manifests.sh HANGAR_WEBHOOK HANGAR_PROBE TOOLS_BIN
 WEBHOOK=$(realpath "$1")
 PROBE=$(realpath "$2")
@@ -53,7 +57,10 @@ export KUBECONFIG=$T_TMP/cp/kubeconfig
 kubectl create namespace zoo >/dev/null
 kubectl create namespace strict >/dev/null
 kubectl label namespace strict pod-security.kubernetes.io/enforce=restricted >/dev/null
-printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n' gvisor runsc |
+# gVisor's RuntimeClass with a pod overhead, as GKE Sandbox's has: the
+# RuntimeClass plugin sets spec.overhead before the webhook and checks it on
+# the second round; ResourceQuota charges it.
+printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\noverhead: {podFixed: {cpu: 100m, memory: 64Mi}}\n' gvisor runsc |
         kubectl create -f - >/dev/null
 printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: %s}\nhandler: %s\n' kata kata |
         kubectl create -f - >/dev/null
@@ -254,20 +261,96 @@ PORT=$(t_free_port)
 "$WEBHOOK" serve --config live.yaml 2>webhook.log &
 t_cleanup_pid $!
 t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$PORT/readyz >/dev/null" 10 || { cat webhook.log; exit 1; }
-kubectl create namespace live >/dev/null
-kubectl create namespace limited >/dev/null
-kubectl label namespace live hangar.dev/webhook=on >/dev/null
-kubectl label namespace limited hangar.dev/webhook=on >/dev/null
-kubectl create -n limited -f - >/dev/null <<'EOF'
-apiVersion: v1
+# Namespaces with the policies cluster admins set, each with a twin without
+# the webhook (NAME-off): a pod its namespace's policies admit on its own
+# must be admitted injected too.
+#   live     none
+#   limited  a LimitRange's defaults (LimitRanger gives them to hangar-driver
+#            on the API server's second round, where the shape sets nothing)
+#   quota    a ResourceQuota on requests and limits, no LimitRange (every
+#            container must then set limits.cpu and limits.memory)
+#   ratio    a LimitRange with defaults, maximums and maxLimitRequestRatio
+#   storage  ephemeral-storage defaults and maximum, and a quota on it
+#   minimum  a LimitRange minimum above the driver's request (refused: below)
+POLICIES=(live limited quota ratio storage)
+policy_objects() { # NAME: the policy's objects, as YAML
+        case $1 in
+        limited)
+                echo 'apiVersion: v1
 kind: LimitRange
 metadata: {name: defaults}
 spec:
   limits:
   - type: Container
     default: {cpu: 500m, memory: 512Mi}
-    defaultRequest: {cpu: 100m, memory: 128Mi}
-EOF
+    defaultRequest: {cpu: 100m, memory: 128Mi}'
+                ;;
+        quota)
+                echo 'apiVersion: v1
+kind: ResourceQuota
+metadata: {name: compute}
+spec:
+  hard: {requests.cpu: "100", requests.memory: 100Gi, limits.cpu: "100", limits.memory: 100Gi}'
+                ;;
+        ratio)
+                echo 'apiVersion: v1
+kind: LimitRange
+metadata: {name: ratio}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: 500m, memory: 512Mi}
+    defaultRequest: {cpu: 250m, memory: 256Mi}
+    max: {cpu: "2", memory: 4Gi}
+    maxLimitRequestRatio: {cpu: "4", memory: "4"}'
+                ;;
+        storage)
+                echo 'apiVersion: v1
+kind: LimitRange
+metadata: {name: storage}
+spec:
+  limits:
+  - type: Container
+    default: {ephemeral-storage: 1Gi}
+    defaultRequest: {ephemeral-storage: 100Mi}
+    max: {ephemeral-storage: 2Gi}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: storage}
+spec:
+  hard: {requests.ephemeral-storage: 100Gi, limits.ephemeral-storage: 100Gi}'
+                ;;
+        minimum)
+                echo 'apiVersion: v1
+kind: LimitRange
+metadata: {name: minimum}
+spec:
+  limits:
+  - type: Container
+    min: {cpu: 100m}'
+                ;;
+        *) ;;
+        esac
+}
+# No quota controller runs here: a quota's status (hard, used) is written by
+# hand, as the controller would, or its admission refuses every pod.
+quota_status() { # NAMESPACE
+        local q
+        for q in $(kubectl get resourcequota -n "$1" -o name); do
+                kubectl patch -n "$1" "$q" --subresource=status --type=merge -p "$(kubectl get -n "$1" "$q" -o json |
+                        jq -c '{status: {hard: .spec.hard, used: (.spec.hard | map_values("0"))}}')" >/dev/null
+        done
+}
+for policy in "${POLICIES[@]}" minimum; do
+        for ns in "$policy" "$policy-off"; do
+                kubectl create namespace "$ns" >/dev/null
+                objects=$(policy_objects "$policy")
+                [ -z "$objects" ] || kubectl create -n "$ns" -f - >/dev/null <<<"$objects"
+                quota_status "$ns"
+        done
+        kubectl label namespace "$policy" hangar.dev/webhook=on >/dev/null
+done
 kubectl create -f - >/dev/null <<EOF
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration
@@ -287,23 +370,83 @@ EOF
 probe_pod='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"probe","labels":{"hangar.dev/sandbox":"true"}},"spec":{"containers":[{"name":"sandbox","image":"i:1"}]}}'
 t_check "webhook registered and answering" t_wait_for \
         "echo '$probe_pod' | kubectl create -n live --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
-# A case marked "# live: no-limitrange" has containers the LimitRange's
-# defaults would break on their own (the pod's budget below its limits).
+# Each injected case (default configuration) in every policy's namespace
+# where its own pod is admitted without the webhook; a case's
+# "# admitted-in: NAME..." says where that must be so (it is checked, not
+# skipped). Quota admission reads the status above through an informer: the
+# quota namespaces wait until it refuses an unlimited pod.
+unlimited='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"unlimited"},"spec":{"containers":[{"name":"c","image":"i:1"}]}}'
+limited=$(jq -c '.spec.containers[0].resources = {limits: {cpu: "1", memory: "1Gi"}}' <<<"$unlimited")
+for ns in quota-off storage-off; do
+        t_check "namespace $ns: its quota's status is read (a pod with limits admitted)" t_wait_for \
+                "echo '$limited' | kubectl create -n $ns --dry-run=server -o name -f - >/dev/null 2>&1" 30
+done
+echo "$unlimited" | kubectl create -n quota-off --dry-run=server -o name -f - >/dev/null 2>quota.err
+t_check "namespace quota-off: its quota wants limits on every container ($(head -c 200 quota.err))" \
+        grep -q "must specify limits.cpu for: c; limits.memory for: c" quota.err
+# The cases go through the API server in batches, one List per namespace
+# (a kubectl per case and namespace took minutes), each pod labelled with
+# its case so the answers can be told apart.
+CASE_LABEL=manifests.hangar.dev/case
+live_cases=()
 for m in "$HERE"/cases/*.yaml; do
         name=$(basename "$m" .yaml)
         if [ "$(directive "$m" expect)" != injected ] || [ -n "$(directive "$m" config)" ]; then
                 continue
         fi
         [ -f "$name.raw.json" ] || continue
-        for ns in live limited; do
-                [ "$ns" = limited ] && [ "$(directive "$m" live)" = no-limitrange ] && continue
+        live_cases+=("$name")
+        jq --arg l "$CASE_LABEL" --arg n "$name" '.metadata.labels[$l] = $n' "$name.raw.json" >"$name.case.json"
+done
+# batch NS CASE...: creates the cases in NS (a dry run), writes each stored
+# pod to CASE.NS.json and prints the names of the cases stored.
+batch() {
+        local ns=$1 n pod files=()
+        shift
+        [ $# -gt 0 ] || return 0
+        for n in "$@"; do files+=("$n.case.json"); done
+        jq -s '{apiVersion: "v1", kind: "List", items: .}' "${files[@]}" >"batch.$ns.json"
+        kubectl create -n "$ns" --dry-run=server -o json -f "batch.$ns.json" >"batch.$ns.out.json" 2>"batch.$ns.err"
+        jq -r --arg l "$CASE_LABEL" '(.items // [.])[] | .metadata.labels[$l], tojson' "batch.$ns.out.json" 2>/dev/null |
+                while read -r n && read -r pod; do
+                        printf '%s\n' "$pod" >"$n.$ns.json"
+                        echo "$n"
+                done
+}
+declare -A ran stored
+for ns in "${POLICIES[@]}"; do
+        alone=()
+        for n in $(batch "$ns-off" "${live_cases[@]}"); do
+                stored[$ns-off/$n]=1
+                alone+=("$n")
+        done
+        for n in $(batch "$ns" "${alone[@]}"); do stored[$ns/$n]=1; done
+done
+for name in "${live_cases[@]}"; do
+        m=$HERE/cases/$name.yaml
+        must=" $(directive "$m" admitted-in) "
+        for ns in "${POLICIES[@]}"; do
                 tag="$name (through the API server, namespace $ns)"
-                if ! kubectl create -n "$ns" --dry-run=server -o json -f "$name.raw.json" >"$name.$ns.json" 2>"$name.$ns.err"; then
-                        t_fail "$tag: refused with the webhook on: $(head -c 400 "$name.$ns.err")"
+                if [ -z "${stored[$ns-off/$name]:-}" ]; then
+                        case $must in
+                        *" $ns "*)
+                                kubectl create -n "$ns-off" --dry-run=server -o name -f "$name.raw.json" >/dev/null 2>"$name.$ns-off.err"
+                                t_fail "$tag: the namespace refuses the pod on its own: $(head -c 300 "$name.$ns-off.err")"
+                                ;;
+                        esac
+                        continue
+                fi
+                ran[$ns]=$((${ran[$ns]:-0} + 1))
+                if [ -z "${stored[$ns/$name]:-}" ]; then
+                        kubectl create -n "$ns" --dry-run=server -o name -f "$name.raw.json" >/dev/null 2>"$name.$ns.err"
+                        t_fail "$tag: admitted without the webhook, refused with it: $(head -c 400 "$name.$ns.err")"
                         continue
                 fi
                 t_eq "$tag: stored injected" injected \
                         "$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar-reason"]' "$name.$ns.json")"
+                if [ -n "$(directive "$m" qos)" ]; then
+                        t_eq "$tag: QoS class" "$(directive "$m" qos)" "$(jq -r .status.qosClass "$name.$ns.json")"
+                fi
                 "$PROBE" spec --config "$HERE/config-default.yaml" --pod-file "$name.$ns.json" >"$name.$ns.spec.json" 2>&1
                 want=$(directive "$m" probe)
                 t_eq "$tag: hangar-probe spec" "${want:-pass}" "$(jq -r "$PROBE_RESULT" "$name.$ns.spec.json" 2>/dev/null)"
@@ -330,4 +473,22 @@ for m in "$HERE"/cases/*.yaml; do
         want=$(directive "$m" probe)
         t_eq "$tag: hangar-probe spec" "${want:-pass}" "$(jq -r "$PROBE_RESULT" "$name.made.spec.json" 2>/dev/null)"
 done
+# Every policy's namespace took most cases: a setup that refused them all
+# would otherwise pass by skipping.
+for ns in "${POLICIES[@]}"; do
+        least=10
+        [ "$ns" = quota ] && least=5 # only pods that limit every container
+        t_check "namespace $ns admitted at least $least cases on their own (${ran[$ns]:-0})" [ "${ran[$ns]:-0}" -ge "$least" ]
+done
+# A LimitRange minimum above the driver's request: nothing the webhook can
+# fit; refused by the API server, saying which minimum (docs/webhook.md:
+# raise driver.resources.requests).
+t_check "namespace minimum admits the basic pod without the webhook" \
+        kubectl create -n minimum-off --dry-run=server -o name -f containers-only.raw.json
+if kubectl create -n minimum --dry-run=server -o name -f containers-only.raw.json >/dev/null 2>minimum.err; then
+        t_fail "namespace minimum: a driver below the LimitRange's minimum was admitted"
+else
+        t_check "namespace minimum: refused, naming the minimum and the driver's request ($(head -c 200 minimum.err))" \
+                grep -q "minimum cpu usage per Container is 100m, but request is 50m" minimum.err
+fi
 t_end

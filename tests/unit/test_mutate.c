@@ -855,6 +855,10 @@ START_TEST(shared_values_give_the_same_pods)
             {"/spec/shareProcessNamespace", "true"},
             {"/spec/containers/0/volumeMounts", "[{\"name\": \"d\", \"mountPath\": \"/d\"}]"},
             {"/spec/containers/0/securityContext", "{\"privileged\": true}"},
+            /* The driver held to its requests (limit_driver): its own
+             * resources, never the shared ones. */
+            {"/spec/resources", "{\"limits\": {\"cpu\": \"1\"}}"},
+            {"/spec/containers/0/resources", "{\"limits\": {\"memory\": \"1Gi\"}}"},
         };
         for (int round = 0; round < 3; round++) {
                 for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
@@ -1289,6 +1293,140 @@ START_TEST(deny_carries_no_patch)
 }
 END_TEST
 
+/* The driver's resources once injected (its container is the last of list). */
+static json_t *driver_resources(json_t *pod, const char *list)
+{
+        json_t *l = json_object_get(json_object_get(pod, "spec"), list);
+        json_t *driver = json_array_get(l, json_array_size(l) - 1);
+        ck_assert_str_eq(json_string_value(json_object_get(driver, "name")), "hangar-driver");
+        return json_object_get(driver, "resources");
+}
+
+/* After injection: the patch reproduces the pod, the reinvocation is a
+ * no-op and the sidecar is in shape. */
+static void admit_in_shape(json_t *pod)
+{
+        _result_ mutate_result_t res = {0};
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
+        _result_ mutate_result_t again = {0};
+        admit_untouched(pod, DECISION_SKIP, REASON_ALREADY_INJECTED, &again);
+        shapecheck_finding_t finding;
+        ck_assert_msg(shapecheck_sidecar(&cfg.sidecar, pod, &finding) == 0, "out of shape: %s",
+                      finding.detail);
+}
+
+/* Pod-level limits with no driver limit configured: the pod's limits grow
+ * by the driver's requests and the driver is held to them, so LimitRanger's
+ * default limit (above the pod's, on the API server's second round) is
+ * never given to it. Both lists the driver can be in. */
+START_TEST(pod_level_limits_hold_the_driver)
+{
+        for (int native = 0; native <= 1; native++) {
+                cfg.sidecar.driver_native_sidecar = native;
+                _unit_json_ json_t *pod =
+                    with(with(base_pod(), "/spec/resources",
+                              "{\"limits\": {\"cpu\": \"500m\", \"memory\": \"256Mi\"}}"),
+                         "/spec/containers/0/resources", "{\"limits\": {\"memory\": \"256Mi\"}}");
+                admit_in_shape(pod);
+                ck_assert_json_eq_text(
+                    unit_at(pod, "/spec/resources"),
+                    "{\"limits\": {\"cpu\": \"550m\", \"memory\": \"335544320\"}}");
+                ck_assert_json_eq_text(
+                    driver_resources(pod, native ? "initContainers" : "containers"),
+                    "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"},"
+                    " \"limits\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}}");
+        }
+}
+END_TEST
+
+/* A pod-level limit of one resource holds the driver in that one only. */
+START_TEST(pod_level_limit_of_one_resource)
+{
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/resources", "{\"limits\": {\"memory\": \"1Gi\"}}");
+        admit_in_shape(pod);
+        ck_assert_json_eq_text(driver_resources(pod, "containers"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"},"
+                               " \"limits\": {\"memory\": \"64Mi\"}}");
+}
+END_TEST
+
+/* Every container limited (as a ResourceQuota on limits.* requires, or a
+ * LimitRange's defaults made them): the driver too, in each resource all
+ * of them limit; one container without a limit leaves the driver without. */
+START_TEST(driver_limited_where_every_container_is)
+{
+        _unit_json_ json_t *pod = with(with(base_pod(), "/spec/containers/0/resources",
+                                            "{\"requests\": {\"cpu\": \"1\"}, \"limits\": "
+                                            "{\"cpu\": \"2\", \"memory\": \"1Gi\"}}"),
+                                       "/spec/initContainers",
+                                       "[{\"name\": \"setup\", \"image\": \"x\", \"resources\": "
+                                       "{\"limits\": {\"cpu\": \"1\"}}}]");
+        admit_in_shape(pod);
+        ck_assert_json_eq_text(driver_resources(pod, "containers"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"},"
+                               " \"limits\": {\"cpu\": \"50m\"}}");
+        ck_assert_ptr_null(json_object_get(json_object_get(pod, "spec"), "resources"));
+
+        _unit_json_ json_t *mixed =
+            with(with(base_pod(), "/spec/containers/0/resources", "{\"limits\": {\"cpu\": \"2\"}}"),
+                 "/spec/containers/-", "{\"name\": \"helper\", \"image\": \"x\"}");
+        admit_in_shape(mixed);
+        ck_assert_json_eq_text(driver_resources(mixed, "containers"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}}");
+}
+END_TEST
+
+/* A Guaranteed pod (every container's requests equal to its limits) stays
+ * Guaranteed: the driver's limits are its requests. */
+START_TEST(guaranteed_pod_stays_guaranteed)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers/0/resources",
+                                       "{\"requests\": {\"cpu\": \"1\", \"memory\": \"1Gi\"},"
+                                       " \"limits\": {\"cpu\": \"1\", \"memory\": \"1Gi\"}}");
+        admit_in_shape(pod);
+        json_t *r = driver_resources(pod, "containers");
+        ck_assert_json_eq(json_object_get(r, "requests"), json_object_get(r, "limits"));
+}
+END_TEST
+
+/* Configured limits (driver.resources.limits) are the driver's wherever
+ * set; the webhook fills in only a resource they leave unlimited, and a
+ * pod-level limit grows by the configured limit. */
+START_TEST(configured_limits_kept)
+{
+        set_string(&cfg.sidecar.driver_cpu_limit, "1");
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/resources",
+                                       "{\"limits\": {\"cpu\": \"2\", \"memory\": \"1Gi\"}}");
+        admit_in_shape(pod);
+        ck_assert_json_eq_text(unit_at(pod, "/spec/resources"),
+                               "{\"limits\": {\"cpu\": \"3000m\", \"memory\": \"1140850688\"}}");
+        ck_assert_json_eq_text(driver_resources(pod, "containers"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"},"
+                               " \"limits\": {\"cpu\": \"1\", \"memory\": \"64Mi\"}}");
+        /* A pod that limits nothing: the configured limit only. */
+        _unit_json_ json_t *plain = base_pod();
+        admit_in_shape(plain);
+        ck_assert_json_eq_text(driver_resources(plain, "containers"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"},"
+                               " \"limits\": {\"cpu\": \"1\"}}");
+}
+END_TEST
+
+/* Pod-level requests without limits set no driver limit (nothing above the
+ * driver to exceed). */
+START_TEST(pod_level_requests_only)
+{
+        _unit_json_ json_t *pod =
+            with(base_pod(), "/spec/resources", "{\"requests\": {\"cpu\": \"1\"}}");
+        admit_in_shape(pod);
+        ck_assert_json_eq_text(driver_resources(pod, "containers"),
+                               "{\"requests\": {\"cpu\": \"50m\", \"memory\": \"64Mi\"}}");
+        ck_assert_json_eq_text(unit_at(pod, "/spec/resources"),
+                               "{\"requests\": {\"cpu\": \"1050m\"}}");
+}
+END_TEST
+
 static Suite *mutate_suite(void)
 {
         Suite *s = suite_create("mutate");
@@ -1340,6 +1478,15 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, conflict_container_targeting_driver);
         tcase_add_test(tc, long_mount_path_denied);
         tcase_add_test(tc, deny_carries_no_patch);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("resources");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, pod_level_limits_hold_the_driver);
+        tcase_add_test(tc, pod_level_limit_of_one_resource);
+        tcase_add_test(tc, driver_limited_where_every_container_is);
+        tcase_add_test(tc, guaranteed_pod_stays_guaranteed);
+        tcase_add_test(tc, configured_limits_kept);
+        tcase_add_test(tc, pod_level_requests_only);
         suite_add_tcase(s, tc);
         return s;
 }
