@@ -6,6 +6,8 @@
 #   - exec/attach options as the API server builds them from odd queries
 #     (container omitted or empty, given twice, percent-encoded, with a NUL)
 #     and kubectl's default-container annotation pointed at hangar-driver;
+#   - ephemeral containers after driver.uid/gid changed: a pod injected
+#     before still runs its driver as the old ids (they were allowed);
 #   - the driver as a native sidecar: exec without a container reaches the
 #     agent, the doors still find the driver;
 #   - pod shapes the corpus lacks (an image volume, a CSI ephemeral volume,
@@ -278,6 +280,38 @@ for bad in truncated:400 latin:400 deep:400 duplicate:400 oversize:413; do
 done
 t_eq "the server still answers after them" "200 AdmissionReview injected" \
         "$(post /mutate application/json good-review.json)"
+
+# driver.uid and driver.gid change (an upgrade): pods injected before keep
+# their driver as 1001, and an ephemeral container as 1001, or in gid 1001,
+# was allowed, the guard comparing only the configured ids.
+restart_webhook "driver: {uid: 2001, gid: 2001}"
+# The API server's next review reaches the new process (a kept-alive
+# connection to the old one is gone): a dry-run pod shows the new uid.
+t_check "webhook restarted with driver.uid 2001" t_wait_for \
+        "pod probe | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers[-1].securityContext.runAsUser == 2001' >/dev/null" 30
+ephemeral() { # POD NAME SECURITY_CONTEXT
+        jq -n --arg n "$2" --argjson sc "$3" \
+                '{spec: {ephemeralContainers: [{name: $n, image: "busybox", securityContext: ($sc + {allowPrivilegeEscalation: false})}]}}' >ephemeral.json
+        kubectl patch -n "$NS" pod "$1" --subresource=ephemeralcontainers --type=strategic "${M[@]}" \
+                --patch-file ephemeral.json
+}
+refused "ephemeral container as the old driver's uid, after driver.uid changed" ephemeral-container \
+        ephemeral box e1 '{"runAsUser": 1001}'
+refused "ephemeral container in the old driver's gid, after driver.gid changed" ephemeral-container \
+        ephemeral box e2 '{"runAsUser": 3000, "runAsGroup": 1001}'
+refused "ephemeral container in a pod whose fsGroup is the old driver's gid" ephemeral-container \
+        ephemeral grouped e3 '{"runAsUser": 3000, "runAsGroup": 3000}'
+refused "ephemeral container as the configured uid still" ephemeral-container \
+        ephemeral box e4 '{"runAsUser": 2001}'
+admitted "an ephemeral container of its own ids beside the old driver" "" \
+        ephemeral box e5 '{"runAsUser": 3000, "runAsGroup": 3000}'
+pod box2 | kubectl create -f - >/dev/null
+t_eq "a pod injected now runs its driver as 2001" 2001 \
+        "$(kubectl get pod -n $NS box2 -o json | jq -r '.spec.containers[] | select(.name == "hangar-driver") | .securityContext.runAsUser')"
+admitted "in that pod, 1001 is nobody's: an ephemeral container as 1001 passes" "" \
+        ephemeral box2 e6 '{"runAsUser": 1001, "runAsGroup": 1001}'
+t_eq "the ephemeral containers stored are the harmless ones" "box:e5 box2:e6" \
+        "$(kubectl get pods -n $NS box box2 -o json | jq -r '[.items[] | .metadata.name as $p | .spec.ephemeralContainers[]?.name | "\($p):\(.)"] | join(" ")')"
 
 # The driver as a native sidecar: an init container, so exec without a
 # container picks the agent (the only regular one); the doors find it.

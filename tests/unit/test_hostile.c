@@ -71,6 +71,81 @@ static char *injected_pod_text(void)
         return text;
 }
 
+/* /validate's answer to an UPDATE pods/ephemeralcontainers adding container
+ * (JSON text) to pod (JSON text). */
+static mutate_reason_t add_ephemeral(const char *pod, const char *container)
+{
+        _unit_json_ json_t *new = unit_json(pod);
+        json_object_set_new(json_object_get(new, "spec"), "ephemeralContainers",
+                            json_pack("[o]", unit_json(container)));
+        _cleanup_free_ char *new_text = json_dumps(new, JSON_COMPACT);
+        _cleanup_strbuf_ strbuf_t members = {0};
+        ck_assert_int_eq(
+            strbuf_printf(&members,
+                          "\"operation\": \"UPDATE\", \"subResource\":"
+                          " \"ephemeralcontainers\", \"object\": %s, \"oldObject\": %s",
+                          new_text, pod),
+            0);
+        _cleanup_free_ char *text = review_text("Pod", members.data);
+        _outcome_ admission_outcome_t o;
+        hg_error_t err = {0};
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(admission_validate(&cfg, text, strlen(text), NULL, NULL, &out, &o, &err),
+                         0);
+        ck_assert_ptr_nonnull(out);
+        return o.result.reason;
+}
+
+/* A pod injected while the driver ran as 1001, judged after driver.uid and
+ * driver.gid became 2001 (an upgrade that changed them): its driver still
+ * runs as 1001, and an ephemeral container as 1001 was allowed, because
+ * only the configured ids were compared. */
+START_TEST(ephemeral_as_the_pods_own_driver)
+{
+        _cleanup_free_ char *pod = injected_pod_text();
+        hg_error_t err = {0};
+        ck_assert_int_eq(settings_set(&cfg, "driver.uid=2001", &err), 0);
+        ck_assert_int_eq(settings_set(&cfg, "driver.gid=2001", &err), 0);
+        static const struct {
+                const char *container;
+                mutate_reason_t want;
+        } cases[] = {
+            {"{\"name\": \"d\", \"image\": \"b\", \"securityContext\": {\"runAsUser\": 1001,"
+             " \"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"b\", \"securityContext\": {\"runAsUser\": 3000,"
+             " \"runAsGroup\": 1001, \"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            /* the configured ids stay refused */
+            {"{\"name\": \"d\", \"image\": \"b\", \"securityContext\": {\"runAsUser\": 2001,"
+             " \"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            {"{\"name\": \"d\", \"image\": \"b\", \"securityContext\": {\"runAsUser\": 3000,"
+             " \"runAsGroup\": 2001, \"allowPrivilegeEscalation\": false}}",
+             REASON_EPHEMERAL_CONTAINER},
+            /* a uid and gid of its own still passes */
+            {"{\"name\": \"d\", \"image\": \"b\", \"securityContext\": {\"runAsUser\": 3000,"
+             " \"runAsGroup\": 3000, \"allowPrivilegeEscalation\": false}}",
+             REASON_NOT_GUARDED},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                mutate_reason_t got = add_ephemeral(pod, cases[i].container);
+                ck_assert_msg(got == cases[i].want, "case %zu: got %s, want %s", i,
+                              mutate_reason_name(got), mutate_reason_name(cases[i].want));
+        }
+        /* The old driver's gid as the pod's fsGroup is in its group too. */
+        _unit_json_ json_t *grouped = unit_json(pod);
+        json_object_set_new(json_object_get(json_object_get(grouped, "spec"), "securityContext"),
+                            "fsGroup", json_integer(1001));
+        _cleanup_free_ char *grouped_text = json_dumps(grouped, JSON_COMPACT);
+        ck_assert_int_eq(add_ephemeral(grouped_text,
+                                       "{\"name\": \"d\", \"image\": \"b\", \"securityContext\":"
+                                       " {\"runAsUser\": 3000, \"runAsGroup\": 3000,"
+                                       " \"allowPrivilegeEscalation\": false}}"),
+                         REASON_EPHEMERAL_CONTAINER);
+}
+END_TEST
+
 /* /mutate's answer to a CREATE of pod (JSON text). */
 static mutate_reason_t create(const char *pod, bool *ret_patched)
 {
@@ -354,6 +429,7 @@ static Suite *hostile_suite(void)
         Suite *s = suite_create("hostile");
         TCase *tc = tcase_create("reviews");
         tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, ephemeral_as_the_pods_own_driver);
         tcase_add_test(tc, malformed_where_the_decision_reads);
         tcase_add_test(tc, malformed_where_the_decision_reads_inject);
         tcase_add_test(tc, connect_options);
