@@ -50,9 +50,7 @@ host_turn_setup() {
 # its tmpfs busy, and T_TMP could not be removed), then the mounts, then
 # testlib's cleanup.
 host_teardown() {
-        local pid
-        for pid in "${T_PIDS[@]}"; do kill "$pid" 2>/dev/null; done
-        for pid in "${T_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+        t_kill_registered TERM
         umount "$AGENT_HOME_VIEW" "$T_TMP/ctl" 2>/dev/null
         t_cleanup
 }
