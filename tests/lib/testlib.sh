@@ -31,16 +31,17 @@ t_pid_start() {
 
 # t_kill_registered [SIGNAL]: SIGNAL (TERM) to each registered process still
 # the one registered (the same start time, read again right before the kill),
-# then waits for the suite's own children among them.
+# then waits for the suite's own children among those. Only those: `wait` on
+# a registered pid now held by a later child of the suite would wait for it.
 t_kill_registered() {
-        local sig=${1:-TERM} i
+        local sig=${1:-TERM} i sent=()
         for i in "${!T_PIDS[@]}"; do
                 if t_pid_start "${T_PIDS[i]}" && [ "$T_START" = "${T_PID_STARTS[i]}" ]; then
-                        kill -"$sig" "${T_PIDS[i]}" 2>/dev/null
+                        kill -"$sig" "${T_PIDS[i]}" 2>/dev/null && sent+=("${T_PIDS[i]}")
                 fi
         done
-        for i in "${!T_PIDS[@]}"; do
-                wait "${T_PIDS[i]}" 2>/dev/null
+        for i in "${sent[@]+"${sent[@]}"}"; do
+                wait "$i" 2>/dev/null
         done
         return 0
 }
