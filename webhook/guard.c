@@ -1,10 +1,13 @@
 #include "guard.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cleanup.h"
 #include "jsonx.h"
+#include "podview.h"
 #include "shape.h"
 #include "shapecheck.h"
 
@@ -27,6 +30,13 @@ static const char *string_member(json_t *obj, const char *key)
 static bool same_string(const char *a, const char *b)
 {
         return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Two members the same, whatever their type (both absent counts): a record
+ * annotation turned into a number is changed, not "absent both times". */
+static bool same_value(json_t *a, json_t *b)
+{
+        return (!a && !b) || (a && b && json_equal(a, b));
 }
 
 /* The container called name in the pod's regular or init containers. */
@@ -159,6 +169,33 @@ static void decide_port_forward(const webhook_settings_t *cfg, const guard_reque
                           SHAPE_DRIVER_CONTAINER, who(req));
 }
 
+/* Whether an UPDATE's object and oldObject are both pods as podview_read
+ * reads one (the container lists arrays, every container and volume named,
+ * securityContext objects, privileged a boolean, every mount with a name and
+ * a path, annotations an object, ...); else the refusal is in *ret. */
+static bool pods_readable(const guard_request_t *req, mutate_result_t *ret)
+{
+        json_t *pods[] = {req->object, req->old_object};
+        static const char *const which[] = {"object", "oldObject"};
+        for (size_t i = 0; i < ARRAY_SIZE(pods); i++) {
+                pod_view_t view;
+                hg_error_t err = {0};
+                int r = podview_read(pods[i], &view, &err);
+                if (r == -EINVAL) {
+                        mutate_result_set(ret, REASON_INVALID_POD,
+                                          "invalid pod (the review's %s): %s", which[i],
+                                          err.message);
+                        return false;
+                }
+                if (r < 0) {
+                        mutate_result_set(ret, REASON_INTERNAL_ERROR,
+                                          "internal error while reading the pod");
+                        return false;
+                }
+        }
+        return true;
+}
+
 /* Whether pod already holds exactly c (same name, every member equal). */
 static bool had_ephemeral(json_t *pod, json_t *c)
 {
@@ -171,15 +208,38 @@ static bool had_ephemeral(json_t *pod, json_t *c)
         return false;
 }
 
+/* Whether v is a uid or gid as the API server takes one: an integer from 0
+ * to 2^31-1 (IsValidUserID, IsValidGroupID). 1001.0 is none, and 2^32+1001
+ * would be 1001 to a runtime that keeps 32 bits of it. */
+static bool is_id(json_t *v)
+{
+        return json_is_integer(v) && json_integer_value(v) >= 0 &&
+               json_integer_value(v) <= INT32_MAX;
+}
+
+/* A member of obj that must be a uid or gid where present: false (and the
+ * member named in why) when it is present and is not one. */
+static bool id_member_valid(json_t *obj, const char *where, const char *key, char *why, size_t size)
+{
+        json_t *v = NULL;
+        int r = jsonx_member(obj, key, JSON_INTEGER, &v);
+        if (r == -ENOENT || (r == 0 && is_id(v)))
+                return true;
+        (void)snprintf(why, size, "%s%s is not a uid or gid (an integer from 0 to %d)", where, key,
+                       INT32_MAX);
+        return false;
+}
+
 /* The uid a container runs as when the spec says it: its own runAsUser,
  * else the pod's. -1 when neither says (the image's USER decides, which the
- * API server cannot see). */
+ * API server cannot see). Read only once pod_ids_valid and
+ * ephemeral_valid have passed: every id read here is one. */
 static json_int_t effective_id(json_t *pod, json_t *c, const char *key)
 {
         json_t *v = json_object_get(json_object_get(c, "securityContext"), key);
         if (!v)
                 v = json_object_get(json_object_get(pod_spec(pod), "securityContext"), key);
-        return json_is_integer(v) ? json_integer_value(v) : -1;
+        return is_id(v) ? json_integer_value(v) : -1;
 }
 
 /* Whether id is the uid (key runAsUser) or gid (runAsGroup) the driver runs
@@ -194,15 +254,95 @@ static bool is_driver_id(const webhook_settings_t *cfg, json_t *pod, const char 
         return id == configured || (driver && id == effective_id(pod, driver, key));
 }
 
+/* The ids the ephemeral rules read beside the container's own: the pod's
+ * (its runAsUser and runAsGroup are every container's default, its fsGroup
+ * and supplementalGroups every container's groups) and its hangar-driver's.
+ * False, with the member in why, when one is there and is not an id. */
+static bool pod_ids_valid(json_t *pod, char *why, size_t size)
+{
+        static const char *const keys[] = {"runAsUser", "runAsGroup", "fsGroup"};
+        json_t *sc = json_object_get(pod_spec(pod), "securityContext");
+        for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+                if (!id_member_valid(sc, "spec.securityContext.", keys[i], why, size))
+                        return false;
+        json_t *groups = NULL;
+        int r = jsonx_member(sc, "supplementalGroups", JSON_ARRAY, &groups);
+        size_t i;
+        json_t *g;
+        json_array_foreach (r == 0 ? groups : NULL, i, g)
+                if (!is_id(g))
+                        r = -EINVAL;
+        if (r == -EINVAL) {
+                (void)snprintf(why, size,
+                               "spec.securityContext.supplementalGroups is not an array of gids");
+                return false;
+        }
+        json_t *driver_sc =
+            json_object_get(find_container(pod, SHAPE_DRIVER_CONTAINER), "securityContext");
+        return id_member_valid(driver_sc, SHAPE_DRIVER_CONTAINER " securityContext.", "runAsUser",
+                               why, size) &&
+               id_member_valid(driver_sc, SHAPE_DRIVER_CONTAINER " securityContext.", "runAsGroup",
+                               why, size);
+}
+
+/* Every member of ephemeral container c the rules below read, beyond what
+ * podview_read checked (its name, securityContext an object, privileged a
+ * boolean, volumeMounts with names): the right type where present. A member
+ * of the wrong type read as "says nothing" would pass (capabilities.add as
+ * a string adds nothing, targetContainerName 5 targets nothing), so it is
+ * refused as malformed instead. False, with the member in why. */
+static bool ephemeral_valid(json_t *c, char *why, size_t size)
+{
+        const char *s;
+        json_t *v = NULL;
+        if (jsonx_string(c, "targetContainerName", &s) == -EINVAL) {
+                (void)snprintf(why, size, "targetContainerName is not a string");
+                return false;
+        }
+        int r = jsonx_member(c, "volumeDevices", JSON_ARRAY, &v);
+        size_t i;
+        json_t *m;
+        json_array_foreach (r == 0 ? v : NULL, i, m)
+                if (jsonx_string(m, "name", &s) < 0)
+                        r = -EINVAL;
+        if (r == -EINVAL) {
+                (void)snprintf(why, size, "volumeDevices is not an array of devices with names");
+                return false;
+        }
+        json_t *sc = json_object_get(c, "securityContext");
+        json_t *caps = NULL, *add = NULL;
+        r = jsonx_member(sc, "capabilities", JSON_OBJECT, &caps);
+        if (r == 0)
+                r = jsonx_member(caps, "add", JSON_ARRAY, &add);
+        json_array_foreach (r == 0 ? add : NULL, i, v)
+                if (!json_is_string(v))
+                        r = -EINVAL;
+        if (r == -EINVAL) {
+                (void)snprintf(why, size,
+                               "securityContext.capabilities is not an object whose add is an "
+                               "array of names");
+                return false;
+        }
+        if (jsonx_string(sc, "procMount", &s) == -EINVAL) {
+                (void)snprintf(why, size, "securityContext.procMount is not a string");
+                return false;
+        }
+        bool b;
+        if (jsonx_bool(sc, "allowPrivilegeEscalation", &b) == -EINVAL) {
+                (void)snprintf(why, size,
+                               "securityContext.allowPrivilegeEscalation is not true or false");
+                return false;
+        }
+        return id_member_valid(sc, "securityContext.", "runAsUser", why, size) &&
+               id_member_valid(sc, "securityContext.", "runAsGroup", why, size);
+}
+
 /* Why ephemeral container c would break the split, written into why; false
- * when it keeps to the rules. */
+ * when it keeps to the rules. c is an object of the types ephemeral_valid
+ * checks, in a pod podview_read and pod_ids_valid passed. */
 static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, json_t *c, char *why,
                                    size_t size)
 {
-        if (!json_is_object(c)) {
-                (void)snprintf(why, size, "is not an object");
-                return true;
-        }
         if (same_string(string_member(c, "targetContainerName"), SHAPE_DRIVER_CONTAINER)) {
                 (void)snprintf(why, size, "targets %s (it would join its PID namespace)",
                                SHAPE_DRIVER_CONTAINER);
@@ -298,19 +438,27 @@ static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_
                                   SHAPE_DRIVER_CONTAINER);
                 return;
         }
-        json_t *list = json_object_get(pod_spec(req->object), "ephemeralContainers");
-        if (list && !json_is_array(list)) {
-                mutate_result_set(ret, REASON_INVALID_POD,
-                                  "invalid pod: spec.ephemeralContainers is not an array");
+        /* Wrong-typed is refused, not read as "not said": the pods as
+         * podview_read reads one, then the ids and members only these rules
+         * read. */
+        if (!pods_readable(req, ret))
+                return;
+        char why[256];
+        if (!pod_ids_valid(req->object, why, sizeof(why))) {
+                mutate_result_set(ret, REASON_INVALID_POD, "invalid pod: %s", why);
                 return;
         }
         size_t i;
         json_t *c;
-        json_array_foreach (list, i, c) {
+        json_array_foreach (json_object_get(pod_spec(req->object), "ephemeralContainers"), i, c) {
                 const char *name = string_member(c, "name");
                 if (had_ephemeral(req->old_object, c))
                         continue;
-                char why[256];
+                if (!ephemeral_valid(c, why, sizeof(why))) {
+                        mutate_result_set(ret, REASON_INVALID_POD,
+                                          "invalid pod: ephemeral container \"%s\": %s", name, why);
+                        return;
+                }
                 if (ephemeral_breaks_split(cfg, req->object, c, why, sizeof(why))) {
                         mutate_result_set(ret, REASON_EPHEMERAL_CONTAINER,
                                           "ephemeral container \"%s\" %s; a pod with %s takes "
@@ -329,32 +477,84 @@ static const char *annotation_of(json_t *pod, const char *key)
         return string_member(json_object_get(json_object_get(pod, "metadata"), "annotations"), key);
 }
 
-static const char *label_of(json_t *pod, const char *key)
+static json_t *metadata_member(json_t *pod, const char *map, const char *key)
 {
-        return string_member(json_object_get(json_object_get(pod, "metadata"), "labels"), key);
+        return json_object_get(json_object_get(json_object_get(pod, "metadata"), map), key);
 }
 
-/* The pod members an UPDATE (or resize) must leave alone: NULL when none
- * changed, else what did, for the message. */
-static const char *changed_member(const webhook_settings_t *cfg, json_t *old, json_t *new,
-                                  mutate_reason_t *ret_reason)
+/* The annotations gVisor reads (pkg/shim/v1/utils/volumes.go, runsc's mount
+ * hints and annotation flags): containerd hands a pod's dev.gvisor.* to the
+ * shim (pod_annotations) every time the kubelet creates the pod's sandbox,
+ * and the sandbox dies and is made again (an OOM of the sentry, a node
+ * restart) with the pod's annotations as they are then. The webhook's
+ * dev.gvisor.spec.mount.hangar-{ctl,home}.* keep both volumes inside the
+ * sandbox; a type: bind or a mount hint naming hangar-ctl's host directory
+ * would have the next sandbox serve it from the node through the gofer, and
+ * a flag (dev.gvisor.flag.*, where the node allows overrides) changes how
+ * the sandbox runs the driver. The pod's author set them at creation, where
+ * the probe's verdict judges them; after that none may change. */
+#define GVISOR_ANNOTATION_PREFIX "dev.gvisor."
+
+static bool is_runtime_annotation(const char *key)
+{
+        return strncmp(key, GVISOR_ANNOTATION_PREFIX, strlen(GVISOR_ANNOTATION_PREFIX)) == 0;
+}
+
+/* The first dev.gvisor.* annotation an UPDATE adds, changes or removes, or
+ * NULL. Both maps are objects (podview_read). */
+static const char *changed_runtime_annotation(json_t *old, json_t *new)
+{
+        json_t *was = json_object_get(json_object_get(old, "metadata"), "annotations");
+        json_t *is = json_object_get(json_object_get(new, "metadata"), "annotations");
+        const char *key;
+        json_t *v;
+        json_object_foreach (was, key, v)
+                if (is_runtime_annotation(key) && !same_value(v, json_object_get(is, key)))
+                        return key;
+        json_object_foreach (is, key, v)
+                if (is_runtime_annotation(key) && !json_object_get(was, key))
+                        return key;
+        return NULL;
+}
+
+/* What an UPDATE (or resize) changed of the pod members it must leave
+ * alone, for the message: its name, the reason code and why it is fixed;
+ * what is NULL when none changed. */
+typedef struct changed {
+        const char *what;
+        mutate_reason_t reason;
+        const char *why;
+} changed_t;
+
+static const char *const fixed_shape =
+    SHAPE_DRIVER_CONTAINER "'s shape is fixed at creation; create a new pod instead";
+
+static changed_t changed_member(const webhook_settings_t *cfg, json_t *old, json_t *new)
 {
         static const char *const annotations[] = {SHAPE_ANNOTATION_STATUS, SHAPE_ANNOTATION_REASON};
-        *ret_reason = REASON_HANGAR_METADATA;
         /* Forging or clearing the record is refused on every pod. */
-        for (size_t i = 0; i < sizeof(annotations) / sizeof(annotations[0]); i++)
-                if (!same_string(annotation_of(old, annotations[i]),
-                                 annotation_of(new, annotations[i])))
-                        return annotations[i];
+        for (size_t i = 0; i < ARRAY_SIZE(annotations); i++)
+                if (!same_value(metadata_member(old, "annotations", annotations[i]),
+                                metadata_member(new, "annotations", annotations[i])))
+                        return (changed_t){annotations[i], REASON_HANGAR_METADATA, fixed_shape};
         if (!guard_pod_is_injected(old))
-                return NULL;
-        if (!same_string(label_of(old, cfg->selector_key), label_of(new, cfg->selector_key)))
-                return cfg->selector_key;
-        *ret_reason = REASON_DRIVER_CHANGED;
+                return (changed_t){NULL, REASON_NOT_GUARDED, NULL};
+        if (!same_value(metadata_member(old, "labels", cfg->selector_key),
+                        metadata_member(new, "labels", cfg->selector_key)))
+                return (changed_t){cfg->selector_key, REASON_HANGAR_METADATA, fixed_shape};
+        const char *runtime = changed_runtime_annotation(old, new);
+        if (runtime)
+                return (changed_t){runtime, REASON_HANGAR_METADATA,
+                                   "gVisor reads the pod's " GVISOR_ANNOTATION_PREFIX
+                                   "* annotations each time it makes the pod's sandbox, "
+                                   "hangar's keep " SHAPE_CTL_VOLUME " and " SHAPE_HOME_VOLUME
+                                   " inside it, and all are fixed at creation; create a new pod "
+                                   "instead"};
         json_t *driver_old = find_container(old, SHAPE_DRIVER_CONTAINER);
         json_t *driver_new = find_container(new, SHAPE_DRIVER_CONTAINER);
         if (!driver_old || !driver_new || !json_equal(driver_old, driver_new))
-                return "container " SHAPE_DRIVER_CONTAINER;
+                return (changed_t){"container " SHAPE_DRIVER_CONTAINER, REASON_DRIVER_CHANGED,
+                                   fixed_shape};
         /* Its volumes too: a resize may change a memory-backed emptyDir's
          * sizeLimit (InPlacePodVerticalScalingMemoryBackedVolumes), and
          * hangar-ctl is one. */
@@ -366,13 +566,15 @@ static const char *changed_member(const webhook_settings_t *cfg, json_t *old, js
                 json_t *vol_old = find_volume(old, shape_volume_name(v));
                 json_t *vol_new = find_volume(new, shape_volume_name(v));
                 if (!vol_old || !vol_new || !json_equal(vol_old, vol_new))
-                        return volumes[v];
+                        return (changed_t){volumes[v], REASON_DRIVER_CHANGED, fixed_shape};
         }
         /* The driver runs the agent's image: a new one would split them. */
-        if (!same_string(string_member(find_container(old, cfg->sidecar.agent_container), "image"),
-                         string_member(find_container(new, cfg->sidecar.agent_container), "image")))
-                return "the agent container's image";
-        return NULL;
+        if (!same_value(
+                json_object_get(find_container(old, cfg->sidecar.agent_container), "image"),
+                json_object_get(find_container(new, cfg->sidecar.agent_container), "image")))
+                return (changed_t){"the agent container's image", REASON_DRIVER_CHANGED,
+                                   fixed_shape};
+        return (changed_t){NULL, REASON_NOT_GUARDED, NULL};
 }
 
 static void decide_update(const webhook_settings_t *cfg, const guard_request_t *req,
@@ -383,18 +585,21 @@ static void decide_update(const webhook_settings_t *cfg, const guard_request_t *
                                   "invalid review: an UPDATE needs object and oldObject pods");
                 return;
         }
-        mutate_reason_t reason;
-        const char *what = changed_member(cfg, req->old_object, req->object, &reason);
-        if (!what) {
+        /* An injected pod's members are compared only once both pods read
+         * as pods: a container or annotation map of the wrong type is
+         * refused, not skipped. */
+        if ((guard_pod_is_injected(req->old_object) || guard_pod_is_injected(req->object)) &&
+            !pods_readable(req, ret))
+                return;
+        changed_t changed = changed_member(cfg, req->old_object, req->object);
+        if (!changed.what) {
                 mutate_result_set(ret, REASON_NOT_GUARDED, "%s%s%s leaves hangar's part alone",
                                   req->operation, req->subresource[0] ? " pods/" : "",
                                   req->subresource);
                 return;
         }
-        mutate_result_set(ret, reason,
-                          "%s may not change %s of a pod hangar manages (%s's shape is fixed at "
-                          "creation; create a new pod instead)",
-                          who(req), what, SHAPE_DRIVER_CONTAINER);
+        mutate_result_set(ret, changed.reason, "%s may not change %s of a pod hangar manages (%s)",
+                          who(req), changed.what, changed.why);
 }
 
 /* CREATE pods: the pod as the API server will store it (a validating
@@ -509,8 +714,18 @@ static void decide(const webhook_settings_t *cfg, const guard_request_t *req, mu
                 decide_create(cfg, &r, ret);
                 return;
         }
-        /* DELETE ends the pod (the turn records it as lost); CREATE of a
-         * subresource (binding, eviction) changes nothing of its shape. */
-        mutate_result_set(ret, REASON_NOT_GUARDED, "operation %s%s%s", op, sub[0] ? " pods/" : "",
-                          sub);
+        /* DELETE ends the pod (the turn records it as lost); CREATE of
+         * pods/binding or pods/eviction changes nothing of its shape. */
+        if ((strcmp(op, "DELETE") == 0 && sub[0] == '\0') ||
+            (strcmp(op, "CREATE") == 0 &&
+             (strcmp(sub, "binding") == 0 || strcmp(sub, "eviction") == 0))) {
+                mutate_result_set(ret, REASON_NOT_GUARDED, "%s%s%s", op, sub[0] ? " pods/" : "",
+                                  sub);
+                return;
+        }
+        /* Operations are the API server's four, spelt as it spells them:
+         * "connect" or "PATCH" is no review it sends, and is not guessed at. */
+        mutate_result_set(ret, REASON_UNKNOWN_DOOR,
+                          "operation \"%s\"%s%s is not a door hangar knows; refused", op,
+                          sub[0] ? " of pods/" : "", sub);
 }

@@ -11,15 +11,20 @@
  *                                    uid (or an unknown uid), escalate, add
  *                                    capabilities or be privileged
  *   UPDATE pods, pods/resize,        hangar-driver, the image it runs (the
- *          pods/status               agent's), hangar's annotations and the
+ *          pods/status               agent's), hangar's volumes, hangar's
+ *                                    annotations, every dev.gvisor.*
+ *                                    annotation (the runtime reads them each
+ *                                    time it makes the sandbox) and the
  *                                    selector label stay as they are
  *   UPDATE pods/<other>              not a door hangar knows: refused
  *   CREATE pods                      a pod carrying hangar-driver is marked
  *                                    injected and in the spec check's shape
  *                                    as stored (a copy of an injected pod)
  *
- * Anything else (DELETE, CREATE pods/binding, pods/eviction) is allowed
- * untouched (REASON_NOT_GUARDED). */
+ * DELETE, CREATE pods/binding and pods/eviction are allowed untouched
+ * (REASON_NOT_GUARDED); any other operation or subresource is refused
+ * (REASON_UNKNOWN_DOOR). A review whose pods or members the rules read have
+ * the wrong type is refused (REASON_INVALID_POD), never read as "not said". */
 #pragma once
 
 #include <jansson.h>

@@ -207,6 +207,48 @@ admitted "an unrelated label through pods/status" status_patch box '{"metadata":
 t_eq "hangar's record and label are as injected" "injected true" \
         "$(kubectl get pod -n $NS box -o json | jq -r '"\(.metadata.annotations["hangar.dev/driver-sidecar"]) \(.metadata.labels["hangar.dev/sandbox"])"')"
 
+# gVisor's annotations: the webhook writes dev.gvisor.spec.mount.hangar-{ctl,home}.*
+# on a gVisor pod (hangar-ctl a tmpfs inside the sandbox), and the kubelet hands
+# the pod's annotations as they are then to every sandbox it makes for it (one
+# that died is made again), so they, and every dev.gvisor.* one, are fixed.
+kubectl apply -f - >/dev/null <<EOF
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+EOF
+pod gbox | jq '.spec.runtimeClassName = "gvisor"' | kubectl create -f - >/dev/null
+gvisor_annotations() {
+        kubectl get pod -n $NS gbox -o json |
+                jq -c '.metadata.annotations | with_entries(select(.key | startswith("dev.gvisor.")))'
+}
+GVISOR_AS_INJECTED=$(gvisor_annotations)
+t_eq "the gVisor pod carries hangar's mount annotations" "tmpfs bind" \
+        "$(jq -r '"\(.["dev.gvisor.spec.mount.hangar-ctl.type"]) \(.["dev.gvisor.spec.mount.hangar-home.type"])"' <<<"$GVISOR_AS_INJECTED")"
+refused "kubectl annotate --overwrite: hangar-ctl's mount type bind (the gofer would serve it from the node)" hangar-metadata \
+        kubectl annotate -n $NS pod gbox --overwrite dev.gvisor.spec.mount.hangar-ctl.type=bind "${M[@]}"
+refused "removing hangar-home's share annotation" hangar-metadata \
+        kubectl annotate -n $NS pod gbox dev.gvisor.spec.mount.hangar-home.share- "${M[@]}"
+refused "a new mount hint naming hangar-ctl's host directory" hangar-metadata \
+        kubectl annotate -n $NS pod gbox \
+        "dev.gvisor.spec.mount.evil.source=/var/lib/kubelet/pods/x/volumes/kubernetes.io~empty-dir/hangar-ctl" "${M[@]}"
+refused "a runsc flag annotation" hangar-metadata \
+        kubectl annotate -n $NS pod gbox dev.gvisor.flag.directfs=false "${M[@]}"
+refused "kubectl patch of hangar-ctl's mount options (its size= gone)" hangar-metadata \
+        kubectl patch -n $NS pod gbox --type=merge "${M[@]}" -p \
+        '{"metadata":{"annotations":{"dev.gvisor.spec.mount.hangar-ctl.options":"rw"}}}'
+refused "hangar-ctl's mount type through pods/status" hangar-metadata \
+        status_patch gbox '{"metadata":{"annotations":{"dev.gvisor.spec.mount.hangar-ctl.type":"bind"}}}'
+refused "hangar's own identity cannot change them either" hangar-metadata \
+        kubectl annotate -n $NS pod gbox --overwrite dev.gvisor.spec.mount.hangar-ctl.type=bind "${H[@]}"
+refused "a dev.gvisor annotation on the injected runc pod" hangar-metadata \
+        kubectl annotate -n $NS pod box dev.gvisor.spec.mount.hangar-ctl.type=bind "${M[@]}"
+admitted "an unrelated annotation on the gVisor pod" \
+        kubectl annotate -n $NS pod gbox team.example/owner=a "${M[@]}"
+admitted "dev.gvisor annotations on a pod without the sidecar" \
+        kubectl annotate -n $NS pod plain dev.gvisor.flag.directfs=false "${M[@]}"
+t_eq "the gVisor pod's dev.gvisor.* annotations are as injected" "$GVISOR_AS_INJECTED" "$(gvisor_annotations)"
+
 # CREATE of a copy: kubectl debug --copy-to drops the labels and annotations
 # (so the mutating webhook never sees it) and shares the PID namespace, with
 # a debug container beside the copied hangar-driver.
@@ -258,6 +300,7 @@ done
 # pointing at a recorder would need more machinery, so build the review the
 # API server sends (operation, subresource, userInfo, object and oldObject).
 kubectl get pod -n $NS box -o json >stored.json
+kubectl get pod -n $NS gbox -o json >gstored.json
 jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
         uid: "r1", kind: {group: "", version: "v1", kind: "Pod"}, resource: {group: "", version: "v1", resource: "pods"},
         subResource: "ephemeralcontainers", namespace: "sandboxes", name: "box", operation: "UPDATE",
@@ -279,7 +322,12 @@ jq -n --slurpfile p stored.json '{apiVersion: "admission.k8s.io/v1", kind: "Admi
         uid: "r4", kind: {group: "", version: "v1", kind: "Pod"}, resource: {group: "", version: "v1", resource: "pods"},
         subResource: "status", namespace: "sandboxes", name: "box", operation: "UPDATE", userInfo: {username: "mallory"},
         object: ($p[0] | del(.metadata.annotations["hangar.dev/driver-sidecar"])), oldObject: $p[0]}}' >status-review.json
-for r in copy:conflict status:hangar-metadata; do
+# The UPDATE kubectl annotate --overwrite sends for hangar-ctl's mount type.
+jq -n --slurpfile p gstored.json '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {
+        uid: "r5", kind: {group: "", version: "v1", kind: "Pod"}, resource: {group: "", version: "v1", resource: "pods"},
+        namespace: "sandboxes", name: "gbox", operation: "UPDATE", userInfo: {username: "mallory"},
+        object: ($p[0] | .metadata.annotations["dev.gvisor.spec.mount.hangar-ctl.type"] = "bind"), oldObject: $p[0]}}' >gvisor-review.json
+for r in copy:conflict status:hangar-metadata gvisor:hangar-metadata; do
         t_eq "review --validate refuses the ${r%%:*} review" "false ${r#*:}" \
                 "$("$WEBHOOK" review --validate --config webhook.yaml <"${r%%:*}-review.json" | jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
         curl -s --cacert pki/ca.crt -H 'Content-Type: application/json' --data-binary @"${r%%:*}-review.json" \
@@ -305,6 +353,8 @@ out=$(kubectl set image -n $NS pod/box hangar-driver=registry.example/evil:1 "${
 t_check "webhook down: set image fails closed" grep -q "failed calling webhook" <<<"$out"
 out=$(status_patch box '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":null}}}' 2>&1)
 t_check "webhook down: clearing the record through pods/status fails closed" grep -q "failed calling webhook" <<<"$out"
+out=$(kubectl annotate -n $NS pod gbox --overwrite dev.gvisor.spec.mount.hangar-ctl.type=bind "${M[@]}" 2>&1)
+t_check "webhook down: hangar-ctl's mount annotation fails closed" grep -q "failed calling webhook" <<<"$out"
 out=$(kubectl debug -n $NS box --copy-to=box-down --image=busybox --attach=false "${M[@]}" -- true 2>&1)
 t_check "webhook down: a copy of hangar-driver fails closed" grep -q "failed calling webhook" <<<"$out"
 # Only what hangar guards waits for the webhook: the kubelet's status

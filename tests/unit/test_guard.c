@@ -244,10 +244,10 @@ START_TEST(ephemeral_containers)
             {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
              "{\"allowPrivilegeEscalation\": false, \"runAsNonRoot\": false}}",
              REASON_NOT_GUARDED},
-            /* a runAsUser that is not a number is no uid */
+            /* a runAsUser that is not a number is no uid: malformed */
             {"{\"name\": \"d\", \"image\": \"busybox\", \"securityContext\": "
              "{\"allowPrivilegeEscalation\": false, \"runAsUser\": \"2000\"}}",
-             REASON_EPHEMERAL_CONTAINER},
+             REASON_INVALID_POD},
             {"{\"name\": \"d\", \"image\": \"busybox\", \"targetContainerName\": "
              "\"sandbox\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}",
              REASON_NOT_GUARDED},
@@ -331,6 +331,159 @@ START_TEST(ephemeral_containers)
             with_ephemeral(plain, "{\"name\": \"d\", \"targetContainerName\": \"sandbox\"}");
         ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", plain_new, plain, NULL),
                          REASON_NOT_GUARDED);
+}
+END_TEST
+
+/* The detail of the guard's answer to an ephemeral container added to pod. */
+static mutate_reason_t decide_ephemeral_detail(json_t *pod, const char *container, char *detail,
+                                               size_t size)
+{
+        _unit_json_ json_t *new = with_ephemeral(pod, container);
+        guard_request_t req = {.operation = "UPDATE",
+                               .resource = "pods",
+                               .subresource = "ephemeralcontainers",
+                               .username = "alice",
+                               .object = new,
+                               .old_object = pod};
+        mutate_result_t r;
+        guard_decide(&cfg, &req, &r);
+        (void)snprintf(detail, size, "%s", r.detail);
+        return r.reason;
+}
+
+/* Every member the ephemeral rules read, of the wrong type, is a malformed
+ * pod: read as "not said" each of these passed (the API server would refuse
+ * them first; this does not count on it). null stays "not said". */
+START_TEST(ephemeral_wrong_types)
+{
+        _unit_json_ json_t *old = injected_pod();
+        static const struct {
+                const char *security_context; /* the container's, beside no escalation */
+                const char *member;           /* named in the refusal */
+        } cases[] = {
+            {"\"capabilities\": {\"add\": \"SYS_PTRACE\"}", "capabilities"},
+            {"\"capabilities\": {\"add\": {\"x\": \"SYS_PTRACE\"}}", "capabilities"},
+            {"\"capabilities\": {\"add\": [1]}", "capabilities"},
+            {"\"capabilities\": [\"SYS_PTRACE\"]", "capabilities"},
+            {"\"privileged\": \"true\"", "privileged"},
+            {"\"procMount\": 1", "procMount"},
+            {"\"runAsGroup\": 1001.0", "runAsGroup"},
+            {"\"runAsUser\": 1001.0", "runAsUser"},
+            {"\"runAsUser\": 4294968297", "runAsUser"}, /* 2^32 + 1001 */
+            {"\"runAsUser\": 2147483648", "runAsUser"},
+            {"\"runAsUser\": -1", "runAsUser"},
+            {"\"runAsGroup\": -1", "runAsGroup"},
+        };
+        char detail[512];
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                char c[256];
+                (void)snprintf(c, sizeof(c),
+                               "{\"name\": \"d\", \"securityContext\": "
+                               "{\"allowPrivilegeEscalation\": false, %s}}",
+                               cases[i].security_context);
+                mutate_reason_t got = decide_ephemeral_detail(old, c, detail, sizeof(detail));
+                ck_assert_msg(got == REASON_INVALID_POD && strstr(detail, cases[i].member),
+                              "case %zu: got %s (%s)", i, mutate_reason_name(got), detail);
+        }
+        static const char *const containers[] = {
+            "{\"name\": \"d\", \"targetContainerName\": 5, \"securityContext\": "
+            "{\"allowPrivilegeEscalation\": false}}",
+            "{\"name\": \"d\", \"volumeMounts\": {\"name\": \"hangar-ctl\", \"mountPath\": "
+            "\"/x\"}, \"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+            "{\"name\": \"d\", \"volumeMounts\": [{\"name\": 1, \"mountPath\": \"/x\"}], "
+            "\"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+            "{\"name\": \"d\", \"volumeDevices\": {\"name\": \"hangar-ctl\"}, "
+            "\"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+            "{\"name\": \"d\", \"volumeDevices\": [{\"name\": [\"hangar-ctl\"]}], "
+            "\"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+            "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": \"false\"}}",
+            "{\"name\": \"d\", \"securityContext\": \"restricted\"}",
+            "{\"name\": 7, \"securityContext\": {\"allowPrivilegeEscalation\": false}}",
+            "\"d\"",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(containers); i++) {
+                mutate_reason_t got =
+                    decide_ephemeral_detail(old, containers[i], detail, sizeof(detail));
+                ck_assert_msg(got == REASON_INVALID_POD, "container %zu: got %s (%s)", i,
+                              mutate_reason_name(got), detail);
+                ck_assert_msg(strstr(detail, "hangar invalid-pod: invalid pod"), "%s", detail);
+        }
+        /* The pod's ids (every container's defaults and groups) too. */
+        static const char *const pod_members[][2] = {
+            {"fsGroup", "1001.0"},
+            {"fsGroup", "\"1001\""},
+            {"supplementalGroups", "\"1001\""},
+            {"supplementalGroups", "[\"1001\"]"},
+            {"supplementalGroups", "[1001.0]"},
+            {"supplementalGroups", "[4294968297]"},
+            {"runAsUser", "4294969297"},
+            {"runAsGroup", "1001.5"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(pod_members); i++) {
+                _unit_json_ json_t *pod = json_deep_copy(old);
+                json_object_set_new(
+                    json_object_get(json_object_get(pod, "spec"), "securityContext"),
+                    pod_members[i][0], unit_json(pod_members[i][1]));
+                mutate_reason_t got = decide_ephemeral_detail(
+                    pod,
+                    "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false, "
+                    "\"runAsUser\": 2000, \"runAsGroup\": 2000}}",
+                    detail, sizeof(detail));
+                ck_assert_msg(got == REASON_INVALID_POD && strstr(detail, pod_members[i][0]),
+                              "pod %s %s: got %s (%s)", pod_members[i][0], pod_members[i][1],
+                              mutate_reason_name(got), detail);
+        }
+        /* The pod's securityContext not an object, the ephemeral list not an
+         * array: podview_read's refusals. */
+        _unit_json_ json_t *bad_sc = json_deep_copy(old);
+        json_object_set_new(json_object_get(bad_sc, "spec"), "securityContext", json_string("x"));
+        ck_assert_int_eq(
+            decide_ephemeral_detail(bad_sc, "{\"name\": \"d\"}", detail, sizeof(detail)),
+            REASON_INVALID_POD);
+        _unit_json_ json_t *bad_list = json_deep_copy(old);
+        json_object_set_new(json_object_get(bad_list, "spec"), "ephemeralContainers",
+                            unit_json("{\"name\": \"d\"}"));
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", bad_list, old, NULL),
+                         REASON_INVALID_POD);
+        /* No oldObject: not a review the API server sends. */
+        _unit_json_ json_t *fine = with_ephemeral(
+            old, "{\"name\": \"d\", \"securityContext\": {\"allowPrivilegeEscalation\": false}}");
+        ck_assert_int_eq(decide("UPDATE", "ephemeralcontainers", "alice", fine, NULL, NULL),
+                         REASON_INVALID_POD);
+        /* null is absent, for the guard as for the API server; in range is fine. */
+        ck_assert_int_eq(
+            decide_ephemeral_detail(old,
+                                    "{\"name\": \"d\", \"targetContainerName\": null, "
+                                    "\"volumeMounts\": null, \"securityContext\": "
+                                    "{\"allowPrivilegeEscalation\": false, \"capabilities\": "
+                                    "{\"add\": null, \"drop\": [\"ALL\"]}, \"procMount\": null, "
+                                    "\"runAsUser\": 2147483647, \"runAsGroup\": null}}",
+                                    detail, sizeof(detail)),
+            REASON_NOT_GUARDED);
+}
+END_TEST
+
+/* Operations are the API server's four as it spells them; subresources the
+ * ones each is reviewed for. Anything else is refused, not allowed as
+ * "nothing hangar guards". */
+START_TEST(unknown_operations_fail_closed)
+{
+        _unit_json_ json_t *old = injected_pod();
+        static const struct {
+                const char *op, *sub;
+                mutate_reason_t want;
+        } cases[] = {
+            {"connect", "exec", REASON_UNKNOWN_DOOR},  {"PATCH", "", REASON_UNKNOWN_DOOR},
+            {"update", "", REASON_UNKNOWN_DOOR},       {"", "", REASON_UNKNOWN_DOOR},
+            {NULL, "", REASON_UNKNOWN_DOOR},           {"DELETE", "status", REASON_UNKNOWN_DOOR},
+            {"CREATE", "exec", REASON_UNKNOWN_DOOR},   {"DELETE", "", REASON_NOT_GUARDED},
+            {"CREATE", "binding", REASON_NOT_GUARDED}, {"CREATE", "eviction", REASON_NOT_GUARDED},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                mutate_reason_t got = decide(cases[i].op, cases[i].sub, "alice", old, old, old);
+                ck_assert_msg(got == cases[i].want, "%s %s: got %s", cases[i].op, cases[i].sub,
+                              mutate_reason_name(got));
+        }
 }
 END_TEST
 
@@ -672,6 +825,149 @@ START_TEST(validate_rejects_malformed)
 }
 END_TEST
 
+/* The sandbox pod as the webhook injects it under gVisor: with the
+ * dev.gvisor.spec.mount.hangar-{ctl,home}.* annotations. */
+static json_t *injected_gvisor_pod(void)
+{
+        json_t *pod = unit_json(sandbox_pod);
+        json_object_set_new(json_object_get(pod, "spec"), "runtimeClassName",
+                            json_string("gvisor"));
+        mutate_result_t r;
+        ck_assert_int_eq(mutate_pod(&cfg, pod, &r), 0);
+        ck_assert_int_eq(r.decision, DECISION_INJECT);
+        mutate_result_free(&r);
+        json_t *a = json_object_get(json_object_get(pod, "metadata"), "annotations");
+        ck_assert_str_eq(
+            json_string_value(json_object_get(a, "dev.gvisor.spec.mount.hangar-ctl.type")),
+            "tmpfs");
+        return pod;
+}
+
+/* The kubelet hands the pod's annotations as they are to each new sandbox
+ * (the old one died: an OOM of the sentry, a node restart), so hangar's
+ * mount annotations, and every other dev.gvisor.* one, are fixed once the
+ * pod exists: kubectl annotate --overwrite dev.gvisor.spec.mount.hangar-ctl.type=bind
+ * had the next sandbox serve hangar-ctl from the node's disk. */
+START_TEST(gvisor_annotations_fixed)
+{
+        _unit_json_ json_t *old = injected_gvisor_pod();
+        static const struct {
+                const char *key, *value; /* value NULL: removed */
+        } cases[] = {
+            {"dev.gvisor.spec.mount.hangar-ctl.type", "bind"},
+            {"dev.gvisor.spec.mount.hangar-ctl.share", "container"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,rprivate,size=1"},
+            {"dev.gvisor.spec.mount.hangar-ctl.type", NULL},
+            {"dev.gvisor.spec.mount.hangar-home.share", NULL},
+            {"dev.gvisor.spec.mount.hangar-home.type", "tmpfs"},
+            /* new keys: a hint naming hangar-ctl, one naming hangar-ctl's
+             * host directory under another name, a runsc flag */
+            {"dev.gvisor.spec.mount.hangar-ctl.source", "/var/lib/kubelet/pods/u/volumes/x"},
+            {"dev.gvisor.spec.mount.hangar-ctl.x.type", "bind"},
+            {"dev.gvisor.spec.mount.evil.source",
+             "/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/hangar-ctl"},
+            {"dev.gvisor.flag.directfs", "false"},
+            {"dev.gvisor.internal.x", "y"},
+        };
+        const char *users[] = {"alice", "system:serviceaccount:hangar:hangar"};
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                _unit_json_ json_t *new =
+                    with_meta(old, "annotations", cases[i].key, cases[i].value);
+                for (size_t u = 0; u < ARRAY_SIZE(users); u++) {
+                        mutate_reason_t got = decide("UPDATE", "", users[u], new, old, NULL);
+                        ck_assert_msg(got == REASON_HANGAR_METADATA, "%s=%s by %s: got %s",
+                                      cases[i].key, cases[i].value ? cases[i].value : "(removed)",
+                                      users[u], mutate_reason_name(got));
+                }
+                ck_assert_int_eq(decide("UPDATE", "status", "alice", new, old, NULL),
+                                 REASON_HANGAR_METADATA);
+        }
+        /* The key names what changed. */
+        _unit_json_ json_t *bind =
+            with_meta(old, "annotations", "dev.gvisor.spec.mount.hangar-ctl.type", "bind");
+        guard_request_t req = {.operation = "UPDATE",
+                               .resource = "pods",
+                               .subresource = "",
+                               .username = "alice",
+                               .object = bind,
+                               .old_object = old};
+        mutate_result_t r;
+        guard_decide(&cfg, &req, &r);
+        ck_assert_msg(strstr(r.detail, "hangar hangar-metadata: alice may not change "
+                                       "dev.gvisor.spec.mount.hangar-ctl.type"),
+                      "%s", r.detail);
+        /* A value of another type is a change too. */
+        _unit_json_ json_t *numbered = json_deep_copy(old);
+        json_object_set_new(json_object_get(json_object_get(numbered, "metadata"), "annotations"),
+                            "dev.gvisor.spec.mount.hangar-ctl.type", json_integer(1));
+        ck_assert_int_eq(decide("UPDATE", "", "alice", numbered, old, NULL),
+                         REASON_HANGAR_METADATA);
+        /* Annotations that are not a map: malformed, refused. */
+        _unit_json_ json_t *listed = json_deep_copy(old);
+        json_object_set_new(json_object_get(listed, "metadata"), "annotations", json_array());
+        ck_assert_int_eq(decide("UPDATE", "", "alice", listed, old, NULL), REASON_INVALID_POD);
+        /* Other annotations stay the pod's; so do dev.gvisor.* on a pod
+         * without the sidecar (nothing of hangar's runs there). */
+        _unit_json_ json_t *noted = with_meta(old, "annotations", "team.example/owner", "x");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", noted, old, NULL), REASON_NOT_GUARDED);
+        _unit_json_ json_t *lookalike = with_meta(old, "annotations", "dev.gvisor", "x");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", lookalike, old, NULL), REASON_NOT_GUARDED);
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        _unit_json_ json_t *plain_bind =
+            with_meta(plain, "annotations", "dev.gvisor.spec.mount.hangar-ctl.type", "bind");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", plain_bind, plain, NULL),
+                         REASON_NOT_GUARDED);
+        /* An injected pod not under gVisor takes none either (runtimeClassName
+         * is fixed, but the rule is the same for every injected pod). */
+        _unit_json_ json_t *runc = injected_pod();
+        _unit_json_ json_t *runc_bind =
+            with_meta(runc, "annotations", "dev.gvisor.spec.mount.hangar-ctl.type", "bind");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", runc_bind, runc, NULL),
+                         REASON_HANGAR_METADATA);
+        /* The pod's own values are compared, not the configuration's: after
+         * volumes.ctl.sizeLimit changed, an old pod keeps its size= and
+         * still takes other updates. */
+        hg_error_t err = {0};
+        ck_assert_int_eq(settings_set(&cfg, "volumes.ctl.sizeLimit=128Mi", &err), 0);
+        _unit_json_ json_t *relabel = with_meta(old, "labels", "team", "x");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", relabel, old, NULL), REASON_NOT_GUARDED);
+}
+END_TEST
+
+/* The record and the selector label compared as values: forged as another
+ * type they are changed, not "not a string both times"; an injected pod's
+ * containers of the wrong type are malformed. */
+START_TEST(update_wrong_types)
+{
+        _unit_json_ json_t *plain = unit_json(sandbox_pod);
+        _unit_json_ json_t *was_number = json_deep_copy(plain);
+        json_object_set_new(json_object_get(was_number, "metadata"), "annotations",
+                            unit_json("{\"hangar.dev/driver-sidecar\": 5}"));
+        ck_assert_int_eq(decide("UPDATE", "", "alice", plain, was_number, NULL),
+                         REASON_HANGAR_METADATA);
+        _unit_json_ json_t *old = injected_pod();
+        _unit_json_ json_t *label_number = json_deep_copy(old);
+        json_object_set_new(json_object_get(json_object_get(label_number, "metadata"), "labels"),
+                            "hangar.dev/sandbox", json_true());
+        ck_assert_int_eq(decide("UPDATE", "", "alice", label_number, old, NULL),
+                         REASON_HANGAR_METADATA);
+        static const char *const specs[][2] = {
+            {"containers", "{\"name\": \"sandbox\"}"},
+            {"volumes", "[{\"name\": 1}]"},
+            {"initContainers", "[{\"image\": \"x\"}]"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
+                _unit_json_ json_t *bad = json_deep_copy(old);
+                json_object_set_new(json_object_get(bad, "spec"), specs[i][0],
+                                    unit_json(specs[i][1]));
+                ck_assert_msg(decide("UPDATE", "", "alice", bad, old, NULL) == REASON_INVALID_POD,
+                              "spec.%s", specs[i][0]);
+                ck_assert_msg(decide("UPDATE", "", "alice", old, bad, NULL) == REASON_INVALID_POD,
+                              "oldObject spec.%s", specs[i][0]);
+        }
+}
+END_TEST
+
 static Suite *guard_suite(void)
 {
         Suite *s = suite_create("guard");
@@ -684,6 +980,10 @@ static Suite *guard_suite(void)
         tcase_add_test(tc, port_forward_needs_the_pod);
         tcase_add_test(tc, ephemeral_containers);
         tcase_add_test(tc, updates);
+        tcase_add_test(tc, gvisor_annotations_fixed);
+        tcase_add_test(tc, update_wrong_types);
+        tcase_add_test(tc, ephemeral_wrong_types);
+        tcase_add_test(tc, unknown_operations_fail_closed);
         tcase_add_test(tc, validate_reads_the_pod_when_needed);
         tcase_add_test(tc, validate_rejects_malformed);
         suite_add_tcase(s, tc);
