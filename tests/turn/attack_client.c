@@ -14,6 +14,9 @@
  *   half SECS      half a HELLO, then hold
  *   flood N        N silent connections held for 3 s
  *   bind N         bind N loopback ports from 32768 and hold them (SECS in ARG2)
+ *   take HEX SECS  with the token: take io and ctl (a thief that used it
+ *                  first), print "both", then hold them, printing "closed"
+ *                  when the driver closes them, "held" after SECS
  *   lie HEX        with the token: take io and ctl, then send an oversize frame
  *   flood-record HEX  with the token: take io and ctl, then try to blind the
  *                  record: 200 SIGNAL frames, 40 RUN_RESULTs nobody asked for,
@@ -35,7 +38,7 @@
  *                  HELLO), "nothing" (no relay came); with HEX (the turn's
  *                  token, which the suite knows), "token" when the token's
  *                  bytes or hex were in what arrived
- *   thief NAME SECS LOG [forge|both]  the relay-token race (docs/turn.md "sealed
+ *   thief NAME SECS LOG [forge]  the relay-token race (docs/turn.md "sealed
  *                  start"): makes itself non-dumpable, forks a stopped child
  *                  holding one end of a unix socket pair, then spins over /proc
  *                  for up to SECS seconds (until every relay it saw is gone);
@@ -45,21 +48,14 @@
  *                  socket pair (in flight to the stopped child), with "forge"
  *                  writes a forged ready line into fd 1, and reads what
  *                  arrives on fd 0; a whole token line it uses on PORT (the
- *                  handshake for io). With "both" it takes io and ctl with it
- *                  instead, then writes the stolen bytes back into the
- *                  relay's stdin (/proc/PID/fd/0 opened for writing), so the
- *                  relay comes after it with the same token, and holds both
- *                  connections until the driver closes them. Every step is
- *                  appended to LOG as it happens (the sweep kills the thief:
- *                  LOG is what it leaves), one line each: "start", "opened 0
- *                  PID", "opened 1 PID", "forged PID", "in-flight N", "stole
- *                  N", "used WORD" (io only), "used both WORD" ("welcome":
- *                  both in), "returned N" (bytes written back), "return-failed
- *                  ERRNO", "dropped WORD" (what the driver did to both
- *                  later), "end"; prints a summary line at the end, if it
- *                  lives to see it.
+ *                  handshake for io). Every step is appended to LOG as it happens (the
+ *                  sweep kills the thief: LOG is what it leaves), one line each:
+ *                  "start", "opened 0 PID", "opened 1 PID", "forged PID",
+ *                  "in-flight N", "stole N", "used WORD", "end"; prints a summary
+ *                  line at the end, if it lives to see it.
  *
- * Output: "welcome" (the driver accepted), "closed" (it hung up on us),
+ * Output: "welcome" (the driver accepted), "taken" (it answered TAKEN: the
+ * token was used before), "closed" (it hung up on us),
  * "refused" (nothing listens), "held" (nothing happened before we gave up),
  * "bound N". Exit 0 whatever the outcome: the test judges the word. */
 #include <dirent.h>
@@ -357,25 +353,7 @@ static void send_in_flight(int sock, int fd)
                 thief_log("in-flight %u", ++in_flight);
 }
 
-/* Writes the stolen bytes back into pid's stdin, so the relay reads its
- * token after all (and comes second). */
-static void give_back(pid_t pid, const char *bytes, size_t n)
-{
-        int w = grab(pid, 0, O_WRONLY);
-        if (w < 0) {
-                thief_log("return-failed %d", errno);
-                return;
-        }
-        ssize_t r = write(w, bytes, n);
-        if (r < 0)
-                thief_log("return-failed %d", errno);
-        else
-                thief_log("returned %zd", r);
-        (void)close(w);
-}
-
-static int thief(uint16_t port, const char *name, uint32_t secs, const char *log, bool forge,
-                 bool both)
+static int thief(uint16_t port, const char *name, uint32_t secs, const char *log, bool forge)
 {
         thief_log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (thief_log_fd < 0)
@@ -392,13 +370,11 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
         }
         (void)close(sv[1]);
         thief_log("start %d child %d", (int)getpid(), (int)child);
-        pid_t seen[THIEF_MAX], in_pid[THIEF_MAX];
+        pid_t seen[THIEF_MAX];
         int in[THIEF_MAX];
         size_t n_seen = 0, n_in = 0;
-        char got[256]; /* the whole token line: TOKEN INSTANCE\n */
+        char got[TOKEN_HEX_LEN + 2];
         size_t got_len = 0;
-        pid_t got_from = 0;
-        int both_io = -1, both_ctl = -1;
         uint64_t stolen = 0;
         bool used = false;
         int64_t end = conn_now_ms() + (int64_t)secs * 1000;
@@ -422,10 +398,8 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
                         if (r0 >= 0) {
                                 thief_log("opened 0 %d", (int)pid);
                                 send_in_flight(sv[0], r0);
-                                if (n_in < THIEF_MAX) {
-                                        in_pid[n_in] = pid;
+                                if (n_in < THIEF_MAX)
                                         in[n_in++] = r0;
-                                }
                         }
                         if (w1 >= 0) {
                                 thief_log("opened 1 %d", (int)pid);
@@ -439,45 +413,27 @@ static int thief(uint16_t port, const char *name, uint32_t secs, const char *log
                 }
                 if (d)
                         closedir(d);
-                /* Once it gave the line back, it is the relay's to read. */
-                for (size_t i = 0; i < n_in && !(both && used); i++) {
+                for (size_t i = 0; i < n_in; i++) {
                         char buf[256];
                         ssize_t r = read(in[i], buf, sizeof(buf));
                         if (r <= 0)
                                 continue;
                         stolen += (uint64_t)r;
                         thief_log("stole %zd", r);
-                        got_from = in_pid[i];
                         for (ssize_t k = 0; k < r && got_len < sizeof(got); k++)
                                 got[got_len++] = buf[k];
                 }
                 token_t t;
-                bool line = got_len > 0 && got[got_len - 1] == '\n';
-                if (!used && port && got_len >= TOKEN_HEX_LEN && (line || !both) &&
+                if (!used && port && got_len >= TOKEN_HEX_LEN &&
                     token_from_hex(got, TOKEN_HEX_LEN, &t, NULL) == 0) {
                         used = true;
                         int fd = dial(port);
-                        if (fd < 0) {
-                                thief_log("used refused");
-                        } else if (both) {
-                                both_io = fd;
-                                thief_log("used both %s", take_both(fd, port, t.bytes, &both_ctl));
-                                give_back(got_from, got, got_len);
-                        } else {
+                        if (fd >= 0) {
                                 thief_log("used %s", send_hello(fd, t.bytes, FRAME_CHANNEL_IO)
                                                          ? outcome(fd, 3000)
                                                          : "closed");
-                        }
-                }
-                /* Holding io and ctl: what the driver does to them once the
-                 * real relay comes (a replay ends the turn). */
-                if (both_io >= 0 && both_ctl >= 0) {
-                        const char *o = hold_both(both_io, both_ctl, 100);
-                        if (strcmp(o, "closed") == 0) {
-                                thief_log("dropped closed");
-                                (void)close(both_io);
-                                (void)close(both_ctl);
-                                both_io = both_ctl = -1;
+                        } else {
+                                thief_log("used refused");
                         }
                 }
                 /* Every relay it saw is gone: the turn is over, nothing more
@@ -508,11 +464,9 @@ int main(int argc, char **argv)
         if (strcmp(mode, "thief") == 0 && (argc == 6 || argc == 7)) {
                 uint32_t secs = 0;
                 if (parse_u32(argv[4], &secs) < 0 || secs == 0 || secs > 600 ||
-                    (argc == 7 && strcmp(argv[6], "forge") != 0 && strcmp(argv[6], "both") != 0))
+                    (argc == 7 && strcmp(argv[6], "forge") != 0))
                         return 2;
-                return thief((uint16_t)port, argv[3], secs, argv[5],
-                             argc == 7 && strcmp(argv[6], "forge") == 0,
-                             argc == 7 && strcmp(argv[6], "both") == 0);
+                return thief((uint16_t)port, argv[3], secs, argv[5], argc == 7);
         }
         if (strcmp(mode, "bind") == 0) {
                 uint32_t secs = 0;
