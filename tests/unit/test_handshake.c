@@ -2,8 +2,8 @@
  * documented layout (checked against OpenSSL computing the same bytes by
  * hand), and a proof is good for exactly one token, label (driver, relay,
  * the driver's TAKEN), channel, pair of nonces, instance and pair of
- * connection ends: changing any one bit of any of them fails it. Both sides of a real connection (IPv4, IPv6) compute
- * the same ends. */
+ * connection ends: changing any one bit of any of them fails it. Both
+ * sides of a real connection (IPv4, IPv6) compute the same ends. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
