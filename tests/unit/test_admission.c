@@ -12,25 +12,7 @@
 #include "shape.h"
 #include "strbuf.h"
 #include "unit.h"
-
-static webhook_settings_t cfg;
-
-static void setup(void)
-{
-        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
-        cfg.driver_sidecar = true;
-}
-
-static void teardown(void)
-{
-        settings_free(&cfg);
-}
-
-static void outcome_freep(admission_outcome_t *o)
-{
-        admission_outcome_free(o);
-}
-#define _outcome_ __attribute__((cleanup(outcome_freep)))
+#include "webhook_fixture.h"
 
 #define POD                                                                                      \
         "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"generateName\": \"job-\"," \
@@ -620,7 +602,7 @@ static Suite *admission_suite(void)
 {
         Suite *s = suite_create("admission");
         TCase *tc = tcase_create("answers");
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, sidecar_cfg_setup, sidecar_cfg_teardown);
         tcase_add_test(tc, v1_injects_with_base64_patch);
         tcase_add_test(tc, v1beta1_answered_in_kind);
         tcase_add_test(tc, uid_echoed_verbatim);
@@ -634,7 +616,7 @@ static Suite *admission_suite(void)
         tcase_add_test(tc, answer_is_what_jansson_would_write);
         suite_add_tcase(s, tc);
         tc = tcase_create("errors");
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, sidecar_cfg_setup, sidecar_cfg_teardown);
         tcase_add_test(tc, malformed_bodies);
         tcase_add_test(tc, too_deep);
         tcase_add_test(tc, bad_reviews);

@@ -12,25 +12,7 @@
 #include "settings.h"
 #include "strbuf.h"
 #include "unit.h"
-
-static webhook_settings_t cfg;
-
-static void setup(void)
-{
-        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
-        cfg.driver_sidecar = true;
-}
-
-static void teardown(void)
-{
-        settings_free(&cfg);
-}
-
-static void outcome_freep(admission_outcome_t *o)
-{
-        admission_outcome_free(o);
-}
-#define _outcome_ __attribute__((cleanup(outcome_freep)))
+#include "webhook_fixture.h"
 
 #define SANDBOX_POD                                                                         \
         "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\","       \
@@ -428,7 +410,7 @@ static Suite *hostile_suite(void)
 {
         Suite *s = suite_create("hostile");
         TCase *tc = tcase_create("reviews");
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, sidecar_cfg_setup, sidecar_cfg_teardown);
         tcase_add_test(tc, ephemeral_as_the_pods_own_driver);
         tcase_add_test(tc, malformed_where_the_decision_reads);
         tcase_add_test(tc, malformed_where_the_decision_reads_inject);

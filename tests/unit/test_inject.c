@@ -6,19 +6,7 @@
 
 #include "cleanup.h"
 #include "unit.h"
-
-static webhook_settings_t cfg;
-
-static void setup(void)
-{
-        ck_assert_int_eq(settings_init_defaults(&cfg), 0);
-        cfg.driver_sidecar = true;
-}
-
-static void teardown(void)
-{
-        settings_free(&cfg);
-}
+#include "webhook_fixture.h"
 
 #define SPEC "{\"containers\": [{\"name\": \"sandbox\", \"image\": \"img:1\"}]}"
 #define META "{\"labels\": {\"hangar.dev/sandbox\": \"true\"}}"
@@ -133,7 +121,7 @@ static Suite *inject_suite(void)
 {
         Suite *s = suite_create("inject");
         TCase *tc = tcase_create("core");
-        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_checked_fixture(tc, sidecar_cfg_setup, sidecar_cfg_teardown);
         tcase_add_test(tc, pods_and_templates);
         tcase_add_test(tc, skips_are_named);
         tcase_add_test(tc, lists_typed_and_nested);
