@@ -18,11 +18,7 @@ export PATH=$TOOLS_BIN:$PATH
 CHART=$ROOT/charts/hangar-webhook
 export HELM_CONFIG_HOME=$T_TMP/helm/config HELM_CACHE_HOME=$T_TMP/helm/cache HELM_DATA_HOME=$T_TMP/helm/data
 
-"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
-# shellcheck disable=SC2317 # called from the trap
-stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
-trap 'stop_cp; t_cleanup' EXIT
-export KUBECONFIG=$T_TMP/cp/kubeconfig
+t_control_plane
 for ns in sbx other hangar-system; do kubectl create namespace "$ns" >/dev/null; done
 
 pod() { # NAMESPACE NAME [EXTRA_JSON merged into the pod]

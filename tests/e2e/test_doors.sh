@@ -18,116 +18,23 @@ TOOLS_BIN=$(realpath "$2")
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
+. "$HERE/doorslib.sh"
 t_begin "doors after CREATE through the real API server"
 cd "$T_TMP" || exit 1
 export PATH=$TOOLS_BIN:$PATH
 
-"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
-stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
-trap 'stop_cp; t_cleanup' EXIT
-export KUBECONFIG=$T_TMP/cp/kubeconfig
-NS=sandboxes
-HANGAR=system:serviceaccount:hangar:hangar
-kubectl create namespace $NS >/dev/null
-kubectl create namespace hangar-system >/dev/null
-
-# mallory: everything on pods and their subresources in the sandbox namespace.
-kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: pod-admin, namespace: $NS}
-rules:
-  - apiGroups: [""]
-    resources: [pods, pods/exec, pods/attach, pods/portforward, pods/ephemeralcontainers, pods/resize, pods/log, pods/status]
-    verbs: ["*"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: pod-admin, namespace: $NS}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-admin}
-subjects:
-  - {kind: User, name: mallory, apiGroup: rbac.authorization.k8s.io}
-  - {kind: User, name: "$HANGAR", apiGroup: rbac.authorization.k8s.io}
-EOF
-
-# The webhook's own identity reads pods (for port-forward) with a token, as
-# its ServiceAccount would in the cluster.
-kubectl create serviceaccount -n hangar-system hangar-webhook >/dev/null
-kubectl create clusterrole hangar-webhook-pods --verb=get --resource=pods >/dev/null
-kubectl create clusterrolebinding hangar-webhook-pods --clusterrole=hangar-webhook-pods \
-        --serviceaccount=hangar-system:hangar-webhook >/dev/null
-SERVER=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' |
-        base64 -d >apiserver-ca.crt
-TOKEN=$(kubectl create token -n hangar-system hangar-webhook --duration=1h)
-cat >webhook-kubeconfig <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "$SERVER", certificate-authority: "$T_TMP/apiserver-ca.crt"}}]
-users: [{name: u, user: {token: "$TOKEN"}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-EOF
-
-"$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
-PORT=$(t_free_port)
-cat >webhook.yaml <<CFG
-driverSidecar: true
-guard: {driverUsers: ["$HANGAR"]}
-kubeconfig: $T_TMP/webhook-kubeconfig
-server: {address: 127.0.0.1, port: $PORT, certFile: $T_TMP/pki/tls.crt, keyFile: $T_TMP/pki/tls.key}
-CFG
-start_webhook() {
-        "$WEBHOOK" serve --config webhook.yaml 2>>webhook.log &
-        WEBHOOK_PID=$!
-        t_cleanup_pid $WEBHOOK_PID
-        t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$PORT/readyz >/dev/null" 10
-}
-start_webhook || { cat webhook.log; exit 1; }
-helm install hangar "$ROOT/charts/hangar-webhook" -n hangar-system \
-        --set webhook.url="https://127.0.0.1:$PORT/mutate" --set webhook.caBundle="$(base64 -w0 pki/ca.crt)" \
-        --set driverSidecar.enabled=true --set-json "guard.driverUsers=[\"$HANGAR\"]" >helm.log 2>&1 ||
-        { cat helm.log; exit 1; }
+doors_up
 t_eq "the chart registered the doors' ValidatingWebhookConfiguration" \
         "updates.driver-sidecar.hangar.dev connect.driver-sidecar.hangar.dev status.driver-sidecar.hangar.dev creates.driver-sidecar.hangar.dev" \
         "$(kubectl get validatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o json |
                 jq -r '[.items[0].webhooks[].name] | join(" ")')"
 
-pod() { # NAME [LABEL_VALUE]
-        jq -n --arg name "$1" --arg lv "${2:-true}" --arg ns $NS '{
-                apiVersion: "v1", kind: "Pod",
-                metadata: {name: $name, namespace: $ns, labels: {"hangar.dev/sandbox": $lv}},
-                spec: {securityContext: {runAsUser: 1000, runAsGroup: 1000},
-                       containers: [{name: "sandbox", image: "registry.example/agent-env:1.2"}]}}'
-}
-t_check "webhook active" t_wait_for \
-        "pod probe | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
 pod box | kubectl create -f - >/dev/null
 pod plain false | kubectl create -f - >/dev/null
 t_eq "the sandbox pod is injected" '["sandbox","hangar-driver"]' \
         "$(kubectl get pod -n $NS box -o json | jq -c '[.spec.containers[].name]')"
-# The validating configuration takes a moment to be picked up, like the mutating one.
-# (An exec changes nothing while it waits; an UPDATE admitted before the
-# configuration is active would.)
-t_check "doors active" t_wait_for \
-        "kubectl exec -n $NS box -c hangar-driver --as mallory -- true >doors-wait.out 2>&1; grep -q driver-exec doors-wait.out" 30 ||
-        cat doors-wait.out
+doors_wait
 
-ATTACKS=0
-HELD=0
-# refused WHAT REASON CMD...: the request is refused by the webhook, naming REASON.
-refused() {
-        local what=$1 reason=$2 out
-        shift 2
-        ATTACKS=$((ATTACKS + 1))
-        out=$("$@" 2>&1)
-        if grep -q "denied the request" <<<"$out" && grep -qi -- "$reason" <<<"$out"; then
-                HELD=$((HELD + 1))
-                t_check "refused: $what" true
-        else
-                t_check "refused: $what (got: $(head -c 300 <<<"$out"))" false
-        fi
-}
 # admitted WHAT CMD...: admission lets it through (it may fail later for want of a node).
 admitted() {
         local what=$1 out
@@ -136,8 +43,6 @@ admitted() {
         # shellcheck disable=SC2016 # $1 is the inner shell's
         t_check "admitted: $what" bash -c '! grep -q "denied the request" <<<"$1"' _ "$out"
 }
-M=(--as mallory)
-H=(--as "$HANGAR")
 
 # Ephemeral containers (what `kubectl debug` sends).
 refused "kubectl debug --target=hangar-driver" ephemeral-container \

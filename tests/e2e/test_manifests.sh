@@ -18,9 +18,7 @@ t_begin "real manifests through the API server and the webhook"
 cd "$T_TMP" || exit 1
 export PATH=$TOOLS_BIN:$PATH
 
-"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
-trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; t_cleanup' EXIT
-export KUBECONFIG=$T_TMP/cp/kubeconfig
+t_control_plane
 kubectl create namespace zoo >/dev/null
 kubectl create namespace hangar-system >/dev/null
 printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n' |

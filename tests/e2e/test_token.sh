@@ -23,9 +23,7 @@ export PATH=$TOOLS_BIN:$PATH
 CHART=$ROOT/charts/hangar-webhook
 TOKEN_DIR=/var/run/secrets/kubernetes.io/serviceaccount
 
-"$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" --service-accounts >cp.log 2>&1 || { cat cp.log; exit 1; }
-trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; t_cleanup' EXIT
-export KUBECONFIG=$T_TMP/cp/kubeconfig
+t_control_plane --service-accounts
 kubectl create namespace tok >/dev/null
 kubectl create namespace hangar-system >/dev/null
 # No controller-manager here: the accounts the plugin looks up are made by hand.

@@ -68,6 +68,20 @@ t_cleanup_pid() {
 
 t_begin() { T_NAME=$1; echo "== $T_NAME"; }
 
+# t_control_plane [ARGS...]: an etcd + kube-apiserver of the suite's own in
+# $T_TMP/cp (scripts/control-plane.sh start ARGS, its output in
+# $T_TMP/cp.log), stopped at exit before t_cleanup; KUBECONFIG names it. One
+# that does not start ends the suite with its log.
+# shellcheck disable=SC2120 # most suites pass no options
+t_control_plane() {
+        local script cp=$T_TMP/cp log=$T_TMP/cp.log
+        script=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/control-plane.sh
+        "$script" start "$cp" "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
+        # shellcheck disable=SC2064 # the paths are known now, quoted by %q
+        trap "$(printf '%q stop %q >>%q 2>&1' "$script" "$cp" "$log"); t_cleanup" EXIT
+        export KUBECONFIG=$cp/kubeconfig
+}
+
 # t_check DESCRIPTION COMMAND...: passes when the command succeeds.
 t_check() {
         local what=$1
