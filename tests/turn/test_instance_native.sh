@@ -56,6 +56,31 @@ relay() {
                         setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" >"$1.out" 2>"$1.err"
         echo $? >"$1.rc"
 }
+# relay_held NAME: hangar-relay as the agent (uid 1000) in the background,
+# its stdin the fifo NAME.in held open on descriptor 7 until relay_give (the
+# line comes when the case says, not at the ready line); its pid in RPID.
+relay_held() {
+        mkfifo "$1.in"
+        : >"$1.out"
+        HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+                setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" <"$1.in" >"$1.out" 2>"$1.err" &
+        RPID=$!
+        t_cleanup_pid $RPID
+        exec 7>"$1.in"
+}
+# relay_give NAME LINE: LINE on the held relay's stdin, then its end; waits
+# for the relay, its exit status in NAME.rc.
+relay_give() {
+        printf '%s\n' "$2" >&7
+        exec 7>&-
+        wait "$RPID"
+        echo $? >"$1.rc"
+}
+# daemon_down SIGNAL NAME: the daemon serve NAME started, signalled, gone.
+daemon_down() {
+        kill -"$1" "$(cat "$2.serve.pid")"
+        t_wait_for "! kill -0 $(cat "$2.serve.pid") 2>/dev/null" 10
+}
 outcome() { echo "$(cat "$1.rc") $(tail -n 1 "$1.out" | jq -r '"\(.relay) \(.reason)"')"; }
 events_has() { grep -q "\"event\":\"$1\"" home/run/events.jsonl ctl/events.jsonl 2>/dev/null; }
 state() { ctl status | jq -r .state; }
@@ -91,8 +116,7 @@ t_wait_for "[ \"\$(ctl status | jq -r .state)\" = ended ]" 20
 # ---- a daemon killed with a turn waiting for its relay ----
 start t2
 T2=$(jq -r .token t2.start)
-kill -9 "$(cat d1.serve.pid)"
-t_wait_for "! kill -0 $(cat d1.serve.pid) 2>/dev/null" 10
+daemon_down 9 d1
 t_check "the killed daemon left its port and its turn file" test -e home/relay.port -a -e home/run/turn.json
 # The moment before the kubelet restarts it: the agent listens on the dead
 # daemon's port, and a relay for t2 comes (hangar started it just before
@@ -131,27 +155,16 @@ t_wait_for "[ \"\$(ctl status | jq -r .state)\" = ended ]" 20
 # ---- the daemon replaced while the relay waits for its token ----
 start t4
 T4=$(jq -r .token t4.start)
-mkfifo t4.in
-: >t4.out
-HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" <t4.in >t4.out 2>t4.err &
-RPID=$!
-t_cleanup_pid $RPID
-exec 7>t4.in
+relay_held t4
 t_check "the relay read t4's port and turn file and says ready" t_wait_for "grep -q '\"relay\":\"ready\"' t4.out" 30
-kill -9 "$(cat d2.serve.pid)"
-t_wait_for "! kill -0 $(cat d2.serve.pid) 2>/dev/null" 10
+daemon_down 9 d2
 serve d3
 start t5
-printf '%s %s\n' "$T4" "$I2" >&7
-exec 7>&-
-wait $RPID
-echo $? >t4.rc
+relay_give t4 "$T4 $I2"
 t_check "the token arrives after a restart: refused, 125 driver-instance ($(outcome t4))" \
         grep -q "^125 driver-instance .*daemon $(cat d3.instance)'s, not $I2's" <<<"$(outcome t4)"
 t_eq "... the new daemon's turn still waits for its own relay" waiting-for-relay "$(state)"
-kill -TERM "$(cat d3.serve.pid)"
-t_wait_for "! kill -0 $(cat d3.serve.pid) 2>/dev/null" 10
+daemon_down TERM d3
 
 # ---- keep_processes: a thief with the token takes io and ctl first ----
 # The gap docs/security-model.md describes for "keep_processes": true (no
@@ -198,20 +211,10 @@ t_eq "the token is wiped from the daemon's memory at the turn's end (root reads 
 start t7
 T7=$(jq -r .token t7.start)
 P7=$(jq -r .port t7.start)
-mkfifo t7.in
-: >t7.out
-HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-        setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" <t7.in >t7.out 2>t7.err &
-RPID=$!
-t_cleanup_pid $RPID
-exec 7>t7.in
+relay_held t7
 t_check "the relay for t7 says ready" t_wait_for "grep -q '\"relay\":\"ready\"' t7.out" 30
-kill -9 "$(cat d4.serve.pid)"
-t_wait_for "! kill -0 $(cat d4.serve.pid) 2>/dev/null" 10
-printf '%s %s\n' "$T7" "$I4" >&7
-exec 7>&-
-wait $RPID
-echo $? >t7.rc
+daemon_down 9 d4
+relay_give t7 "$T7 $I4"
 t_check "no listener on the port: 125 failed, connection refused ($(outcome t7))" \
         grep -q "^125 failed io channel: connect to 127.0.0.1:$P7: Connection refused" <<<"$(outcome t7)"
 t_end
