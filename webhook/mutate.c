@@ -644,6 +644,14 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
                 mutate_result_set(ret, REASON_CONFLICT, "%s", err.message);
                 return 0;
         }
+        /* What the pod brings for hangar's volumes, the driver's sandbox or
+         * its AppArmor profile would hold for the pod's life (the guard
+         * fixes dev.gvisor.* after CREATE): refused, as a volume of ours is. */
+        shapecheck_finding_t finding;
+        if (shapecheck_annotations(&cfg->sidecar, pod, &finding) > 0) {
+                mutate_result_set(ret, REASON_CONFLICT, "%s", finding.detail);
+                return 0;
+        }
 
         mutate_result_set(ret, REASON_INJECTED, "injected %s", SHAPE_DRIVER_CONTAINER);
         r = annotate(p, ret, &err);

@@ -573,11 +573,132 @@ json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass)
                          f.checks, "other_containers", others);
 }
 
+#define GVISOR_MOUNT_PREFIX "dev.gvisor.spec.mount."
+#define GVISOR_FLAG_PREFIX  "dev.gvisor.flag."
+#define DRIVER_APPARMOR_KEY "container.apparmor.security.beta.kubernetes.io/" SHAPE_DRIVER_CONTAINER
+
+static bool starts_with(const char *s, const char *prefix)
+{
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* The hangar volume a gVisor mount hint's key is for (NAME in
+ * dev.gvisor.spec.mount.NAME.FIELD, as the shim splits it), else -1. */
+static int hinted_hangar_volume(const char *key)
+{
+        const char *name = key + strlen(GVISOR_MOUNT_PREFIX);
+        size_t len = strcspn(name, ".");
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                if (strlen(shape_volume_name(v)) == len &&
+                    strncmp(name, shape_volume_name(v), len) == 0)
+                        return (int)v;
+        return -1;
+}
+
+/* Whether key is one of the six the webhook writes for v on a gVisor pod. */
+static bool written_by_webhook(const hg_config_t *cfg, shape_volume_t v, const char *key)
+{
+        for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
+                const char *ours;
+                char value[96];
+                if (shape_gvisor_annotation(cfg, v, i, &ours, value, sizeof(value)) == 0 &&
+                    strcmp(ours, key) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Whether path has a component that is a hangar volume's name: the
+ * kubelet's directory of one (.../volumes/kubernetes.io~empty-dir/hangar-ctl)
+ * or anything under it. */
+static bool names_hangar_volume_path(const char *path)
+{
+        while (*path) {
+                path += strspn(path, "/");
+                size_t len = strcspn(path, "/");
+                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                        if (len && strlen(shape_volume_name(v)) == len &&
+                            strncmp(path, shape_volume_name(v), len) == 0)
+                                return true;
+                path += len;
+        }
+        return false;
+}
+
+static bool runs_under_gvisor(const hg_config_t *cfg, json_t *pod)
+{
+        const char *rc = NULL;
+        if (jsonx_string(spec_of(pod), "runtimeClassName", &rc) < 0)
+                return false;
+        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
+                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
+                        return true;
+        return false;
+}
+
+int shapecheck_annotations(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret)
+{
+        findings_t f = {.first = ret};
+        bool gvisor = runs_under_gvisor(cfg, pod);
+        json_t *profile =
+            json_object_get(json_object_get(spec_of(pod), "securityContext"), "appArmorProfile");
+        const char *type = NULL;
+        bool pod_default =
+            jsonx_string(profile, "type", &type) == 0 && strcmp(type, "RuntimeDefault") == 0;
+        const char *key;
+        json_t *value;
+        json_object_foreach (json_object_get(json_object_get(pod, "metadata"), "annotations"), key,
+                             value) {
+                const char *text = json_string_value(value);
+                if (starts_with(key, GVISOR_MOUNT_PREFIX)) {
+                        int v = hinted_hangar_volume(key);
+                        size_t len = strlen(key);
+                        if (v >= 0 && !(gvisor && written_by_webhook(cfg, v, key)))
+                                add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                                    "annotation \"%s\" is a gVisor mount hint for %s, whose "
+                                    "hints only hangar's webhook writes (share, type and options, "
+                                    "on pods of a gVisor RuntimeClass)",
+                                    key, shape_volume_name(v));
+                        else if (v < 0 && len > 7 && strcmp(key + len - 7, ".source") == 0 &&
+                                 (!text || names_hangar_volume_path(text)))
+                                add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                                    "annotation \"%s\" points a gVisor mount hint at a hangar "
+                                    "volume's directory",
+                                    key);
+                } else if (starts_with(key, GVISOR_FLAG_PREFIX)) {
+                        add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                            "annotation \"%s\" overrides a runsc flag for the sandbox the "
+                            "driver runs in; set runsc's flags on the node instead",
+                            key);
+                } else if (strcmp(key, DRIVER_APPARMOR_KEY) == 0 &&
+                           !(pod_default && text && strcmp(text, "runtime/default") == 0)) {
+                        /* The API server copies it onto the driver's
+                         * securityContext (the shape's, which sets none)
+                         * unless it equals the pod-level profile: only the
+                         * one it writes itself from a RuntimeDefault there. */
+                        add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                            "annotation \"%s\" gives %s an AppArmor profile of its own (only "
+                            "runtime/default beside a pod-level RuntimeDefault is the driver's)",
+                            key, SHAPE_DRIVER_CONTAINER);
+                }
+                if (f.found)
+                        return 1;
+        }
+        /* A pod-level profile is every container's without one of its own,
+         * the driver's included (the kubelet applies it). */
+        if (profile && !json_is_null(profile) && !pod_default)
+                add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                    "spec.securityContext.appArmorProfile applies to %s too and is not "
+                    "RuntimeDefault; set it per container",
+                    SHAPE_DRIVER_CONTAINER);
+        return f.found ? 1 : 0;
+}
+
 int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret)
 {
         findings_t f = {.first = ret};
         check(cfg, &f, pod);
         if (f.oom)
                 return -ENOMEM;
-        return f.found ? 1 : 0;
+        return f.found ? 1 : shapecheck_annotations(cfg, pod, ret);
 }

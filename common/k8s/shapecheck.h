@@ -53,6 +53,18 @@ typedef struct shapecheck_finding {
  * sidecar's scope, 0 when there is none, -ENOMEM. */
 int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret);
 
+/* Annotations a pod with the sidecar may not bring (they apply to every
+ * sandbox it gets, and are fixed after CREATE): a dev.gvisor.spec.mount.*
+ * hint for a hangar volume other than the ones the webhook writes on a
+ * gVisor pod, one whose .source names a hangar volume's directory, any
+ * dev.gvisor.flag.*, and an AppArmor profile for the driver other than
+ * RuntimeDefault: its annotation (the API server copies it onto the
+ * driver's field), but for the runtime/default one it writes itself from a
+ * pod-level RuntimeDefault, or the pod-level field (the kubelet applies it
+ * to the driver). 1 with *ret the first, 0 when there is none. Part of
+ * shapecheck_sidecar; the webhook asks it alone before injecting. */
+int shapecheck_annotations(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret);
+
 /* The role a container of a pod's list ("containers", "initContainers",
  * "ephemeralContainers") plays in the shape. */
 shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const char *name);

@@ -151,6 +151,60 @@ else
                 grep -q 'denied the request: the pod already has a volume named "hangar-home"' deny.err
 fi
 
+# Annotations a pod brings at CREATE hold for its life (dev.gvisor.* is fixed
+# after CREATE): a gVisor hint for a hangar volume beyond the webhook's own, a
+# hint's source at a hangar volume, a runsc flag, AppArmor for the driver other
+# than runtime/default. The API server copies such an annotation onto the
+# container's profile field (shown on a pod the webhook skips), so on the
+# injected driver it would be the driver's profile: refused, naming the key.
+pod_manifest aa-web false '{"containers":[{"name":"web","image":"img:1"}]}' |
+        jq '.metadata.annotations = {"container.apparmor.security.beta.kubernetes.io/web": "unconfined"}' |
+        kubectl create --dry-run=server -o json -f - >aa-web.json
+t_eq "the API server copies an AppArmor annotation onto its container" Unconfined \
+        "$(jq -r '.spec.containers[0].securityContext.appArmorProfile.type' aa-web.json)"
+n=0
+for ann in '"container.apparmor.security.beta.kubernetes.io/hangar-driver": "unconfined"' \
+        '"dev.gvisor.spec.mount.hangar-ctl.x.type": "bind"' \
+        '"dev.gvisor.spec.mount.data.source": "/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/hangar-ctl"' \
+        '"dev.gvisor.flag.network": "host"' \
+        '"container.apparmor.security.beta.kubernetes.io/hangar-driver": "runtime/default"'; do
+        n=$((n + 1))
+        key=${ann%%\":*}
+        key=${key#\"}
+        if pod_manifest "brings-$n" true | jq ".metadata.annotations = {$ann}" |
+                kubectl create -f - 2>brings.err >/dev/null; then
+                t_fail "a pod bringing $key was created"
+        else
+                t_check "a pod bringing $key denied ($(head -c 200 brings.err))" \
+                        grep -qF "denied the request: annotation \"$key\"" brings.err
+        fi
+done
+# A pod-level RuntimeDefault (the driver's too, it sets none of its own) and
+# a hint for the pod's own volume: injected. A pod-level Unconfined: refused.
+pod_manifest aa-default true '{"securityContext":{"appArmorProfile":{"type":"RuntimeDefault"}}}' |
+        jq '.metadata.annotations = {"dev.gvisor.spec.mount.data.share": "pod"}' |
+        kubectl create -o json -f - >aa-default.json 2>aa-default.err
+t_eq "a pod-level RuntimeDefault and a hint for the pod's own volume: injected ($(head -c 200 aa-default.err))" \
+        "injected none" \
+        "$(jq -r '.metadata.annotations["hangar.dev/driver-sidecar"] + " " +
+                ((.spec.containers[] | select(.name == "hangar-driver") | .securityContext.appArmorProfile.type) // "none")' aa-default.json)"
+if pod_manifest aa-unconfined true '{"securityContext":{"appArmorProfile":{"type":"Unconfined"}}}' |
+        kubectl create -f - 2>aa-unconfined.err >/dev/null; then
+        t_fail "a pod with a pod-level Unconfined AppArmor profile was injected"
+else
+        t_check "a pod-level Unconfined AppArmor profile denied ($(head -c 200 aa-unconfined.err))" \
+                grep -qF 'spec.securityContext.appArmorProfile applies to hangar-driver' aa-unconfined.err
+fi
+# A copy of an injected pod (get | create) carrying one is refused too.
+kubectl get pod -n e2e sandbox-1 -o json | jq 'del(.metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .status)
+        | .metadata.name = "copy-hint" | .metadata.annotations["dev.gvisor.spec.mount.hangar-home.x.type"] = "bind"' >copy-hint.json
+if kubectl create -f copy-hint.json 2>copy-hint.err >/dev/null; then
+        t_fail "a copy of an injected pod with a hangar-home hint was created"
+else
+        t_check "a copy of an injected pod with a hangar-home hint denied ($(head -c 200 copy-hint.err))" \
+                grep -qF 'annotation "dev.gvisor.spec.mount.hangar-home.x.type"' copy-hint.err
+fi
+
 # A pod claiming to be injected (our annotation, a hangar-driver container)
 # whose mounts are not the shape's is denied, not waved through.
 forged='{"containers":[{"name":"sandbox","image":"img:1","volumeMounts":[{"name":"hangar-ctl","mountPath":"/x"}]},

@@ -1210,6 +1210,89 @@ START_TEST(gvisor_mount_annotations)
 }
 END_TEST
 
+/* Annotations a pod brings at CREATE that would hold for its whole life
+ * (the guard fixes dev.gvisor.* after CREATE): a mount hint for a hangar
+ * volume beyond the webhook's own, a hint pointing at a hangar volume's
+ * directory, a runsc flag, an AppArmor profile for the driver other than
+ * runtime/default. Each is a conflict naming the key; the pod's own
+ * volumes' hints and runtime/default stay allowed. */
+START_TEST(create_annotations_refused)
+{
+        static const struct {
+                const char *runtime_class, *annotations, *needle;
+        } refused[] = {
+            {"gvisor", "{\"dev.gvisor.spec.mount.hangar-ctl.x.type\": \"bind\"}",
+             "dev.gvisor.spec.mount.hangar-ctl.x.type"},
+            {"gvisor", "{\"dev.gvisor.spec.mount.hangar-home.source\": \"/tmp\"}",
+             "dev.gvisor.spec.mount.hangar-home.source"},
+            {"gvisor", "{\"dev.gvisor.spec.mount.hangar-ctl\": \"x\"}",
+             "dev.gvisor.spec.mount.hangar-ctl"},
+            /* not a gVisor class of the configuration: the webhook writes none */
+            {"runc", "{\"dev.gvisor.spec.mount.hangar-ctl.type\": \"bind\"}",
+             "dev.gvisor.spec.mount.hangar-ctl.type"},
+            {"gvisor",
+             "{\"dev.gvisor.spec.mount.data.source\": "
+             "\"/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/hangar-ctl\"}",
+             "dev.gvisor.spec.mount.data.source"},
+            {"gvisor", "{\"dev.gvisor.spec.mount.data.source\": \"/x/hangar-home/sub/\"}",
+             "dev.gvisor.spec.mount.data.source"},
+            {"gvisor", "{\"dev.gvisor.flag.network\": \"host\"}", "dev.gvisor.flag.network"},
+            {"runc",
+             "{\"container.apparmor.security.beta.kubernetes.io/hangar-driver\": "
+             "\"unconfined\"}",
+             "container.apparmor.security.beta.kubernetes.io/hangar-driver"},
+            {"runc",
+             "{\"container.apparmor.security.beta.kubernetes.io/hangar-driver\": "
+             "\"localhost/p\"}",
+             "AppArmor"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+                char rc[32];
+                (void)snprintf(rc, sizeof(rc), "\"%s\"", refused[i].runtime_class);
+                _unit_json_ json_t *pod = with(base_pod(), "/spec/runtimeClassName", rc);
+                with(pod, "/metadata/annotations", refused[i].annotations);
+                assert_conflict(pod, refused[i].needle);
+        }
+        /* A pod-level profile is the driver's too (the API server copies it). */
+        _unit_json_ json_t *level = with(base_pod(), "/spec/securityContext",
+                                         "{\"appArmorProfile\": {\"type\": \"Unconfined\"}}");
+        assert_conflict(level, "appArmorProfile");
+
+        static const char *const allowed[] = {
+            "{\"dev.gvisor.spec.mount.data.share\": \"pod\", \"dev.gvisor.spec.mount.data.type\":"
+            " \"tmpfs\", \"dev.gvisor.spec.mount.data.source\": \"/var/lib/kubelet/pods/u/"
+            "volumes/kubernetes.io~empty-dir/data\"}",
+            "{\"dev.gvisor.spec.mount.hangar-ctl.type\": \"bind\"}", /* replaced */
+            "{\"container.apparmor.security.beta.kubernetes.io/sandbox\": \"unconfined\"}",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(allowed); i++) {
+                _unit_json_ json_t *pod = with(base_pod(), "/spec/runtimeClassName", "\"gvisor\"");
+                with(pod, "/metadata/annotations", allowed[i]);
+                _result_ mutate_result_t res = {0};
+                admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
+        }
+        /* runtime/default alone would be copied onto the driver's own
+         * securityContext; beside a pod-level RuntimeDefault it is the one
+         * the API server writes itself. */
+        _unit_json_ json_t *alone = with(base_pod(), "/metadata/annotations",
+                                         "{\"container.apparmor.security.beta.kubernetes.io/"
+                                         "hangar-driver\": \"runtime/default\"}");
+        assert_conflict(alone, "AppArmor profile of its own");
+        _unit_json_ json_t *rd = with(base_pod(), "/spec/securityContext",
+                                      "{\"appArmorProfile\": {\"type\": \"RuntimeDefault\"}}");
+        with(rd, "/metadata/annotations",
+             "{\"container.apparmor.security.beta.kubernetes.io/hangar-driver\": "
+             "\"runtime/default\"}");
+        _result_ mutate_result_t resrd = {0};
+        admit_patched(rd, DECISION_INJECT, REASON_INJECTED, &resrd);
+
+        /* A pod marked injected (a copy) that carries one is refused too. */
+        _unit_json_ json_t *copy = injected_then(
+            "/metadata/annotations/dev.gvisor.spec.mount.hangar-ctl.x.type", "\"bind\"");
+        assert_conflict(copy, "dev.gvisor.spec.mount.hangar-ctl.x.type");
+}
+END_TEST
+
 START_TEST(agent_token_kept_by_default)
 {
         _unit_json_ json_t *pod = pod_with_token();
@@ -1446,6 +1529,7 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, reinvocation_denies_mounts_out_of_shape);
         tcase_add_test(tc, reinvocation_leaves_the_pods_own_choices);
         tcase_add_test(tc, gvisor_mount_annotations);
+        tcase_add_test(tc, create_annotations_refused);
         tcase_add_test(tc, native_sidecar);
         tcase_add_test(tc, daemon_probes);
         tcase_add_test(tc, agent_token_kept_by_default);
