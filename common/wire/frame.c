@@ -234,16 +234,23 @@ void frame_challenge_encode(const frame_challenge_t *c, uint8_t out[FRAME_CHALLE
         memcpy(out + FRAME_NONCE_SIZE + FRAME_INSTANCE_SIZE, c->mac, FRAME_MAC_SIZE);
 }
 
+/* PROOF and TAKEN: a frame of type that holds one MAC and nothing else. */
+static int mac_only_decode(const frame_t *f, frame_type_t type, uint8_t mac[FRAME_MAC_SIZE],
+                           hg_error_t *err)
+{
+        int r = frame_check(f, type, err);
+        if (r < 0)
+                return r;
+        r = frame_check_size(f, FRAME_MAC_SIZE, err);
+        if (r < 0)
+                return r;
+        memcpy(mac, f->payload, FRAME_MAC_SIZE);
+        return 0;
+}
+
 int frame_proof_decode(const frame_t *f, frame_proof_t *ret, hg_error_t *err)
 {
-        int r = frame_check(f, FRAME_PROOF, err);
-        if (r < 0)
-                return r;
-        r = frame_check_size(f, FRAME_PROOF_SIZE, err);
-        if (r < 0)
-                return r;
-        memcpy(ret->mac, f->payload, FRAME_MAC_SIZE);
-        return 0;
+        return mac_only_decode(f, FRAME_PROOF, ret->mac, err);
 }
 
 void frame_proof_encode(const frame_proof_t *p, uint8_t out[FRAME_PROOF_SIZE])
@@ -253,14 +260,7 @@ void frame_proof_encode(const frame_proof_t *p, uint8_t out[FRAME_PROOF_SIZE])
 
 int frame_taken_decode(const frame_t *f, frame_taken_t *ret, hg_error_t *err)
 {
-        int r = frame_check(f, FRAME_TAKEN, err);
-        if (r < 0)
-                return r;
-        r = frame_check_size(f, FRAME_TAKEN_SIZE, err);
-        if (r < 0)
-                return r;
-        memcpy(ret->mac, f->payload, FRAME_MAC_SIZE);
-        return 0;
+        return mac_only_decode(f, FRAME_TAKEN, ret->mac, err);
 }
 
 void frame_taken_encode(const frame_taken_t *t, uint8_t out[FRAME_TAKEN_SIZE])
