@@ -44,3 +44,8 @@ into hangar sandbox pods. Usually run from the hangar-webhook image by the
 Helm chart.")
 
 include(CPack)
+
+# The binaries the two packages ship: `ninja hangar-shipped` builds exactly
+# what cpack (and so scripts/build-images.sh) needs, without the tests.
+add_custom_target(hangar-shipped)
+add_dependencies(hangar-shipped hangar-webhook hangar-driver hangar-relay hangar-grade hangar-probe)
