@@ -95,11 +95,14 @@ start=$SECONDS
 img_log "version $version, revision $revision, SOURCE_DATE_EPOCH $IMG_SDE ($(img_created))"
 
 # The labels every image carries, in its config and as manifest annotations.
-# img_labels TITLE VERSION DESCRIPTION
+# img_labels ARRAY TITLE VERSION DESCRIPTION: umoci's arguments for them, into ARRAY.
 img_labels() {
+        local -n into=$1
         local k v
+        shift
+        into=()
         while IFS='=' read -r k v; do
-                printf -- '--config.label=%s=%s\n--manifest.annotation=%s=%s\n' "$k" "$v" "$k" "$v"
+                into+=("--config.label=$k=$v" "--manifest.annotation=$k=$v")
         done <<EOF
 org.opencontainers.image.title=$1
 org.opencontainers.image.version=$2
@@ -117,7 +120,7 @@ std_path=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 packages() {
         local bin
         for bin in webhook/hangar-webhook driver/hangar-driver relay/hangar-relay relay/hangar-grade probe/hangar-probe; do
-                [ -x "$build_dir/$bin" ] || img_die "$build_dir/$bin missing: build first (ninja -C $build_dir)"
+                [ -x "$build_dir/$bin" ] || img_die "$build_dir/$bin missing: build first (ninja -C $build_dir hangar-shipped)"
         done
         img_log "packages: cpack -G DEB"
         rm -rf "$IMG_WORK/cpack"
@@ -165,8 +168,8 @@ image_webhook() {
         img_normalize "$root"
         img_layer "$root" "$IMG_WORK/layer-webhook.tar"
         local -a labels
-        mapfile -t labels < <(img_labels hangar-webhook "$version" \
-                "hangar-sidecar's mutating admission webhook (hangar-webhook serve)")
+        img_labels labels hangar-webhook "$version" \
+                "hangar-sidecar's mutating admission webhook (hangar-webhook serve)"
         ref[webhook]="localhost/hangar-webhook:$version"
         archive[webhook]="$out_dir/hangar-webhook-$version.oci.tar"
         digest[webhook]=$(img_oci webhook "${ref[webhook]}" "$IMG_WORK/layer-webhook.tar" "${archive[webhook]}" \
@@ -207,8 +210,8 @@ image_sandbox() {
         img_normalize "$root"
         img_layer "$root" "$IMG_WORK/layer-sandbox.tar"
         local -a labels
-        mapfile -t labels < <(img_labels hangar-sandbox "$version" \
-                "Example agent environment: Debian $IMG_SUITE, bash, busybox, python3, tmux and hangar-sidecar (hangar-driver, hangar-relay, hangar-grade, hangar-probe)")
+        img_labels labels hangar-sandbox "$version" \
+                "Example agent environment: Debian $IMG_SUITE, bash, busybox, python3, tmux and hangar-sidecar (hangar-driver, hangar-relay, hangar-grade, hangar-probe)"
         ref[sandbox]="localhost/hangar-sandbox:dev"
         archive[sandbox]="$out_dir/hangar-sandbox-dev.oci.tar"
         digest[sandbox]=$(img_oci sandbox "${ref[sandbox]}" "$IMG_WORK/layer-sandbox.tar" "${archive[sandbox]}" \
@@ -232,8 +235,8 @@ image_pause() {
         img_layer "$root" "$IMG_WORK/layer-pause.tar"
         : >"$out_dir/pause.packages"
         local -a labels
-        mapfile -t labels < <(img_labels pause 3.10.2 \
-                "hangar-sidecar's own pause program (scripts/images/pause.c), named as containerd's sandbox image")
+        img_labels labels pause 3.10.2 \
+                "hangar-sidecar's own pause program (scripts/images/pause.c), named as containerd's sandbox image"
         ref[pause]="registry.k8s.io/pause:3.10.2"
         archive[pause]="$out_dir/pause-3.10.2.oci.tar"
         digest[pause]=$(img_oci pause "${ref[pause]}" "$IMG_WORK/layer-pause.tar" "${archive[pause]}" \

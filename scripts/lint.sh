@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mapfile -t sources < <(git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.c' -o -name '*.h')
+mapfile -t sources < <(git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.c' -o -name '*.h') # lint:substitution find is the fallback
 status=0
 
 # No atoi/atol, bare strtol family, sscanf, sprintf, strcpy, strcat, strtok,
@@ -58,7 +58,7 @@ fi
 # The chart README's values table is generated from values.yaml's comments.
 scripts/chart-readme.sh --check >/dev/null || status=1
 
-mapfile -t shell_files < <({ git ls-files 2>/dev/null || find . -path './build*' -prune -o -type f -print | sed 's|^\./||'; } | while IFS= read -r f; do
+mapfile -t shell_files < <({ git ls-files 2>/dev/null || find . -path './build*' -prune -o -type f -print | sed 's|^\./||'; } | while IFS= read -r f; do  # lint:substitution find is the fallback; the list is checked by shellcheck
         [ -f "$f" ] || continue
         case $f in
         *.sh) echo "$f" ;;
@@ -74,6 +74,17 @@ if command -v shellcheck >/dev/null; then
         fi
 else
         echo "lint: shellcheck missing (scripts/install-deps.sh installs it)"
+        status=1
+fi
+# Scripts a user or CI runs fail loudly: `set -o pipefail` does not reach a
+# process substitution, so a failing command that feeds one (`<(...)` after a `<`) would go
+# unnoticed. Capture into a variable or a file first (its status checked),
+# or say on the line why a failure there cannot hide anything
+# (`# lint:substitution WHY`). Test suites check what they read instead.
+if hits=$(printf '%s\n' "${shell_files[@]}" | grep -E '^(scripts|bench)/' |
+        xargs grep -nE '<[[:space:]]*<\(' | grep -v 'lint:substitution'); then
+        echo "lint: process substitution hides its command's failure (scripts/lint.sh says what to do):"
+        echo "$hits"
         status=1
 fi
 [ "$status" -eq 0 ] && echo "lint: ${#sources[@]} C files and ${#shell_files[@]} shell scripts clean"

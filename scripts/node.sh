@@ -470,7 +470,7 @@ make_cgroups() {
       cat "$h/cpuset.cpus" >"$h/$cgroup_name/cpuset.cpus"
       cat "$h/cpuset.mems" >"$h/$cgroup_name/cpuset.mems"
     fi
-  done < <(cgroup_hierarchies)
+  done < <(cgroup_hierarchies)  # lint:substitution reads /proc/self/mountinfo or our own file
 }
 
 # ---- start ---------------------------------------------------------------------
@@ -633,7 +633,7 @@ remove_mount_points() {
       if [ -z "$d" ] || [ ! -d "$d" ]; then continue; fi
       case " ${HIDDEN_PATHS[*]} " in *" $d "*) continue ;; esac
       rmdir "$d" 2>/dev/null || true
-    done < <(tac "$st/created-dirs")
+    done < <(tac "$st/created-dirs")  # lint:substitution reads /proc/self/mountinfo or our own file
   fi
 }
 
@@ -656,7 +656,7 @@ node_procs() {
   local exe bins=()
   [ -f "$st/bins" ] && mapfile -t bins <"$st/bins"
   if [ -n "$netns" ]; then
-    while read -r pid; do inmnt[$pid]=1; done < <(
+    while read -r pid; do inmnt[$pid]=1; done < <(  # lint:substitution a /proc scan: a process gone meanwhile is skipped
       find /proc/[0-9]*/ns -maxdepth 1 -name mnt -lname "mnt:?${mntns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)
     while read -r pid; do
       if [ -n "${inmnt[$pid]:-}" ]; then seed[$pid]=1; continue; fi
@@ -664,15 +664,15 @@ node_procs() {
       for n in ${bins[@]+"${bins[@]}"}; do
         case "$exe" in "$n" | "$n"/*) seed[$pid]=1 ;; esac
       done
-    done < <(find /proc/[0-9]*/ns -maxdepth 1 -name net -lname "net:?${netns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)
+    done < <(find /proc/[0-9]*/ns -maxdepth 1 -name net -lname "net:?${netns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)  # lint:substitution a /proc scan: a process gone meanwhile is skipped
   fi
-  while read -r pid; do seed[$pid]=1; done < <(
+  while read -r pid; do seed[$pid]=1; done < <(  # lint:substitution a /proc scan: a process gone meanwhile is skipped
     grep -l ":/$cgroup_name\(/\|$\)" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3)
   for n in holder containerd kubelet kube-controller-manager kube-scheduler etcd kube-apiserver; do
     if [ -f "$st/$n.pid" ]; then pid=$(cat "$st/$n.pid"); elif [ -f "$dir/$n.pid" ]; then pid=$(cat "$dir/$n.pid"); else continue; fi
     if is_ours "$pid"; then seed[$pid]=1; fi
   done
-  while read -r pid ppid; do parent[$pid]=$ppid; done < <(
+  while read -r pid ppid; do parent[$pid]=$ppid; done < <(  # lint:substitution a /proc scan: a process gone meanwhile is skipped
     awk '/^PPid:/ { split(FILENAME, f, "/"); print f[3], $2; nextfile }' /proc/[0-9]*/status 2>/dev/null)
   # descendants, repeated until nothing is added
   local added=1
@@ -731,7 +731,7 @@ cmd_stop() {
       [ -d "$hier/$cgroup_name" ] || continue
       find "$hier/$cgroup_name" -depth -type d -exec rmdir {} + 2>/dev/null || true
       [ ! -d "$hier/$cgroup_name" ] || left=1
-    done < <(cgroup_hierarchies)
+    done < <(cgroup_hierarchies)  # lint:substitution reads /proc/self/mountinfo or our own file
     [ "$left" = 0 ] && break
     sleep 0.1
   done

@@ -48,7 +48,7 @@ img_snapshot() {
                 else
                         echo "$suite unknown"
                 fi
-        done < <(img_sources)
+        done <<<"$(img_sources)" # printf of fixed lines: cannot fail
 }
 
 # Package names of a .deb's Depends (versions and alternatives dropped: the
@@ -63,7 +63,10 @@ img_deb_depends_names() {
 # alternative) is in PACKAGES_FILE (name=version lines) at a version that
 # satisfies its constraint.
 img_check_depends() {
-        local deb=$1 pkgs=$2 item name op ver have bad=0
+        local deb=$1 pkgs=$2 item name op ver have bad=0 depends
+        # Read first: a .deb whose fields cannot be read fails the check.
+        depends=$(dpkg-deb -f "$deb" Depends) || { img_log "$(basename "$deb"): cannot read Depends"; return 1; }
+        [ -n "$depends" ] || { img_log "$(basename "$deb"): no Depends"; return 1; }
         while read -r item; do
                 [ -n "$item" ] || continue
                 item=${item%%|*}
@@ -85,7 +88,7 @@ img_check_depends() {
                                 bad=1
                         fi
                 fi
-        done < <(dpkg-deb -f "$deb" Depends | tr ',' '\n')
+        done <<<"${depends//,/$'\n'}"
         return "$bad"
 }
 
@@ -131,7 +134,7 @@ img_rootfs() {
                         --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$IMG_CACHE/debs' -maxdepth 1 -name '*.deb' -exec cp -l -t \"\$1/var/cache/apt/archives\" {} +")
         fi
         local sources t0=$SECONDS attempt
-        mapfile -t sources < <(img_sources)
+        mapfile -t sources <<<"$(img_sources)"
         # Up to three tries: a download from the archive fails now and then
         # (CI saw "apt download failed" once); apt checks every .deb's hash,
         # so a retry cannot change what is built, only whether it is.
