@@ -19,7 +19,7 @@
 #
 # usage: scripts/before-enabling.sh [--kubeconfig FILE] [--context CTX] [--namespace NS]
 #            [--probe PATH] [--kubectl PATH] [--in-pod-probe PATH] [--config FILE]
-#            [--agent-container NAME] [--driver-container NAME] [--out DIR] POD
+#            [--agent-container NAME] [--driver-container NAME] [--as USER] [--out DIR] POD
 #   --kubeconfig    one kubeconfig file (default: $KUBECONFIG, a colon-separated list
 #                   kubectl and hangar-probe merge the same way, else ~/.kube/config)
 #   --context       the kubeconfig context (default: its current-context)
@@ -34,6 +34,10 @@
 #   --config        the webhook's configuration, for the spec check here
 #                   (the containers use their own HANGAR_CONFIG)
 #   --agent-container  default $HANGAR_AGENT_CONTAINER or "sandbox" (the webhook's default)
+#   --as            the user the two kubectl execs impersonate: the chart's guard lets
+#                   only guard.driverUsers exec into hangar-driver, so a cluster admin
+#                   runs the checklist with --as one of them (hangar's own identity,
+#                   e.g. system:serviceaccount:hangar:hangar)
 #   --out           keep the reports (spec.json, agent.json, driver.json, verdict.json) there
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +56,7 @@ CONFIG=""
 AGENT=${HANGAR_AGENT_CONTAINER:-sandbox}
 DRIVER=hangar-driver
 OUT=""
+EXEC_AS=()
 POD=""
 while [ $# -gt 0 ]; do
         case $1 in
@@ -65,6 +70,7 @@ while [ $# -gt 0 ]; do
         --agent-container) AGENT=${2:?--agent-container needs a name}; shift 2 ;;
         --driver-container) DRIVER=${2:?--driver-container needs a name}; shift 2 ;;
         --out) OUT=${2:?--out needs a directory}; shift 2 ;;
+        --as) EXEC_AS=(--as "${2:?--as needs a user}"); shift 2 ;;
         -h | --help) usage ;;
         --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;
         -*) echo "before-enabling: unknown option $1" >&2; usage ;;
@@ -158,7 +164,7 @@ esac
 # 3. Inside each container, through kubectl exec.
 check_in() { # ROLE CONTAINER NUMBER
         local role=$1 ctr=$2 n=$3 rc res
-        "${K[@]}" exec "$POD" -c "$ctr" -- "$IN_POD_PROBE" check --role "$role" >"$W/$role.json" 2>"$W/$role.err"
+        "${K[@]}" exec "${EXEC_AS[@]}" "$POD" -c "$ctr" -- "$IN_POD_PROBE" check --role "$role" >"$W/$role.json" 2>"$W/$role.err"
         rc=$?
         res=$(jq -r '.result // empty' "$W/$role.json" 2>/dev/null)
         if [ "$res" = pass ] && [ "$rc" = 0 ]; then
@@ -168,8 +174,11 @@ check_in() { # ROLE CONTAINER NUMBER
                         "$res, exit $rc; failed: $(failed_checks "$W/$role.json")"
         else
                 rm -f "$W/$role.json" # no report: the verdict says it is missing
+                local hint=""
+                grep -q 'hangar-driver' "$W/$role.err" && grep -qi 'denied\|forbidden' "$W/$role.err" &&
+                        [ ${#EXEC_AS[@]} = 0 ] && hint="; the guard lets only guard.driverUsers exec into $ctr: --as one of them"
                 item fail "$n. hangar-probe check --role $role passes in container $ctr" \
-                        "no report: kubectl exec exit $rc: $(one_line "$W/$role.err")"
+                        "no report: kubectl exec exit $rc: $(one_line "$W/$role.err")$hint"
         fi
 }
 check_in agent "$AGENT" 3a
