@@ -12,11 +12,13 @@
 #   scripts/coverage.sh ... --exclude REGEX         leaves those ctest tests out
 #   scripts/coverage.sh --prepare DIR                before a test run of a
 #       coverage build: forgets earlier counts and creates every counter file
-#       (.gcda) empty and writable by all, so the daemons that the suites run
-#       under other uids (setpriv) can add theirs
+#       (.gcda) empty and writable by all in a mirror of DIR under /tmp (the
+#       daemons that the suites run under other uids, setpriv, must reach
+#       it: a clone in a 0700 directory is not theirs to enter), and prints
+#       the mirror: run the tests with GCOV_PREFIX set to it
 #   scripts/coverage.sh --report-only DIR            report what DIR's last
 #       test run counted (scripts/test-all.sh: its ASan+UBSan build is the
-#       coverage build)
+#       coverage build), from the mirror when --prepare made one
 # Pass extra cmake arguments after --, e.g. -- -DHANGAR_TOOLS_BIN=...
 # The table is also written to DIR/coverage.txt, gcovr's JSON to
 # DIR/coverage.json.
@@ -41,28 +43,53 @@ if ! command -v gcovr >/dev/null; then
         exit 2
 fi
 
+# counts_dir DIR: where the processes of a test run write DIR's counts: libgcov
+# puts a counter file at GCOV_PREFIX + its absolute path in DIR. A directory
+# under /tmp that every uid can traverse, named after DIR.
+counts_dir() { echo "/tmp/hangar-gcov-$(realpath "$1" | sha256sum | cut -c1-12)"; }
+# prepare [PREFIX]: every counter file empty and writable by all, in DIR (no
+# PREFIX) or under PREFIX (DIR's path mirrored there, every directory 0755).
 prepare() {
+        local prefix=${1:-} n f
         find "$build_dir" -name '*.gcda' -delete
-        find "$build_dir" -name '*.gcno' -print0 | while IFS= read -r -d '' n; do
-                : >"${n%.gcno}.gcda"
-                chmod 0666 "${n%.gcno}.gcda"
+        if [ -n "$prefix" ]; then
+                rm -rf "$prefix"
+                install -d -m 0755 "$prefix"
+        fi
+        find "$(realpath "$build_dir")" -name '*.gcno' -print0 | while IFS= read -r -d '' n; do
+                f=$prefix${n%.gcno}.gcda
+                [ -z "$prefix" ] || install -d -m 0755 "$(dirname "$f")"
+                : >"$f"
+                chmod 0666 "$f"
         done
 }
+# collect: the counts a run wrote under the mirror, back beside their .gcno.
+collect() {
+        local prefix f
+        prefix=$(counts_dir "$build_dir")
+        [ -d "$prefix" ] || return 0
+        (cd "$prefix" && find . -name '*.gcda' -print0) | while IFS= read -r -d '' f; do
+                cp "$prefix/${f#./}" "/${f#./}"
+        done
+        rm -rf "$prefix"
+}
 if [ "$run" = prepare ]; then
-        prepare
+        prepare "$(counts_dir "$build_dir")"
+        counts_dir "$build_dir"
         exit 0
 elif [ "$run" = 1 ]; then
         cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHANGAR_COVERAGE=ON "$@" >/dev/null
         ninja -C "$build_dir"
-        prepare
+        prepare "$(counts_dir "$build_dir")"
         # A failing test still leaves its counts: report them, then fail.
-        ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -LE 'e2e|pods|node|images' \
+        GCOV_PREFIX=$(counts_dir "$build_dir") ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -LE 'e2e|pods|node|images' \
                 "${ctest_args[@]}" || tests_failed=$?
 elif ! grep -q '^HANGAR_COVERAGE:BOOL=ON' "$build_dir/CMakeCache.txt" 2>/dev/null; then
         echo "coverage: $build_dir is not a -DHANGAR_COVERAGE=ON build" >&2
         exit 2
 fi
 
+collect
 # Counter files no process wrote to are still empty: not gcov's format.
 find "$build_dir" -name '*.gcda' -empty -delete
 sanitized=0

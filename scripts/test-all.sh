@@ -132,8 +132,10 @@ if ! wait "$builds_pid"; then
         exit 1
 fi
 stage "ASan+UBSan: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
-scripts/coverage.sh --prepare build-asan # this run's counts only, from every uid
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# This run's counts only, from every uid, into a directory each can reach
+# (the clone may be in one only root can enter).
+gcov_prefix=$(scripts/coverage.sh --prepare build-asan)
+GCOV_PREFIX=$gcov_prefix ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
 stage "coverage of that run"
 scripts/coverage.sh --report-only build-asan
