@@ -44,3 +44,43 @@ im_unpack() {
         umoci unpack --image "$layout:$2" "$3" >/dev/null || return 1
         rm -rf "$layout"
 }
+
+# im_dockerfile FILE CONTEXT ROOT: the Dockerfile FILE applied to the root
+# file system ROOT as a builder would, for the instructions the docs use:
+# FROM (ROOT stands for it), COPY SRC DEST (from CONTEXT), USER NAME (the
+# user of the RUNs after it) and RUN (through /bin/sh -c in a chroot of ROOT
+# with /proc mounted); anything else is an error. Continuation lines are
+# joined and comments dropped. Each RUN's output goes to stdout; the first
+# instruction that fails ends it, non-zero.
+im_dockerfile() {
+        local file=$1 ctx=$2 root=$3 user=root line op args rc=0
+        local -a steps
+        mapfile -t steps < <(sed -e '/^[[:space:]]*#/d' "$file" | awk '/\\$/ { sub(/\\$/, ""); printf "%s", $0; next } { print }' |
+                grep -v '^[[:space:]]*$')
+        [ "${#steps[@]}" -gt 0 ] || { echo "im_dockerfile: no instruction in $file"; return 1; }
+        mount -t proc proc "$root/proc" || return 1
+        for line in "${steps[@]}"; do
+                read -r op args <<<"$line"
+                echo "-> $op $args"
+                case ${op^^} in
+                FROM) ;;
+                COPY)
+                        local src dest
+                        read -r src dest <<<"$args"
+                        [[ $dest == */ ]] && dest+=$(basename "$src")
+                        cp "$ctx/$src" "$root/$dest" || { rc=1; break; }
+                        ;;
+                USER) user=$args ;;
+                RUN)
+                        if [ "$user" = root ]; then
+                                chroot "$root" /bin/sh -c "$args" || { rc=1; break; }
+                        else
+                                chroot --userspec="$user" "$root" /bin/sh -c "$args" || { rc=1; break; }
+                        fi
+                        ;;
+                *) echo "im_dockerfile: $op is not supported"; rc=1; break ;;
+                esac
+        done
+        umount "$root/proc"
+        return "$rc"
+}

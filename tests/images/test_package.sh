@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # images_package: the Debian packages. Their control fields and contents;
 # every shared library a binary needs belongs to a package its Depends names
-# (checked against this machine's dpkg database); and hangar-sidecar installed
-# by apt into a clean mmdebstrap rootfs (Essential packages only, which hold
-# none of those libraries) runs there: apt pulled in everything it needs.
+# (checked against this machine's dpkg database); and hangar-sidecar added to
+# a clean minimal Debian rootfs (mmdebstrap's minbase, as debian:bookworm-slim)
+# by the Dockerfile docs/images.md gives, taken from the page and applied step
+# by step (tests/images/imagelib.sh, im_dockerfile): it runs there, apt pulled
+# in everything it needs.
 # shellcheck disable=SC2016 # single-quoted bash -c scripts take their arguments positionally
 OUT=$2
 # shellcheck source=tests/lib/testlib.sh
 . "$(dirname "$0")/../lib/testlib.sh"
 # shellcheck source=tests/images/imagelib.sh
 . "$(dirname "$0")/imagelib.sh"
+# shellcheck source=tests/lib/doclib.sh
+. "$(dirname "$0")/../lib/doclib.sh"
 im_need mmdebstrap dpkg-deb readelf ldconfig
 im_inputs
 arch=$(dpkg --print-architecture)
@@ -60,24 +64,38 @@ for deb in "$sidecar_deb" "$webhook_deb"; do
         done
 done
 
-echo "-- hangar-sidecar into a clean rootfs with apt"
+echo "-- hangar-sidecar into a clean rootfs, by docs/images.md's Dockerfile"
 cache=${HANGAR_IMAGES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar-images}
 mkdir -p "$cache/debs"
 root=$T_TMP/clean
 start=$SECONDS
-if SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH mmdebstrap --quiet --mode=root --variant=essential \
+if SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH mmdebstrap --quiet --mode=root --variant=minbase \
         --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
         --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$cache/debs' -maxdepth 1 -name '*.deb' -exec cp -l -t \"\$1/var/cache/apt/archives\" {} +" \
-        --include="$sidecar_deb" bookworm "$root" \
+        bookworm "$root" \
         "deb http://deb.debian.org/debian bookworm main" \
         "deb http://deb.debian.org/debian bookworm-updates main" \
         "deb http://deb.debian.org/debian-security bookworm-security main" >"$T_TMP/mmdebstrap.log" 2>&1; then
-        t_check "mmdebstrap --variant=essential --include=hangar-sidecar.deb ($((SECONDS - start))s)" true
+        t_check "mmdebstrap --variant=minbase ($((SECONDS - start))s)" true
 else
-        t_fail "mmdebstrap with hangar-sidecar.deb failed:"
+        t_fail "mmdebstrap --variant=minbase failed:"
         tail -n 20 "$T_TMP/mmdebstrap.log"
         t_end
 fi
+t_check "the clean rootfs has no hangar-sidecar yet" test ! -e "$root/usr/bin/hangar-driver"
+doc_block "$REPO/docs/images.md" images-add-binaries >"$T_TMP/Dockerfile" || t_end
+deb_name=$(basename "$sidecar_deb")
+t_check "docs/images.md's Dockerfile names this build's package ($deb_name)" grep -q "COPY $deb_name " "$T_TMP/Dockerfile"
+mkdir -p "$T_TMP/context"
+cp "$sidecar_deb" "$T_TMP/context/"
+if im_dockerfile "$T_TMP/Dockerfile" "$T_TMP/context" "$root" >"$T_TMP/dockerfile.log" 2>&1; then
+        t_check "docs/images.md's Dockerfile applies ($((SECONDS - start))s in all)" true
+else
+        t_fail "docs/images.md's Dockerfile failed:"
+        tail -n 30 "$T_TMP/dockerfile.log"
+fi
+t_eq "its user for the driver's uid" "hangar-driver:1001" "$(chroot "$root" getent passwd 1001 | cut -d: -f1,3)"
+t_check "the package file is removed, as the Dockerfile says" test ! -e "$root/tmp/$deb_name"
 t_eq "hangar-sidecar installed" "install ok installed" \
         "$(chroot "$root" dpkg-query -W -f='${Status}' hangar-sidecar 2>&1)"
 for dep in $(depends_names "$sidecar_deb"); do
