@@ -45,6 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+die() { echo "bench/daemon.sh: $*" >&2; exit 1; }
 stats() { sort -n | awk '{ v[NR] = $1; s += $1 } END {
         if (!NR) { printf "%8s %8s %8s", "n/a", "n/a", "n/a"; exit }
         m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
@@ -118,23 +119,32 @@ for rt in $RUNTIMES; do
                 dpid=$!
                 until x_driver hangar-driver ctl token >"$TMP/b$i.token" 2>/dev/null; do
                         execs=$((execs + 1)); sleep 0.1
+                        [ "$execs" -lt 600 ] || die "turn b$i under $rt: no token after $execs execs: $(tail -n 3 "$TMP/b$i.driver")"
                 done
                 execs=$((execs + 2)) # the token's exec, and the relay's
                 relay_turn "b$i" "$TMP/b$i.token"
                 wait "$dpid" || true
-                echo "$execs $(turn_done "b$i" "$t0")" >>"$TMP/$rt.before"
+                # (turn_done's figures captured first: as an argument of echo
+                # its failure would pass unseen)
+                done_line=$(turn_done "b$i" "$t0")
+                echo "$execs $done_line" >>"$TMP/$rt.before"
                 # after: the daemon (its start not counted: the sidecar's PID 1
                 # in a real pod), then ctl start. It stops again after the
                 # turn, for the next relay-mode turn needs the control socket.
                 "$PODRUN" exec --dir "$dir" hangar-driver -- hangar-driver serve >/dev/null 2>&1 &
                 daemon=$!
-                until x_driver hangar-driver ctl ping >/dev/null 2>&1; do sleep 0.1; done
+                t_ping=$SECONDS
+                until x_driver hangar-driver ctl ping >/dev/null 2>&1; do
+                        sleep 0.1
+                        [ $((SECONDS - t_ping)) -lt 120 ] || die "the daemon under $rt never answered ctl ping"
+                done
                 spec "a$i" >"$TMP/spec"
                 t0=$(now_ms)
                 "$PODRUN" exec --dir "$dir" --stdin hangar-driver -- hangar-driver ctl start --spec - \
                         <"$TMP/spec" >"$TMP/a$i.start"
                 relay_turn "a$i" "$TMP/a$i.start"
-                echo "2 $(turn_done "a$i" "$t0")" >>"$TMP/$rt.after"
+                done_line=$(turn_done "a$i" "$t0")
+                echo "2 $done_line" >>"$TMP/$rt.after"
                 # shellcheck disable=SC2016 # the container's shell expands it
                 x_driver sh -c 'kill -TERM $(pidof hangar-driver)' || true
                 wait "$daemon" || true

@@ -14,7 +14,9 @@
 # figure to the native private-namespace one; no pass or fail.
 # usage: bench/probe.sh [PATH/TO/hangar-probe] [N]
 #   BENCH_RUNTIMES="runsc crun" by default, plus runsc-current when a current
-#   runsc is in ~/.cache/hangar/runsc/ (tests/pods/build-runsc.sh). Needs root.
+#   runsc is in ~/.cache/hangar/runsc/ (tests/pods/build-runsc.sh) or named by
+#   BENCH_RUNSC_CURRENT=PATH. A runtime whose pod does not start is left out
+#   (said on stderr). Needs root.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PROBE=$(realpath "${1:-$HERE/../build/probe/hangar-probe}")
@@ -25,7 +27,7 @@ PODRUN=$HERE/../tests/pods/podrun
 for tool in jq setpriv unshare busybox; do
         command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
 done
-CURRENT=$(find "${HANGAR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar}/runsc" -mindepth 2 -maxdepth 2 -name runsc -type f 2>/dev/null | sort | tail -n 1 || true)
+CURRENT=${BENCH_RUNSC_CURRENT:-$(find "${HANGAR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar}/runsc" -mindepth 2 -maxdepth 2 -name runsc -type f 2>/dev/null | sort | tail -n 1 || true)}
 if [ -z "${BENCH_RUNTIMES:-}" ]; then
         BENCH_RUNTIMES="runsc crun"
         [ -n "$CURRENT" ] && BENCH_RUNTIMES+=" runsc-current"
@@ -66,11 +68,13 @@ pair() {
 ROWS=()
 row() { ROWS+=("$(printf '%-26s %-46s %9s %7s' "$1" "$2" "$3" "$4")"); }
 
-# Natively. A warm-up run first (page cache).
-"${AS_AGENT[@]}" "$PROBE" check --role agent >/dev/null 2>&1 || true
+# Natively. A warm-up run first (page cache); its result is printed (on the
+# host the agent's checks do not pass: no hangar-home, the host's processes).
+RESULTS=("native: $("${AS_AGENT[@]}" "$PROBE" check --role agent 2>/dev/null | jq -r '.result // "none"' 2>/dev/null || true)")
 host_procs=$(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)
-read -r native_host _ native_host_net < <(pair "$N" \
-        '"${AS_AGENT[@]}" "$PROBE" check --role agent' '"${AS_AGENT[@]}" /bin/true')
+# (captured, then read: through a process substitution a failure would go unnoticed)
+paired=$(pair "$N" '"${AS_AGENT[@]}" "$PROBE" check --role agent' '"${AS_AGENT[@]}" /bin/true')
+read -r native_host _ native_host_net <<<"$paired"
 # In a private PID and mount namespace (as in a container): one unshare runs
 # the loop, timed inside; the same loop of /bin/true is subtracted.
 ns_loop() { # CMD: N runs of CMD as uid 1000 in a fresh PID namespace; prints total us
@@ -113,8 +117,12 @@ for rt in $BENCH_RUNTIMES; do
                 continue
         fi
         x() { "$PODRUN" exec --dir "$dir" sandbox -- "$@"; }
-        x hangar-probe check --role agent >/dev/null 2>&1 || true # warm-up
-        read -r exec_probe exec_true exec_net < <(pair "$N" 'x hangar-probe check --role agent' 'x true')
+        # The warm-up; its result is printed: what was timed is a probe that
+        # ran its checks (a pod built from the webhook's output: pass).
+        result=$(x hangar-probe check --role agent 2>/dev/null | jq -r '.result // "none"' 2>/dev/null || true)
+        RESULTS+=("$label: ${result:-none}")
+        paired=$(pair "$N" 'x hangar-probe check --role agent' 'x true')
+        read -r exec_probe exec_true exec_net <<<"$paired"
         # One exec, the loop inside the sandbox, timed there with the
         # sandbox's /proc/uptime (busybox date has no %N: 10 ms resolution
         # over the whole loop).
@@ -139,3 +147,4 @@ echo "(exec rows: medians, the probe and true alternating; loops: means. ratio: 
 echo " private-PID-namespace run, the \"probe alone\" rows to the native probe alone)"
 printf '%-26s %-46s %9s %7s\n' "where" "what" "ms/run" "ratio"
 printf '%s\n' "${ROWS[@]}"
+echo "the probe's result (its warm-up run): $(printf '%s; ' "${RESULTS[@]}" | sed 's/; $//')"

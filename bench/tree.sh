@@ -34,6 +34,7 @@ done
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/hangar-bench-tree.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 TREE=$TMP/tree
+HANGAR_TREE="" GIT_TREE=""
 # hangar's scratch directory and git's (absent) global config live here.
 export HOME=$TMP/home GIT_CONFIG_NOSYSTEM=1 GIT_CEILING_DIRECTORIES=$TMP
 mkdir -p "$HOME" "$TREE"
@@ -107,21 +108,28 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]
 secs() { awk -v us="$1" 'BEGIN { printf "%.3f", us / 1e6 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
-# One run of each; sets RESULT to the wall time in microseconds.
+# One run of each; sets RESULT to the wall time in microseconds. Every run
+# after the first must hash the tree as the first did (HANGAR_TREE, GIT_TREE:
+# set by the untimed warm-ups), or the bench stops: a run that hashed
+# something else measured something else.
 run_hangar() {
         rm -rf "$HOME/.hangar-scratch"
-        local t0
+        local t0 tree
         t0=$(now)
         "$DRIVER" tree --turn bench "$TREE" >"$TMP/hangar.out"
         RESULT=$(($(now) - t0))
+        tree=$(jq -r .tree "$TMP/hangar.out")
+        [ "${HANGAR_TREE:=$tree}" = "$tree" ] || { echo "hangar's tree hash changed: $tree, first $HANGAR_TREE" >&2; exit 1; }
 }
 run_git() {
         rm -rf "$TREE/.git"
-        local t0
+        local t0 tree
         t0=$(now)
         (cd "$TREE" && git init -q && git add -A && git write-tree) >"$TMP/git.out"
         RESULT=$(($(now) - t0))
         rm -rf "$TREE/.git"
+        tree=$(cat "$TMP/git.out")
+        [ "${GIT_TREE:=$tree}" = "$tree" ] || { echo "git's tree id changed: $tree, first $GIT_TREE" >&2; exit 1; }
 }
 
 # A table of RUNS alternating runs; $1 names the cache state, $2 (optional)
@@ -148,13 +156,15 @@ measure() {
 
 run_hangar
 run_git # the warm-ups, untimed
-read -r files dirs links bytes < <(jq -r '"\(.files) \(.dirs) \(.symlinks) \(.bytes)"' "$TMP/hangar.out")
+# (captured, then read: through a process substitution a failing jq would go unnoticed)
+counts=$(jq -r '"\(.files) \(.dirs) \(.symlinks) \(.bytes)"' "$TMP/hangar.out")
+read -r files dirs links bytes <<<"$counts"
 [ "$files" = "$FILES" ] || { echo "hangar counted $files files, expected $FILES" >&2; exit 1; }
 FSTYPE=$(findmnt -no FSTYPE -T "$TMP" 2>/dev/null | head -n 1)
 echo "hangar-driver tree vs git init + add -A + write-tree, $(nproc) CPUs, $(git --version), $TMP on $FSTYPE"
 echo "load average at start: $(cut -d" " -f1-3 /proc/loadavg)"
 echo "tree: $files files ($((bytes / 1048576)) MiB), $dirs directories (10 empty), $links symlinks, seed $SEED"
-echo "tree hash $(jq -r .tree "$TMP/hangar.out"), git tree $(cat "$TMP/git.out")"
+echo "tree hash $HANGAR_TREE, git tree $GIT_TREE (each the same in every run below)"
 measure "warm cache"
 [ "$FSTYPE" = tmpfs ] && { echo; echo "cold-ish: skipped (tmpfs)"; exit 0; }
 evict
