@@ -243,9 +243,9 @@ wait_for 30 "the relay's ready line" grep -q '"relay":"ready"' "$STATE/relay.out
 # The token and the daemon's instance: the relay connects only to that daemon.
 jq -r '"\(.token) \(.instance)"' "$STATE/start.json" >&7
 exec 7>&-
-asked() { in_driver -- hangar-driver ctl approvals >"$STATE/approvals.json" && jq -e 'any(.[]; .id == "deploy")' "$STATE/approvals.json"; }
+asked() { in_driver -- hangar-driver ctl approvals >"$STATE/approvals.json" && jq -e 'any(.approvals[]; .id == "deploy")' "$STATE/approvals.json"; }
 wait_for 60 "the harness's approval request" asked
-echo "  the harness asked: $(jq -c '.[] | select(.id == "deploy") | .request' "$STATE/approvals.json" | cut -c1-160)"
+echo "  the harness asked: $(jq -c '.approvals[] | select(.id == "deploy") | .request' "$STATE/approvals.json" | cut -c1-160)"
 in_driver -- hangar-driver ctl approve deploy >/dev/null
 echo "  hangar approved it through hangar-driver ctl"
 exited() { [ "$(in_driver -- hangar-driver ctl status | jq -r .state)" = harness-exited ]; }
@@ -265,7 +265,7 @@ say "summary"
 turn_state=$(jq -r .state "$STATE/status.json")
 harness_end=$(jq -r '.harness | "\(.end) \(.value)"' "$STATE/status.json")
 in_driver -- hangar-driver ctl approvals >"$STATE/approvals.json"
-decided=$(jq -r '.[] | select(.id == "deploy") | .state' "$STATE/approvals.json")
+decided=$(jq -r '.approvals[] | select(.id == "deploy") | .state' "$STATE/approvals.json")
 relay_line=$(tail -n 1 "$STATE/relay.out" | jq -r .relay)
 printf '  %-8s %s\n' pod "$NS/$POD Running, runtimeClassName $(jq -r .spec.runtimeClassName "$STATE/stored.json"), containers $containers" \
         probes "spec ${probe_result[spec]}, agent ${probe_result[agent]}, driver ${probe_result[driver]}" \
@@ -277,7 +277,9 @@ printf '  %-8s %s\n' pod "$NS/$POD Running, runtimeClassName $(jq -r .spec.runti
 [ "$decided" = approved ] || fail "the approval is '$decided', not approved"
 [ "$turn_state $harness_end $relay_rc" = "ended exited 0 0" ] ||
         fail "the turn did not end well (status in $STATE/status.json, relay's output in $STATE/relay.out)" "$LOGS/relay.log"
-grep -qx 'got: approved' "$STATE/run.log" || fail "the harness never read the approval (its log: $STATE/run.log)"
+# The harness reads the driver's answer on its stdin.
+grep -q '^got: {"type":"approval_response","id":"deploy","decision":"approve"}$' "$STATE/run.log" ||
+        fail "the harness never read the approval (its log: $STATE/run.log)"
 trap - ERR
 
 say "done"
