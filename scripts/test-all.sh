@@ -3,9 +3,11 @@
 # cluster's tools (kube-apiserver, etcd, kubectl, helm; kubelet, scheduler,
 # controller-manager, containerd, gVisor's shim; promtool; a current runsc:
 # all cached outside the tree by version), then
-#   1. lint (banned calls, CLOEXEC, clang-format); static analysis (gcc
-#      -fanalyzer, clang's analyzer: scripts/analyze.sh) starts in the
-#      background, at the lowest priority, and must have no finding by step 4;
+#   1. lint (banned calls, CLOEXEC, clang-format, hidden failures in
+#      scripts); static analysis (gcc -fanalyzer, clang's analyzer:
+#      scripts/analyze.sh) and the compile-only build matrix (every build type
+#      with gcc and clang, -Werror: scripts/build-matrix.sh) start in the
+#      background, at the lowest priority, and must have passed by step 4;
 #   2. a release build and every ctest test: unit (check), fuzz corpus
 #      replays, the server over TLS, golden pods through kubectl, the
 #      end-to-end suites against a real kube-apiserver, the pod suites
@@ -65,6 +67,11 @@ mkdir -p build-analysis
 setsid nice -n 19 scripts/analyze.sh >build-analysis/analyze.log 2>&1 &
 analyze_pid=$!
 bg_pids+=("$analyze_pid")
+
+stage "every build type x compiler compiles with -Werror (scripts/build-matrix.sh), at the lowest priority, in the background"
+setsid env BUILD_MATRIX_NICE=19 scripts/build-matrix.sh --keep-going >build-analysis/build-matrix.log 2>&1 &
+matrix_pid=$!
+bg_pids+=("$matrix_pid")
 
 stage "a current runsc (GKE runs one; Debian's is from 2022), cached by version"
 RUNSC_CURRENT=""
@@ -147,6 +154,13 @@ if ! wait "$analyze_pid"; then
         exit 1
 fi
 grep -E '^(PENDING|analyze:)' build-analysis/analyze.log
+stage "the build matrix (started after lint)"
+if ! wait "$matrix_pid"; then
+        tail -n 40 build-analysis/build-matrix.log
+        echo "the build matrix failed: above (scripts/build-matrix.sh)" >&2
+        exit 1
+fi
+tail -n 3 build-analysis/build-matrix.log
 
 stage "fuzzing"
 scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
