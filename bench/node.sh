@@ -14,14 +14,23 @@
 #     pod without it, alternating, one at a time (each deleted and gone before
 #     the next), from the create request to phase Running (polled every 20 ms).
 # (c) A turn's start through real pods/exec, as scripts/local-run.sh runs an
-#     ask turn (kubectl exec as hangar's identity): from the first exec to the
-#     driver's harness.started event, with the steps between, against the
-#     harness started by one exec in the agent's container (a turn without the
-#     sidecar), and one `kubectl exec ... true`. Counts the execs a turn costs.
+#     ask turn (kubectl exec as hangar's identity) against the chart's sidecar,
+#     whose PID 1 is the driver's daemon (`hangar-driver serve`): `ctl start
+#     --spec -` (its reply carries the token, port and instance), the relay in
+#     the agent's container with `TOKEN INSTANCE` on its stdin after its ready
+#     line, `ctl approvals` polled, `ctl approve`, `ctl status` polled, `ctl
+#     finish`. From the first exec to the daemon's harness.started event, with
+#     the steps between, against the harness started by one exec in the
+#     agent's container of a pod without the sidecar (a turn without it), and
+#     one `kubectl exec ... true`. Counts the execs a turn costs. Every turn
+#     must have run: the relay's done line with the harness's status 0, and a
+#     harness.started of that turn.
 # (d) What the sidecar costs: the pod's cgroup (memory, cpuacct; v1, under the
-#     kubelet's cgroupRoot) with and without the sidecar, idle; the driver
-#     process's memory and CPU from the sandbox's /proc, waiting on an approval
-#     and after a busy turn (BENCH_BUSY_MIB of output, 5 ctl runs), and the
+#     kubelet's cgroupRoot) with and without the sidecar, idle (the daemon
+#     waiting for a turn); the daemon's memory and CPU from the sandbox's
+#     /proc (the process `ctl ping` names: PID 1 of hangar-driver), waiting on
+#     an approval and after a busy turn (BENCH_BUSY_MIB of output, 5 ctl
+#     runs), and the
 #     pod's peak memory and CPU over that turn. Under gVisor the whole pod is
 #     one sandbox (the Sentry and gofer) in the pod's cgroup: the host cannot
 #     split it per container.
@@ -30,10 +39,19 @@
 #   BUILD_DIR   a configured CMake build dir (Ninja); when a node is started here
 #               its binaries are brought up to date and its images built
 #               (scripts/build-images.sh)
-#   NODE_DIR    an existing node that scripts/local-run.sh set up (the chart with
-#               the sidecar, hangar's identity $BENCH_HANGAR_ID in guard.driverUsers);
-#               without it the script starts its own node and stops it at the end
-#   BENCH_CREATES (300), BENCH_PODS (20), BENCH_TURNS (5), BENCH_BUSY_MIB (64)
+#   NODE_DIR    an existing node with the chart installed (the sidecar on,
+#               hangar's identity $BENCH_HANGAR_ID in guard.driverUsers, its
+#               webhooks selecting namespace hangar-bench): the one
+#               scripts/local-run.sh set up, or the node suites' shared node
+#               with a release of the checker's (tests/bench/test_bench_node.sh);
+#               only namespace hangar-bench is made there, and deleted at the end.
+#               Without NODE_DIR the script starts its own node, installs the
+#               chart, and stops the node at the end
+#   BENCH_CREATES (300), BENCH_PODS (20), BENCH_TURNS (5), BENCH_BUSY_MIB (64);
+#   BENCH_RELEASE (hangar): the chart's release on NODE_DIR;
+#   HANGAR_K8S_BIN: kubectl and helm from there (default: scripts/k8s-tools.sh's cache).
+#   The short run CI makes (tests/bench): BENCH_CREATES=5 BENCH_PODS=1
+#   BENCH_TURNS=2 BENCH_BUSY_MIB=2.
 # Needs root (the node, the pods' cgroups).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -44,6 +62,7 @@ CREATES=${BENCH_CREATES:-300}
 PODS=${BENCH_PODS:-20}
 TURNS=${BENCH_TURNS:-5}
 BUSY_MIB=${BENCH_BUSY_MIB:-64}
+RELEASE=${BENCH_RELEASE:-hangar}
 # shellcheck source=../scripts/lib/hangar-chart.sh
 . "$ROOT/scripts/lib/hangar-chart.sh"
 HANGAR_ID=${BENCH_HANGAR_ID:-$HANGAR_ID}
@@ -55,7 +74,7 @@ PROBE=$BUILD/probe/hangar-probe
 for tool in jq python3 sha256sum; do
         command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
 done
-K8S_BIN=$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)
+K8S_BIN=${HANGAR_K8S_BIN:-$("$ROOT/scripts/k8s-tools.sh" | tail -n 1)}
 export PATH=$K8S_BIN:$PATH
 
 TMP=$(mktemp -d /tmp/hangar-bench-node.XXXXXX)
@@ -75,6 +94,7 @@ cleanup() {
 }
 trap cleanup EXIT
 say() { echo "bench/node.sh: $*" >&2; }
+die() { say "$*"; exit 1; }
 
 # ---- the node -------------------------------------------------------------
 if [ -z "$NODE" ]; then
@@ -84,9 +104,14 @@ if [ -z "$NODE" ]; then
         HANGAR_RUNSC_CURRENT=$("$ROOT/tests/pods/build-runsc.sh" | tail -n 1)
         export HANGAR_NODE_BIN HANGAR_RUNSC_CURRENT
         say "building the binaries and the images"
-        ninja -C "$BUILD" hangar-webhook hangar-probe hangar-driver hangar-relay >"$TMP/ninja.log" ||
-                { tail -n 20 "$TMP/ninja.log" >&2; exit 1; }
-        mapfile -t ARCHIVES < <("$ROOT/scripts/build-images.sh" --build-dir "$BUILD" 2>"$TMP/images.log" | tail -n 3)
+        # All of it: build-images.sh packages every binary the images hold
+        # (hangar-grade too) through cpack.
+        ninja -C "$BUILD" >"$TMP/ninja.log" || { tail -n 20 "$TMP/ninja.log" >&2; exit 1; }
+        # Captured, then split: read through a process substitution, a failed
+        # image build went unnoticed (scripts/lint.sh).
+        images=$("$ROOT/scripts/build-images.sh" --build-dir "$BUILD" 2>"$TMP/images.log") ||
+                { tail -n 20 "$TMP/images.log" >&2; die "scripts/build-images.sh failed"; }
+        mapfile -t ARCHIVES <<<"$(tail -n 3 <<<"$images")"
         say "starting a node in $NODE"
         STARTED=1
         "$ROOT/scripts/node.sh" start "$NODE" "${ARCHIVES[@]}" >"$TMP/node-start.log" 2>&1 ||
@@ -96,20 +121,25 @@ if [ -z "$NODE" ]; then
         hangar_system_namespace
         kubectl create namespace hangar >/dev/null
         kubectl create serviceaccount -n hangar hangar >/dev/null
-        hangar_chart_install hangar >/dev/null
+        hangar_chart_install "$RELEASE" >/dev/null
 else
         NODE=$(realpath "$NODE")
         export KUBECONFIG=$NODE/kubeconfig
 fi
 SERVER=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
 CG=hangar-node-$(printf '%s' "$NODE" | sha256sum | cut -c1-8)
+if kubectl get namespace "$NS" >/dev/null 2>&1; then
+        say "namespace $NS is left from an earlier run: waiting for it to go"
+        kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
+        kubectl wait --for=delete "namespace/$NS" --timeout=180s >/dev/null 2>&1 || true
+fi
 kubectl create namespace "$NS" >/dev/null
 kubectl create role -n "$NS" hangar --verb=get,list,watch --resource=pods >/dev/null
 kubectl create role -n "$NS" hangar-exec --verb=create --resource=pods/exec >/dev/null
 kubectl create rolebinding -n "$NS" hangar --role=hangar --user="$HANGAR_ID" >/dev/null
 kubectl create rolebinding -n "$NS" hangar-exec --role=hangar-exec --user="$HANGAR_ID" >/dev/null
 # Wait until the API server sends labelled pods to the webhook.
-hangar_chart_ready hangar "$NS" 30
+hangar_chart_ready "$RELEASE" "$NS" 60
 
 # ---- helpers --------------------------------------------------------------
 now() { echo "${EPOCHREALTIME/./}"; }
@@ -162,8 +192,12 @@ echo "hangar sidecar on a one-node cluster ($(nproc) CPUs, load $(load) at the s
 # ---- (a) creates ------------------------------------------------------------
 say "(a) $CREATES creates of each kind"
 python3 "$HERE/nodeapi.py" creates "$SERVER" "$NODE/pki" "$NS" "$CREATES" >"$TMP/creates"
-read -r w50 w99 wmean _ < <(kind_of webhook "$TMP/creates" | stats)
-read -r n50 n99 nmean _ < <(kind_of plain "$TMP/creates" | stats)
+# Each figure captured, then read: through a process substitution its
+# command's failure would go unnoticed (scripts/lint.sh).
+v=$(kind_of webhook "$TMP/creates" | stats)
+read -r w50 w99 wmean _ <<<"$v"
+v=$(kind_of plain "$TMP/creates" | stats)
+read -r n50 n99 nmean _ <<<"$v"
 echo
 echo "(a) pod create through the API server, $CREATES each, alternating (ms; load $(load) after)"
 printf '%-36s %8s %8s %8s\n' "" p50 p99 mean
@@ -176,8 +210,10 @@ while [ -n "$(kubectl get pods -n "$NS" -l hangar.dev/bench=node -o name 2>/dev/
 # ---- (b) time to Running ---------------------------------------------------
 say "(b) $PODS gVisor pods of each kind to Running"
 python3 "$HERE/nodeapi.py" running "$SERVER" "$NODE/pki" "$NS" "$PODS" "$IMAGE" >"$TMP/running"
-read -r s50 s99 smean smax < <(kind_of sidecar "$TMP/running" | stats)
-read -r p50 p99 pmean pmax < <(kind_of plain "$TMP/running" | stats)
+v=$(kind_of sidecar "$TMP/running" | stats)
+read -r s50 s99 smean smax <<<"$v"
+v=$(kind_of plain "$TMP/running" | stats)
+read -r p50 p99 pmean pmax <<<"$v"
 echo
 echo "(b) create to Running under gVisor, $PODS each, alternating, one at a time (ms; load $(load) after)"
 printf '%-36s %8s %8s %8s %8s\n' "" p50 p99 mean max
@@ -227,8 +263,10 @@ if [ -z "$CG_TURN" ] || [ -z "$CG_PLAIN" ]; then
         echo "no pod cgroup under /sys/fs/cgroup/memory/$CG" >&2
         exit 1
 fi
-read -r it_use _ it_rss it_cache _ < <(cg_read "$CG_TURN")
-read -r ip_use _ ip_rss ip_cache _ < <(cg_read "$CG_PLAIN")
+v=$(cg_read "$CG_TURN")
+read -r it_use _ it_rss it_cache _ <<<"$v"
+v=$(cg_read "$CG_PLAIN")
+read -r ip_use _ ip_rss ip_cache _ <<<"$v"
 # What the host can see inside a pod's cgroup: one directory per container
 # (pause, sandbox, hangar-driver), but the sandbox's processes sit in one.
 cg_split() { # DIR -> "name:tasks:usage ..." for the pod and each child
@@ -251,87 +289,111 @@ turn_spec() { # TURN SCRIPT
         jq -n --arg turn "$1" --arg script "$2" '{turn: $turn, mode: "ask", cwd: "/tmp/turn",
                 run_key: "bench-run-key", linger_s: 60, close_stdin: false, script: $script}'
 }
-driver_pid() { x measure bench-turn hangar-driver -- pgrep -u 1001 -f 'hangar-driver relay' | head -n 1; }
+# driver_pid: the process that runs the turn. Under `hangar-driver serve`
+# that is the daemon itself (PID 1 of hangar-driver, no child per turn); it
+# names itself in ctl ping's reply.
+driver_pid() {
+        local ping pid
+        ping=$(x measure bench-turn hangar-driver -- hangar-driver ctl ping)
+        pid=$(jq -r '.pid // empty' <<<"$ping")
+        [[ $pid =~ ^[0-9]+$ ]] || die "ctl ping names no pid: $ping"
+        echo "$pid"
+}
 proc_read() { # PID -> "VmRSS_kB VmHWM_kB utime+stime_ticks" of the driver, from the sandbox's /proc
-        x measure bench-turn hangar-driver -- cat "/proc/$1/status" "/proc/$1/stat" 2>/dev/null |
+        x measure bench-turn hangar-driver -- cat "/proc/$1/status" "/proc/$1/stat" |
                 awk '/^VmRSS/ { r = $2 } /^VmHWM/ { h = $2 } /^[0-9]+ \(/ { sub(/^.*\) /, ""); t = $12 + $13 }
                         END { print r + 0, h + 0, t + 0 }'
 }
-# run_turn N SPEC-FILE: the turn as local-run.sh runs it, the ask answered;
-# TURN_T (us since the first exec) of each step into $TMP/turn.N.
+# poll SECONDS WHAT CMD...: CMD (a turn's exec) every 0.1 s until it succeeds;
+# the bench stops when it has not after SECONDS.
+poll() {
+        local limit=$1 what=$2 t=$SECONDS
+        shift 2
+        until "$@"; do
+                [ $((SECONDS - t)) -lt "$limit" ] || die "$what: not after ${limit}s"
+                sleep 0.1
+        done
+}
+asked() { # (the reply read whole first: grep -q leaving early could fail kubectl's write)
+        local a
+        a=$(x turn-poll bench-turn hangar-driver -- hangar-driver ctl approvals 2>/dev/null) || return 1
+        grep -q '"a1"' <<<"$a"
+}
+exited() { [ "$(x turn-poll bench-turn hangar-driver -- hangar-driver ctl status | jq -r .state)" = harness-exited ]; }
+ended() { [ "$(x measure bench-turn hangar-driver -- hangar-driver ctl status --turn "$1" | jq -r .state)" = ended ]; }
+# run_turn N SCRIPT: an ask turn (TURN bench-N) as local-run.sh runs it, the
+# ask answered; the time (us since the first exec) of each step into
+# $TMP/turn.N. The daemon takes the next turn only once this one ended, which
+# is waited for after the turn (measure execs, not the turn's).
 run_turn() {
-        local n=$1 spec=$2 t0 out
+        local n=$1 t0 out turn=bench-$1 done_line
         out=$TMP/turn.$n
         : >"$out"
+        turn_spec "$turn" "$2" >"$TMP/spec.$n.json"
         rm -f "$TMP/relay.in" "$TMP/relay.out.$n"
         mkfifo "$TMP/relay.in"
         t0=$(now)
-        echo "turn driver relay" >>"$TMP/execs"
-        kubectl exec -n "$NS" bench-turn -c hangar-driver --as "$HANGAR_ID" -i -- \
-                env HANGAR_UID_SPLIT=required hangar-driver relay --spec - <"$spec" >"$TMP/driver.out.$n" 2>&1 &
-        DRIVER_EXEC=$!
-        pids+=("$DRIVER_EXEC")
-        local _
-        for _ in $(seq 200); do
-                x turn-poll bench-turn hangar-driver -- hangar-driver ctl token >"$TMP/token.json" 2>/dev/null && break
-                sleep 0.1
-        done
-        echo "token $(($(now) - t0))" >>"$out"
+        x turn bench-turn hangar-driver -i -- hangar-driver ctl start --spec - <"$TMP/spec.$n.json" >"$TMP/start.$n.json" ||
+                die "turn $n: ctl start refused: $(cat "$TMP/start.$n.json")"
+        echo "start $(($(now) - t0))" >>"$out"
         echo "turn hangar-relay" >>"$TMP/execs"
         kubectl exec -n "$NS" bench-turn -c sandbox --as "$HANGAR_ID" -i -- \
                 env HANGAR_UID_SPLIT=required hangar-relay <"$TMP/relay.in" >"$TMP/relay.out.$n" 2>&1 &
         RELAY_EXEC=$!
         pids+=("$RELAY_EXEC")
         exec 7>"$TMP/relay.in"
-        for _ in $(seq 1000); do grep -q '"relay":"ready"' "$TMP/relay.out.$n" 2>/dev/null && break; sleep 0.01; done
-        grep -q '"relay":"ready"' "$TMP/relay.out.$n" || { cat "$TMP/relay.out.$n" >&2; exit 1; }
+        # (the local poll of the relay's output file costs no exec)
+        poll 120 "turn $n: the relay's ready line" grep -q '"relay":"ready"' "$TMP/relay.out.$n" ||
+                die "turn $n: $(cat "$TMP/relay.out.$n")"
         echo "ready $(($(now) - t0))" >>"$out"
-        jq -r .token "$TMP/token.json" >&7
+        # The token and the daemon's instance, as hangar writes them.
+        jq -r '"\(.token) \(.instance)"' "$TMP/start.$n.json" >&7
         exec 7>&-
         echo "written $(($(now) - t0))" >>"$out"
         echo "t0 $t0" >>"$out"
-        for _ in $(seq 300); do
-                x turn-poll bench-turn hangar-driver -- hangar-driver ctl approvals 2>/dev/null | grep -q '"a1"' && break
-                sleep 0.1
-        done
+        poll 120 "turn $n: the approval request in ctl approvals" asked
         echo "asked $(($(now) - t0))" >>"$out"
         [ -z "${TURN_HOOK:-}" ] || "$TURN_HOOK"
         x turn bench-turn hangar-driver -- hangar-driver ctl approve a1 >/dev/null
-        for _ in $(seq 600); do
-                [ "$(x turn-poll bench-turn hangar-driver -- hangar-driver ctl status | jq -r .state)" = harness-exited ] && break
-                sleep 0.1
-        done
+        poll 120 "turn $n: ctl status harness-exited" exited
         echo "exited $(($(now) - t0))" >>"$out"
         [ -z "${EXITED_HOOK:-}" ] || "$EXITED_HOOK"
-        x measure bench-turn hangar-driver -- hangar-driver ctl events >"$TMP/events.$n"
+        x measure bench-turn hangar-driver -- hangar-driver ctl events --turn "$turn" >"$TMP/events.$n"
         x turn bench-turn hangar-driver -- hangar-driver ctl finish >/dev/null
-        wait "$DRIVER_EXEC" "$RELAY_EXEC" || true
+        wait "$RELAY_EXEC" || true
         echo "done $(($(now) - t0))" >>"$out"
-        # harness.started: the driver's own clock (the sandbox's wall clock is the host's).
+        # The turn ran: the relay's done line with the harness's status 0 ...
+        done_line=$(grep '"relay":"done"' "$TMP/relay.out.$n" | tail -n 1)
+        jq -e '.harness_value == 0' <<<"$done_line" >/dev/null 2>&1 ||
+                die "turn $n: the relay did not end with the harness's status 0: $(tail -n 3 "$TMP/relay.out.$n")"
+        # ... and harness.started: the driver's own clock (the sandbox's wall clock is the host's).
         awk -v t0="$t0" 'index($0, "\"harness.started\"") {
                 match($0, /"ts": *[0-9.]+/); ts = substr($0, RSTART, RLENGTH); sub(/.*: */, "", ts)
                 printf "started %.0f\n", ts * 1e6 - t0 }' "$TMP/events.$n" | head -n 1 >>"$out"
-        grep -q '^started ' "$out" || { echo "turn $n: no harness.started event" >&2; cat "$TMP/driver.out.$n" "$TMP/events.$n" >&2; exit 1; }
+        grep -q '^started ' "$out" || die "turn $n: no harness.started event: $(head -c 600 "$TMP/events.$n")"
+        poll 120 "turn $n: ctl status ended (after ctl finish)" ended "$turn"
 }
 say "(c) $TURNS turns"
-turn_spec bench-ask "$HARNESS" >"$TMP/turn-ask.json"
 # The driver idle during a turn (waiting on the approval), and the pod then.
 idle_hook() {
-        local pid a b
+        local pid a b v
         pid=$(driver_pid)
-        read -r _ _ a < <(proc_read "$pid")
+        v=$(proc_read "$pid")
+        read -r _ _ a <<<"$v"
         sleep 10
-        read -r D_IDLE_RSS D_IDLE_HWM b < <(proc_read "$pid")
+        v=$(proc_read "$pid")
+        read -r D_IDLE_RSS D_IDLE_HWM b <<<"$v"
         D_IDLE_TICKS=$((b - a))
-        read -r iw_use _ iw_rss iw_cache _ < <(cg_read "$CG_TURN")
+        v=$(cg_read "$CG_TURN")
+        read -r iw_use _ iw_rss iw_cache _ <<<"$v"
 }
 : >"$TMP/execs"
 for ((i = 1; i <= TURNS; i++)); do
-        run_turn "$i" "$TMP/turn-ask.json"
+        run_turn "$i" "$HARNESS"
         [ "$i" != 1 ] || cp "$TMP/execs" "$TMP/execs.first"
 done
 # One more, not timed: the driver idle while it waits on the approval.
-TURN_HOOK=idle_hook run_turn idle "$TMP/turn-ask.json"
+TURN_HOOK=idle_hook run_turn idle "$HARNESS"
 field() { awk -v k="$1" '$1 == k { print $2 / 1e3 }' "$TMP"/turn.[0-9]* | stats; }
 # The reference: the harness started in the agent's container by one exec
 # (the turn without the sidecar); the time its first line reaches the host.
@@ -344,23 +406,28 @@ for ((i = 1; i <= TURNS; i++)); do
         x measure bench-turn hangar-driver -- true
         echo $(($(now) - t0)) >>"$TMP/true"
 done
-read -r st50 _ stmean stmax < <(field started)
-read -r ref50 _ refmean refmax < <(awk '{ print $1 / 1e3 }' "$TMP/ref" | stats)
-read -r tr50 _ trmean trmax < <(awk '{ print $1 / 1e3 }' "$TMP/true" | stats)
+[ "$(wc -l <"$TMP/ref")" = "$TURNS" ] || die "the reference's harness line did not arrive in every run"
+v=$(field started)
+read -r st50 _ stmean stmax <<<"$v"
+v=$(awk '{ print $1 / 1e3 }' "$TMP/ref" | stats)
+read -r ref50 _ refmean refmax <<<"$v"
+v=$(awk '{ print $1 / 1e3 }' "$TMP/true" | stats)
+read -r tr50 _ trmean trmax <<<"$v"
 echo
 echo "(c) a turn's start through pods/exec, $TURNS turns (ms since the first exec; load $(load) after)"
 printf '%-52s %8s %8s %8s\n' "" p50 mean max
-for k in token ready written started asked exited "done"; do
+for k in start ready written started asked exited "done"; do
         case $k in
-        token) what="ctl token answered (the driver listens)" ;;
+        start) what="ctl start answered (token, port, instance)" ;;
         ready) what="relay said ready" ;;
-        written) what="token written to the relay" ;;
-        started) what="harness.started (the driver's event)" ;;
+        written) what="token and instance written to the relay" ;;
+        started) what="harness.started (the daemon's event)" ;;
         asked) what="the approval request seen by ctl approvals" ;;
         exited) what="harness exited (after ctl approve)" ;;
-        done) what="turn over (ctl finish, both execs ended)" ;;
+        done) what="turn over (ctl finish, the relay's exec ended)" ;;
         esac
-        read -r a _ b c < <(field "$k")
+        v=$(field "$k")
+        read -r a _ b c <<<"$v"
         printf '%-52s %8s %8s %8s\n' "$what" "$a" "$b" "$c"
 done
 printf '%-52s %8s %8s %8s\n' "without the sidecar: one exec to the harness's line" "$ref50" "$refmean" "$refmax"
@@ -381,28 +448,33 @@ BUSY="echo \"{\\\"type\\\": \\\"approval_request\\\", \\\"id\\\": \\\"a1\\\"}\"
 read -r answer
 yes 'harness output: a line of a busy agent, about like a build log or a test run' | head -c $((BUSY_MIB * 1048576))
 echo"
-turn_spec bench-busy "$BUSY" >"$TMP/turn-busy.json"
 busy_start() {
+        local v
         BUSY_PID=$(driver_pid)
-        read -r _ _ BUSY_TICKS0 < <(proc_read "$BUSY_PID")
+        v=$(proc_read "$BUSY_PID")
+        read -r _ _ BUSY_TICKS0 <<<"$v"
         echo 0 >"$CG_TURN/memory.max_usage_in_bytes" 2>/dev/null || true
-        read -r _ _ _ _ BUSY_CPU0 < <(cg_read "$CG_TURN")
+        v=$(cg_read "$CG_TURN")
+        read -r _ _ _ _ BUSY_CPU0 <<<"$v"
         BUSY_T0=$(now)
 }
 busy_exited() {
-        local _i
+        local _i v b
         for _i in 1 2 3 4 5; do
                 x turn bench-turn hangar-driver -- hangar-driver ctl run --timeout 60 -- sh -c 'ls / | wc -l' >/dev/null
         done
-        read -r D_BUSY_RSS D_BUSY_HWM b < <(proc_read "$BUSY_PID")
+        v=$(proc_read "$BUSY_PID")
+        read -r D_BUSY_RSS D_BUSY_HWM b <<<"$v"
         D_BUSY_TICKS=$((b - BUSY_TICKS0))
-        read -r _ B_MAX _ _ B_CPU1 < <(cg_read "$CG_TURN")
+        v=$(cg_read "$CG_TURN")
+        read -r _ B_MAX _ _ B_CPU1 <<<"$v"
         B_CPU=$((B_CPU1 - BUSY_CPU0))
         B_WALL=$(($(now) - BUSY_T0))
 }
-TURN_HOOK=busy_start EXITED_HOOK=busy_exited run_turn busy "$TMP/turn-busy.json"
+TURN_HOOK=busy_start EXITED_HOOK=busy_exited run_turn busy "$BUSY"
 logsize=$(x measure bench-turn sandbox -- stat -c %s /var/lib/hangar/run/log)
-read -r bt_use _ bt_rss bt_cache _ < <(cg_read "$CG_TURN")
+v=$(cg_read "$CG_TURN")
+read -r bt_use _ bt_rss bt_cache _ <<<"$v"
 HZ=$(getconf CLK_TCK)
 cpu_pct() { awk -v t="$1" -v hz="$HZ" -v us="$2" 'BEGIN { printf "%.1f", t / hz / (us / 1e6) * 100 }'; }
 echo
