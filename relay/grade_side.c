@@ -446,8 +446,7 @@ int main(int argc, char **argv)
                 reasons |= GRADE_R_TRIAL_RUNNING;
         else if (sr < 0)
                 reasons |= GRADE_R_SWEEP_FAILED;
-        if (sw.pid1 != SWEEP_PID1_YAMA_RELATIONAL && sw.pid1 != SWEEP_PID1_NON_DUMPABLE &&
-            sw.pid1 != SWEEP_PID1_OTHER_UID)
+        if (!sweep_pid1_proven(sw.pid1))
                 reasons |= GRADE_R_PID1_OPEN;
         char path[256];
         clean_path(path, sizeof(path), &reasons);

@@ -168,10 +168,9 @@ static int seal(bool keep_processes, bool window, bool *ret_sealed, json_t **ret
         if (r < 0)
                 return error_set(err, r, "the sealed start failed: %s", rep.reason);
         /* PID 1 survives the sweep: with a window after execve, sealed only
-         * if no process of the agent's could have taken PID 1 over (ptrace)
-         * to open the relay's stdin for it. Otherwise detected only. */
-        *ret_sealed = !window || rep.pid1 == SWEEP_PID1_YAMA_RELATIONAL ||
-                      rep.pid1 == SWEEP_PID1_OTHER_UID || rep.pid1 == SWEEP_PID1_NON_DUMPABLE;
+         * if no process of the agent's could ever have taken PID 1 over
+         * (ptrace) to open the relay's stdin for it. Otherwise detected only. */
+        *ret_sealed = !window || sweep_pid1_proven(rep.pid1);
         return 0;
 }
 

@@ -297,8 +297,6 @@ const char *sweep_pid1_name(sweep_pid1_t p)
         switch (p) {
         case SWEEP_PID1_YAMA_RELATIONAL:
                 return "yama-relational";
-        case SWEEP_PID1_NON_DUMPABLE:
-                return "non-dumpable";
         case SWEEP_PID1_OTHER_UID:
                 return "other-uid";
         case SWEEP_PID1_OPEN:
@@ -307,6 +305,11 @@ const char *sweep_pid1_name(sweep_pid1_t p)
         default:
                 return "unknown";
         }
+}
+
+bool sweep_pid1_proven(sweep_pid1_t p)
+{
+        return p == SWEEP_PID1_YAMA_RELATIONAL || p == SWEEP_PID1_OTHER_UID;
 }
 
 void sweep_judge_pid1(sweep_report_t *out)
@@ -339,15 +342,7 @@ void sweep_judge_pid1(sweep_report_t *out)
                 out->pid1 = SWEEP_PID1_OTHER_UID;
                 return;
         }
-        if (out->yama_scope >= 1) {
-                out->pid1 = SWEEP_PID1_YAMA_RELATIONAL;
-                return;
-        }
-        struct stat st;
-        /* A non-dumpable process's /proc directory belongs to root (or the
-         * overflow uid), not to its own uid. */
-        if (stat("/proc/1", &st) == 0)
-                out->pid1 = st.st_uid != (uid_t)uid[1] ? SWEEP_PID1_NON_DUMPABLE : SWEEP_PID1_OPEN;
+        out->pid1 = out->yama_scope >= 1 ? SWEEP_PID1_YAMA_RELATIONAL : SWEEP_PID1_OPEN;
 }
 
 static int fail(sweep_report_t *out, int code, const char *what, const char *fmt, ...)

@@ -25,14 +25,17 @@
 /* The longest sweep a caller may ask for. */
 #define SWEEP_DEADLINE_MAX_MS 60000
 
-/* Why PID 1 is not the trial's (docs/graders.md "PID 1"): judged from
- * outside, as the caller's uid. */
+/* What can be said of PID 1, which the sweep spares (docs/graders.md "PID
+ * 1"): judged from outside, as the caller's uid, by rules that hold for
+ * PID 1's whole life, never by a state seen now (sweep_pid1_proven). Being
+ * non-dumpable is such a state: a process may make itself so at any time,
+ * and a tracer attached before stays attached; so it is no judgement here
+ * (and Linux keeps /proc/PID's owner whatever it is). */
 typedef enum sweep_pid1 {
         SWEEP_PID1_UNKNOWN,         /* /proc/1 or its status unreadable */
         SWEEP_PID1_YAMA_RELATIONAL, /* ptrace_scope >= 1: no non-descendant may attach */
-        SWEEP_PID1_NON_DUMPABLE,    /* /proc/1 owned by root while PID 1 is not root */
         SWEEP_PID1_OTHER_UID,       /* PID 1 runs as another uid than the caller */
-        SWEEP_PID1_OPEN,            /* same uid, dumpable, Yama off or absent */
+        SWEEP_PID1_OPEN,            /* same uid, Yama off or absent: it could have been attached */
 } sweep_pid1_t;
 
 typedef struct sweep_report {
@@ -75,8 +78,15 @@ int sweep_others(int deadline_ms, sweep_report_t *out);
  * does this too). */
 void sweep_judge_pid1(sweep_report_t *out);
 
-/* "yama-relational", "non-dumpable", "other-uid", "open", "unknown". */
+/* "yama-relational", "other-uid", "open", "unknown". */
 const char *sweep_pid1_name(sweep_pid1_t p);
+
+/* Whether the judgement proves PID 1 was never the caller uid's to attach
+ * to: Yama's relational scope (a boot-time rule of the kernel or gVisor:
+ * PID 1 is nobody's descendant) and another uid (the caller, without
+ * capabilities, could never match all of PID 1's uids, and a process of
+ * the caller's uid cannot leave it without privilege). */
+bool sweep_pid1_proven(sweep_pid1_t p);
 
 /* The report as the record shows it (both the relay's ready line and a
  * grade's "sweep" member): {"killed", "rounds", "survivors",

@@ -5,7 +5,8 @@
  * sweeper's stdin through /proc while it was dumpable, a fork storm and an
  * evasive fork chain, stopped and non-dumpable processes, a zombie PID 1
  * does not reap, a process of another uid (foreign-process), /proc of
- * another namespace, a /proc with hidepid=2, the caller as PID 1, a bad
+ * another namespace, a /proc with hidepid=2, the caller as PID 1, a PID 1
+ * taken over and then made non-dumpable (open: no proof), a bad
  * deadline, a zombie leader with a live thread, and the guard
  * that refuses to signal anything in the host's PID namespace. */
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -480,6 +482,86 @@ START_TEST(caller_is_pid1)
 }
 END_TEST
 
+/* A PID 1 taken over earlier (a process of its uid attached with ptrace
+ * while PID 1 was dumpable) that then made itself non-dumpable: what the
+ * tracer did is not undone, so "non-dumpable now" is no proof and the
+ * judgement must say open. Run as an unused uid (root can always attach); where
+ * Yama's relational scope is on the attach is refused, which the judgement
+ * must then name and count as proof. */
+static int body_pid1_taken_then_hidden(void)
+{
+        if (geteuid() != 0) {
+                fprintf(stderr, "pid1_taken_then_hidden: needs root to change uid; not run\n");
+                return S_OK;
+        }
+        /* A change of uid leaves a process non-dumpable: dumpable again, as
+         * the container's command starts. */
+        if (setresgid(54321, 54321, 54321) < 0 || setresuid(54321, 54321, 54321) < 0 ||
+            prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+                return S_SETUP;
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0)
+                return S_SETUP;
+        pid_t tracer = fork();
+        if (tracer < 0)
+                return S_SETUP;
+        if (tracer == 0) {
+                /* Attached, and gone again (a traced PID 1 would stop on
+                 * every signal, its children's SIGCHLD too): what it did
+                 * while attached is not seen afterwards either. */
+                int ws = 0;
+                char ok = ptrace(PTRACE_SEIZE, 1, NULL, NULL) == 0 &&
+                                  ptrace(PTRACE_INTERRUPT, 1, NULL, NULL) == 0 &&
+                                  waitpid(1, &ws, __WALL) == 1 &&
+                                  ptrace(PTRACE_DETACH, 1, NULL, NULL) == 0
+                              ? 'y'
+                              : 'n';
+                _exit(write(ready[1], &ok, 1) == 1 ? S_OK : S_SETUP);
+        }
+        char attached = 0;
+        if (read(ready[0], &attached, 1) != 1)
+                return S_SETUP;
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return S_SETUP;
+        pid_t judge = fork();
+        if (judge < 0)
+                return S_SETUP;
+        if (judge == 0) {
+                sweep_report_t rep;
+                sweep_judge_pid1(&rep);
+                fprintf(stderr, "pid1_taken_then_hidden: attached %c, pid1 %s, yama %d\n", attached,
+                        sweep_pid1_name(rep.pid1), rep.yama_scope);
+                if (attached == 'y')
+                        _exit(rep.pid1 == SWEEP_PID1_OPEN && !sweep_pid1_proven(rep.pid1)
+                                  ? S_OK
+                                  : S_RESULT);
+                _exit(rep.pid1 == SWEEP_PID1_YAMA_RELATIONAL && sweep_pid1_proven(rep.pid1)
+                          ? S_OK
+                          : S_RESULT);
+        }
+        int st = 0;
+        while (waitpid(judge, &st, 0) < 0 && errno == EINTR)
+                ;
+        while (waitpid(tracer, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : S_RESULT;
+}
+
+START_TEST(pid1_taken_then_hidden)
+{
+        ck_assert_int_eq(in_pidns(body_pid1_taken_then_hidden, true), 0);
+}
+END_TEST
+
+START_TEST(pid1_proofs)
+{
+        ck_assert(sweep_pid1_proven(SWEEP_PID1_YAMA_RELATIONAL));
+        ck_assert(sweep_pid1_proven(SWEEP_PID1_OTHER_UID));
+        ck_assert(!sweep_pid1_proven(SWEEP_PID1_OPEN));
+        ck_assert(!sweep_pid1_proven(SWEEP_PID1_UNKNOWN));
+}
+END_TEST
+
 /* hidepid=2 would hide other uids' processes from the scan: refused. */
 static int sweeper_hidden(void)
 {
@@ -585,6 +667,8 @@ int main(void)
         tcase_add_test(tc, transient_root_is_not_foreign);
         tcase_add_test(tc, proc_of_another_namespace);
         tcase_add_test(tc, caller_is_pid1);
+        tcase_add_test(tc, pid1_taken_then_hidden);
+        tcase_add_test(tc, pid1_proofs);
         tcase_add_test(tc, proc_with_hidepid);
         tcase_add_test(tc, bad_deadline);
         tcase_add_test(tc, host_namespace_refused);
