@@ -20,9 +20,10 @@
 #    the path its webhook configuration gives the API server) and nginx
 #    (a static body of the webhook's answer), one after the other at each
 #    concurrency; requests/s, p50, p99, then each process's peak RSS.
-# Not part of CI. Needs the tool caches: scripts/k8s-tools.sh (kube-apiserver,
-# etcd, kubectl) and scripts/kyverno-tools.sh (Kyverno, built if missing:
-# a long build). All traffic stays on 127.0.0.1.
+# In CI short (tests/bench: bench_kyverno, when given Kyverno). Needs the tool
+# caches: scripts/k8s-tools.sh (kube-apiserver, etcd, kubectl) and
+# scripts/kyverno-tools.sh (Kyverno, built if missing: a long build). All
+# traffic stays on 127.0.0.1.
 # usage: bench/kyverno.sh [PATH/TO/hangar-webhook] [SECONDS_PER_RUN]
 #   HANGAR_K8S_BIN, HANGAR_KYVERNO_BIN: use these tool dirs instead of the caches.
 #   HANGAR_BENCH_KEEP=1: keep the work directory (logs, stored pods).
