@@ -19,7 +19,9 @@
 #      the local image names;
 #   6. the stop command local-run printed: nothing of the node left on the
 #      host (processes, cgroups, network namespace, mounts, links, state),
-#      the state directory gone, and a second stop a no-op.
+#      the state directory gone, and a second stop a no-op;
+#   7. a node that does not come up (its start deadline cut to a second):
+#      the run stops there naming the step and its log, and stop cleans up.
 # usage: test_main_command.sh K8S_BIN   (root; the tool caches warm: it runs
 #   local-run.sh's own dependency steps, which take the cached tools)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -150,4 +152,19 @@ node_assert_clean "$STATE" "$id" "$netns" "after stop" "$T_TMP/hidden-before"
 t_check "the state directory is gone" test ! -e "$STATE"
 (cd "$CLONE" && HANGAR_LOCAL_DIR=$STATE "${stop_words[@]}") >"$T_TMP/stop2.out" 2>&1
 t_eq "a second stop exits 0" 0 "$?"
+
+# ---- 7. a cluster that does not come up --------------------------------------
+# node.sh's deadline for the node to start, cut to a second: the run stops
+# at that step, names it and its log, and stop cleans up what it started.
+(cd "$CLONE" && HANGAR_LOCAL_DIR=$STATE HANGAR_NODE_START_TIMEOUT=1 "$main") >"$T_TMP/fail.out" 2>&1
+t_eq "a node that does not come up: the main command exits 1" 1 "$?"
+t_check "  naming the step and its log" grep -q \
+        "failed (step \"starting a one-node cluster.*log: $STATE/logs/node-start.log" "$T_TMP/fail.out"
+t_check "  with the end of that log" grep -q "not ready after 1s" "$T_TMP/fail.out"
+id=$(node_id "$STATE")
+netns=$(cat "$STATE/node/netns" 2>/dev/null)
+(cd "$CLONE" && HANGAR_LOCAL_DIR=$STATE "${stop_words[@]}") >"$T_TMP/stop3.out" 2>&1
+t_eq "  and stop exits 0" 0 "$?"
+node_assert_clean "$STATE" "$id" "$netns" "after the failed start's stop" "$T_TMP/hidden-before"
+t_check "  the state directory is gone" test ! -e "$STATE"
 t_end

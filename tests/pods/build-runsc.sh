@@ -30,6 +30,10 @@ tools_cold="a few minutes"
 if [ "$VERSION" = latest ]; then
         VERSION=$(go list -m -f '{{.Version}}' gvisor.dev/gvisor@latest)
 fi
+# A module version (vX.Y.Z, a pseudo-version included), never an option or a
+# path: it names the cache directory.
+[[ $VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] ||
+        die "'$VERSION' is not a module version (usage: build-runsc.sh [VERSION|latest])"
 
 cache_key() { echo "$VERSION"; }
 build_into() {
