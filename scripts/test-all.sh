@@ -13,11 +13,12 @@
 #      end-to-end suites against a real kube-apiserver, the pod suites
 #      (probe, turn, attacks) in real runsc/crun/runc pods, the images
 #      (built offline, reproducibly) and the one-node cluster they run on.
-#      Two lanes at once (docs/ci.md): the images and node suites one after
-#      the other (they share the image cache and the node), and every other
-#      test CTEST_JOBS at a time (default twice the cores: the pod and
-#      end-to-end suites mostly wait on execs and API calls). The ASan+UBSan
-#      build and the fuzz targets are built meanwhile, at the lowest priority;
+#      Two lanes at once (docs/ci.md): the images' and the node's suites two
+#      at a time (the node's share one node), and every other test
+#      CTEST_JOBS at a time (default twice the cores: the pod and end-to-end
+#      suites mostly wait on execs and API calls), but for the pod matrix's
+#      variants labelled outside_ci. The ASan+UBSan build and the fuzz
+#      targets are built meanwhile, at the lowest priority;
 #   3. that ASan+UBSan build running unit, fuzz replays, server, golden and
 #      integration tests, the native turn included (LeakSanitizer on); it is
 #      also the coverage build: line and branch coverage per module printed;
@@ -106,15 +107,11 @@ setsid bash -c 'nice -n 19 ninja -C build-asan && nice -n 19 scripts/fuzz.sh --b
 builds_pid=$!
 bg_pids+=("$builds_pid")
 
-stage "images (offline, from Debian packages; cached root file systems) and their tests, alone"
-# Before the lanes, not in one: the reproducibility test's second build
-# downloads from the Debian archive again, and with the other suites beside
-# it that download failed in 2 of 2 CI runs (never alone; cause not found
-# yet, docs/ci.md). About 2 minutes.
+stage "images (offline, from Debian packages; cached root file systems)"
+# The node lane loads them; their tests run in that lane (docs/ci.md).
 scripts/build-images.sh --build-dir build >/dev/null
-ctest --test-dir build --output-on-failure -L '^images$' -O build/ctest-images.log
 
-stage "release tests: lane [node] (the node suites, -j $node_jobs) and lane [main] (the rest, -j $ctest_jobs)"
+stage "release tests: lane [node] (the node and images suites, -j $node_jobs) and lane [main] (the rest, -j $ctest_jobs)"
 # lane NAME COMMAND...: COMMAND's output with each line prefixed [NAME], and
 # its status.
 lane() {
@@ -124,7 +121,7 @@ lane() {
         return "${PIPESTATUS[0]}"
 }
 node_lane() {
-        ctest --test-dir build --output-on-failure -L '^node$' -j "$node_jobs" -O build/ctest-node.log
+        ctest --test-dir build --output-on-failure -L '^(node|images)$' -j "$node_jobs" -O build/ctest-node.log
 }
 set -m # the lane in a process group of its own
 lane node node_lane &
@@ -132,7 +129,9 @@ node_lane_pid=$!
 set +m
 bg_pids+=("$node_lane_pid")
 main_rc=0
-lane main ctest --test-dir build --output-on-failure -j "$ctest_jobs" -LE '^(images|node)$' \
+# outside_ci: the pod suites' variants CI leaves out (docs/ci.md, "The pod
+# matrix in CI"); `ctest -L outside_ci` runs them.
+lane main ctest --test-dir build --output-on-failure -j "$ctest_jobs" -LE '^(images|node|outside_ci)$' \
         -O build/ctest-main.log || main_rc=$?
 node_rc=0
 wait "$node_lane_pid" || node_rc=$?

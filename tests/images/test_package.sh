@@ -69,7 +69,10 @@ cache=${HANGAR_IMAGES_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hangar-images}
 mkdir -p "$cache/debs"
 root=$T_TMP/clean
 start=$SECONDS
+# apt retries a failed download (the archive refuses one now and then), in
+# mmdebstrap's own runs and, kept in the rootfs, in the Dockerfile's.
 if SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH mmdebstrap --quiet --mode=root --variant=minbase \
+        --aptopt='Acquire::Retries "3"' \
         --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
         --setup-hook="mkdir -p \"\$1/var/cache/apt/archives\" && find '$cache/debs' -maxdepth 1 -name '*.deb' -exec cp -l -t \"\$1/var/cache/apt/archives\" {} +" \
         bookworm "$root" \

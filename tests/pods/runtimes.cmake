@@ -3,7 +3,7 @@
 #   include(${PROJECT_SOURCE_DIR}/tests/pods/runtimes.cmake)
 #   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> RUNTIMES <runtime>... [CURRENT | CURRENT_UNLESS_NODE]
 #                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>]
-#                    [COST <s>])
+#                    [COST <s>] [OUTSIDE_CI <runtime>...])
 #
 # registers, for each runtime R of RUNTIMES (runsc: Debian's, crun, runc; node:
 # the shared one-node cluster, below), the
@@ -19,6 +19,10 @@
 # costliest tests first when it has no timings of its own yet (a clean
 # build directory, as in CI), so the long pod suites do not start last and
 # leave the run waiting on them alone (docs/ci.md).
+#
+# OUTSIDE_CI: these runtimes' variants also get the label "outside_ci", which
+# the test command leaves out (scripts/test-all.sh; docs/ci.md, "The pod
+# matrix in CI", says which and why); `ctest -L outside_ci` runs them.
 #
 # Every test gets the labels "pods" and its runtime ("runsc", "crun", "runc",
 # "runsc_current"; ctest -L is a regular expression: -L '^runsc$' for Debian's
@@ -44,7 +48,8 @@ set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
     "A current runsc for the *_runsc_current pod tests (tests/pods/build-runsc.sh prints its path)")
 
 function(hangar_pod_tests)
-  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT;CURRENT_UNLESS_NODE" "NAME;SCRIPT;TIMEOUT;COST" "RUNTIMES;ARGS;ENV;CURRENT_ARGS")
+  cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT;CURRENT_UNLESS_NODE" "NAME;SCRIPT;TIMEOUT;COST"
+                        "RUNTIMES;ARGS;ENV;CURRENT_ARGS;OUTSIDE_CI")
   if(NOT P_NAME OR NOT P_SCRIPT OR NOT P_RUNTIMES)
     message(FATAL_ERROR "hangar_pod_tests: NAME, SCRIPT and RUNTIMES are required")
   endif()
@@ -91,7 +96,11 @@ function(hangar_pod_tests)
       set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "node" TIMEOUT ${P_TIMEOUT} COST ${P_COST}
                            FIXTURES_REQUIRED node ENVIRONMENT "HANGAR_TEST_NODE_DIR=${node_dir}")
     else()
-      set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "pods;${v}" TIMEOUT ${P_TIMEOUT}
+      set(labels "pods;${v}")
+      if(v IN_LIST P_OUTSIDE_CI)
+        list(APPEND labels outside_ci)
+      endif()
+      set_tests_properties(${P_NAME}_${v} PROPERTIES LABELS "${labels}" TIMEOUT ${P_TIMEOUT}
                            COST ${P_COST})
     endif()
   endforeach()
