@@ -87,5 +87,23 @@ if hits=$(printf '%s\n' "${shell_files[@]}" | grep -E '^(scripts|bench)/' |
         echo "$hits"
         status=1
 fi
+# Commit messages (from the commit that brought this check on): a subject
+# of at most 72 characters, the why in a body after a blank line. Older
+# history is left as it is.
+commit_base=c3f7548
+if git rev-parse --verify -q "$commit_base^{commit}" >/dev/null 2>&1; then
+        hits=""
+        for c in $(git rev-list "$commit_base..HEAD"); do
+                subject=$(git log -1 --format=%s "$c")
+                second=$(git log -1 --format=%B "$c" | sed -n 2p)
+                [ "${#subject}" -le 72 ] || hits+="$(git log -1 --format=%h "$c"): subject of ${#subject} characters (72 at most)"$'\n'
+                [ -z "$second" ] || hits+="$(git log -1 --format=%h "$c"): no blank line after the subject"$'\n'
+        done
+        if [ -n "$hits" ]; then
+                echo "lint: commit messages (git commit --amend, or rebase, before pushing):"
+                printf '%s' "$hits"
+                status=1
+        fi
+fi
 [ "$status" -eq 0 ] && echo "lint: ${#sources[@]} C files and ${#shell_files[@]} shell scripts clean"
 exit "$status"
