@@ -377,9 +377,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 req->corked_fd = -1;
                 clock_gettime(CLOCK_MONOTONIC, &req->started);
-                /* A request in progress gets the request deadline (a new
-                 * connection starts with it too); between requests the
-                 * longer idle timeout holds (on_completed). */
+                /* A request in progress gets the request deadline; before
+                 * the first request and between requests the longer idle
+                 * timeout holds (start_daemon, on_completed). */
                 (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                                 s->cfg->request_timeout_seconds);
                 req->route = route_of(l, method, url);
@@ -503,7 +503,16 @@ static struct MHD_Daemon *start_daemon(server_t *s, listener_t *l, uint16_t port
             {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, NULL},
             {MHD_OPTION_SOCK_ADDR, 0, &ss},
             {MHD_OPTION_THREAD_POOL_SIZE, tls && threads > 1 ? threads : 0, NULL},
-            {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->request_timeout_seconds, NULL},
+            /* A new HTTPS connection may wait as long as one between
+             * reviews: the API server's Go client dials a connection for a
+             * review, sends that review on another that fell idle first,
+             * and pools the new one unused for up to 90 s; closing it after
+             * the request deadline made a review sent on it in that moment
+             * fail with EOF (node_availability, 1 create in 200, session
+             * 10). A request in progress gets the request deadline
+             * (on_request). */
+            {MHD_OPTION_CONNECTION_TIMEOUT,
+             tls ? s->cfg->idle_timeout_seconds : s->cfg->request_timeout_seconds, NULL},
             {MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL},
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL},
             {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, l},

@@ -126,9 +126,13 @@ t_check "trickled request cut off at the deadline ($out)" grep -Eq '^(status 408
 out=$($SLOW "$PORT" idle "$REVIEW" 4)
 t_eq "a kept-alive connection idle past the request deadline still takes the next review" \
         "first 200 again 200" "$out"
+# A new connection that sends nothing after its handshake is what the API
+# server's client pools when it dialed for a review another connection took:
+# it waits the idle timeout too (a close at the request deadline made a
+# review sent on it in that moment fail with EOF), and no longer.
 out=$($SLOW "$PORT" silent)
-t_check "a new connection that sends nothing is cut off at the request deadline ($out)" \
-        grep -Eq '^closed [2-5]\.' <<<"$out"
+t_check "a new connection that sends nothing waits the idle timeout, then is closed ($out)" \
+        grep -Eq '^closed ([89]|1[0-1])\.' <<<"$out"
 out=$($SLOW "$PORT" huge)
 t_check "a declared 1 GB body is refused at once, unread ($out)" grep -Eq '^status 413 [01]\.' <<<"$out"
 t_check "deadline counted as a timeout" bash -c "curl -s '$HURL/metrics' | grep -q 'errors_total{kind=\"timeout\"} [1-9]'"
