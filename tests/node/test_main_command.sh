@@ -159,7 +159,7 @@ t_eq "a second stop exits 0" 0 "$?"
 (cd "$CLONE" && HANGAR_LOCAL_DIR=$STATE HANGAR_NODE_START_TIMEOUT=1 "$main") >"$T_TMP/fail.out" 2>&1
 t_eq "a node that does not come up: the main command exits 1" 1 "$?"
 t_check "  naming the step and its log" grep -q \
-        "failed (step \"starting a one-node cluster.*log: $STATE/logs/node-start.log" "$T_TMP/fail.out"
+        "(step \"starting a one-node cluster.*log: $STATE/logs/node-start.log" "$T_TMP/fail.out"
 t_check "  with the end of that log" grep -q "not ready after 1s" "$T_TMP/fail.out"
 id=$(node_id "$STATE")
 netns=$(cat "$STATE/node/netns" 2>/dev/null)

@@ -143,7 +143,19 @@ t_eq "the relay of the turn in flight ended the harness: 125, driver-gone" "125 
 	"$? $(last vi | jq -r .relay)"
 t_check "... vi is gone from the agent's container" \
 	t_wait_for "! in_agent ps -eo args </dev/null | grep -q '^busybox vi'" 20
-kubectl logs -n "$NS" "$POD" -c hangar-driver --previous >previous.log 2>&1
+# The kubelet counts the restart before its status names the container
+# that ended (lastState.terminated), and `logs --previous` finds no
+# container until it does ("previous terminated container not found", CI
+# session 10): wait for that record, then read the log it names. Under
+# gVisor the container's stdout reaches its log file through the shim after
+# the process is gone, so the log is read until its last line is there.
+t_check "the kubelet recorded the old container's end (lastState.terminated)" \
+	t_wait_for '[ -n "$(driver_status lastState | jq -r ".terminated.containerID // empty" 2>/dev/null)" ]' 60
+old_log_done() {
+	kubectl logs -n "$NS" "$POD" -c hangar-driver --previous >previous.log 2>&1 &&
+		grep -q 'turn vi ended as driver-stopped' previous.log
+}
+t_wait_for old_log_done 30
 t_check "the old daemon's log: its instance, and the turn ended as driver-stopped" \
 	sh -c "grep -q 'instance $I1' previous.log && grep -q 'turn vi ended as driver-stopped' previous.log"
 t_check "hangar-driver is Ready again (the startup probe passed)" t_wait_for '[ "$(driver_status ready)" = true ]' 120
