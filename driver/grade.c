@@ -317,6 +317,10 @@ static void send_go(grade_ctx_t *g)
         _cleanup_free_ char *tests = NULL;
         int r =
             asprintf(&tests, "%s/%s/%s/tests", g->home, GRADES_DIR, g->spec.id) < 0 ? -ENOMEM : 0;
+        /* The spec was judged to fit the go message with a tests directory
+         * this long at most (grade_spec_parse). */
+        if (r == 0 && strlen(tests) > GRADE_TESTS_DIR_MAX)
+                r = -ENAMETOOLONG;
         if (r == 0)
                 r = unpack_tests(g);
         g->tests_unpacked = true; /* partly, perhaps: removed with the connection */

@@ -180,6 +180,8 @@ void grade_spec_free(grade_spec_t *s)
         *s = (grade_spec_t){0};
 }
 
+static int go_fits(const grade_spec_t *s, hg_error_t *err);
+
 int grade_spec_parse(const char *text, size_t len, grade_spec_t *ret, hg_error_t *err)
 {
         static const char *const names[] = {
@@ -216,7 +218,8 @@ int grade_spec_parse(const char *text, size_t len, grade_spec_t *ret, hg_error_t
             (r = uint_member(s.root, "report_max", 0, GRADE_REPORT_MAX, GRADE_REPORT_DEFAULT,
                              &s.report_max, err)) < 0 ||
             (r = uint_member(s.root, "connect_timeout_s", 1, 3600, 120, &s.connect_timeout_s,
-                             err)) < 0)
+                             err)) < 0 ||
+            (r = go_fits(&s, err)) < 0)
                 goto fail;
         json_t *tests = json_object_get(s.root, "tests");
         if (!json_is_array(tests) || json_array_size(tests) > GRADE_FILES_MAX) {
@@ -468,6 +471,28 @@ int grade_tree_parse(const void *p, size_t n, char ret_hex[65], hg_error_t *err)
             strspn(json_string_value(t), "0123456789abcdef") != 64)
                 return error_set(err, -EINVAL, "\"tree\" must be 64 lowercase hex digits");
         memcpy(ret_hex, json_string_value(t), 65);
+        return 0;
+}
+
+/* The grader side gets the spec's argv and cwd in one go message of at most
+ * GRADE_MSG_MAX bytes: a spec whose go would not fit, with the tests
+ * directory at its longest, could never start and is refused up front. */
+static int go_fits(const grade_spec_t *s, hg_error_t *err)
+{
+        char longest[GRADE_TESTS_DIR_MAX + 1];
+        memset(longest, 'x', GRADE_TESTS_DIR_MAX);
+        longest[0] = '/';
+        longest[GRADE_TESTS_DIR_MAX] = '\0';
+        _cleanup_json_ json_t *go = grade_go_json(s, longest);
+        _cleanup_free_ char *text = go ? jsonx_dumps(go, JSON_COMPACT) : NULL;
+        if (!text)
+                return error_set(err, -ENOMEM, "out of memory");
+        size_t n = strlen(text);
+        if (n > GRADE_MSG_MAX)
+                return error_set(err, -E2BIG,
+                                 "\"argv\" and \"cwd\" make the grader's start message %zu "
+                                 "bytes, more than its %u",
+                                 n, GRADE_MSG_MAX);
         return 0;
 }
 

@@ -27,6 +27,9 @@
 #define GRADE_REPORT_DEFAULT  16384u
 #define GRADE_OUTPUT_MAX      (1024u * 1024u) /* the exec's output, as hangar passes it in */
 #define GRADE_MSG_MAX         8192u           /* findings, tree, go: one frame each */
+/* The longest tests directory a go message names (HOME/grades/ID/tests):
+ * a spec is refused when its go would not fit GRADE_MSG_MAX with it. */
+#define GRADE_TESTS_DIR_MAX 512u
 
 /* Why a grade is best_effort: a closed list, one bit each. */
 typedef enum grade_reason {

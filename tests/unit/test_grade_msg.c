@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "grade_msg.h"
+#include "jsonx.h"
 #include "unit.h"
 
 #define CHECKS_PASS "[{\"code\": \"spec.driver\", \"status\": \"pass\", \"detail\": \"d\"}]"
@@ -141,6 +142,50 @@ START_TEST(the_driver_reasons_are_the_drivers)
 }
 END_TEST
 
+/* A begin spec whose argv is N arguments of LEN bytes each. */
+static char *argv_spec(size_t n, size_t len)
+{
+        static char text[GRADE_ARGV_MAX * (GRADE_ARG_MAX + 8) + 256];
+        size_t o = (size_t)snprintf(
+            text, sizeof(text), "{\"grade\": \"g-1\", \"tests\": [], \"cwd\": \"/\", \"argv\": [");
+        for (size_t i = 0; i < n; i++) {
+                o += (size_t)snprintf(text + o, sizeof(text) - o, "%s\"", i ? ", " : "");
+                memset(text + o, 'a', len);
+                o += len;
+                o += (size_t)snprintf(text + o, sizeof(text) - o, "\"");
+        }
+        snprintf(text + o, sizeof(text) - o, "]}");
+        return text;
+}
+
+/* The grader side gets argv and cwd in one go message of GRADE_MSG_MAX
+ * bytes: a spec whose go would not fit (each argument within its own
+ * limit) is refused at the start, not accepted and never started (fuzz
+ * found it); one that fits gives a go the grader side reads back. */
+START_TEST(argv_must_fit_the_go_message)
+{
+        grade_spec_t s;
+        hg_error_t err = {0};
+        const char *big = argv_spec(4, 4000);
+        ck_assert_int_eq(grade_spec_parse(big, strlen(big), &s, &err), -E2BIG);
+        ck_assert_msg(strstr(err.message, "start message"), "message: %s", err.message);
+        const char *fits = argv_spec(4, 1500);
+        ck_assert_int_eq(grade_spec_parse(fits, strlen(fits), &s, &err), 0);
+        char longest[GRADE_TESTS_DIR_MAX + 1];
+        memset(longest, 'x', GRADE_TESTS_DIR_MAX);
+        longest[0] = '/';
+        longest[GRADE_TESTS_DIR_MAX] = '\0';
+        _unit_json_ json_t *go = grade_go_json(&s, longest);
+        _cleanup_free_ char *text = jsonx_dumps(go, JSON_COMPACT);
+        ck_assert_uint_le(strlen(text), GRADE_MSG_MAX);
+        grade_go_t g;
+        ck_assert_int_eq(grade_go_parse(text, strlen(text), &g, &err), 0);
+        ck_assert_uint_eq(g.argc, 4);
+        grade_go_free(&g);
+        grade_spec_free(&s);
+}
+END_TEST
+
 static Suite *grade_msg_suite(void)
 {
         Suite *s = suite_create("grade_msg");
@@ -149,6 +194,7 @@ static Suite *grade_msg_suite(void)
         tcase_add_test(tc, the_names_kept);
         tcase_add_test(tc, not_a_spec_report_refused);
         tcase_add_test(tc, the_driver_reasons_are_the_drivers);
+        tcase_add_test(tc, argv_must_fit_the_go_message);
         suite_add_tcase(s, tc);
         return s;
 }
