@@ -8,7 +8,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
+
+#include "kernrand.h"
 
 /* NUL-terminated, so no label is a prefix of another: two kinds of proof
  * can never be over the same bytes. "v2" is the wire version. */
@@ -25,7 +26,7 @@ _Static_assert(sizeof(label_relay) <= LABEL_MAX, "LABEL_MAX holds every label");
 
 int handshake_nonce(uint8_t ret[FRAME_NONCE_SIZE])
 {
-        return RAND_bytes(ret, (int)FRAME_NONCE_SIZE) == 1 ? 0 : -EIO;
+        return kernrand_bytes(ret, FRAME_NONCE_SIZE);
 }
 
 /* The bytes a proof covers (the layout in handshake.h); returns their length. */

@@ -67,7 +67,8 @@ typedef struct handshake_binding {
  * IPv6, -EINVAL for a side that is not HANDSHAKE_DRIVER or HANDSHAKE_RELAY. */
 int handshake_endpoints(int fd, handshake_side_t side, handshake_endpoints_t *ret);
 
-/* A fresh nonce from OpenSSL's CSPRNG; -EIO if it fails (never a fallback). */
+/* A fresh nonce from getrandom(2) (kernrand.h); -errno if the kernel
+ * refuses (never a fallback). */
 int handshake_nonce(uint8_t ret[FRAME_NONCE_SIZE]);
 
 /* side's proof for b, made with token. -EINVAL for a channel outside the

@@ -3,13 +3,15 @@
 #include <errno.h>
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
+
+#include "kernrand.h"
 
 int token_generate(token_t *ret)
 {
         token_t t;
-        if (RAND_bytes(t.bytes, (int)sizeof(t.bytes)) != 1)
-                return -EIO;
+        int r = kernrand_bytes(t.bytes, sizeof(t.bytes));
+        if (r < 0)
+                return r;
         *ret = t;
         token_wipe(&t, sizeof(t));
         return 0;

@@ -1,4 +1,4 @@
-/* The relay token: FRAME_TOKEN_SIZE random bytes from OpenSSL's CSPRNG, kept
+/* The relay token: FRAME_TOKEN_SIZE random bytes from the kernel (kernrand.h), kept
  * as lowercase hex text in files and on the relay's stdin, compared in
  * constant time. One token per turn; the driver accepts it on two
  * connections only (io, then ctl). */
@@ -17,7 +17,8 @@ typedef struct token {
         uint8_t bytes[FRAME_TOKEN_SIZE];
 } token_t;
 
-/* Fresh random bytes; -EIO if the CSPRNG fails (never a weak fallback). */
+/* Fresh random bytes from getrandom(2) (kernrand.h); -errno if the kernel
+ * refuses them (never a weak fallback). */
 int token_generate(token_t *ret);
 
 /* text[TOKEN_HEX_LEN + 1]: the hex form, NUL-terminated. */
