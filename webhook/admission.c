@@ -7,6 +7,7 @@
 
 #include "base64.h"
 #include "cleanup.h"
+#include "enforce.h"
 #include "guard.h"
 #include "jsondump.h"
 #include "jsonparse.h"
@@ -129,7 +130,10 @@ static bool is_core_pod(json_t *request)
 static int decide_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
                       mutate_result_t *ret)
 {
-        return values ? mutate_pod_with(cfg, values, pod, ret) : mutate_pod(cfg, pod, ret);
+        int r = values ? mutate_pod_with(cfg, values, pod, ret) : mutate_pod(cfg, pod, ret);
+        if (r == 0)
+                enforcement_apply(settings_conflict_enforcement(cfg), ret);
+        return r;
 }
 
 /* Makes the decision for a decoded request. */
@@ -237,6 +241,8 @@ static int encode(const char *api, admission_outcome_t *o, char **ret_body)
 {
         const mutate_result_t *res = &o->result;
         bool allowed = res->decision != DECISION_DENY;
+        /* A relaxed deny (warn or audit mode) is allowed and says so in the
+         * audit annotations: decision warned or audited, its reason kept. */
         /* Sized for the usual answer up front (strbuf has no reserve: this
          * is the empty buffer it would have grown to by doubling). */
         size_t usual = 512 + (res->patch ? strlen(res->patch) / 3 * 4 + 4 : 0);
@@ -272,7 +278,14 @@ static int encode(const char *api, admission_outcome_t *o, char **ret_body)
                 if (r == 0)
                         r = strbuf_puts(&sb, ",\"code\":403}");
         }
-        if (r == 0 && mutate_reason_warns(res->reason)) {
+        if (r == 0 && res->decision == DECISION_WARNED) {
+                /* Warn mode: the deny that was not enforced, told to the client. */
+                char warning[ENFORCEMENT_WARNING_MAX + 1];
+                enforcement_warning(res, warning);
+                r = put_string(&sb, ",\"warnings\":[", warning);
+                if (r == 0)
+                        r = strbuf_puts(&sb, "]");
+        } else if (r == 0 && mutate_reason_warns(res->reason)) {
                 /* A selected pod that runs without the split: tell whoever created it. */
                 char warning[ERROR_MESSAGE_MAX + 64];
                 (void)snprintf(warning, sizeof(warning), "hangar: driver sidecar not injected: %s",
@@ -396,6 +409,7 @@ int admission_validate(const webhook_settings_t *cfg, const char *body, size_t l
                 g.pod_error = lookup_err.message;
         }
         guard_decide(cfg, &g, &o->result);
+        enforcement_apply(settings_guard_enforcement(cfg), &o->result);
         return encode(api, o, ret_body);
 }
 

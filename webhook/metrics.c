@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cleanup.h"
+#include "enforce.h"
 #include "strbuf.h"
 
 /* Review latency buckets in seconds: a hand-built patch is microseconds, the
@@ -16,6 +17,8 @@ static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 
 
 static struct {
         atomic_uint_fast64_t reviews[REASON_COUNT];
+        /* Denies not enforced (enforce.h): [0] warned, [1] audited. */
+        atomic_uint_fast64_t relaxed[2][REASON_COUNT];
         atomic_uint_fast64_t errors[METRICS_ERROR_COUNT];
         atomic_uint_fast64_t latency_buckets[NBUCKETS]; /* each review in one (not cumulative) */
         atomic_uint_fast64_t latency_count;
@@ -46,7 +49,11 @@ void metrics_record_review(const mutate_result_t *result, double seconds)
         /* Counters only: relaxed is enough, and every review's threads share
          * these cache lines. One bucket per review; metrics_render adds them
          * up into Prometheus' cumulative buckets. */
-        atomic_fetch_add_explicit(&m.reviews[reason], 1, memory_order_relaxed);
+        if (result->decision == DECISION_WARNED || result->decision == DECISION_AUDITED)
+                atomic_fetch_add_explicit(&m.relaxed[result->decision == DECISION_AUDITED][reason],
+                                          1, memory_order_relaxed);
+        else
+                atomic_fetch_add_explicit(&m.reviews[reason], 1, memory_order_relaxed);
         for (size_t i = 0; i < NBUCKETS; i++) {
                 if (seconds <= buckets[i]) {
                         atomic_fetch_add_explicit(&m.latency_buckets[i], 1, memory_order_relaxed);
@@ -138,6 +145,17 @@ char *metrics_render(bool ready)
                 if (d == DECISION_INJECT)
                         injections += v;
         }
+        /* What warn and audit mode let through, under the deny's reason. */
+        for (unsigned k = 0; k < 2; k++)
+                for (unsigned i = 0; i < REASON_COUNT; i++)
+                        if (enforcement_relaxable(i))
+                                r |= strbuf_printf(
+                                    &sb,
+                                    "hangar_webhook_reviews_total{decision=\"%s\",reason=\"%s\"} "
+                                    "%llu\n",
+                                    mutate_decision_name(k ? DECISION_AUDITED : DECISION_WARNED),
+                                    mutate_reason_name(i),
+                                    (unsigned long long)atomic_load(&m.relaxed[k][i]));
         r |= strbuf_printf(&sb,
                            "# HELP hangar_webhook_injections_total Pods given the driver sidecar.\n"
                            "# TYPE hangar_webhook_injections_total counter\n"

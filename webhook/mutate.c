@@ -73,6 +73,10 @@ const char *mutate_decision_name(mutate_decision_t decision)
                 return "allowed";
         case DECISION_DENY:
                 return "denied";
+        case DECISION_WARNED:
+                return "warned";
+        case DECISION_AUDITED:
+                return "audited";
         default:
                 return "denied";
         }

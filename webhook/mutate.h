@@ -17,6 +17,10 @@ typedef enum mutate_decision {
         DECISION_SKIP,
         DECISION_INJECT,
         DECISION_ALLOW, /* a door after CREATE used within the rules (guard.c) */
+        /* A deny not enforced (enforce.h): allowed, logged and counted as
+         * what it would have been; warned also tells the client. */
+        DECISION_WARNED,
+        DECISION_AUDITED,
 } mutate_decision_t;
 
 /* Stable reason codes: logs, metrics labels, annotations and docs use them. */

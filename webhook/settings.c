@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "conftable.h"
+#include "enforce.h"
 #include "k8sname.h"
 #include "log.h"
 
@@ -65,6 +66,8 @@ static const conf_setting_t injection[] = {
      0, k8s_is_qualified_name, "a label key like hangar.dev/sandbox"},
     {"selector.value", "HANGAR_SELECTOR_VALUE", CONF_STRING, OFF(selector_value), "true", 0, 0,
      k8s_is_label_value, "a label value"},
+    {"conflictEnforcement", "HANGAR_CONFLICT_ENFORCEMENT", CONF_STRING, OFF(conflict_enforcement),
+     "enforce", 0, 0, enforcement_is_name, ENFORCEMENT_NAMES},
 };
 
 static const conf_setting_t server[] = {
@@ -72,6 +75,8 @@ static const conf_setting_t server[] = {
      0, 64, NULL, "a list of user names (system:serviceaccount:NS:NAME)"},
     {"guard.driverGroups", "HANGAR_GUARD_DRIVER_GROUPS", CONF_STRLIST, OFF(guard_driver_groups),
      "[]", 0, 64, NULL, "a list of group names"},
+    {"guard.enforcement", "HANGAR_GUARD_ENFORCEMENT", CONF_STRING, OFF(guard_enforcement),
+     "enforce", 0, 0, enforcement_is_name, ENFORCEMENT_NAMES},
     {"server.address", "HANGAR_LISTEN_ADDRESS", CONF_STRING, OFF(listen_address), "0.0.0.0", 0, 0,
      is_ip_address, "an IPv4 or IPv6 address"},
     {"server.port", "HANGAR_PORT", CONF_U32, OFF(port), "8443", 0, 65535, NULL,

@@ -25,6 +25,10 @@ typedef struct webhook_settings {
          * into hangar-driver and port-forward to an injected pod */
         strlist_t guard_driver_users;
         strlist_t guard_driver_groups;
+        /* staged rollout (enforce.h): enforce, warn or audit, for the
+         * guard's refusals and for injection conflicts */
+        char *guard_enforcement;
+        char *conflict_enforcement;
 
         /* the server */
         char *listen_address;

@@ -75,7 +75,8 @@ static const conf_setting_t settings[] = {
 /* The webhook's part of the shared file (webhook/settings.c checks that its
  * table has no other top-level key). */
 const char *const config_webhook_keys[] = {
-    "driverSidecar", "selector", "guard", "server", "logLevel", "tls", "kubeconfig", NULL,
+    "driverSidecar", "selector", "conflictEnforcement", "guard", "server",
+    "logLevel",      "tls",      "kubeconfig",          NULL,
 };
 
 conf_part_t config_part(hg_config_t *cfg)

@@ -30,6 +30,7 @@ PORT=
 
 doors_rbac() {
         kubectl create namespace $NS >/dev/null
+        kubectl label namespace $NS hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)
         kubectl create namespace hangar-system >/dev/null
         kubectl apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
@@ -100,9 +101,10 @@ pod() { # NAME [LABEL_VALUE [POD_SECURITY_CONTEXT]]
                        containers: [{name: "sandbox", image: "registry.example/agent-env:1.2"}]}}'
 }
 
-# doors_up: everything above, up to a webhook the API server calls.
+# doors_up [CONTROL_PLANE_ARGS...]: everything above, up to a webhook the
+# API server calls (the arguments go to scripts/control-plane.sh start).
 doors_up() {
-        t_control_plane
+        t_control_plane "$@"
         doors_rbac
         "$WEBHOOK" certs --out-dir pki --ip 127.0.0.1 >/dev/null
         PORT=$(t_free_port)

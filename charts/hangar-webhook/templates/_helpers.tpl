@@ -213,6 +213,7 @@ double-quoted scalar), so no value can break the document.
 {{- $v := .Values -}}
 driverSidecar: {{ $v.driverSidecar.enabled }}
 agentServiceAccountToken: {{ $v.driverSidecar.agentServiceAccountToken | toJson }}
+conflictEnforcement: {{ $v.driverSidecar.conflictEnforcement | default "enforce" | toJson }}
 selector:
   key: {{ $v.selector.key | toJson }}
   value: {{ $v.selector.value | toJson }}
@@ -244,6 +245,7 @@ gvisor:
 guard:
   driverUsers: {{ $v.guard.driverUsers | toJson }}
   driverGroups: {{ $v.guard.driverGroups | toJson }}
+  enforcement: {{ $v.guard.enforcement | default "enforce" | toJson }}
 volumes:
   home:
     mountPath: {{ $v.volumes.home.mountPath | toJson }}
