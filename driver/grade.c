@@ -62,8 +62,9 @@ struct grade_ctx {
         size_t report_len;
         bool have_report, have_exit, tests_unpacked;
         frame_exit_t side_exit;
-        char note[200];    /* why the connection ended early, for the record */
-        uint64_t rejected; /* connections the listener dropped (anyone on the loopback) */
+        char note[200];       /* why the connection ended early, for the record */
+        uint64_t rejected;    /* connections the listener dropped (anyone on the loopback) */
+        char restored_id[65]; /* the last grade a restore ended (ids are 1-64 bytes) */
 };
 
 static const char *state_name(grade_state_t s)
@@ -455,10 +456,30 @@ static void reset(grade_ctx_t *g)
         json_decref(g->report);
         free(g->report_raw);
         char *home = g->home, *ctl = g->ctl;
-        char instance[sizeof(g->instance)];
+        char instance[sizeof(g->instance)], restored[sizeof(g->restored_id)];
         memcpy(instance, g->instance, sizeof(instance));
+        memcpy(restored, g->restored_id, sizeof(restored));
         *g = (grade_ctx_t){.home = home, .ctl = ctl, .lis.fd = -1};
         memcpy(g->instance, instance, sizeof(instance));
+        memcpy(g->restored_id, restored, sizeof(restored));
+}
+
+void grade_ctx_restored(grade_ctx_t *g, const char *instance)
+{
+        if (strlen(instance) == HANDSHAKE_INSTANCE_HEX_LEN)
+                memcpy(g->instance, instance, sizeof(g->instance));
+        if (g->state == GS_NONE)
+                return;
+        close_conn(g, "the sandbox was restored from a checkpoint");
+        /* Its record, never sealed: grade.json says restored, so a show
+         * answers that and no finish can seal it later. */
+        _cleanup_json_ json_t *j = grade_json(g, false);
+        if (j) {
+                json_object_set_new(j, "state", json_string("restored"));
+                (void)record_write_json(g->dir, GRADE_SEALED_FILE, j, 0600);
+        }
+        snprintf(g->restored_id, sizeof(g->restored_id), "%s", g->spec.id);
+        reset(g);
 }
 
 void grade_ctx_free(grade_ctx_t *g)
@@ -553,7 +574,12 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
         if (!q->spec || grade_finish_parse(q->spec, q->spec_len, &f, &err) < 0)
                 return reply_error("bad finish spec", q->spec ? err.message : "no spec");
         if (g->state == GS_NONE || strcmp(f.id, g->spec.id) != 0) {
+                bool restored = strcmp(f.id, g->restored_id) == 0;
                 grade_finish_free(&f);
+                if (restored)
+                        return reply_error("restored: the grade began before the sandbox was "
+                                           "restored from a checkpoint; begin a new one",
+                                           NULL);
                 return reply_error("no grade in flight with that id", NULL);
         }
         /* hangar's exec ended: whatever the grader side still had is over. */

@@ -28,6 +28,13 @@ typedef struct grade_ctx grade_ctx_t;
  * Removes hangar-home/grades (tests an earlier daemon may have left there). */
 int grade_ctx_new(const char *home, const char *ctl, const char *instance, grade_ctx_t **ret);
 void grade_ctx_free(grade_ctx_t *g);
+/* The sandbox was restored from a checkpoint (driver/restore.h): instance
+ * is the daemon's new id. A grade in flight began in the checkpointed
+ * sandbox: its connection and token go, its record says "restored" (ctl
+ * grade show), and it can be neither finished nor sealed; a new grade may
+ * begin. */
+void grade_ctx_restored(grade_ctx_t *g, const char *instance);
+
 /* A grade is in flight (begun, not finished): no turn may start. */
 bool grade_busy(const grade_ctx_t *g);
 

@@ -1,6 +1,7 @@
 /* The daemon itself: its setup (signals, the control socket, a fresh
- * instance id), the one poll loop that drives the turn, the control
- * clients and the grades, and its teardown. What the loop wakes for is
+ * instance id, the restore watch), the one poll loop that drives the turn,
+ * the control clients and the grades, what a restore from a checkpoint
+ * changes, and its teardown. What the loop wakes for is
  * handled in the turn's modules (turnctx.h lists them). */
 #include "turn.h"
 
@@ -17,8 +18,11 @@
 
 #include "cleanup.h"
 #include "ctlsock.h"
+#include "handshake.h"
 #include "jsonx.h"
+#include "kernrand.h"
 #include "layout.h"
+#include "reseed.h"
 #include "turnctx.h"
 #include "turnops.h"
 #include "turnrelay.h"
@@ -59,9 +63,96 @@ static bool log_done(const turn_t *t, const ctlclient_t *c)
         return c->watch_gen != t->gen || !turnstate_active(&t->ts);
 }
 
+/* A new instance id: 16 bytes of the kernel's, as 32 hex digits. */
+static int new_instance(turn_t *t)
+{
+        uint8_t id[FRAME_INSTANCE_SIZE];
+        int r = kernrand_bytes(id, sizeof(id));
+        if (r < 0)
+                return r;
+        _Static_assert(sizeof(t->instance) == HANDSHAKE_INSTANCE_HEX_LEN + 1, "instance is hex");
+        handshake_instance_to_hex(id, t->instance);
+        token_wipe(id, sizeof(id));
+        return 0;
+}
+
+/* ---- a restore from a checkpoint (docs/turn.md, "Clones") ---- */
+
+/* This sandbox is one of perhaps many clones of one checkpoint: nothing
+ * secret or unique it holds may stay as the checkpoint had it. In order:
+ * OpenSSL's DRBGs reseeded (the driver's own secrets are the kernel's
+ * already), a new instance id, the turn in flight ended `restored` and let
+ * go (token wiped, listener closed, port and token files gone), the turn
+ * file unlinked (it names the old instance), the control clients closed
+ * (their hangar-driver ctl processes were exec'd, and runsc kills those at
+ * a restore), the grade in flight ended `restored`. */
+static void on_restore(turn_t *t)
+{
+        uint64_t n = t->restore.restores;
+        char old[sizeof(t->instance)];
+        memcpy(old, t->instance, sizeof(old));
+        int r = hg_rand_reseed(n);
+        if (r == 0)
+                r = new_instance(t);
+        if (r < 0) {
+                /* A clone that cannot make its own secrets must not serve. */
+                turnstate_end(&t->ts, "driver-failed",
+                              "restored from a checkpoint, and could not reseed: %s", strerror(-r));
+                t->stop = true;
+        }
+        turnctx_record(t, "driver.restored",
+                       json_pack("{s:s, s:s, s:I}", "old_instance", old, "instance", t->instance,
+                                 "restores", (json_int_t)n));
+        turnstate_restored(&t->ts, n, old);
+        if (t->ts.state == TURN_STATE_ENDED && !t->end_recorded)
+                turnsetup_finish(t);
+        token_wipe(&t->token, sizeof(t->token));
+        turnsetup_unlink(t->cfg->home_path, LAYOUT_HOME_PORT);
+        turnsetup_unlink(t->cfg->home_path, LAYOUT_HOME_TURN);
+        turnsetup_unlink(t->cfg->ctl_path, LAYOUT_CTL_TOKEN);
+        for (size_t i = 0; i < CTLCLIENT_MAX; i++)
+                if (t->clients[i].used)
+                        ctlclient_close(&t->clients[i]);
+        if (t->grade)
+                grade_ctx_restored(t->grade, t->instance);
+        turnctx_save_status(t);
+        fprintf(stderr,
+                "hangar-driver serve: restored from a checkpoint (restore %llu): instance %s, "
+                "was %s\n",
+                (unsigned long long)n, t->instance, old);
+        fflush(stderr);
+}
+
+static void watch_restores(turn_t *t)
+{
+        switch (restore_watch_read(&t->restore)) {
+        case RESTORE_EV_RESTORED:
+                return on_restore(t);
+        case RESTORE_EV_UNKNOWN:
+                /* Unreadable: as if restored (restore.h). restores counts
+                 * only what gVisor said, so count this one here. */
+                t->restore.restores++;
+                return on_restore(t);
+        case RESTORE_EV_NONE:
+        case RESTORE_EV_RESUMED: /* the checkpointed sandbox itself: it goes on */
+        case RESTORE_EV_FAILED:
+                return;
+        default:
+                return on_restore(t);
+        }
+}
+
 /* ---- the loop ---- */
 
-enum { P_SIG, P_CTLSOCK, P_IO, P_CTL, P_CLIENTS, P_LISTENER = P_CLIENTS + CTLCLIENT_MAX };
+enum {
+        P_SIG,
+        P_CTLSOCK,
+        P_IO,
+        P_CTL,
+        P_RESTORE,
+        P_CLIENTS,
+        P_LISTENER = P_CLIENTS + CTLCLIENT_MAX
+};
 #define P_GRADE (P_LISTENER + LISTENER_PENDING_MAX + 1)
 #define P_COUNT (P_GRADE + GRADE_POLLFDS)
 
@@ -121,6 +212,8 @@ static void loop(turn_t *t)
                         p[i] = (struct pollfd){.fd = -1};
                 p[P_SIG] = (struct pollfd){.fd = t->sigfd, .events = POLLIN};
                 p[P_CTLSOCK] = (struct pollfd){.fd = t->ctl_lfd, .events = POLLIN};
+                p[P_RESTORE] =
+                    (struct pollfd){.fd = restore_watch_fd(&t->restore), .events = POLLIN};
                 if (t->io_open) {
                         short ev =
                             (t->io.eof ? 0 : POLLIN) | (conn_out_pending(&t->io) ? POLLOUT : 0);
@@ -159,6 +252,12 @@ static void loop(turn_t *t)
                 }
                 if (p[P_SIG].revents)
                         read_signals(t);
+                /* Before anything else is served: a clone answers nothing
+                 * with what the checkpoint held. */
+                if (p[P_RESTORE].revents) {
+                        watch_restores(t);
+                        continue;
+                }
                 if (nl)
                         listener_process(&t->lis, &p[P_LISTENER], nl, turnrelay_on_accept,
                                          turnrelay_on_reject, t);
@@ -216,20 +315,18 @@ static int daemon_setup(turn_t *t, hg_error_t *err)
                 (void)sigaction(sigs[i], &sa, NULL);
         }
         _cleanup_free_ char *sock = record_path(t->cfg->ctl_path, LAYOUT_CTL_SOCKET);
-        token_t id;
         int r = 0;
         if (!sock || !(t->stdin_q = malloc(TURN_STDIN_Q_MAX)))
                 return error_set(err, -ENOMEM, "out of memory");
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ||
             (t->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
                 return error_set(err, -errno, "signalfd: %s", strerror(errno));
-        if ((r = token_generate(&id)) < 0)
+        if ((r = new_instance(t)) < 0)
                 return error_set(err, r, "no random bytes for the instance id");
-        char hex[TOKEN_HEX_LEN + 1];
-        token_to_hex(&id, hex);
-        memcpy(t->instance, hex, sizeof(t->instance) - 1);
-        t->instance[sizeof(t->instance) - 1] = '\0';
-        token_wipe(&id, sizeof(id));
+        /* Absent outside gVisor (unavailable); an error opening it is the
+         * status's "broken", and the daemon still runs (driver.cloneSafety
+         * decides whether it may). */
+        (void)restore_watch_start(&t->restore, restore_watch_open_proc, NULL);
         if ((r = ctlsock_listen(sock, &t->ctl_lfd, err)) < 0)
                 return r;
         /* The socket is ours: whatever an earlier daemon left is not (its
@@ -280,6 +377,7 @@ static void daemon_teardown(turn_t *t)
         }
         if (t->sigfd >= 0)
                 (void)close(t->sigfd);
+        restore_watch_close(&t->restore);
         record_close(&t->rec);
         token_wipe(&t->token, sizeof(t->token));
         approvals_free(&t->approvals);
@@ -309,7 +407,8 @@ int turn_serve(const hg_config_t *cfg, turn_spec_t *first)
                      .rec = {.events_fd = -1, .log_fd = -1},
                      .io = {.fd = -1},
                      .ctl = {.fd = -1},
-                     .lis = {.fd = -1}};
+                     .lis = {.fd = -1},
+                     .restore = {.fd = -1}};
         for (size_t i = 0; i < CTLCLIENT_MAX; i++)
                 ctlclient_init(&t.clients[i]);
         hg_error_t err = {0};

@@ -6,11 +6,23 @@
 #include "cleanup.h"
 #include "layout.h"
 
+void turnctx_add_clone_fields(const turn_t *t, json_t *j)
+{
+        if (!j)
+                return;
+        json_object_set_new(j, "instance", json_string(t->instance));
+        json_object_set_new(j, "restores", json_integer((json_int_t)t->restore.restores));
+        json_object_set_new(j, "restore_watch",
+                            json_string(restore_watch_state_name(t->restore.state)));
+}
+
 json_t *turnctx_status_json(const turn_t *t)
 {
-        if (!t->spec)
-                return json_pack("{s:s, s:s}", "state", turnstate_name(t->ts.state), "instance",
-                                 t->instance);
+        if (!t->spec) {
+                json_t *idle = json_pack("{s:s}", "state", turnstate_name(t->ts.state));
+                turnctx_add_clone_fields(t, idle);
+                return idle;
+        }
         json_t *j =
             json_pack("{s:s, s:s, s:s, s:i, s:b, s:b, s:I, s:i}", "turn", t->spec->turn, "mode",
                       spec_mode_name(t->spec->mode), "state", turnstate_name(t->ts.state), "port",
@@ -43,8 +55,7 @@ json_t *turnctx_status_json(const turn_t *t)
                 json_object_set_new(term, "log_dropped", json_integer((json_int_t)t->log_dropped));
                 json_object_set_new(j, "terminal", term);
         }
-        if (j)
-                json_object_set_new(j, "instance", json_string(t->instance));
+        turnctx_add_clone_fields(t, j);
         return j;
 }
 

@@ -20,6 +20,7 @@
 #include "listener.h"
 #include "reccap.h"
 #include "record.h"
+#include "restore.h"
 #include "runreq.h"
 #include "spec.h"
 #include "terminal.h"
@@ -43,7 +44,7 @@ typedef struct turn {
         bool once;            /* hangar-driver relay: one turn, then exit */
         bool stop;            /* SIGTERM: end the turn, then exit */
         uint64_t gen;         /* turns started by this process */
-        char instance[33];    /* this daemon's id, fresh at each start of serve */
+        char instance[33];    /* this daemon's id, fresh at each start and each restore */
         turnstate_t ts;
         bool end_recorded; /* turnsetup_finish has run for this turn */
         record_t rec;
@@ -77,7 +78,12 @@ typedef struct turn {
         reccap_t log_cap;
 
         grade_ctx_t *grade; /* serve: sealed grades (docs/graders.md) */
+
+        restore_watch_t restore; /* restores from a checkpoint (driver/restore.h) */
 } turn_t;
+
+/* j's "instance", "restores" and "restore_watch" (status and ping). */
+void turnctx_add_clone_fields(const turn_t *t, json_t *j);
 
 /* status.json's and ctl status's object (new reference; NULL: no memory). */
 json_t *turnctx_status_json(const turn_t *t);

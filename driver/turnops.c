@@ -209,9 +209,11 @@ static json_t *op_start(turn_t *t, const ctlreq_t *q)
 
 static json_t *op_ping(turn_t *t)
 {
-        return json_pack("{s:b, s:s, s:s, s:s?, s:i}", "ok", 1, "instance", t->instance, "state",
-                         turnstate_name(t->ts.state), "turn", t->spec ? t->spec->turn : NULL, "pid",
-                         (int)getpid());
+        json_t *j =
+            json_pack("{s:b, s:s, s:s?, s:i}", "ok", 1, "state", turnstate_name(t->ts.state),
+                      "turn", t->spec ? t->spec->turn : NULL, "pid", (int)getpid());
+        turnctx_add_clone_fields(t, j);
+        return j;
 }
 
 static json_t *op_status(turn_t *t)

@@ -48,6 +48,14 @@ void turnstate_end(turnstate_t *ts, const char *end, const char *fmt, ...)
         ts->state = TURN_STATE_ENDED;
 }
 
+void turnstate_restored(turnstate_t *ts, uint64_t restores, const char *old_instance)
+{
+        turnstate_end(ts, "restored",
+                      "the sandbox was restored from a checkpoint (restore %llu); the turn "
+                      "began in instance %s",
+                      (unsigned long long)restores, old_instance);
+}
+
 bool turnstate_connected(turnstate_t *ts)
 {
         if (ts->state != TURN_STATE_WAITING)
