@@ -4,7 +4,10 @@
  * well-formed review gets an answer that echoes its uid, is allowed exactly
  * when the decision is, carries no patch, and, when refused, a Failure
  * status whose message leads with "hangar <reason>:". The pod a port-forward
- * names is the review's own oldObject (so it is fuzzed too), or unreadable. */
+ * names is the review's own oldObject (so it is fuzzed too), or unreadable.
+ * Every input is also answered in audit mode (enforce.h), which must give
+ * the same decision except that a relaxable deny is admitted as audited,
+ * with its reason, and a failure to decide is still refused. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,28 +17,11 @@
 
 #include "admission.h"
 #include "cleanup.h"
+#include "enforce.h"
 #include "jsonx.h"
 #include "settings.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static webhook_settings_t *config(void)
-{
-        static webhook_settings_t cfg;
-        static int ready;
-        if (!ready) {
-                hg_error_t err = {0};
-                if (settings_init_defaults(&cfg) < 0 ||
-                    settings_set(&cfg,
-                                 "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]",
-                                 &err) < 0 ||
-                    settings_set(&cfg, "guard.driverGroups=[\"hangar-operators\"]", &err) < 0)
-                        abort();
-                cfg.driver_sidecar = true;
-                ready = 1;
-        }
-        return &cfg;
-}
 
 /* The "stored pod": the review's oldObject if it has one, else unreadable. */
 static int lookup(void *ctx, const char *ns, const char *name, json_t **ret, hg_error_t *err)
@@ -45,6 +31,64 @@ static int lookup(void *ctx, const char *ns, const char *name, json_t **ret, hg_
                 return error_set(err, -EIO, "no such pod");
         *ret = json_incref(old);
         return 0;
+}
+
+/* [0] enforces (the default), [1] audits. */
+static webhook_settings_t *config_n(int n)
+{
+        static webhook_settings_t cfg[2];
+        static int ready[2];
+        if (!ready[n]) {
+                hg_error_t err = {0};
+                if (settings_init_defaults(&cfg[n]) < 0 ||
+                    settings_set(&cfg[n],
+                                 "guard.driverUsers=[\"system:serviceaccount:hangar:hangar\"]",
+                                 &err) < 0 ||
+                    settings_set(&cfg[n], "guard.driverGroups=[\"hangar-operators\"]", &err) < 0 ||
+                    (n == 1 && settings_set(&cfg[n], "guard.enforcement=audit", &err) < 0))
+                        abort();
+                cfg[n].driver_sidecar = true;
+                ready[n] = 1;
+        }
+        return &cfg[n];
+}
+
+static webhook_settings_t *config(void)
+{
+        return config_n(0);
+}
+
+/* The same input in audit mode: what enforce decided, relaxed only where
+ * enforce.h says. */
+static void check_audit_mode(const uint8_t *data, size_t size, json_t *doc, int enforce_r,
+                             const mutate_result_t *enforced)
+{
+        admission_outcome_t o;
+        hg_error_t err = {0};
+        _cleanup_free_ char *resp = NULL;
+        int r =
+            admission_validate(config_n(1), (const char *)data, size, lookup, doc, &resp, &o, &err);
+        if (r == -ENOMEM || enforce_r == -ENOMEM) {
+                admission_outcome_free(&o);
+                return;
+        }
+        if (r != enforce_r)
+                abort();
+        if (r == 0) {
+                bool relaxed =
+                    enforced->decision == DECISION_DENY && enforcement_relaxable(enforced->reason);
+                mutate_decision_t want = relaxed ? DECISION_AUDITED : enforced->decision;
+                if (o.result.decision != want || o.result.reason != enforced->reason)
+                        abort();
+                json_error_t jerr;
+                json_t *answer = json_loads(resp, 0, &jerr);
+                json_t *response = json_object_get(answer, "response");
+                if (json_is_true(json_object_get(response, "allowed")) != (want != DECISION_DENY) ||
+                    (relaxed && json_object_get(response, "warnings")))
+                        abort();
+                json_decref(answer);
+        }
+        admission_outcome_free(&o);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -84,6 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (r != -ENOMEM) {
                 abort();
         }
+        check_audit_mode(data, size, doc, r, &o.result);
         admission_outcome_free(&o);
         json_decref(doc);
         return 0;
