@@ -508,6 +508,18 @@ static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
         }
 }
 
+/* How the annotations are read: before the webhook injects (the six keys
+ * it writes are about to be replaced, so only their names matter), or as
+ * stored (after every mutating admission step: their values are what
+ * gVisor will read, whoever wrote them last). */
+typedef enum hint_reading {
+        HINTS_BEFORE_INJECTION,
+        HINTS_AS_STORED,
+} hint_reading_t;
+
+static void check_annotations(const hg_config_t *cfg, findings_t *f, json_t *pod,
+                              hint_reading_t reading);
+
 static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
         json_t *agent = find_container(pod, "containers", cfg->agent_container);
@@ -521,6 +533,7 @@ static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
         check_mounts(cfg, f, pod, agent);
         check_pod_level(f, pod);
         check_identities(cfg, f, pod);
+        check_annotations(cfg, f, pod, HINTS_AS_STORED);
 }
 
 /* Whether a container of the list can run while the agent's does: every
@@ -573,25 +586,29 @@ json_t *shapecheck_pod(const hg_config_t *cfg, json_t *pod, bool *ret_pass)
                          f.checks, "other_containers", others);
 }
 
-#define GVISOR_MOUNT_PREFIX "dev.gvisor.spec.mount."
-#define GVISOR_FLAG_PREFIX  "dev.gvisor.flag."
-#define DRIVER_APPARMOR_KEY "container.apparmor.security.beta.kubernetes.io/" SHAPE_DRIVER_CONTAINER
+#define GVISOR_MOUNT_PREFIX     "dev.gvisor.spec.mount."
+#define GVISOR_EMPTY_DIR_PREFIX "dev.gvisor.empty-dir."
+#define GVISOR_FLAG_PREFIX      "dev.gvisor.flag."
+#define DRIVER_APPARMOR_KEY     "container.apparmor.security.beta.kubernetes.io/" SHAPE_DRIVER_CONTAINER
 
 static bool starts_with(const char *s, const char *prefix)
 {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* The hangar volume a gVisor mount hint's key is for (NAME in
- * dev.gvisor.spec.mount.NAME.FIELD, as the shim splits it), else -1. */
-static int hinted_hangar_volume(const char *key)
+/* The hangar volume a key of the form PREFIX NAME.FIELD is for (NAME as the
+ * shim splits it, up to the first dot), else -1; *ret_field is the rest
+ * after that dot ("" when there is none), which may hold more dots. */
+static int hinted_hangar_volume(const char *key, const char *prefix, const char **ret_field)
 {
-        const char *name = key + strlen(GVISOR_MOUNT_PREFIX);
+        const char *name = key + strlen(prefix);
         size_t len = strcspn(name, ".");
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
                 if (strlen(shape_volume_name(v)) == len &&
-                    strncmp(name, shape_volume_name(v), len) == 0)
+                    strncmp(name, shape_volume_name(v), len) == 0) {
+                        *ret_field = name[len] == '.' ? name + len + 1 : name + len;
                         return (int)v;
+                }
         return -1;
 }
 
@@ -605,6 +622,111 @@ static bool written_by_webhook(const hg_config_t *cfg, shape_volume_t v, const c
                     strcmp(ours, key) == 0)
                         return true;
         }
+        return false;
+}
+
+/* Whether one element of a hint's options (comma-separated) keeps v's
+ * shape: rw (gVisor's default) and rprivate (no mount inside the sandbox
+ * propagates anywhere) change nothing; hangar-ctl's size= must be the one
+ * the webhook writes (volumes.ctl.sizeLimit). Anything else is refused,
+ * known or not: ro makes the shared master read-only (the driver could not
+ * write it, and runsc refuses its writable mount), noexec, nosuid and the
+ * like bind every mount of the volume to them. */
+static bool option_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const char *opt,
+                               size_t len)
+{
+        if ((len == 2 && strncmp(opt, "rw", len) == 0) ||
+            (len == 8 && strncmp(opt, "rprivate", len) == 0))
+                return true;
+        if (v != SHAPE_VOLUME_CTL)
+                return false;
+        const char *key;
+        char ours[96];
+        if (shape_gvisor_annotation(cfg, v, 2, &key, ours, sizeof(ours)) < 0)
+                return false;
+        const char *size = strstr(ours, ",size=");
+        return size && strlen(size + 1) == len && strncmp(opt, size + 1, len) == 0;
+}
+
+/* Whether value, stored for field of hangar volume v's gVisor mount hint
+ * on a gVisor pod, mounts v as hangar's shape says (inside the sandbox,
+ * shared by the driver with whoever the shape lets mount it; hangar-ctl in
+ * the sandbox's memory). What GKE Sandbox's admission writes for an
+ * emptyDir agrees (docs/research/gke-sandbox-annotations.md): share pod,
+ * or container where one container mounts it (hangar-ctl: the driver
+ * alone; runsc makes the same sandbox-owned mount for both), type tmpfs for
+ * a Memory emptyDir and bind for a disk one, options rw. Else *ret_why says
+ * what it would change. */
+static bool hint_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const char *field,
+                             const char *value, const char **ret_why)
+{
+        bool ctl = v == SHAPE_VOLUME_CTL;
+        if (strcmp(field, "share") == 0) {
+                if (strcmp(value, "pod") == 0 || (ctl && strcmp(value, "container") == 0))
+                        return true;
+                *ret_why = strcmp(value, "container") == 0
+                               ? "the agent and the driver both mount it, and share=container "
+                                 "tells gVisor only one container does"
+                           : strcmp(value, "shared") == 0
+                               ? "share=shared has gVisor serve it from the node through the "
+                                 "gofer, as a volume shared outside the pod"
+                               : "gVisor drops a hint with a share it does not know and mounts the "
+                                 "volume from the node through the gofer";
+                return false;
+        }
+        if (strcmp(field, "type") == 0) {
+                if (strcmp(value, ctl ? "tmpfs" : "bind") == 0)
+                        return true;
+                *ret_why = ctl ? "only type=tmpfs keeps it in the sandbox's memory (bind backs it "
+                                 "with a file in the node's copy of the volume)"
+                               : "only type=bind (a disk emptyDir's) keeps it the sandbox's own "
+                                 "disk-backed mount (tmpfs moves it into memory)";
+                return false;
+        }
+        if (strcmp(field, "options") == 0) {
+                for (const char *opt = value;;) {
+                        size_t len = strcspn(opt, ",");
+                        if (!option_keeps_shape(cfg, v, opt, len)) {
+                                *ret_why =
+                                    "its options may hold only rw, rprivate and "
+                                    "(for " SHAPE_CTL_VOLUME
+                                    ") the size= the webhook writes (volumes.ctl.sizeLimit): "
+                                    "ro would stop the driver writing it, other options bind "
+                                    "every mount of it";
+                                return false;
+                        }
+                        if (!opt[len])
+                                return true;
+                        opt += len + 1;
+                }
+        }
+        *ret_why =
+            "it is no field hangar's shape has (source, directfs or a key the shim and runsc "
+            "read differently would move the volume out of the sandbox or fail it)";
+        return false;
+}
+
+/* Whether value turns the shim's emptyDir optimisation off for the volume
+ * (dev.gvisor.empty-dir.NAME.force-shared): the shim reads it with Go's
+ * ParseBool and counts anything unparsable as false. Only a spelling of
+ * false is taken as one. */
+static bool is_false(const char *value)
+{
+        static const char *const spellings[] = {"false", "False", "FALSE", "f", "F", "0"};
+        for (size_t i = 0; i < ARRAY_SIZE(spellings); i++)
+                if (strcmp(value, spellings[i]) == 0)
+                        return true;
+        return false;
+}
+
+static bool runs_under_gvisor(const hg_config_t *cfg, json_t *pod)
+{
+        const char *rc = NULL;
+        if (jsonx_string(spec_of(pod), "runtimeClassName", &rc) < 0)
+                return false;
+        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
+                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
+                        return true;
         return false;
 }
 
@@ -625,72 +747,123 @@ static bool names_hangar_volume_path(const char *path)
         return false;
 }
 
-static bool runs_under_gvisor(const hg_config_t *cfg, json_t *pod)
+/* One annotation of the pod; a failure is added to f. */
+static void check_annotation(const hg_config_t *cfg, findings_t *f, hint_reading_t reading,
+                             bool gvisor, bool pod_default, const char *key, json_t *value)
 {
-        const char *rc = NULL;
-        if (jsonx_string(spec_of(pod), "runtimeClassName", &rc) < 0)
-                return false;
-        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
-                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
-                        return true;
-        return false;
+        const char *text = json_string_value(value);
+        const char *field = "";
+        if (starts_with(key, GVISOR_MOUNT_PREFIX)) {
+                int v = hinted_hangar_volume(key, GVISOR_MOUNT_PREFIX, &field);
+                size_t len = strlen(key);
+                const char *why = NULL;
+                if (v >= 0 && !(gvisor && written_by_webhook(cfg, v, key)))
+                        add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                            "annotation \"%s\" is a gVisor mount hint for %s, whose hints are "
+                            "share, type and options, on pods of a gVisor RuntimeClass only",
+                            key, shape_volume_name(v));
+                else if (v >= 0 && reading == HINTS_AS_STORED &&
+                         (!text || !hint_keeps_shape(cfg, v, field, text, &why)))
+                        add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                            "annotation \"%s\" is \"%s\", which changes how gVisor mounts %s: %s",
+                            key, text ? text : "not a string", shape_volume_name(v),
+                            why ? why : "a hint's value is a string");
+                else if (v < 0 && len > 7 && strcmp(key + len - 7, ".source") == 0 &&
+                         (!text || names_hangar_volume_path(text)))
+                        add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                            "annotation \"%s\" points a gVisor mount hint at a hangar "
+                            "volume's directory",
+                            key);
+        } else if (starts_with(key, GVISOR_EMPTY_DIR_PREFIX)) {
+                int v = hinted_hangar_volume(key, GVISOR_EMPTY_DIR_PREFIX, &field);
+                if (v >= 0 && !(strcmp(field, "force-shared") == 0 && text && is_false(text)))
+                        add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                            "annotation \"%s\" turns the shim's emptyDir handling of %s off "
+                            "(force-shared serves it from the node through the gofer); only "
+                            "false keeps hangar's shape",
+                            key, shape_volume_name(v));
+        } else if (starts_with(key, GVISOR_FLAG_PREFIX)) {
+                add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                    "annotation \"%s\" overrides a runsc flag for the sandbox the "
+                    "driver runs in; set runsc's flags on the node instead",
+                    key);
+        } else if (strcmp(key, DRIVER_APPARMOR_KEY) == 0 &&
+                   !(pod_default && text && strcmp(text, "runtime/default") == 0)) {
+                /* The API server copies it onto the driver's
+                 * securityContext (the shape's, which sets none)
+                 * unless it equals the pod-level profile: only the
+                 * one it writes itself from a RuntimeDefault there. */
+                add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                    "annotation \"%s\" gives %s an AppArmor profile of its own (only "
+                    "runtime/default beside a pod-level RuntimeDefault is the driver's)",
+                    key, SHAPE_DRIVER_CONTAINER);
+        }
 }
 
-int shapecheck_annotations(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret)
+/* As stored, a gVisor pod needs share and type for both hangar volumes:
+ * runsc drops a hint that lacks either, and the shim a volume without a
+ * type, and the volume is then mounted from the node through the gofer
+ * (hangar-ctl's secrets in the node's tmpfs). Options may be missing: the
+ * mount is then rw, without hangar-ctl's size= (its pages still count
+ * against the pod's memory). */
+static void check_hints_present(findings_t *f, json_t *annotations)
 {
-        findings_t f = {.first = ret};
+        static const char *const needed[] = {"share", "type"};
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                for (size_t i = 0; i < ARRAY_SIZE(needed); i++) {
+                        char key[96];
+                        (void)snprintf(key, sizeof(key), GVISOR_MOUNT_PREFIX "%s.%s",
+                                       shape_volume_name(v), needed[i]);
+                        if (!json_object_get(annotations, key))
+                                add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+                                    "annotation \"%s\" is missing on a pod of a gVisor "
+                                    "RuntimeClass: without it gVisor mounts %s from the node "
+                                    "through the gofer",
+                                    key, shape_volume_name(v));
+                }
+}
+
+/* The pod's annotations against the shape (shapecheck_annotations says
+ * which); adds one passing finding when none fails. */
+static void check_annotations(const hg_config_t *cfg, findings_t *f, json_t *pod,
+                              hint_reading_t reading)
+{
+        bool failed_before = f->failed;
+        f->failed = false;
         bool gvisor = runs_under_gvisor(cfg, pod);
         json_t *profile =
             json_object_get(json_object_get(spec_of(pod), "securityContext"), "appArmorProfile");
         const char *type = NULL;
         bool pod_default =
             jsonx_string(profile, "type", &type) == 0 && strcmp(type, "RuntimeDefault") == 0;
+        json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
         const char *key;
         json_t *value;
-        json_object_foreach (json_object_get(json_object_get(pod, "metadata"), "annotations"), key,
-                             value) {
-                const char *text = json_string_value(value);
-                if (starts_with(key, GVISOR_MOUNT_PREFIX)) {
-                        int v = hinted_hangar_volume(key);
-                        size_t len = strlen(key);
-                        if (v >= 0 && !(gvisor && written_by_webhook(cfg, v, key)))
-                                add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
-                                    "annotation \"%s\" is a gVisor mount hint for %s, whose "
-                                    "hints only hangar's webhook writes (share, type and options, "
-                                    "on pods of a gVisor RuntimeClass)",
-                                    key, shape_volume_name(v));
-                        else if (v < 0 && len > 7 && strcmp(key + len - 7, ".source") == 0 &&
-                                 (!text || names_hangar_volume_path(text)))
-                                add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
-                                    "annotation \"%s\" points a gVisor mount hint at a hangar "
-                                    "volume's directory",
-                                    key);
-                } else if (starts_with(key, GVISOR_FLAG_PREFIX)) {
-                        add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
-                            "annotation \"%s\" overrides a runsc flag for the sandbox the "
-                            "driver runs in; set runsc's flags on the node instead",
-                            key);
-                } else if (strcmp(key, DRIVER_APPARMOR_KEY) == 0 &&
-                           !(pod_default && text && strcmp(text, "runtime/default") == 0)) {
-                        /* The API server copies it onto the driver's
-                         * securityContext (the shape's, which sets none)
-                         * unless it equals the pod-level profile: only the
-                         * one it writes itself from a RuntimeDefault there. */
-                        add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
-                            "annotation \"%s\" gives %s an AppArmor profile of its own (only "
-                            "runtime/default beside a pod-level RuntimeDefault is the driver's)",
-                            key, SHAPE_DRIVER_CONTAINER);
-                }
-                if (f.found)
-                        return 1;
+        json_object_foreach (annotations, key, value) {
+                check_annotation(cfg, f, reading, gvisor, pod_default, key, value);
+                if (f->found)
+                        break;
         }
+        if (!f->found && gvisor && reading == HINTS_AS_STORED)
+                check_hints_present(f, annotations);
         /* A pod-level profile is every container's without one of its own,
          * the driver's included (the kubelet applies it). */
-        if (profile && !json_is_null(profile) && !pod_default)
-                add(&f, "spec.annotations", SHAPECHECK_SIDECAR, false,
+        if (!f->found && profile && !json_is_null(profile) && !pod_default)
+                add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
                     "spec.securityContext.appArmorProfile applies to %s too and is not "
                     "RuntimeDefault; set it per container",
                     SHAPE_DRIVER_CONTAINER);
+        if (!f->failed)
+                add(f, "spec.annotations", SHAPECHECK_SIDECAR, true,
+                    "the pod's gVisor and AppArmor annotations keep %s's shape",
+                    SHAPE_DRIVER_CONTAINER);
+        f->failed = f->failed || failed_before;
+}
+
+int shapecheck_annotations(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret)
+{
+        findings_t f = {.first = ret};
+        check_annotations(cfg, &f, pod, HINTS_BEFORE_INJECTION);
         return f.found ? 1 : 0;
 }
 
@@ -700,5 +873,5 @@ int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t
         check(cfg, &f, pod);
         if (f.oom)
                 return -ENOMEM;
-        return f.found ? 1 : shapecheck_annotations(cfg, pod, ret);
+        return f.found ? 1 : 0;
 }

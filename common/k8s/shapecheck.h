@@ -55,14 +55,26 @@ int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t
 
 /* Annotations a pod with the sidecar may not bring (they apply to every
  * sandbox it gets, and are fixed after CREATE): a dev.gvisor.spec.mount.*
- * hint for a hangar volume other than the ones the webhook writes on a
- * gVisor pod, one whose .source names a hangar volume's directory, any
- * dev.gvisor.flag.*, and an AppArmor profile for the driver other than
- * RuntimeDefault: its annotation (the API server copies it onto the
- * driver's field), but for the runtime/default one it writes itself from a
- * pod-level RuntimeDefault, or the pod-level field (the kubelet applies it
- * to the driver). 1 with *ret the first, 0 when there is none. Part of
- * shapecheck_sidecar; the webhook asks it alone before injecting. */
+ * hint for a hangar volume other than share, type and options on a pod of
+ * a gVisor RuntimeClass (none at all on another pod), one whose .source
+ * names a hangar volume's directory, a dev.gvisor.empty-dir.<hangar
+ * volume>.* other than force-shared false, any dev.gvisor.flag.*, and an
+ * AppArmor profile for the driver other than RuntimeDefault: its
+ * annotation (the API server copies it onto the driver's field), but for
+ * the runtime/default one it writes itself from a pod-level
+ * RuntimeDefault, or the pod-level field (the kubelet applies it to the
+ * driver). This reading is the webhook's before it injects, when the
+ * values of the six keys it writes do not matter (it replaces them); 1
+ * with *ret the first, 0 when there is none.
+ *
+ * shapecheck_sidecar (and shapecheck_pod, the probe's) read them as
+ * stored, where the values count whoever wrote them (GKE Sandbox's own
+ * admission writes these hints for every emptyDir, hangar's included when
+ * it runs after the webhook): on a gVisor pod share and type must be
+ * there for both volumes, and share, type and options must mount each as
+ * the shape says. hangar-home: share pod, type bind; hangar-ctl: share pod
+ * or container (the driver alone mounts it), type tmpfs; options only rw,
+ * rprivate and hangar-ctl's size= as the webhook writes it. */
 int shapecheck_annotations(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret);
 
 /* The role a container of a pod's list ("containers", "initContainers",

@@ -934,6 +934,118 @@ START_TEST(gvisor_annotations_fixed)
 }
 END_TEST
 
+/* The detail of a CREATE of pod, as kubectl shows it. */
+static void create_detail(json_t *pod, mutate_result_t *ret)
+{
+        guard_request_t req = {.operation = "CREATE",
+                               .resource = "pods",
+                               .subresource = "",
+                               .username =
+                                   "system:serviceaccount:kube-system:replicaset-controller",
+                               .object = pod};
+        guard_decide(&cfg, &req, ret);
+}
+
+/* GKE Sandbox's admission writes gVisor mount hints for a pod's emptyDirs
+ * (docs/research/gke-sandbox-annotations.md): share pod, or container where
+ * one container mounts the volume, type tmpfs (Memory) or bind (disk),
+ * options rw. Run after hangar's webhook it rewrites hangar's own keys;
+ * what agrees with the shape is admitted at CREATE, what would change how
+ * gVisor mounts hangar-home or hangar-ctl is refused, naming the key. */
+START_TEST(gke_sandbox_hints_at_create)
+{
+        _unit_json_ json_t *ours = injected_gvisor_pod();
+        ck_assert_int_eq(decide("CREATE", "", "alice", ours, NULL, NULL), REASON_NOT_GUARDED);
+        static const struct {
+                const char *key, *value; /* value NULL: removed */
+        } agree[] = {
+            /* GKE's values for hangar's volumes */
+            {"dev.gvisor.spec.mount.hangar-ctl.share", "container"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,rprivate"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", NULL},
+            {"dev.gvisor.spec.mount.hangar-home.options", "rw"},
+            {"dev.gvisor.spec.mount.hangar-home.options", NULL},
+            {"dev.gvisor.spec.mount.hangar-home.share", "pod"},
+            /* and for the pod's own emptyDirs, whatever they say */
+            {"dev.gvisor.spec.mount.scratch.share", "container"},
+            {"dev.gvisor.spec.mount.scratch.type", "bind"},
+            {"dev.gvisor.spec.mount.scratch.options", "ro"},
+            {"dev.gvisor.empty-dir.scratch.force-shared", "true"},
+            {"dev.gvisor.empty-dir.hangar-ctl.force-shared", "false"},
+            {"dev.gvisor.empty-dir.hangar-home.force-shared", "0"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(agree); i++) {
+                _unit_json_ json_t *pod =
+                    with_meta(ours, "annotations", agree[i].key, agree[i].value);
+                mutate_result_t r;
+                create_detail(pod, &r);
+                ck_assert_msg(r.reason == REASON_NOT_GUARDED, "%s=%s: %s", agree[i].key,
+                              agree[i].value ? agree[i].value : "(removed)", r.detail);
+        }
+        /* All of GKE's at once, as it would store them. */
+        _unit_json_ json_t *gke =
+            with_meta(ours, "annotations", "dev.gvisor.spec.mount.hangar-ctl.share", "container");
+        static const char *const gke_keys[][2] = {
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw"},
+            {"dev.gvisor.spec.mount.hangar-home.options", "rw"},
+        };
+        json_t *a = json_object_get(json_object_get(gke, "metadata"), "annotations");
+        for (size_t i = 0; i < ARRAY_SIZE(gke_keys); i++)
+                json_object_set_new(a, gke_keys[i][0], json_string(gke_keys[i][1]));
+        ck_assert_int_eq(decide("CREATE", "", "alice", gke, NULL, NULL), REASON_NOT_GUARDED);
+
+        static const struct {
+                const char *key, *value;
+        } change[] = {
+            {"dev.gvisor.spec.mount.hangar-ctl.type", "bind"},
+            {"dev.gvisor.spec.mount.hangar-ctl.share", "shared"},
+            {"dev.gvisor.spec.mount.hangar-ctl.share", "Pod"},
+            {"dev.gvisor.spec.mount.hangar-home.share", "container"},
+            {"dev.gvisor.spec.mount.hangar-home.type", "tmpfs"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "ro"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,size=1"},
+            {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,"},
+            {"dev.gvisor.spec.mount.hangar-home.options", "rw,noexec"},
+            {"dev.gvisor.spec.mount.hangar-home.options", "rw,rprivate,size=67108864"},
+            {"dev.gvisor.spec.mount.hangar-ctl.share", NULL},
+            {"dev.gvisor.spec.mount.hangar-home.type", NULL},
+            {"dev.gvisor.spec.mount.hangar-ctl.directfs", "off"},
+            {"dev.gvisor.empty-dir.hangar-ctl.force-shared", "true"},
+            {"dev.gvisor.empty-dir.hangar-home.force-shared", "yes"},
+            {"dev.gvisor.empty-dir.hangar-ctl.other", "false"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(change); i++) {
+                _unit_json_ json_t *pod =
+                    with_meta(ours, "annotations", change[i].key, change[i].value);
+                mutate_result_t r;
+                create_detail(pod, &r);
+                ck_assert_msg(r.reason == REASON_CONFLICT, "%s=%s: %s", change[i].key,
+                              change[i].value ? change[i].value : "(removed)", r.detail);
+                ck_assert_msg(strstr(r.detail, change[i].key), "%s", r.detail);
+        }
+        /* A hint's value that is no string is no value gVisor reads. */
+        _unit_json_ json_t *numbered = json_deep_copy(ours);
+        json_object_set_new(json_object_get(json_object_get(numbered, "metadata"), "annotations"),
+                            "dev.gvisor.spec.mount.hangar-ctl.type", json_integer(1));
+        ck_assert_int_eq(decide("CREATE", "", "alice", numbered, NULL, NULL), REASON_CONFLICT);
+        /* The message says what the value would change. */
+        _unit_json_ json_t *bind =
+            with_meta(ours, "annotations", "dev.gvisor.spec.mount.hangar-ctl.type", "bind");
+        mutate_result_t r;
+        create_detail(bind, &r);
+        ck_assert_msg(strstr(r.detail, "\"dev.gvisor.spec.mount.hangar-ctl.type\" is \"bind\", "
+                                       "which changes how gVisor mounts hangar-ctl: only "
+                                       "type=tmpfs keeps it in the sandbox's memory"),
+                      "%s", r.detail);
+        /* After volumes.ctl.sizeLimit changed, a copy carrying the old size
+         * is out of shape (its volume's sizeLimit is too). */
+        hg_error_t err = {0};
+        ck_assert_int_eq(settings_set(&cfg, "volumes.ctl.sizeLimit=128Mi", &err), 0);
+        ck_assert_int_eq(decide("CREATE", "", "alice", ours, NULL, NULL), REASON_CONFLICT);
+}
+END_TEST
+
 /* The record and the selector label compared as values: forged as another
  * type they are changed, not "not a string both times"; an injected pod's
  * containers of the wrong type are malformed. */
@@ -981,6 +1093,7 @@ static Suite *guard_suite(void)
         tcase_add_test(tc, ephemeral_containers);
         tcase_add_test(tc, updates);
         tcase_add_test(tc, gvisor_annotations_fixed);
+        tcase_add_test(tc, gke_sandbox_hints_at_create);
         tcase_add_test(tc, update_wrong_types);
         tcase_add_test(tc, ephemeral_wrong_types);
         tcase_add_test(tc, unknown_operations_fail_closed);

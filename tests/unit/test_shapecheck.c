@@ -389,6 +389,62 @@ START_TEST(webhook_reads_the_sidecar_scope)
 }
 END_TEST
 
+/* The probe reads the gVisor hints as stored, as the guard does: on a pod
+ * of a gVisor RuntimeClass, hangar's hints (or GKE Sandbox's agreeing
+ * values) pass; missing ones, or values that change how gVisor mounts a
+ * hangar volume, fail spec.annotations; so does a force-shared. Before
+ * injection (the webhook's reading) the six keys' values do not count. */
+START_TEST(gvisor_hints_as_stored)
+{
+        _unit_json_ json_t *pod = in_shape();
+        add(pod, "/spec/runtimeClassName", "\"gvisor\"");
+        ck_assert_str_eq(failing(pod), "spec.annotations");
+        add(pod, "/metadata", "{\"annotations\": {}}");
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
+                        const char *key;
+                        char value[96];
+                        ck_assert_int_eq(
+                            shape_gvisor_annotation(&cfg, v, i, &key, value, sizeof(value)), 0);
+                        json_object_set_new(
+                            json_object_get(json_object_get(pod, "metadata"), "annotations"), key,
+                            json_string(value));
+                }
+        ck_assert_str_eq(failing(pod), "");
+        /* GKE's values for the same keys. */
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-ctl.share", "\"container\"");
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-ctl.options", "\"rw\"");
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-home.options", "\"rw\"");
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.other.share", "\"shared\"");
+        ck_assert_str_eq(failing(pod), "");
+        shapecheck_finding_t f;
+        ck_assert_int_eq(shapecheck_sidecar(&cfg, pod, &f), 0);
+        /* What would move hangar-ctl out of the sandbox's memory. */
+        add(pod, "/metadata/annotations/dev.gvisor.empty-dir.hangar-ctl.force-shared", "\"true\"");
+        ck_assert_str_eq(failing(pod), "spec.annotations");
+        ck_assert_int_eq(shapecheck_sidecar(&cfg, pod, &f), 1);
+        ck_assert_str_eq(f.code, "spec.annotations");
+        ck_assert_msg(strstr(f.detail, "force-shared"), "%s", f.detail);
+        add(pod, "/metadata/annotations/dev.gvisor.empty-dir.hangar-ctl.force-shared", "\"false\"");
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-ctl.type", "\"bind\"");
+        ck_assert_str_eq(failing(pod), "spec.annotations");
+        /* Before injection the webhook replaces that value: not a finding. */
+        ck_assert_int_eq(shapecheck_annotations(&cfg, pod, &f), 0);
+        /* Every failure is reported to the probe, each naming its key. */
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-home.share", "\"container\"");
+        bool pass = true;
+        _unit_json_ json_t *r = shapecheck_pod(&cfg, pod, &pass);
+        ck_assert(!pass);
+        size_t n = 0, i;
+        json_t *c;
+        json_array_foreach (json_object_get(r, "checks"), i, c)
+                n += strcmp(json_string_value(json_object_get(c, "code")), "spec.annotations") ==
+                         0 &&
+                     strcmp(json_string_value(json_object_get(c, "status")), "fail") == 0;
+        ck_assert_uint_eq(n, 2);
+}
+END_TEST
+
 START_TEST(token_mounts)
 {
         _unit_json_ json_t *plugin =
@@ -489,6 +545,7 @@ static Suite *shapecheck_suite(void)
         tcase_add_test(tc, uid_from_container_or_pod);
         tcase_add_test(tc, long_agent_paths_fail_closed);
         tcase_add_test(tc, webhook_reads_the_sidecar_scope);
+        tcase_add_test(tc, gvisor_hints_as_stored);
         tcase_add_test(tc, token_mounts);
         tcase_add_test(tc, loosest_mount_counts);
         tcase_add_test(tc, other_containers_listed);
