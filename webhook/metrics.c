@@ -31,7 +31,19 @@ static struct {
         atomic_bool ca_bundle_in_sync;
         atomic_int_fast64_t ca_bundle_synced_at;
         atomic_uint_fast64_t ca_bundle_updates;
+        /* The connection tables, per listener. */
+        atomic_uint_fast32_t connections[METRICS_LISTENER_COUNT][CONNGUARD_CLASS_COUNT]
+                                        [CONNGUARD_PHASE_COUNT];
+        atomic_uint_fast64_t refused[METRICS_LISTENER_COUNT][CONNGUARD_REFUSED_COUNT];
+        atomic_uint_fast64_t evicted[METRICS_LISTENER_COUNT][CONNGUARD_PHASE_COUNT];
+        atomic_uint_fast64_t expired[METRICS_LISTENER_COUNT][CONNGUARD_PHASE_COUNT];
+        atomic_uint_fast64_t keepalive_declined[METRICS_LISTENER_COUNT][CONNGUARD_KEEPALIVE_COUNT];
 } m;
+
+static const char *const listener_names[METRICS_LISTENER_COUNT] = {
+    [METRICS_LISTENER_HTTPS] = "https",
+    [METRICS_LISTENER_HEALTH] = "health",
+};
 
 static const char *const error_names[METRICS_ERROR_COUNT] = {
     [METRICS_ERROR_BAD_REQUEST] = "bad_request",
@@ -98,6 +110,108 @@ void metrics_record_ca_bundle(bool in_sync, int64_t now_unix)
 void metrics_record_ca_bundle_update(void)
 {
         atomic_fetch_add(&m.ca_bundle_updates, 1);
+}
+
+void metrics_set_connections(metrics_listener_t l,
+                             const uint32_t counts[CONNGUARD_CLASS_COUNT][CONNGUARD_PHASE_COUNT])
+{
+        if ((unsigned)l >= METRICS_LISTENER_COUNT)
+                return;
+        for (unsigned c = 0; c < CONNGUARD_CLASS_COUNT; c++)
+                for (unsigned p = 0; p < CONNGUARD_PHASE_COUNT; p++)
+                        atomic_store(&m.connections[l][c][p], counts[c][p]);
+}
+
+void metrics_record_refused(metrics_listener_t l, connguard_refusal_t why)
+{
+        if ((unsigned)l < METRICS_LISTENER_COUNT && (unsigned)why < CONNGUARD_REFUSED_COUNT)
+                atomic_fetch_add(&m.refused[l][why], 1);
+}
+
+void metrics_record_evicted(metrics_listener_t l, connguard_phase_t phase)
+{
+        if ((unsigned)l < METRICS_LISTENER_COUNT && (unsigned)phase < CONNGUARD_PHASE_COUNT)
+                atomic_fetch_add(&m.evicted[l][phase], 1);
+}
+
+void metrics_record_expired(metrics_listener_t l, connguard_phase_t phase)
+{
+        if ((unsigned)l < METRICS_LISTENER_COUNT && (unsigned)phase < CONNGUARD_PHASE_COUNT)
+                atomic_fetch_add(&m.expired[l][phase], 1);
+}
+
+void metrics_record_keepalive_declined(metrics_listener_t l, connguard_keepalive_t why)
+{
+        if ((unsigned)l < METRICS_LISTENER_COUNT && (unsigned)why < CONNGUARD_KEEPALIVE_COUNT)
+                atomic_fetch_add(&m.keepalive_declined[l][why], 1);
+}
+
+/* One counter family by listener and one other label. */
+static int render_by(strbuf_t *sb, const char *name, const char *label, atomic_uint_fast64_t *v,
+                     size_t n, unsigned first, const char *(*label_name)(unsigned))
+{
+        int r = 0;
+        for (unsigned l = 0; l < METRICS_LISTENER_COUNT; l++)
+                for (unsigned i = first; i < n; i++)
+                        r |= strbuf_printf(sb, "%s{listener=\"%s\",%s=\"%s\"} %llu\n", name,
+                                           listener_names[l], label, label_name(i),
+                                           (unsigned long long)atomic_load(&v[l * n + i]));
+        return r;
+}
+
+static const char *refusal_label(unsigned i)
+{
+        return connguard_refusal_name((connguard_refusal_t)i);
+}
+
+static const char *phase_label(unsigned i)
+{
+        return connguard_phase_name((connguard_phase_t)i);
+}
+
+static const char *keepalive_label(unsigned i)
+{
+        return connguard_keepalive_name((connguard_keepalive_t)i);
+}
+
+/* The connection tables' series. */
+static int render_connections(strbuf_t *sb)
+{
+        int r = strbuf_puts(sb, "# HELP hangar_webhook_connections Open connections by listener, "
+                                "class (trusted: in server.trustedClientCIDRs) and phase.\n"
+                                "# TYPE hangar_webhook_connections gauge\n");
+        for (unsigned l = 0; l < METRICS_LISTENER_COUNT; l++)
+                for (unsigned c = 0; c < CONNGUARD_CLASS_COUNT; c++)
+                        for (unsigned p = 0; p < CONNGUARD_PHASE_COUNT; p++)
+                                r |= strbuf_printf(
+                                    sb,
+                                    "hangar_webhook_connections{listener=\"%s\",class=\"%s\","
+                                    "phase=\"%s\"} %llu\n",
+                                    listener_names[l], connguard_class_name(c),
+                                    connguard_phase_name(p),
+                                    (unsigned long long)atomic_load(&m.connections[l][c][p]));
+        r |= strbuf_puts(sb, "# HELP hangar_webhook_connections_refused_total Connections closed "
+                             "at accept, by reason.\n"
+                             "# TYPE hangar_webhook_connections_refused_total counter\n");
+        r |= render_by(sb, "hangar_webhook_connections_refused_total", "reason", &m.refused[0][0],
+                       CONNGUARD_REFUSED_COUNT, 0, refusal_label);
+        r |= strbuf_puts(sb, "# HELP hangar_webhook_connections_evicted_total Connections shut "
+                             "down to make room in a full table, by the phase they were in.\n"
+                             "# TYPE hangar_webhook_connections_evicted_total counter\n");
+        r |= render_by(sb, "hangar_webhook_connections_evicted_total", "phase", &m.evicted[0][0],
+                       CONNGUARD_PHASE_COUNT, 0, phase_label);
+        r |= strbuf_puts(sb, "# HELP hangar_webhook_connections_expired_total Connections shut "
+                             "down at their phase's deadline, by phase.\n"
+                             "# TYPE hangar_webhook_connections_expired_total counter\n");
+        r |= render_by(sb, "hangar_webhook_connections_expired_total", "phase", &m.expired[0][0],
+                       CONNGUARD_PHASE_COUNT, 0, phase_label);
+        r |= strbuf_puts(sb, "# HELP hangar_webhook_keepalive_declined_total Answers sent with "
+                             "Connection: close instead of keeping the connection, by reason.\n"
+                             "# TYPE hangar_webhook_keepalive_declined_total counter\n");
+        /* From 1: CONNGUARD_KEEP is not a reason to decline. */
+        r |= render_by(sb, "hangar_webhook_keepalive_declined_total", "reason",
+                       &m.keepalive_declined[0][0], CONNGUARD_KEEPALIVE_COUNT, 1, keepalive_label);
+        return r;
 }
 
 /* The self-managed certificate's series. */
@@ -214,6 +328,7 @@ char *metrics_render(bool ready)
                            "# TYPE hangar_webhook_build_info gauge\n"
                            "hangar_webhook_build_info{version=\"%s\"} 1\n",
                            ready ? 1 : 0, HANGAR_VERSION);
+        r |= render_connections(&sb);
         if (atomic_load(&m.self_managed))
                 r |= render_self_managed(&sb);
         if (r != 0)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "connguard.h"
 #include "mutate.h"
 
 typedef enum metrics_error {
@@ -29,6 +30,19 @@ void metrics_record_ca(int64_t not_after_unix);
 void metrics_record_ca_bundle(bool in_sync, int64_t now_unix);
 /* A caBundle the sync found wrong and patched. */
 void metrics_record_ca_bundle_update(void);
+/* The connection tables (connguard.h), per listener. */
+typedef enum metrics_listener {
+        METRICS_LISTENER_HTTPS,
+        METRICS_LISTENER_HEALTH,
+        METRICS_LISTENER_COUNT,
+} metrics_listener_t;
+/* A snapshot of a table's live connections (server.c's reaper, 4 a second). */
+void metrics_set_connections(metrics_listener_t l,
+                             const uint32_t counts[CONNGUARD_CLASS_COUNT][CONNGUARD_PHASE_COUNT]);
+void metrics_record_refused(metrics_listener_t l, connguard_refusal_t why);
+void metrics_record_evicted(metrics_listener_t l, connguard_phase_t phase);
+void metrics_record_expired(metrics_listener_t l, connguard_phase_t phase);
+void metrics_record_keepalive_declined(metrics_listener_t l, connguard_keepalive_t why);
 /* The text exposition; ready is what /readyz answers now. The caller frees
  * it. NULL on allocation failure. */
 char *metrics_render(bool ready);

@@ -4,20 +4,24 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "admission.h"
 #include "certstore.h"
 #include "cleanup.h"
+#include "connguard.h"
 #include "jsonarena.h"
 #include "jsondump.h"
 #include "k8sclient.h"
@@ -27,8 +31,24 @@
 #include "strparse.h"
 
 /* TLS 1.2 and 1.3 only (GnuTLS priority string). */
-#define TLS_PRIORITIES  "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
-#define MAX_CONNECTIONS 1024
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+/* Above the connection tables (connguard), so that MHD accepts and our
+ * policy decides: room for the reserve and for connections shut down and
+ * not yet closed. */
+#define MHD_LIMIT_SLACK 64
+/* The health listener's own table: the kubelet's probes and Prometheus,
+ * from the node, a handful of connections at a time; no client of the
+ * HTTPS listener can starve it. */
+#define HEALTH_MAX_CONNECTIONS     64
+#define HEALTH_MAX_PER_CLIENT      8
+#define HEALTH_MAX_IDLE_PER_CLIENT 4
+#define HEALTH_MAX_IDLE            16
+#define HEALTH_HEADER_TIMEOUT_MS   2000
+/* How often the reaper shuts down connections past their deadline. */
+#define REAPER_PERIOD_NS 250000000L
+/* A review's deadline is the API server's ?timeout less this much, so the
+ * answer (or the close) reaches it before it gives up. */
+#define REVIEW_DEADLINE_MARGIN_MS 250
 /* Per-connection memory MHD keeps (and zeroes for every request): headers,
  * the read buffer the body streams through, the response's headers. Its
  * default, 32 KiB, was a measurable share of a review's time; a request's
@@ -41,15 +61,55 @@ struct server {
         struct MHD_Daemon *tls;
         struct MHD_Daemon *health;
         atomic_bool stopping;
+        pthread_t reaper;
+        bool reaper_started;
+        atomic_int_fast64_t limited_logged_ms; /* the last "clients limited" warning */
 };
 
-/* Which listener a request came in on. */
+/* Which listener a request came in on, and its connection table. */
 typedef struct listener {
         server_t *server;
-        bool serves_mutate;
+        bool serves_reviews; /* /mutate and /validate */
+        bool serves_health;  /* /healthz, /readyz, /metrics */
+        bool tls;
+        metrics_listener_t metrics;
+        pthread_mutex_t lock; /* guards table */
+        connguard_t *table;
 } listener_t;
 
 static listener_t tls_listener, health_listener;
+
+/* One connection, from MHD's STARTED notice to its CLOSED one (MHD's
+ * socket context). */
+typedef struct conn {
+        listener_t *l;
+        int id; /* the entry in l->table */
+        int fd;
+        /* The entry's phase, mirrored for the TLS read hook, which looks
+         * at it on every read and takes the lock only to change it. */
+        atomic_int phase;
+        char peer[INET6_ADDRSTRLEN];
+} conn_t;
+
+/* TLS connections by socket, for GnuTLS's hooks, which get the session or
+ * the socket but not MHD's connection. Sized by RLIMIT_NOFILE at start. */
+static _Atomic(conn_t *) *conn_by_fd;
+static size_t conn_by_fd_len;
+
+/* The entry admitted by this thread's accept policy, until MHD's STARTED
+ * notice (same thread, same accept) claims it. Left unclaimed, MHD gave
+ * the connection up in between; the next accept on the thread frees it. */
+static _Thread_local struct {
+        listener_t *l;
+        int id;
+} pending = {NULL, -1};
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 typedef enum route {
         ROUTE_MUTATE,
@@ -73,6 +133,7 @@ typedef struct request {
         bool answer_now; /* refused with a body too large to drain */
         int corked_fd;   /* >= 0: TCP_CORK set on it for this answer */
         struct timespec started;
+        conn_t *conn; /* NULL if the connection is not in a table */
 } request_t;
 
 static double seconds_since(const struct timespec *t0)
@@ -82,9 +143,49 @@ static double seconds_since(const struct timespec *t0)
         return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+static conn_t *conn_of(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return info ? info->socket_context : NULL;
+}
+
+/* The entry enters phase (deadline_ms 0: the phase's own). */
+static void enter_phase(conn_t *c, connguard_phase_t phase, int64_t deadline_ms)
+{
+        if (!c)
+                return;
+        pthread_mutex_lock(&c->l->lock);
+        connguard_phase(c->l->table, c->id, phase, now_ms(), deadline_ms);
+        pthread_mutex_unlock(&c->l->lock);
+        atomic_store(&c->phase, (int)phase);
+}
+
+/* An answer is queued: it has the answer deadline (a client that never
+ * reads is cut), and keeps the connection only where that pays: a source
+ * over its idle share gets Connection: close, which the API server's Go
+ * client honours without failing anything (an idle connection closed
+ * under it would fail the review sent on it: docs/webhook.md). */
+static bool answer_keeps_alive(struct MHD_Connection *conn)
+{
+        conn_t *c = conn_of(conn);
+        if (!c)
+                return true;
+        pthread_mutex_lock(&c->l->lock);
+        connguard_keepalive_t k = connguard_keep_alive(c->l->table, c->id);
+        connguard_phase(c->l->table, c->id, CONNGUARD_ANSWER, now_ms(), 0);
+        pthread_mutex_unlock(&c->l->lock);
+        atomic_store(&c->phase, (int)CONNGUARD_ANSWER);
+        if (k != CONNGUARD_KEEP)
+                metrics_record_keepalive_declined(c->l->metrics, k);
+        return k == CONNGUARD_KEEP;
+}
+
 static enum MHD_Result send_buffer(struct MHD_Connection *conn, unsigned status, const char *type,
                                    char *body, bool close)
 {
+        if (!answer_keeps_alive(conn))
+                close = true;
         /* MHD frees body (malloc'd) with the response. */
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
@@ -126,7 +227,7 @@ static route_t route_of(const listener_t *l, const char *method, const char *url
                 const char *path;
                 const char *method;
                 route_t route;
-                bool needs_mutate_listener;
+                bool review; /* else a health route */
         } routes[] = {
             {"/mutate", MHD_HTTP_METHOD_POST, ROUTE_MUTATE, true},
             {"/validate", MHD_HTTP_METHOD_POST, ROUTE_VALIDATE, true},
@@ -137,7 +238,7 @@ static route_t route_of(const listener_t *l, const char *method, const char *url
         for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
                 if (strcmp(url, routes[i].path) != 0)
                         continue;
-                if (routes[i].needs_mutate_listener && !l->serves_mutate)
+                if (routes[i].review ? !l->serves_reviews : !l->serves_health)
                         return ROUTE_NOT_FOUND;
                 return strcmp(method, routes[i].method) == 0 ? routes[i].route : ROUTE_BAD_METHOD;
         }
@@ -227,16 +328,19 @@ static int append_body(const server_t *s, request_t *req, const char *data, size
         return 0;
 }
 
-static void log_review(const admission_outcome_t *o, double seconds, const char *error)
+/* peer: the client's address, so an operator can tell the API server's
+ * sources (server.trustedClientCIDRs, the NetworkPolicy) from others. */
+static void log_review(const admission_outcome_t *o, double seconds, const char *error,
+                       const char *peer)
 {
         if (!log_enabled(LOG_LEVEL_INFO))
                 return;
-        json_t *f =
-            json_pack("{s:s*, s:s*, s:s*, s:s*, s:b, s:s, s:s, s:I}", "uid", o->uid, "namespace",
-                      o->namespace, "pod", o->name, "operation", o->operation, "dryRun", o->dry_run,
-                      "decision", error ? "rejected" : mutate_decision_name(o->result.decision),
-                      "reason", error ? "bad-request" : mutate_reason_name(o->result.reason),
-                      "micros", (json_int_t)(seconds * 1e6));
+        json_t *f = json_pack(
+            "{s:s*, s:s*, s:s*, s:s*, s:b, s:s, s:s, s:I, s:s}", "uid", o->uid, "namespace",
+            o->namespace, "pod", o->name, "operation", o->operation, "dryRun", o->dry_run,
+            "decision", error ? "rejected" : mutate_decision_name(o->result.decision), "reason",
+            error ? "bad-request" : mutate_reason_name(o->result.reason), "micros",
+            (json_int_t)(seconds * 1e6), "peer", peer);
         if (f && (error || o->result.detail[0]))
                 json_object_set_new(f, "detail", json_string(error ? error : o->result.detail));
         log_event(LOG_LEVEL_INFO, "review", f);
@@ -315,18 +419,19 @@ static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *c
                     : admission_review(s->cfg, s->values, ADMISSION_READ_PROJECTED, body, req->len,
                                        &response, &o, &err);
         double secs = seconds_since(&req->started);
+        const char *peer = req->conn ? req->conn->peer : "";
         enum MHD_Result ret;
         if (r == -EINVAL) {
                 metrics_record_error(METRICS_ERROR_BAD_REQUEST);
-                log_review(&o, secs, err.message);
+                log_review(&o, secs, err.message, peer);
                 ret = send_error(conn, MHD_HTTP_BAD_REQUEST, err.message);
         } else if (r < 0) {
                 metrics_record_error(METRICS_ERROR_INTERNAL);
-                log_review(&o, secs, "internal error");
+                log_review(&o, secs, "internal error", peer);
                 ret = send_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
         } else {
                 metrics_record_review(&o.result, secs);
-                log_review(&o, secs, NULL);
+                log_review(&o, secs, NULL, peer);
                 cork(conn, req);
                 ret = send_buffer(conn, MHD_HTTP_OK, "application/json", response, false);
         }
@@ -364,6 +469,23 @@ static enum MHD_Result answer_simple(server_t *s, struct MHD_Connection *conn, r
         }
 }
 
+/* The API server gives up on a review at its ?timeout=Ns: the review's
+ * deadline is a little before (0: none given, the phase's own). */
+static int64_t review_deadline(struct MHD_Connection *conn, const server_t *s)
+{
+        const char *t = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "timeout");
+        size_t n = t ? strlen(t) : 0;
+        char digits[16];
+        uint32_t secs;
+        if (n < 2 || n > sizeof(digits) || t[n - 1] != 's')
+                return 0;
+        memcpy(digits, t, n - 1);
+        digits[n - 1] = '\0';
+        if (parse_u32(digits, &secs) < 0 || secs == 0 || secs > s->cfg->request_timeout_seconds)
+                return 0;
+        return now_ms() + (int64_t)secs * 1000 - REVIEW_DEADLINE_MARGIN_MS;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls)
@@ -377,6 +499,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 req->corked_fd = -1;
                 clock_gettime(CLOCK_MONOTONIC, &req->started);
+                req->conn = conn_of(conn);
+                /* Headers complete: the body's deadline from here. */
+                enter_phase(req->conn, CONNGUARD_BODY, 0);
                 /* A request in progress gets the request deadline; before
                  * the first request and between requests the longer idle
                  * timeout holds (start_daemon, on_completed). */
@@ -423,6 +548,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         if (req->refuse_status)
                 return send_error(conn, req->refuse_status, req->refuse_message);
+        enter_phase(req->conn, CONNGUARD_REVIEW, review_deadline(conn, s));
         return answer_review(s, conn, req);
 }
 
@@ -436,9 +562,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         /* Kept alive for the next review: the API server reuses an idle
          * connection for up to 90 s and does not resend a POST that meets
          * one we closed (seen as "failed calling webhook: EOF"). */
-        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
                 (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                                 l->server->cfg->idle_timeout_seconds);
+                enter_phase(req->conn, CONNGUARD_IDLE, 0);
+        }
         /* The answer is all written (or the request is over): send it now. */
         uncork(req);
         free(req->body);
@@ -454,6 +582,283 @@ __attribute__((format(printf, 2, 0))) static void log_mhd(void *cls, const char 
         while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
                 msg[--n] = '\0';
         log_event(LOG_LEVEL_DEBUG, "libmicrohttpd", json_pack("{s:s}", "detail", msg));
+}
+
+/* A "clients limited" warning at most once a minute: a hostile client
+ * must not flood the log either. */
+static void warn_limited(server_t *s, const listener_t *l, const char *what, const char *reason)
+{
+        int64_t now = now_ms();
+        int64_t last = atomic_load(&s->limited_logged_ms);
+        if (last != 0 && now - last < 60000)
+                return;
+        if (!atomic_compare_exchange_strong(&s->limited_logged_ms, &last, now))
+                return;
+        log_event(LOG_LEVEL_WARN, "clients limited",
+                  json_pack("{s:s, s:s, s:s, s:s}", "listener", l->tls ? "https" : "health",
+                            "action", what, "reason", reason, "detail",
+                            "see hangar_webhook_connections_refused_total and "
+                            "hangar_webhook_connections_evicted_total; at most one such line "
+                            "a minute"));
+}
+
+static void forget_pending(void)
+{
+        if (!pending.l)
+                return;
+        pthread_mutex_lock(&pending.l->lock);
+        connguard_closed(pending.l->table, pending.id);
+        pthread_mutex_unlock(&pending.l->lock);
+        pending.l = NULL;
+        pending.id = -1;
+}
+
+/* MHD's accept policy: the table decides, before MHD spends anything on
+ * the connection. A refused connection is closed at once. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+        listener_t *l = cls;
+        forget_pending();
+        connguard_decision_t d;
+        pthread_mutex_lock(&l->lock);
+        int r = connguard_admit(l->table, addr, addrlen, now_ms(), &d);
+        /* Under the lock: the victim's socket is open until its CLOSED
+         * notice, which takes the lock first. */
+        if (r == 0 && d.verdict == CONNGUARD_EVICT && d.victim_handle >= 0)
+                (void)shutdown((int)d.victim_handle, SHUT_RDWR);
+        pthread_mutex_unlock(&l->lock);
+        if (r < 0)
+                return MHD_NO;
+        if (d.verdict == CONNGUARD_REFUSE) {
+                metrics_record_refused(l->metrics, d.refusal);
+                warn_limited(l->server, l, "refused", connguard_refusal_name(d.refusal));
+                return MHD_NO;
+        }
+        if (d.verdict == CONNGUARD_EVICT) {
+                metrics_record_evicted(l->metrics, d.victim_phase);
+                warn_limited(l->server, l, "evicted", connguard_phase_name(d.victim_phase));
+        }
+        pending.l = l;
+        pending.id = d.id;
+        return MHD_YES;
+}
+
+static conn_t *conn_by_socket(int fd)
+{
+        if (fd < 0 || (size_t)fd >= conn_by_fd_len)
+                return NULL;
+        return atomic_load(&conn_by_fd[fd]);
+}
+
+/* GnuTLS reads the socket through this (MHD gave it the bare socket):
+ * the first bytes after an idle spell begin a request, whose headers
+ * then have headerTimeoutSeconds however slowly they trickle. */
+static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *buf, size_t n)
+{
+        int fd = (int)(intptr_t)ptr;
+        ssize_t r = recv(fd, buf, n, 0);
+        if (r > 0) {
+                conn_t *c = conn_by_socket(fd);
+                if (c && atomic_load(&c->phase) == CONNGUARD_IDLE)
+                        enter_phase(c, CONNGUARD_HEADERS, 0);
+        }
+        return r;
+}
+
+/* The client's Finished: the handshake is done, within the header
+ * deadline; the connection is idle until its first request. The API
+ * server's client pools connections it dialed and did not need, so a
+ * handshaken connection waits like an idle one (docs/webhook.md). */
+static int on_handshake_message(gnutls_session_t session, unsigned htype, unsigned when,
+                                unsigned incoming, const gnutls_datum_t *msg)
+{
+        (void)msg;
+        if (htype != GNUTLS_HANDSHAKE_FINISHED || when != GNUTLS_HOOK_POST || !incoming)
+                return 0;
+        conn_t *c = conn_by_socket(gnutls_transport_get_int(session));
+        if (c && atomic_load(&c->phase) == CONNGUARD_HEADERS)
+                enter_phase(c, CONNGUARD_IDLE, 0);
+        return 0;
+}
+
+static void describe_peer(struct MHD_Connection *mc, conn_t *c)
+{
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = info ? info->client_addr : NULL;
+        if (sa && sa->sa_family == AF_INET)
+                (void)inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, c->peer,
+                                sizeof(c->peer));
+        else if (sa && sa->sa_family == AF_INET6)
+                (void)inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, c->peer,
+                                sizeof(c->peer));
+}
+
+static void connection_started(listener_t *l, struct MHD_Connection *mc, void **socket_context)
+{
+        const union MHD_ConnectionInfo *fdi =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int fd = fdi ? fdi->connect_fd : -1;
+        conn_t *c = calloc(1, sizeof(*c));
+        if (!c || fd < 0 || pending.l != l) {
+                /* Not admitted by on_accept, or no memory to track it: a
+                 * connection outside the table is not served. */
+                free(c);
+                forget_pending();
+                if (fd >= 0)
+                        (void)shutdown(fd, SHUT_RDWR);
+                return;
+        }
+        c->l = l;
+        c->id = pending.id;
+        c->fd = fd;
+        atomic_init(&c->phase, (int)CONNGUARD_HEADERS);
+        pending.l = NULL;
+        pending.id = -1;
+        describe_peer(mc, c);
+        pthread_mutex_lock(&l->lock);
+        connguard_attach(l->table, c->id, fd);
+        /* Evicted between its accept and now: it had no socket to shut. */
+        bool live = connguard_live(l->table, c->id);
+        pthread_mutex_unlock(&l->lock);
+        *socket_context = c;
+        if (!live)
+                (void)shutdown(fd, SHUT_RDWR);
+        if (!l->tls || (size_t)fd >= conn_by_fd_len)
+                return;
+        const union MHD_ConnectionInfo *ti =
+            MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (!ti || !ti->tls_session)
+                return;
+        atomic_store(&conn_by_fd[fd], c);
+        gnutls_session_t session = ti->tls_session;
+        gnutls_transport_set_pull_function(session, tls_pull);
+        gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_FINISHED, GNUTLS_HOOK_POST,
+                                           on_handshake_message);
+}
+
+/* MHD's connection notices: STARTED after accept (same thread as
+ * on_accept), CLOSED before the socket is closed. */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+        listener_t *l = cls;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                connection_started(l, mc, socket_context);
+                return;
+        }
+        conn_t *c = *socket_context;
+        if (code != MHD_CONNECTION_NOTIFY_CLOSED || !c)
+                return;
+        if (l->tls && (size_t)c->fd < conn_by_fd_len) {
+                conn_t *expected = c;
+                (void)atomic_compare_exchange_strong(&conn_by_fd[c->fd], &expected, NULL);
+        }
+        pthread_mutex_lock(&l->lock);
+        connguard_closed(l->table, c->id);
+        pthread_mutex_unlock(&l->lock);
+        free(c);
+        *socket_context = NULL;
+}
+
+/* Shuts down the listener's connections past their phase's deadline and
+ * publishes its counts. */
+static void reap(listener_t *l)
+{
+        int ids[256];
+        connguard_phase_t phases[256];
+        uint32_t counts[CONNGUARD_CLASS_COUNT][CONNGUARD_PHASE_COUNT];
+        size_t n;
+        pthread_mutex_lock(&l->lock);
+        int64_t now = now_ms();
+        do {
+                n = connguard_expired(l->table, now, ids, phases, ARRAY_SIZE(ids));
+                for (size_t i = 0; i < n; i++) {
+                        intptr_t fd = connguard_handle(l->table, ids[i]);
+                        /* MHD sees the end of the stream and closes it. */
+                        if (fd >= 0)
+                                (void)shutdown((int)fd, SHUT_RDWR);
+                        metrics_record_expired(l->metrics, phases[i]);
+                }
+        } while (n == ARRAY_SIZE(ids));
+        connguard_counts(l->table, counts);
+        pthread_mutex_unlock(&l->lock);
+        metrics_set_connections(l->metrics, counts);
+}
+
+static void *reaper_main(void *arg)
+{
+        server_t *s = arg;
+        const struct timespec period = {0, REAPER_PERIOD_NS};
+        while (!atomic_load(&s->stopping)) {
+                reap(&tls_listener);
+                if (s->health)
+                        reap(&health_listener);
+                (void)nanosleep(&period, NULL);
+        }
+        return NULL;
+}
+
+static int listener_init(listener_t *l, server_t *s, bool tls, hg_error_t *err)
+{
+        const webhook_settings_t *cfg = s->cfg;
+        l->server = s;
+        l->tls = tls;
+        /* With a health port, the HTTPS listener serves reviews only and
+         * the health one the rest; without, HTTPS serves everything. */
+        l->serves_reviews = tls;
+        l->serves_health = !tls || cfg->health_port == 0;
+        l->metrics = tls ? METRICS_LISTENER_HTTPS : METRICS_LISTENER_HEALTH;
+        connguard_limits_t lim = {
+            .max_connections = cfg->max_connections,
+            .reserved_connections = cfg->reserved_connections,
+            .max_per_client = cfg->max_connections_per_client,
+            .max_idle_per_client = cfg->max_idle_per_client,
+            .max_idle = cfg->max_idle_connections,
+            .connect_rate = cfg->client_connect_rate,
+            /* Headers never get longer than a whole request may take. */
+            .header_ms = (cfg->header_timeout_seconds < cfg->request_timeout_seconds
+                              ? cfg->header_timeout_seconds
+                              : cfg->request_timeout_seconds) *
+                         1000,
+            .request_ms = cfg->request_timeout_seconds * 1000,
+            .idle_ms = cfg->idle_timeout_seconds * 1000,
+        };
+        if (!tls)
+                lim = (connguard_limits_t){
+                    .max_connections = HEALTH_MAX_CONNECTIONS,
+                    .max_per_client = HEALTH_MAX_PER_CLIENT,
+                    .max_idle_per_client = HEALTH_MAX_IDLE_PER_CLIENT,
+                    .max_idle = HEALTH_MAX_IDLE,
+                    .connect_rate = cfg->client_connect_rate,
+                    .header_ms = HEALTH_HEADER_TIMEOUT_MS,
+                    .request_ms = cfg->request_timeout_seconds * 1000,
+                    .idle_ms = cfg->request_timeout_seconds * 1000,
+                };
+        size_t n = cfg->trusted_client_cidrs.n;
+        _cleanup_free_ connguard_cidr_t *cidrs = n ? calloc(n, sizeof(*cidrs)) : NULL;
+        if (n && !cidrs)
+                return error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++)
+                if (connguard_parse_cidr(cfg->trusted_client_cidrs.items[i], &cidrs[i]) < 0)
+                        return error_set(err, -EINVAL, "server.trustedClientCIDRs: bad '%s'",
+                                         cfg->trusted_client_cidrs.items[i]);
+        /* The health listener's callers are the kubelet and Prometheus:
+         * trusted CIDRs are the API server's, not theirs. */
+        int r = connguard_new(&lim, cidrs, tls ? n : 0, &l->table);
+        if (r < 0)
+                return error_set(err, r, "out of memory");
+        pthread_mutex_init(&l->lock, NULL);
+        return 0;
+}
+
+static void listener_fini(listener_t *l)
+{
+        if (!l->table)
+                return;
+        connguard_free(l->table);
+        l->table = NULL;
+        pthread_mutex_destroy(&l->lock);
 }
 
 static int make_addr(const char *address, uint16_t port, struct sockaddr_storage *ss,
@@ -513,20 +918,60 @@ static struct MHD_Daemon *start_daemon(server_t *s, listener_t *l, uint16_t port
              * (on_request). */
             {MHD_OPTION_CONNECTION_TIMEOUT,
              tls ? s->cfg->idle_timeout_seconds : s->cfg->request_timeout_seconds, NULL},
-            {MHD_OPTION_CONNECTION_LIMIT, MAX_CONNECTIONS, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT,
+             tls ? s->cfg->max_connections + s->cfg->reserved_connections + MHD_LIMIT_SLACK
+                 : HEALTH_MAX_CONNECTIONS + MHD_LIMIT_SLACK,
+             NULL},
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, NULL},
             {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, l},
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l},
             /* Plain listeners end the list here; TLS ones go on. */
             {tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0, (void *)certstore_retrieve},
             {tls ? MHD_OPTION_HTTPS_PRIORITIES : MHD_OPTION_END, 0, (void *)TLS_PRIORITIES},
             {MHD_OPTION_END, 0, NULL},
         };
-        struct MHD_Daemon *d = MHD_start_daemon(flags, port, NULL, NULL, on_request, l,
+        struct MHD_Daemon *d = MHD_start_daemon(flags, port, on_accept, l, on_request, l,
                                                 MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!d)
                 error_set(err, -EADDRINUSE, "cannot listen on %s port %u (%s)",
                           s->cfg->listen_address, port, tls ? "HTTPS" : "health");
         return d;
+}
+
+/* The socket-to-connection map for GnuTLS's hooks, once per process:
+ * one slot per descriptor the process may open (bounded). */
+static void conn_registry_init(void)
+{
+        if (conn_by_fd)
+                return;
+        size_t n = 65536;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+                n = rl.rlim_cur < (1u << 20) ? (size_t)rl.rlim_cur : (1u << 20);
+        conn_by_fd = calloc(n, sizeof(*conn_by_fd));
+        /* Without it, TLS connections keep MHD's own timeouts only. */
+        conn_by_fd_len = conn_by_fd ? n : 0;
+}
+
+/* Stops what server_start started, in reverse; each part may be absent. */
+static void server_free(server_t *s)
+{
+        atomic_store(&s->stopping, true);
+        if (s->reaper_started)
+                pthread_join(s->reaper, NULL);
+        if (s->tls) {
+                /* Stop accepting; connections already open finish their requests. */
+                MHD_socket fd = MHD_quiesce_daemon(s->tls);
+                if (fd != MHD_INVALID_SOCKET)
+                        close(fd);
+                MHD_stop_daemon(s->tls);
+        }
+        if (s->health)
+                MHD_stop_daemon(s->health);
+        listener_fini(&tls_listener);
+        listener_fini(&health_listener);
+        shape_values_free(s->values);
+        free(s);
 }
 
 int server_start(const webhook_settings_t *cfg, server_t **ret, hg_error_t *err)
@@ -535,28 +980,35 @@ int server_start(const webhook_settings_t *cfg, server_t **ret, hg_error_t *err)
         if (!s)
                 return -ENOMEM;
         s->cfg = cfg;
+        conn_registry_init();
+        tls_listener = (listener_t){0};
+        health_listener = (listener_t){0};
         /* Before any request thread, outside any arena: they outlive requests. */
-        if (shape_values_new(&cfg->sidecar, &s->values) < 0) {
-                free(s);
-                return error_set(err, -ENOMEM, "out of memory");
+        int r = shape_values_new(&cfg->sidecar, &s->values) < 0
+                    ? error_set(err, -ENOMEM, "out of memory")
+                    : listener_init(&tls_listener, s, true, err);
+        if (r == 0 && cfg->health_port)
+                r = listener_init(&health_listener, s, false, err);
+        if (r == 0) {
+                s->tls = start_daemon(s, &tls_listener, (uint16_t)cfg->port, true, err);
+                if (!s->tls)
+                        r = err ? err->code : -EADDRINUSE;
         }
-        tls_listener = (listener_t){s, true};
-        health_listener = (listener_t){s, false};
-        s->tls = start_daemon(s, &tls_listener, (uint16_t)cfg->port, true, err);
-        if (!s->tls) {
-                shape_values_free(s->values);
-                free(s);
-                return err ? err->code : -EADDRINUSE;
-        }
-        if (cfg->health_port) {
+        if (r == 0 && cfg->health_port) {
                 s->health =
                     start_daemon(s, &health_listener, (uint16_t)cfg->health_port, false, err);
-                if (!s->health) {
-                        MHD_stop_daemon(s->tls);
-                        shape_values_free(s->values);
-                        free(s);
-                        return err ? err->code : -EADDRINUSE;
-                }
+                if (!s->health)
+                        r = err ? err->code : -EADDRINUSE;
+        }
+        if (r == 0) {
+                r = -pthread_create(&s->reaper, NULL, reaper_main, s);
+                if (r < 0)
+                        error_set(err, r, "cannot start the connection reaper");
+                s->reaper_started = r == 0;
+        }
+        if (r < 0) {
+                server_free(s);
+                return r;
         }
         *ret = s;
         return 0;
@@ -584,14 +1036,5 @@ void server_stop(server_t *s)
 {
         if (!s)
                 return;
-        atomic_store(&s->stopping, true);
-        /* Stop accepting; connections already open finish their requests. */
-        MHD_socket fd = MHD_quiesce_daemon(s->tls);
-        if (fd != MHD_INVALID_SOCKET)
-                close(fd);
-        MHD_stop_daemon(s->tls);
-        if (s->health)
-                MHD_stop_daemon(s->health);
-        shape_values_free(s->values);
-        free(s);
+        server_free(s);
 }

@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "conftable.h"
+#include "connguard.h"
 #include "enforce.h"
 #include "k8sname.h"
 #include "log.h"
@@ -93,6 +94,23 @@ static const conf_setting_t server[] = {
      OFF(request_timeout_seconds), "10", 1, 300, NULL, "seconds from 1 to 300"},
     {"server.idleTimeoutSeconds", "HANGAR_IDLE_TIMEOUT_SECONDS", CONF_U32,
      OFF(idle_timeout_seconds), "120", 1, 3600, NULL, "seconds from 1 to 3600"},
+    {"server.maxConnections", "HANGAR_MAX_CONNECTIONS", CONF_U32, OFF(max_connections), "512", 1,
+     16384, NULL, "connections from 1 to 16384"},
+    {"server.reservedConnections", "HANGAR_RESERVED_CONNECTIONS", CONF_U32,
+     OFF(reserved_connections), "64", 0, 4096, NULL, "connections from 0 to 4096"},
+    {"server.maxConnectionsPerClient", "HANGAR_MAX_CONNECTIONS_PER_CLIENT", CONF_U32,
+     OFF(max_connections_per_client), "128", 0, 16384, NULL,
+     "connections from 0 (no cap) to 16384"},
+    {"server.maxIdlePerClient", "HANGAR_MAX_IDLE_PER_CLIENT", CONF_U32, OFF(max_idle_per_client),
+     "64", 0, 16384, NULL, "connections from 0 to 16384"},
+    {"server.maxIdleConnections", "HANGAR_MAX_IDLE_CONNECTIONS", CONF_U32,
+     OFF(max_idle_connections), "256", 0, 16384, NULL, "connections from 0 to 16384"},
+    {"server.headerTimeoutSeconds", "HANGAR_HEADER_TIMEOUT_SECONDS", CONF_U32,
+     OFF(header_timeout_seconds), "5", 1, 300, NULL, "seconds from 1 to 300"},
+    {"server.clientConnectRate", "HANGAR_CLIENT_CONNECT_RATE", CONF_U32, OFF(client_connect_rate),
+     "50", 0, 100000, NULL, "connections a second from 0 (no cap) to 100000"},
+    {"server.trustedClientCIDRs", "HANGAR_TRUSTED_CLIENT_CIDRS", CONF_STRLIST,
+     OFF(trusted_client_cidrs), "[]", 0, 64, NULL, "a list of CIDRs like 10.0.0.0/8"},
     {"server.threads", "HANGAR_THREADS", CONF_U32, OFF(threads), "0", 0, 256, NULL,
      "0 (one per CPU) to 256"},
     {"server.certPollSeconds", "HANGAR_CERT_POLL_SECONDS", CONF_U32, OFF(cert_poll_seconds), "2", 1,
@@ -208,6 +226,25 @@ static int check_guard_names(const char *key, const strlist_t *l, hg_error_t *er
         return 0;
 }
 
+/* The connection table's settings (connguard.h), against each other. */
+static int check_connection_limits(const webhook_settings_t *s, hg_error_t *err)
+{
+        if (s->max_idle_connections > s->max_connections)
+                return error_set(err, -EINVAL,
+                                 "server.maxIdleConnections (%u) must not exceed "
+                                 "server.maxConnections (%u)",
+                                 s->max_idle_connections, s->max_connections);
+        for (size_t i = 0; i < s->trusted_client_cidrs.n; i++) {
+                connguard_cidr_t c;
+                if (connguard_parse_cidr(s->trusted_client_cidrs.items[i], &c) < 0)
+                        return error_set(err, -EINVAL,
+                                         "server.trustedClientCIDRs: '%s' is not a CIDR like "
+                                         "10.0.0.0/8 (no host bits set) or an address",
+                                         s->trusted_client_cidrs.items[i]);
+        }
+        return 0;
+}
+
 int settings_validate(const webhook_settings_t *s, hg_error_t *err)
 {
         int r = config_validate(&s->sidecar, err);
@@ -221,6 +258,9 @@ int settings_validate(const webhook_settings_t *s, hg_error_t *err)
                 return r;
         if (s->health_port != 0 && s->health_port == s->port)
                 return error_set(err, -EINVAL, "server.healthPort must differ from server.port");
+        r = check_connection_limits(s, err);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < s->tls_dns_names.n; i++)
                 if (!k8s_is_dns1123_subdomain(s->tls_dns_names.items[i]))
                         return error_set(err, -EINVAL, "tls.dnsNames: '%s' is not a DNS name",

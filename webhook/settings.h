@@ -41,7 +41,16 @@ typedef struct webhook_settings {
         /* A kept-alive connection between reviews: longer than the API
          * server keeps an idle one (90 s), so it never sends on one we closed. */
         uint32_t idle_timeout_seconds;
-        uint32_t threads; /* 0 = one per CPU */
+        /* Who may hold connections, and how long (webhook/connguard.h). */
+        uint32_t max_connections;            /* the client table */
+        uint32_t reserved_connections;       /* more, for trusted sources only */
+        uint32_t max_connections_per_client; /* 0 = no cap */
+        uint32_t max_idle_per_client;
+        uint32_t max_idle_connections;
+        uint32_t header_timeout_seconds; /* accept to complete headers, TLS included */
+        uint32_t client_connect_rate;    /* a second, per client source; 0 = no cap */
+        strlist_t trusted_client_cidrs;  /* the API server's sources */
+        uint32_t threads;                /* 0 = one per CPU */
         uint32_t cert_poll_seconds;
         char *log_level;
 
