@@ -1,7 +1,7 @@
 # One pod suite registered once per runtime (tests/pods, tests/turn, tests/grade):
 #
 #   include(${PROJECT_SOURCE_DIR}/tests/pods/runtimes.cmake)
-#   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> RUNTIMES <runtime>... [CURRENT | CURRENT_UNLESS_NODE]
+#   hangar_pod_tests(NAME <base> SCRIPT <suite.sh> [RUNTIMES <runtime>...] [CURRENT | CURRENT_UNLESS_NODE]
 #                    [ARGS <arg>...] [ENV <K=V>...] [CURRENT_ARGS <arg>...] [TIMEOUT <s>]
 #                    [COST <s>] [OUTSIDE_CI <runtime>...])
 #
@@ -11,6 +11,8 @@
 # HANGAR_RUNSC_CURRENT set, also <base>_runsc_current running
 # `bash <suite.sh> <arg>... runsc $HANGAR_RUNSC_CURRENT <current-arg>...`
 # (the suites' "RUNTIME [RUNTIME_BIN [FLAG...]]" convention, tests/pods/podlib.sh).
+# CURRENT without RUNTIMES: <base>_runsc_current alone (a suite only that
+# runsc can run, such as checkpoint and restore).
 # CURRENT_UNLESS_NODE: CURRENT only when the node suites are not registered
 # (-DHANGAR_NODE_BIN), for a suite whose <base>_node skips nothing: the node
 # (the same current runsc, through containerd's shim) takes its place.
@@ -50,8 +52,9 @@ set(HANGAR_RUNSC_CURRENT "" CACHE FILEPATH
 function(hangar_pod_tests)
   cmake_parse_arguments(PARSE_ARGV 0 P "CURRENT;CURRENT_UNLESS_NODE" "NAME;SCRIPT;TIMEOUT;COST"
                         "RUNTIMES;ARGS;ENV;CURRENT_ARGS;OUTSIDE_CI")
-  if(NOT P_NAME OR NOT P_SCRIPT OR NOT P_RUNTIMES)
-    message(FATAL_ERROR "hangar_pod_tests: NAME, SCRIPT and RUNTIMES are required")
+  # RUNTIMES may be left out with CURRENT: a suite for the current runsc only.
+  if(NOT P_NAME OR NOT P_SCRIPT OR (NOT P_RUNTIMES AND NOT P_CURRENT))
+    message(FATAL_ERROR "hangar_pod_tests: NAME, SCRIPT and RUNTIMES (or CURRENT) are required")
   endif()
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "hangar_pod_tests(${P_NAME}): unknown arguments ${P_UNPARSED_ARGUMENTS}")
