@@ -324,9 +324,17 @@ static int daemon_setup(turn_t *t, hg_error_t *err)
         if ((r = new_instance(t)) < 0)
                 return error_set(err, r, "no random bytes for the instance id");
         /* Absent outside gVisor (unavailable); an error opening it is the
-         * status's "broken", and the daemon still runs (driver.cloneSafety
-         * decides whether it may). */
+         * status's "broken". With driver.cloneSafety required, a daemon
+         * that could not tell a clone of itself from itself does not run. */
         (void)restore_watch_start(&t->restore, restore_watch_open_proc, NULL);
+        if (strcmp(t->cfg->driver_clone_safety, CONFIG_CLONE_SAFETY_REQUIRED) == 0 &&
+            t->restore.state != RESTORE_WATCH_AVAILABLE)
+                return error_set(err, -ENOTSUP,
+                                 "no-restore-signal: driver.cloneSafety is required and %s is %s "
+                                 "(%s): a restored clone would not know it is one",
+                                 RESTORE_WATCH_PATH, restore_watch_state_name(t->restore.state),
+                                 t->restore.open_errno ? strerror(t->restore.open_errno)
+                                                       : "no reason");
         if ((r = ctlsock_listen(sock, &t->ctl_lfd, err)) < 0)
                 return r;
         /* The socket is ours: whatever an earlier daemon left is not (its

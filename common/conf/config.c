@@ -23,6 +23,12 @@ static bool is_token_choice(const char *s)
         return strcmp(s, CONFIG_TOKEN_KEEP) == 0 || strcmp(s, CONFIG_TOKEN_REMOVE) == 0;
 }
 
+static bool is_clone_safety(const char *s)
+{
+        return strcmp(s, CONFIG_CLONE_SAFETY_AUTO) == 0 ||
+               strcmp(s, CONFIG_CLONE_SAFETY_REQUIRED) == 0;
+}
+
 #define OFF(field) offsetof(hg_config_t, field)
 
 /* The sidecar's table. Keep docs/configuration.md and charts/ in step with
@@ -62,6 +68,8 @@ static const conf_setting_t settings[] = {
      "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
     {"driver.resources.limits.memory", "HANGAR_DRIVER_MEMORY_LIMIT", CONF_STRING,
      OFF(driver_memory_limit), "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
+    {"driver.cloneSafety", "HANGAR_DRIVER_CLONE_SAFETY", CONF_STRING, OFF(driver_clone_safety),
+     CONFIG_CLONE_SAFETY_AUTO, 0, 0, is_clone_safety, "auto or required"},
     {"volumes.home.mountPath", "HANGAR_HOME_PATH", CONF_STRING, OFF(home_path), "/var/lib/hangar",
      0, 0, is_absolute_path, "a normalized absolute path"},
     {"volumes.ctl.mountPath", "HANGAR_CTL_PATH", CONF_STRING, OFF(ctl_path), "/var/lib/hangar-ctl",

@@ -47,6 +47,10 @@ typedef struct hg_config {
         char *driver_memory_request;
         char *driver_cpu_limit;    /* "" = no limit */
         char *driver_memory_limit; /* "" = no limit */
+        /* "auto" or "required" (CONFIG_CLONE_SAFETY_*): with required,
+         * hangar-driver serve refuses to start without a restore watch
+         * (driver/restore.h), for clusters that restore clones of pods */
+        char *driver_clone_safety;
 
         /* the two volumes */
         char *home_path;
@@ -58,8 +62,11 @@ typedef struct hg_config {
         strlist_t gvisor_runtime_classes;
 } hg_config_t;
 
-#define CONFIG_TOKEN_KEEP   "keep"
-#define CONFIG_TOKEN_REMOVE "remove"
+#define CONFIG_TOKEN_KEEP            "keep"
+#define CONFIG_TOKEN_REMOVE          "remove"
+
+#define CONFIG_CLONE_SAFETY_AUTO     "auto"
+#define CONFIG_CLONE_SAFETY_REQUIRED "required"
 
 /* Bound on the configuration file's size. */
 #define CONFIG_MAX_FILE_BYTES CONF_MAX_FILE_BYTES

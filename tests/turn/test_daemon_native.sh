@@ -34,6 +34,19 @@ t_eq "ping: the daemon answers, idle" "true idle" "$(jq -r '"\(.ok) \(.state)"' 
 INSTANCE1=$(jq -r .instance d1.ping)
 t_eq "an instance id (32 hex)" 32 "$(printf %s "$INSTANCE1" | tr -cd 0-9a-f | wc -c)"
 SPID=$(cat d1.serve.pid)
+t_eq "ping: no restore watch off gVisor, no restore" "unavailable 0" \
+        "$(jq -r '"\(.restore_watch) \(.restores)"' d1.ping)"
+# driver.cloneSafety required: a daemon that cannot see a restore does not
+# start (it stops before it touches the control socket d1 holds).
+env HANGAR_DRIVER_CLONE_SAFETY=required setpriv --reuid 1001 --regid 1001 --clear-groups -- \
+        "$DRIVER" serve >cs.out 2>cs.err
+t_eq "cloneSafety required, no restore watch: serve refuses to start (no-restore-signal)" "1 yes" \
+        "$? $(grep -q 'no-restore-signal' cs.out cs.err && echo yes)"
+env HANGAR_DRIVER_CLONE_SAFETY=maybe "$DRIVER" serve >cs2.out 2>cs2.err
+t_check "cloneSafety: a value other than auto or required is an error" \
+        sh -c "test $? -ne 0 && grep -q 'auto or required' cs2.err"
+t_eq "... and the running daemon still answers, as before" "true $INSTANCE1" \
+        "$(ctl ping | jq -r '"\(.ok) \(.instance)"')"
 t_check "the daemon is non-dumpable: another uid-1001 process cannot read its /proc/PID/environ" \
         sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- cat /proc/$SPID/environ >/dev/null 2>&1"
 t_check "ops that need a turn say there is none" \
