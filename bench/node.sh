@@ -133,7 +133,8 @@ if kubectl get namespace "$NS" >/dev/null 2>&1; then
         kubectl delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
         kubectl wait --for=delete "namespace/$NS" --timeout=180s >/dev/null 2>&1 || true
 fi
-kubectl create namespace "$NS" >/dev/null
+# Opted in to hangar (the chart's scope label), as an admin makes a sandbox namespace.
+hangar_sandbox_namespace "$NS"
 kubectl create role -n "$NS" hangar --verb=get,list,watch --resource=pods >/dev/null
 kubectl create role -n "$NS" hangar-exec --verb=create --resource=pods/exec >/dev/null
 kubectl create rolebinding -n "$NS" hangar --role=hangar --user="$HANGAR_ID" >/dev/null

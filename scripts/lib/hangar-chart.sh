@@ -19,11 +19,23 @@ hangar_system_namespace() {
     kubectl label namespace hangar-system pod-security.kubernetes.io/enforce=restricted >/dev/null
 }
 
-# hangar_identity NS: namespace NS, and hangar's ServiceAccount (namespace
-# hangar) that may read pods in NS and exec into them; nothing else.
+# The namespace label that opts a namespace in to hangar (the chart's
+# scope.namespaceLabel): its webhooks see only namespaces carrying it.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+HANGAR_SCOPE_LABEL=hangar.dev/injection=enabled
+
+# hangar_sandbox_namespace NS: namespace NS, opted in to hangar (labelled
+# $HANGAR_SCOPE_LABEL), as an admin makes one for sandbox pods.
+hangar_sandbox_namespace() {
+  kubectl create namespace "$1" >/dev/null &&
+    kubectl label namespace "$1" "$HANGAR_SCOPE_LABEL" >/dev/null
+}
+
+# hangar_identity NS: namespace NS (opted in), and hangar's ServiceAccount
+# (namespace hangar) that may read pods in NS and exec into them; nothing else.
 hangar_identity() {
   local ns=$1
-  kubectl create namespace "$ns" >/dev/null &&
+  hangar_sandbox_namespace "$ns" &&
     kubectl create namespace hangar >/dev/null &&
     kubectl create serviceaccount -n hangar hangar >/dev/null &&
     kubectl create role -n "$ns" hangar --verb=get,list,watch --resource=pods >/dev/null &&

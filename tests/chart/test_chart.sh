@@ -50,6 +50,9 @@ NS=hangar-system # the release namespace used for every render
 REL=hw
 FULL=hw-hangar-webhook
 MODES=(default self-managed cert-manager provided url driver-on)
+# What helm install learns from a 1.30+ API server's discovery: it serves
+# ValidatingAdmissionPolicy v1, so the chart renders its policies.
+CAPS=(--api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy)
 
 mode_args() { # MODE: the helm arguments selecting that mode's values
         [ "$1" = default ] || printf '%s\n' -f "$VALUES/$1.yaml"
@@ -92,7 +95,7 @@ done
 echo "-- helm template, each mode"
 for m in "${MODES[@]}"; do
         mapfile -t args < <(mode_args "$m")
-        if "$HELM" template "$REL" "$CHART" -n "$NS" "${args[@]}" >"$m.yaml" 2>"$m.err" &&
+        if "$HELM" template "$REL" "$CHART" -n "$NS" "${CAPS[@]}" "${args[@]}" >"$m.yaml" 2>"$m.err" &&
                 to_json <"$m.yaml" >"$m.json" 2>>"$m.err"; then
                 t_check "$m renders ($(jq -r 'map(.kind) | join(",")' "$m.json"))" true
         else
@@ -124,11 +127,19 @@ for m in "${MODES[@]}"; do
                 "$WH.rules == [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\"], operations:[\"CREATE\"], scope:\"Namespaced\"}]"
         jq_check "$m: namespaceSelector excludes kube-system and the release namespace" "$f" \
                 "$WH.namespaceSelector.matchExpressions | any(.key==\"kubernetes.io/metadata.name\" and .operator==\"NotIn\" and (.values | index(\"kube-system\") and index(\"$NS\")))"
+        jq_check "$m: scope optIn (default): only namespaces labelled hangar.dev/injection=enabled" "$f" \
+                "$WH.namespaceSelector.matchLabels[\"hangar.dev/injection\"] == \"enabled\""
+        jq_check "$m: the scope policy and its two bindings (not opted in; never served)" "$f" "
+                (map(select(.kind==\"ValidatingAdmissionPolicy\")) | map(.metadata.name) | index(\"$FULL-sandbox-scope\")) != null and
+                (map(select(.kind==\"ValidatingAdmissionPolicyBinding\" and .spec.policyName==\"$FULL-sandbox-scope\"))
+                 | map({n: .metadata.name, a: .spec.validationActions, s: .spec.matchResources.namespaceSelector}) | sort_by(.n)) ==
+                [{n: \"$FULL-sandbox-scope\", a: [\"Deny\",\"Audit\"], s: {matchExpressions: [{key: \"hangar.dev/injection\", operator: \"NotIn\", values: [\"enabled\"]}]}},
+                 {n: \"$FULL-sandbox-scope-excluded\", a: [\"Deny\",\"Audit\"], s: {matchExpressions: [{key: \"kubernetes.io/metadata.name\", operator: \"In\", values: $WH.namespaceSelector.matchExpressions[0].values}]}}]"
         # shellcheck disable=SC2016 # $l and $k are jq's variables
         jq_check "$m: every object has the standard labels" "$f" \
                 'all(.[]; .metadata.labels as $l | ["app.kubernetes.io/name","app.kubernetes.io/instance","app.kubernetes.io/version","app.kubernetes.io/managed-by","app.kubernetes.io/component","app.kubernetes.io/part-of","helm.sh/chart"] | all(. as $k | $l[$k] | type == "string" and length > 0))'
         jq_check "$m: namespaced objects are in the release namespace" "$f" \
-                "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ValidatingWebhookConfiguration\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
+                "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ValidatingWebhookConfiguration\",\"ValidatingAdmissionPolicy\",\"ValidatingAdmissionPolicyBinding\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
         jq_check "$m: one ValidatingWebhookConfiguration (the doors), named as the mutating one" "$f" \
                 "(map(select(.kind==\"ValidatingWebhookConfiguration\")) | length == 1) and ($VWC.metadata.name == $MWC.metadata.name)"
         jq_check "$m: doors: UPDATE of pods, ephemeral containers and resize; CONNECT exec, attach, portforward; UPDATE pods/status; CREATE pods" "$f" \
@@ -143,7 +154,7 @@ for m in "${MODES[@]}"; do
                 jq_check "$m: failurePolicy Ignore, timeoutSeconds 3" "$f" \
                         "$WH.failurePolicy == \"Ignore\" and $WH.timeoutSeconds == 3"
                 jq_check "$m: extra excluded namespaces and the extra namespace selector" "$f" \
-                        "($WH.namespaceSelector.matchExpressions[0].values | sort) == ([\"kube-system\",\"$NS\",\"kube-public\",\"kube-node-lease\"] | sort) and $WH.namespaceSelector.matchLabels == {\"hangar.dev/sandboxes\": \"enabled\"}"
+                        "($WH.namespaceSelector.matchExpressions[0].values | sort) == ([\"kube-system\",\"$NS\",\"kube-public\",\"kube-node-lease\"] | sort) and $WH.namespaceSelector.matchLabels == {\"hangar.dev/sandboxes\": \"enabled\", \"hangar.dev/injection\": \"enabled\"}"
         else
                 jq_check "$m: objectSelector is hangar.dev/sandbox=true" "$f" \
                         "$WH.objectSelector == {matchLabels: {\"hangar.dev/sandbox\": \"true\"}}"
@@ -154,8 +165,8 @@ for m in "${MODES[@]}"; do
         url)
                 jq_check "$m: clientConfig is the URL with the caBundle value" "$f" \
                         "$WH.clientConfig == {url: \"https://127.0.0.1:9443/mutate\", caBundle: \"$(sed -n 's/^  caBundle: //p' "$VALUES/url.yaml")\"}"
-                jq_check "$m: only the ConfigMap and the webhook configuration" "$f" \
-                        '(map(.kind) | sort) == ["ConfigMap","MutatingWebhookConfiguration","ValidatingWebhookConfiguration"]'
+                jq_check "$m: only the ConfigMap, the webhook configurations and the policies" "$f" \
+                        '(map(.kind) | unique) == ["ConfigMap","MutatingWebhookConfiguration","ValidatingAdmissionPolicy","ValidatingAdmissionPolicyBinding","ValidatingWebhookConfiguration"]'
                 ;;
         provided)
                 jq_check "$m: service clientConfig with the provided caBundle" "$f" \
@@ -244,6 +255,23 @@ jq_check "guard off: no ValidatingWebhookConfiguration" guard-off.json \
         'map(select(.kind=="ValidatingWebhookConfiguration")) | length == 0'
 jq_check "guard off, cert-manager: no RBAC and no token" guard-off.json \
         "(map(select(.kind | IN(${RBAC_KINDS}[]))) | length == 0) and $POD.automountServiceAccountToken == false"
+
+# scope.mode all: the namespace selection of the chart before scopes, and
+# only the never-served binding.
+"$HELM" template "$REL" "$CHART" -n "$NS" "${CAPS[@]}" --set scope.mode=all 2>scope-all.err | to_json >scope-all.json 2>>scope-all.err
+jq_check "scope.mode all: every namespace but kube-system and the release's, as before scopes" scope-all.json \
+        "[.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ValidatingWebhookConfiguration\")) | .webhooks[].namespaceSelector] | unique == [{matchExpressions: [{key: \"kubernetes.io/metadata.name\", operator: \"NotIn\", values: [\"kube-system\", \"$NS\"]}]}]"
+jq_check "scope.mode all: the scope policy binds only the never-served namespaces" scope-all.json \
+        "map(select(.kind==\"ValidatingAdmissionPolicyBinding\" and .spec.policyName==\"$FULL-sandbox-scope\") | .metadata.name) == [\"$FULL-sandbox-scope-excluded\"]"
+"$HELM" template "$REL" "$CHART" -n "$NS" "${CAPS[@]}" --set scope.namespaceLabel.key=example.com/hangar \
+        --set scope.namespaceLabel.value=on 2>scope-label.err | to_json >scope-label.json 2>>scope-label.err
+jq_check "scope.namespaceLabel: another label selects the namespaces and binds the policy" scope-label.json \
+        "$WH.namespaceSelector.matchLabels == {\"example.com/hangar\": \"on\"} and (map(select(.kind==\"ValidatingAdmissionPolicyBinding\" and .metadata.name==\"$FULL-sandbox-scope\")) | .[0].spec.matchResources.namespaceSelector.matchExpressions == [{key: \"example.com/hangar\", operator: \"NotIn\", values: [\"on\"]}])"
+# An API server without ValidatingAdmissionPolicy v1 (before 1.30; helm
+# template without --api-versions): no policy is rendered.
+"$HELM" template "$REL" "$CHART" -n "$NS" 2>no-vap.err | to_json >no-vap.json 2>>no-vap.err
+jq_check "no ValidatingAdmissionPolicy v1 on the API server: no policy or binding rendered" no-vap.json \
+        'map(select(.kind | startswith("ValidatingAdmissionPolicy"))) | length == 0'
 
 echo "-- cert-manager: the CA chain (client-side checks only: no cert-manager CRDs here)"
 f=cert-manager.json
@@ -384,6 +412,9 @@ expect_refused "webhook.url with a query" "/webhook/url.*does not match" --set "
 expect_refused "a label value with a slash" "/selector/value.*does not match" --set selector.value=a/b
 expect_refused "a driver limit that is not a quantity" "/driver/resources/limits/cpu.*does not match" --set driver.resources.limits.cpu=lots
 expect_refused "replicaCount 0" "/replicaCount.*minimum" --set replicaCount=0
+expect_refused "scope.mode=some" "/scope/mode.*must be one of 'optIn', 'all'" --set scope.mode=some
+expect_refused "an empty scope.namespaceLabel.value" "/scope/namespaceLabel/value" --set scope.namespaceLabel.value=
+expect_refused "a scope.namespaceLabel.key that is not a label key" "/scope/namespaceLabel/key.*does not match" --set "scope.namespaceLabel.key=a b"
 expect_refused "URL mode without a caBundle" "webhook.url is set \\(URL mode\\) but webhook.caBundle is empty" --set webhook.url=https://127.0.0.1:9443/mutate
 expect_refused "URL mode with a caBundle that is not PEM" "webhook.caBundle is not a base64-encoded PEM" --set webhook.url=https://127.0.0.1:9443/mutate --set webhook.caBundle=aGVsbG8=
 expect_refused "provided mode without a Secret and caBundle" "certificates.mode=provided needs both" --set certificates.mode=provided
@@ -674,9 +705,12 @@ t_eq "nothing runs in the cluster in URL mode" "" \
 "${K[@]}" get configmap -n "$UNS" "$UREL-hangar-webhook" -o json 2>/dev/null | jq -r '.data["config.yaml"]' >url-config-stored.yaml
 t_check "the stored ConfigMap is the configuration the local webhook runs" cmp -s url-config-stored.yaml url-config.yaml
 
-for ns in sandboxes kube-system "$UNS"; do
+for ns in sandboxes kube-system "$UNS" outside leaving; do
         "${K[@]}" get namespace "$ns" >/dev/null 2>&1 || "${K[@]}" create namespace "$ns" >/dev/null
 done
+# sandboxes and leaving opt in (the chart's scope); outside does not.
+"${K[@]}" label namespace sandboxes hangar.dev/injection=enabled >/dev/null
+"${K[@]}" label namespace leaving hangar.dev/injection=enabled >/dev/null
 pod_json() { # NAME NAMESPACE LABELLED
         local labels='{}'
         [ "$3" = 1 ] && labels='{"hangar.dev/sandbox": "true"}'
@@ -690,6 +724,9 @@ injected() { # a dry-run create of a labelled pod comes back injected
                 jq -e '.metadata.annotations["hangar.dev/driver-sidecar"] == "injected"' >/dev/null
 }
 t_check "the API server calls the webhook (a dry-run create is injected)" t_wait_for injected 30
+# So does a new policy: until then a sandbox pod out of scope is created.
+t_check "the scope policy is active (a dry-run sandbox pod out of scope is refused)" t_wait_for \
+        "grep -q 'hangar scope' <<<\"\$(pod_json probe outside 1 | '$KUBECTL' create --dry-run=server -f - 2>&1)\"" 30
 
 echo "-- the optional parts on the API server: NetworkPolicy and the helm test hook"
 jq '{apiVersion: "v1", kind: "List", items: .}' extras.json >extras-server.json
@@ -728,8 +765,8 @@ t_check "... with the API server's refusal" grep -q 'refused (HTTP 403)' ti-rbac
 # release's own), as an admin.
 "$WEBHOOK" test-injection --kubeconfig "$KUBECONFIG" --config url-config.yaml --namespace "$UNS" \
         --image registry.example/agent:1 >ti-ns.out 2>&1
-t_eq "test-injection where the webhook is not called: fails" 1 "$?"
-t_check "... saying the API server did not call the webhook" grep -q 'the API server did not call the webhook for it' ti-ns.out
+t_eq "test-injection in a namespace hangar never serves: fails" 1 "$?"
+t_check "... with the scope policy's refusal" grep -q 'hangar scope: namespace' ti-ns.out
 # Injected, but not in the shape the test's configuration says (the webhook
 # runs another configuration than the release's).
 sed 's/^  uid: 1001$/  uid: 1005/' url-config.yaml >url-config-other.yaml
@@ -756,13 +793,41 @@ jq_check "sandbox pod stored with hangar-driver and the injected annotation" pod
 create_pod plain sandboxes 0
 jq_check "an unlabelled pod is not sent (objectSelector)" pod-plain.json \
         '(.spec.containers | length) == 1 and .metadata.annotations == null'
+# Out of scope (docs/security-model.md, Scope): never sent to the webhooks,
+# and a sandbox pod there is refused by the API server itself.
+scope_refused() { # WHAT FILE REGEX: the create was refused by the scope policy
+        local what=$1 err=$2 re=$3
+        t_check "$what (got: $(head -c 240 "$err"))" bash -c \
+                "grep -q \"ValidatingAdmissionPolicy '$UREL-hangar-webhook-sandbox-scope'\" '$err' && grep -Eq -- '$re' '$err'"
+}
 create_pod sys kube-system 1
-jq_check "a labelled pod in kube-system is not sent (namespaceSelector)" pod-sys.json \
-        '(.spec.containers | length) == 1 and .metadata.annotations == null'
+scope_refused "a sandbox pod in kube-system: refused (never served)" pod-sys.err "hangar scope: namespace kube-system is never served"
 create_pod own "$UNS" 1
-jq_check "a labelled pod in the release namespace is not sent (namespaceSelector)" pod-own.json \
-        '(.spec.containers | length) == 1 and .metadata.annotations == null'
-t_eq "the webhook reviewed only sandbox pods in selected namespaces (log; test-injection's dry-run pod among them)" "agent hangar-test-injection- probe" \
+scope_refused "a sandbox pod in the release namespace: refused (never served)" pod-own.err "hangar scope: namespace $UNS is never served"
+create_pod stray outside 1
+scope_refused "a sandbox pod in a namespace that did not opt in: refused" pod-stray.err \
+        "hangar scope: namespace outside has not opted in to hangar \\(kubectl label namespace outside hangar.dev/injection=enabled\\)"
+create_pod bystander outside 0
+jq_check "an ordinary pod there is created, untouched" pod-bystander.json \
+        '.metadata.name == "bystander" and (.spec.containers | length) == 1 and .metadata.annotations == null'
+jq 'del(.metadata.labels, .metadata.resourceVersion, .metadata.uid, .metadata.creationTimestamp, .metadata.annotations, .status) |
+        .metadata.name = "copy" | .metadata.namespace = "outside"' pod-agent.json >copy.json
+"${K[@]}" create -f copy.json >pod-copy.out 2>pod-copy.err
+scope_refused "a copy carrying hangar-driver, unlabelled, out of scope: refused" pod-copy.err "hangar scope: namespace outside"
+pod_json marked outside 0 | jq '.metadata.annotations = {"hangar.dev/driver-sidecar": "injected"}' |
+        "${K[@]}" create -f - >pod-marked.out 2>pod-marked.err
+scope_refused "a pod marked injected, out of scope: refused" pod-marked.err "hangar scope: namespace outside"
+"${K[@]}" label pod -n outside bystander hangar.dev/sandbox=true >label-late.out 2>label-late.err
+scope_refused "the sandbox label added to a pod out of scope: refused" label-late.err "hangar scope: namespace outside"
+# A namespace that leaves the scope keeps its sandbox pods updatable and deletable.
+create_pod resident leaving 1
+jq_check "(a sandbox pod injected while its namespace was in scope)" pod-resident.json \
+        '.metadata.annotations["hangar.dev/driver-sidecar"] == "injected"'
+"${K[@]}" label namespace leaving hangar.dev/injection- >/dev/null
+out=$("${K[@]}" annotate pod -n leaving resident team.example/owner=a 2>&1)
+t_check "an UPDATE of a sandbox pod whose namespace left the scope: admitted ($out)" grep -q annotated <<<"$out"
+t_check "and it is deleted" "${K[@]}" delete pod -n leaving resident --wait=false
+t_eq "the webhook reviewed only sandbox pods in selected namespaces (log; test-injection's dry-run pod among them)" "agent hangar-test-injection- probe resident" \
         "$(grep '"msg":"review"' webhook.log | jq -r 'select(.decision != "allowed" and .decision != "denied") | .pod' | sort -u | xargs)"
 # The doors' CREATE entry: sent only pods that carry hangar-driver once
 # injected (matchConditions), every one of them in shape.

@@ -24,6 +24,7 @@ stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
 trap 'stop_cp; t_cleanup' EXIT
 export KUBECONFIG=$T_TMP/cp/kubeconfig
 kubectl create namespace e2e >/dev/null
+kubectl label namespace e2e hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)
 kubectl create namespace hangar-system >/dev/null
 
 # The webhook, locally, on TLS, its pair published Secret-style.

@@ -20,6 +20,7 @@ export HELM_CONFIG_HOME=$T_TMP/helm/config HELM_CACHE_HOME=$T_TMP/helm/cache HEL
 
 t_control_plane
 for ns in sbx other hangar-system; do kubectl create namespace "$ns" >/dev/null; done
+kubectl label namespace sbx hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)
 
 pod() { # NAMESPACE NAME [EXTRA_JSON merged into the pod]
         jq -n --arg ns "$1" --arg name "$2" --argjson extra "${3:-{\}}" '{

@@ -63,6 +63,7 @@ stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
 trap 't_kill_registered; stop_cp; t_cleanup' EXIT
 export KUBECONFIG=$T_TMP/cp/kubeconfig
 for n in e2e "$NS" cert-manager; do kubectl create namespace "$n" >/dev/null; done
+kubectl label namespace e2e hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)
 
 # cert-manager's CRDs, then its controller.
 kubectl apply -f "$CM_BIN/../crds/" >crds.log 2>&1 || { cat crds.log; exit 1; }

@@ -20,6 +20,7 @@ export PATH=$TOOLS_BIN:$PATH
 
 t_control_plane
 kubectl create namespace zoo >/dev/null
+kubectl label namespace zoo hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)
 kubectl create namespace hangar-system >/dev/null
 printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n' |
         kubectl create -f - >/dev/null

@@ -25,6 +25,7 @@ TOKEN_DIR=/var/run/secrets/kubernetes.io/serviceaccount
 
 t_control_plane --service-accounts
 kubectl create namespace tok >/dev/null
+kubectl label namespace tok hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)
 kubectl create namespace hangar-system >/dev/null
 # No controller-manager here: the accounts the plugin looks up are made by hand.
 kubectl create serviceaccount default -n tok >/dev/null

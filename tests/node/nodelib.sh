@@ -69,7 +69,10 @@ node_archives() {
 
 # node_namespace NS [LABEL=VALUE...]: the suite's namespace, new (a
 # namespace of the same name left by an earlier run is waited for until it is
-# gone, 120 s at most), labelled, deleted on exit.
+# gone, 120 s at most), opted in to hangar (hangar.dev/injection=enabled, the
+# chart's scope.namespaceLabel: the suites' namespaces hold sandbox pods, and
+# a chart another suite installed refuses them anywhere else), labelled,
+# deleted on exit.
 node_namespace() {
 	local ns=$1 l
 	shift
@@ -80,7 +83,7 @@ node_namespace() {
 	fi
 	kubectl create namespace "$ns" >/dev/null || { t_fail "could not create namespace $ns"; t_end; }
 	node_on_exit "kubectl delete namespace $ns --wait=false"
-	for l in "$@"; do kubectl label namespace "$ns" "$l" >/dev/null; done
+	for l in hangar.dev/injection=enabled "$@"; do kubectl label namespace "$ns" "$l" >/dev/null; done
 }
 
 # node_identity NS: NS (node_namespace) where hangar's identity may read pods

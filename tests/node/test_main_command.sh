@@ -126,6 +126,18 @@ sed -i 's#LOCATION-docker.pkg.dev/PROJECT/REPO/hangar-webhook#localhost/hangar-w
 rc=$?
 t_eq "docs/chart.md: the install commands exit 0" 0 "$rc"
 [ "$rc" = 0 ] || tail -n 20 "$T_TMP/install.out"
+# The page's namespace, opted in: local-run made sandboxes (its create is
+# skipped) and labelled it; the label is taken off so the page's own
+# command is what puts it back.
+doc_block "$CLONE/docs/chart.md" chart-quickstart-namespace >"$T_TMP/namespace.sh" || t_fail "docs/chart.md: no namespace block"
+t_check "the quick start opts the namespace in (hangar.dev/injection=enabled)" \
+        grep -q "kubectl label namespace sandboxes hangar.dev/injection=enabled" "$T_TMP/namespace.sh"
+sed -i 's#^kubectl create namespace \(.*\)$#kubectl get namespace \1 >/dev/null 2>\&1 || &#' "$T_TMP/namespace.sh"
+kubectl label namespace sandboxes hangar.dev/injection- >/dev/null
+(cd "$CLONE" && bash -euo pipefail "$T_TMP/namespace.sh") >"$T_TMP/namespace.out" 2>&1
+t_eq "docs/chart.md: the namespace commands exit 0" 0 "$?"
+t_eq "  the namespace is opted in" enabled \
+        "$(kubectl get namespace sandboxes -o jsonpath='{.metadata.labels.hangar\.dev/injection}')"
 doc_block "$CLONE/docs/chart.md" chart-quickstart-pod >"$T_TMP/pod.yaml" || t_fail "docs/chart.md: no pod block"
 sed -i 's#REGISTRY/agent-env:TAG#localhost/hangar-sandbox:dev#' "$T_TMP/pod.yaml"
 # A new webhook configuration reaches the API server after a moment.

@@ -78,6 +78,8 @@ POD
 "$WEBHOOK" inject -f pod.yaml >pod.json 2>/dev/null
 jq '.metadata.name = "shared-1" | .spec.shareProcessNamespace = true' pod.json >shared.json
 "$KUBECTL" --kubeconfig "$KC" create namespace dev >/dev/null
+# Opted in to hangar (the chart's scope label), as a namespace of sandbox pods is.
+"$KUBECTL" --kubeconfig "$KC" label namespace dev hangar.dev/injection=enabled >/dev/null
 printf 'apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: gvisor}\nhandler: runsc\n' |
         "$KUBECTL" --kubeconfig "$KC" create -f - >/dev/null
 for f in pod.json shared.json; do

@@ -59,13 +59,24 @@ app.kubernetes.io/part-of: hangar
 {{- include "hangar-webhook.fullname" . }}
 {{- end }}
 
-{{/* The namespaces both webhook configurations see: never kube-system, never
-the release's own, never webhook.excludeNamespaces, and only those the extra
-selector picks. */}}
+{{/* The namespaces never sent to either webhook, whatever the scope:
+kube-system, the release's own (the webhook must never be needed to start
+itself) and webhook.excludeNamespaces. */}}
+{{- define "hangar-webhook.excludedNamespaces" -}}
+{{- concat (list "kube-system" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq | toJson }}
+{{- end }}
+
+{{/* The namespaces both webhook configurations see: under scope.mode optIn
+only those labelled scope.namespaceLabel; never the excluded ones above;
+and only those the extra selector (webhook.namespaceSelector) picks. */}}
 {{- define "hangar-webhook.namespaceSelector" -}}
 {{- $v := .Values }}
-{{- $excluded := concat (list "kube-system" .Release.Namespace) $v.webhook.excludeNamespaces | uniq -}}
-{{- with $v.webhook.namespaceSelector.matchLabels }}
+{{- $excluded := include "hangar-webhook.excludedNamespaces" . | fromJsonArray -}}
+{{- $labels := deepCopy (default dict $v.webhook.namespaceSelector.matchLabels) }}
+{{- if eq $v.scope.mode "optIn" }}
+{{- $_ := set $labels $v.scope.namespaceLabel.key $v.scope.namespaceLabel.value }}
+{{- end }}
+{{- with $labels }}
 matchLabels:
   {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -77,6 +88,28 @@ matchExpressions:
   {{- with $v.webhook.namespaceSelector.matchExpressions }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
+{{- end }}
+
+{{/* "true" when the API server serves ValidatingAdmissionPolicy v1 (GA in
+Kubernetes 1.30): helm install and upgrade read it from the API server's
+discovery; helm template needs --api-versions
+admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy. Without it the
+policies are not rendered and the webhook keeps the doors they hold. */}}
+{{- define "hangar-webhook.hasPolicies" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true{{ end }}
+{{- end }}
+
+{{/* A ValidatingAdmissionPolicyBinding's validationActions for an
+enforcement mode: enforce (refuse, and say so in the audit log), warn (a
+warning to the client) or audit (the audit log only). Deny and Warn together
+are invalid (the API server refuses the binding). */}}
+{{- define "hangar-webhook.validationActions" -}}
+{{- $mode := default "enforce" . }}
+{{- if eq $mode "enforce" }}[Deny, Audit]
+{{- else if eq $mode "warn" }}[Warn, Audit]
+{{- else if eq $mode "audit" }}[Audit]
+{{- else }}{{ fail (printf "enforcement mode %q: must be enforce, warn or audit" $mode) }}
+{{- end }}
 {{- end }}
 
 {{/* URL mode: the validating endpoint (guard.url, else webhook.url with its
