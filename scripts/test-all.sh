@@ -60,6 +60,8 @@ PROM_BIN=$(scripts/prom-tools.sh | tail -n 1)
 echo "promtool in $PROM_BIN"
 CERTMANAGER_BIN=$(scripts/certmanager-tools.sh | tail -n 1)
 echo "cert-manager in $CERTMANAGER_BIN"
+AGENT_SANDBOX_BIN=$(scripts/agent-sandbox-tools.sh | tail -n 1)
+echo "agent-sandbox in $AGENT_SANDBOX_BIN"
 # Kyverno is bench/kyverno.sh's peer only, and a long build (about 33 min at
 # nice 19 on 2 cores): taken when cached, never built here (docs/benchmarks.md).
 if KYVERNO_BIN=$(scripts/kyverno-tools.sh --print-bin-dir 2>/dev/null); then
@@ -96,7 +98,7 @@ NODE_ARG=()
 [ -z "$RUNSC_CURRENT" ] || NODE_ARG=(-DHANGAR_NODE_BIN="$NODE_BIN")
 cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_RUNSC_CURRENT="$RUNSC_CURRENT" \
         -DHANGAR_PROM_BIN="$PROM_BIN" -DHANGAR_CERTMANAGER_BIN="$CERTMANAGER_BIN" \
-        -DHANGAR_KYVERNO_BIN="$KYVERNO_BIN" "${NODE_ARG[@]}" >/dev/null
+        -DHANGAR_KYVERNO_BIN="$KYVERNO_BIN" -DHANGAR_AGENT_SANDBOX_BIN="$AGENT_SANDBOX_BIN" "${NODE_ARG[@]}" >/dev/null
 ninja -C build
 
 stage "ASan+UBSan build and the fuzz targets started, at the lowest priority, in the background of the tests"
