@@ -11,6 +11,7 @@
  * Without the right to make a PID namespace the program exits 77
  * (ctest: skipped) with the reason. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
@@ -100,7 +101,7 @@ static _Noreturn void parent_main(int out)
 START_TEST(clones_differ_only_after_reseed)
 {
         int p[2];
-        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         pid_t top = fork();
         ck_assert_int_ge(top, 0);
         if (top == 0) {
