@@ -502,11 +502,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 req->conn = conn_of(conn);
                 /* Headers complete: the body's deadline from here. */
                 enter_phase(req->conn, CONNGUARD_BODY, 0);
-                /* A request in progress gets the request deadline; before
-                 * the first request and between requests the longer idle
-                 * timeout holds (start_daemon, on_completed). */
+                /* A request in progress has the request deadline (the
+                 * table's, absolute, kept by the reaper); MHD's inactivity
+                 * timeout a second later is the backstop. Before the first
+                 * request and between requests the longer idle timeout
+                 * holds (start_daemon, on_completed). */
                 (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
-                                                s->cfg->request_timeout_seconds);
+                                                s->cfg->request_timeout_seconds + 1);
                 req->route = route_of(l, method, url);
                 if (is_review_route(req->route))
                         check_review_headers(s, conn, req);

@@ -157,7 +157,7 @@ static void fill(connguard_t *g, int ids[8])
         }
 }
 
-START_TEST(full_table_evicts_earliest_busy_then_oldest_idle)
+START_TEST(full_table_evicts_slow_phases_first)
 {
         connguard_t *g = guard(&base_limits, NULL);
         int ids[8];
@@ -170,19 +170,20 @@ START_TEST(full_table_evicts_earliest_busy_then_oldest_idle)
         connguard_phase(g, ids[3], CONNGUARD_BODY, 300, 0);
         connguard_phase(g, ids[6], CONNGUARD_REVIEW, 150, 0);
         connguard_attach(g, ids[6], 66);
-        connguard_decision_t d = admit(g, "203.0.113.1", 400);
+        /* Both phases have lasted over a second at 2000. */
+        connguard_decision_t d = admit(g, "203.0.113.1", 2000);
         ck_assert_int_eq(d.verdict, CONNGUARD_EVICT);
         ck_assert_int_eq(d.victim, ids[6]);
         ck_assert_int_eq(d.victim_phase, CONNGUARD_REVIEW);
         ck_assert_int_eq(d.victim_handle, 66);
-        /* Newcomers are busy (headers) until their first answer: made idle
-         * here, as the API server's connections are between reviews. */
-        connguard_phase(g, d.id, CONNGUARD_IDLE, 500, 0);
-        d = admit(g, "203.0.113.2", 401);
+        ck_assert(!connguard_live(g, ids[6]));
+        ck_assert(connguard_live(g, d.id));
+        d = admit(g, "203.0.113.2", 2001);
         ck_assert_int_eq(d.victim, ids[3]);
-        connguard_phase(g, d.id, CONNGUARD_IDLE, 500, 0);
-        /* No busy client connection left: the one idle the longest. */
-        d = admit(g, "203.0.113.3", 402);
+        /* No slow phase left: the biggest source (198.51.100.1, two
+         * connections, tied with .3 and found first) gives up its
+         * longest idle one, not the newcomers still in their handshake. */
+        d = admit(g, "203.0.113.3", 2002);
         ck_assert_int_eq(d.verdict, CONNGUARD_EVICT);
         ck_assert_int_eq(d.victim, ids[0]);
         ck_assert_int_eq(d.victim_phase, CONNGUARD_IDLE);
@@ -193,6 +194,36 @@ START_TEST(full_table_evicts_earliest_busy_then_oldest_idle)
         ck_assert_uint_eq(connguard_expired(g, 10000000, out, ph, 16), 8);
         for (int i = 0; i < 8; i++)
                 ck_assert_int_ne(out[i], ids[6]);
+        connguard_free(g);
+}
+END_TEST
+
+/* The API server's client holds a few connections per address; a hog
+ * many: a full table takes from the hog, even its newer connections. */
+START_TEST(full_table_spares_small_sources)
+{
+        connguard_limits_t l = base_limits;
+        l.max_per_client = 0;
+        l.max_connections = 9;
+        connguard_t *g = guard(&l, NULL);
+        int api = admit(g, "192.0.2.1", 0).id;
+        connguard_phase(g, api, CONNGUARD_IDLE, 10, 0);
+        int hog[7];
+        for (int i = 0; i < 7; i++) {
+                hog[i] = admit(g, "198.51.100.9", 20 + i).id;
+                connguard_phase(g, hog[i], CONNGUARD_IDLE, 30 + i, 0);
+        }
+        /* The API server's idle connection is the oldest, and a hog's
+         * handshake is young: neither is what goes. */
+        connguard_decision_t y = admit(g, "198.51.100.9", 40);
+        ck_assert_int_eq(y.verdict, CONNGUARD_ADMIT);
+        int young = y.id;
+        connguard_decision_t d = admit(g, "203.0.113.1", 500);
+        ck_assert_int_eq(d.verdict, CONNGUARD_EVICT);
+        ck_assert_int_eq(d.victim, young);
+        d = admit(g, "203.0.113.2", 501);
+        ck_assert_int_eq(d.victim, hog[0]);
+        ck_assert(connguard_live(g, api));
         connguard_free(g);
 }
 END_TEST
@@ -371,7 +402,8 @@ static Suite *connguard_suite(void)
         tcase_add_test(tc, per_client_cap_refuses_and_frees_on_close);
         tcase_add_test(tc, ipv6_sources_are_their_64);
         tcase_add_test(tc, connect_rate_bucket_bursts_twice_then_refills);
-        tcase_add_test(tc, full_table_evicts_earliest_busy_then_oldest_idle);
+        tcase_add_test(tc, full_table_evicts_slow_phases_first);
+        tcase_add_test(tc, full_table_spares_small_sources);
         tcase_add_test(tc, trusted_sources_use_reserved_slots_and_are_never_victims);
         tcase_add_test(tc, deadlines_per_phase_are_absolute);
         tcase_add_test(tc, keep_alive_declined_over_idle_caps);
