@@ -751,6 +751,51 @@ static bool replayable(const char *method, const char *path)
                strncmp(path + n - 7, "reviews", 7) == 0;
 }
 
+/* Whether the plugin runs: when it gives what the kubeconfig does not. */
+static bool uses_plugin(const k8s_client_t *c)
+{
+        return c->exec && (!(c->token || c->token_file) || !(c->cert_pem && c->key_pem));
+}
+
+/* The connection's policy, the same for every request and for the exec
+ * WebSocket: HTTPS to url only, HTTP/1.1, the CA, verification, the client
+ * certificate (the kubeconfig's, else the plugin's pc). */
+static CURLcode set_connection(k8s_client_t *c, CURL *h, const char *url, const execcred_t *pc)
+{
+        const char *cert_pem = c->cert_pem, *key_pem = c->key_pem;
+        if (!(cert_pem && key_pem) && pc->cert_pem && pc->key_pem)
+                cert_pem = pc->cert_pem, key_pem = pc->key_pem;
+        struct curl_blob ca = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
+        CURLcode cc = CURLE_OK;
+#define SET(opt, val)       \
+        if (cc == CURLE_OK) \
+        cc = curl_easy_setopt(h, opt, val)
+        SET(CURLOPT_URL, url);
+        SET(CURLOPT_PROTOCOLS_STR, "https");
+        /* HTTP/1.1, not h2: each request has its own connection, so h2's
+         * streams buy nothing, and the API server's early answer to a POST
+         * (a 401 before it reads the body) ends its h2 stream with a reset
+         * that libcurl reports as a partial transfer (seen in CI, three
+         * times in a row). Over HTTP/1.1 that answer arrives whole. The
+         * exec WebSocket's upgrade is HTTP/1.1 only, and ALPN is fixed when
+         * the connection is made. */
+        SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        SET(CURLOPT_CAINFO_BLOB, &ca);
+        SET(CURLOPT_SSL_VERIFYPEER, 1L);
+        SET(CURLOPT_SSL_VERIFYHOST, 2L);
+        SET(CURLOPT_NOSIGNAL, 1L);
+        if (cert_pem && key_pem) {
+                struct curl_blob cert = {(void *)cert_pem, strlen(cert_pem), CURL_BLOB_COPY};
+                struct curl_blob key = {(void *)key_pem, strlen(key_pem), CURL_BLOB_COPY};
+                SET(CURLOPT_SSLCERT_BLOB, &cert);
+                SET(CURLOPT_SSLCERTTYPE, "PEM");
+                SET(CURLOPT_SSLKEY_BLOB, &key);
+                SET(CURLOPT_SSLKEYTYPE, "PEM");
+        }
+#undef SET
+        return cc;
+}
+
 /* One HTTP exchange with the credentials of the kubeconfig, and the
  * plugin's (pc) where the kubeconfig has none of that kind. */
 static int perform(k8s_client_t *c, const char *method, const char *path, const char *content_type,
@@ -772,42 +817,18 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
         int r = bearer_header(c, pc->token, &headers, err);
         if (r < 0)
                 return r;
-        const char *cert_pem = c->cert_pem, *key_pem = c->key_pem;
-        if (!(cert_pem && key_pem) && pc->cert_pem && pc->key_pem)
-                cert_pem = pc->cert_pem, key_pem = pc->key_pem;
-        struct curl_blob ca = {c->ca_pem, strlen(c->ca_pem), CURL_BLOB_COPY};
-        CURLcode cc = CURLE_OK;
+        CURLcode cc = set_connection(c, h, url.data, pc);
 #define SET(opt, val)       \
         if (cc == CURLE_OK) \
         cc = curl_easy_setopt(h, opt, val)
-        SET(CURLOPT_URL, url.data);
-        SET(CURLOPT_PROTOCOLS_STR, "https");
-        /* HTTP/1.1, not h2: each request has its own connection, so h2's
-         * streams buy nothing, and the API server's early answer to a POST
-         * (a 401 before it reads the body) ends its h2 stream with a reset
-         * that libcurl reports as a partial transfer (seen in CI, three
-         * times in a row). Over HTTP/1.1 that answer arrives whole. */
-        SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
         SET(CURLOPT_CUSTOMREQUEST, method);
         SET(CURLOPT_HTTPHEADER, headers);
-        SET(CURLOPT_CAINFO_BLOB, &ca);
-        SET(CURLOPT_SSL_VERIFYPEER, 1L);
-        SET(CURLOPT_SSL_VERIFYHOST, 2L);
         SET(CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
-        SET(CURLOPT_NOSIGNAL, 1L);
         SET(CURLOPT_WRITEFUNCTION, on_data);
         SET(CURLOPT_WRITEDATA, &a);
         if (body) {
                 SET(CURLOPT_POSTFIELDS, body);
                 SET(CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-        }
-        if (cert_pem && key_pem) {
-                struct curl_blob cert = {(void *)cert_pem, strlen(cert_pem), CURL_BLOB_COPY};
-                struct curl_blob key = {(void *)key_pem, strlen(key_pem), CURL_BLOB_COPY};
-                SET(CURLOPT_SSLCERT_BLOB, &cert);
-                SET(CURLOPT_SSLCERTTYPE, "PEM");
-                SET(CURLOPT_SSLKEY_BLOB, &key);
-                SET(CURLOPT_SSLKEYTYPE, "PEM");
         }
 #undef SET
         if (cc == CURLE_OK)
@@ -844,7 +865,7 @@ int k8s_request(k8s_client_t *c, const char *method, const char *path, const cha
                 const char *body, long *ret_status, json_t **ret_body, hg_error_t *err)
 {
         /* The plugin runs when it gives what the kubeconfig does not. */
-        bool plugin = c->exec && (!(c->token || c->token_file) || !(c->cert_pem && c->key_pem));
+        bool plugin = uses_plugin(c);
         unsigned long gen = 0;
         int retries = 0;
         for (int attempt = 0;; attempt++) {
@@ -886,6 +907,39 @@ int k8s_request(k8s_client_t *c, const char *method, const char *path, const cha
                 *ret_body = j;
                 return 0;
         }
+}
+
+int k8s_client_setup_raw(k8s_client_t *c, void *h, const char *path, bool refused,
+                         unsigned long *io_gen, char **ret_bearer, hg_error_t *err)
+{
+        _cleanup_(execcred_clearp) execcred_t pc = {0};
+        _cleanup_strbuf_ strbuf_t url = {0};
+        _cleanup_free_ char *file_token = NULL;
+        if (uses_plugin(c)) {
+                int r = plugin_credential(c, refused, *io_gen, &pc, io_gen, err);
+                if (r < 0)
+                        return r;
+        }
+        if (strbuf_printf(&url, "%s%s", c->server, path) < 0)
+                return -ENOMEM;
+        CURLcode cc = set_connection(c, h, url.data, &pc);
+        if (cc != CURLE_OK)
+                return error_set(err, -EIO, "%s: %s", path, curl_easy_strerror(cc));
+        const char *token = c->token ? c->token : pc.token;
+        if (c->token_file) {
+                int r = read_text(c->token_file, &file_token, err);
+                if (r < 0)
+                        return r;
+                file_token[strcspn(file_token, "\r\n")] = '\0';
+                token = file_token;
+        }
+        char *copy = NULL;
+        if (token && !(copy = strdup(token)))
+                return -ENOMEM;
+        if (file_token)
+                explicit_bzero(file_token, strlen(file_token));
+        *ret_bearer = copy;
+        return 0;
 }
 
 const char *k8s_status_message(const json_t *body, long status, char *buf, size_t size)

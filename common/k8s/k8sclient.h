@@ -83,5 +83,16 @@ const char *k8s_client_context(const k8s_client_t *c);
 int k8s_request(k8s_client_t *c, const char *method, const char *path, const char *content_type,
                 const char *body, long *ret_status, json_t **ret_body, hg_error_t *err);
 
+/* For a connection the caller drives itself (CURLOPT_CONNECT_ONLY: the exec
+ * WebSocket, common/k8s/wsexec.c): sets on h (a CURL *) the URL (server +
+ * path), the policy every request has (HTTPS only, HTTP/1.1, the CA and
+ * verification, the client certificate), and gives the bearer token to send
+ * in *ret_bearer (NULL: none; the caller wipes and frees it). With a
+ * credential plugin, *io_gen is the generation of its credential (start at
+ * 0); refused: the last connection made with that generation was answered
+ * 401, so a new credential is asked for (once per refusal, as k8s_request). */
+int k8s_client_setup_raw(k8s_client_t *c, void *h, const char *path, bool refused,
+                         unsigned long *io_gen, char **ret_bearer, hg_error_t *err);
+
 /* The message of a Kubernetes Status answer, or "HTTP <status>". */
 const char *k8s_status_message(const json_t *body, long status, char *buf, size_t size);

@@ -1,0 +1,85 @@
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "jsonx.h"
+#include "k8sname.h"
+
+int cli_exit_for(wsexec_failure_t f)
+{
+        switch (f) {
+        case WSEXEC_CONNECT:
+                return CLI_EXIT_CONNECT;
+        case WSEXEC_REFUSED:
+                return CLI_EXIT_REFUSED;
+        case WSEXEC_NOT_FOUND:
+                return CLI_EXIT_NOT_FOUND;
+        case WSEXEC_NOT_RUNNABLE:
+                return CLI_EXIT_NOT_RUNNABLE;
+        case WSEXEC_SERVER:
+                return CLI_EXIT_SERVER;
+        case WSEXEC_PROTOCOL:
+                return CLI_EXIT_PROTOCOL;
+        case WSEXEC_NO_START:
+                return CLI_EXIT_NO_START;
+        case WSEXEC_OK: /* not a failure: the caller has the command's status */
+        case WSEXEC_LOCAL:
+        default:
+                return CLI_EXIT_LOCAL;
+        }
+}
+
+int cli_parse_target(const char *arg, char **ret_ns, char **ret_pod)
+{
+        const char *slash = strchr(arg, '/');
+        if (!slash || strchr(slash + 1, '/'))
+                return -EINVAL;
+        _cleanup_free_ char *ns = strndup(arg, (size_t)(slash - arg));
+        _cleanup_free_ char *pod = strdup(slash + 1);
+        if (!ns || !pod)
+                return -ENOMEM;
+        if (!k8s_is_dns1123_label(ns) || !k8s_is_dns1123_subdomain(pod))
+                return -EINVAL;
+        *ret_ns = TAKE_PTR(ns);
+        *ret_pod = TAKE_PTR(pod);
+        return 0;
+}
+
+int cli_client(const cli_api_t *api, k8s_client_t **ret, hg_error_t *err)
+{
+        return k8s_client_new_kubectl(api->kubeconfig, api->context, ret, err);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        /* The message may quote the API server or a container: no escape
+         * sequences reach the terminal. */
+        for (char *p = msg; *p; p++)
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                        *p = ' ';
+        fprintf(stderr, "hangar %s: %s\n", cmd, msg);
+}
+
+int cli_emit(const char *event, json_t *obj)
+{
+        _cleanup_json_ json_t *line =
+            json_pack("{s:i, s:s}", "v", CLI_PROTOCOL_VERSION, "event", event);
+        _cleanup_json_ json_t *rest = obj;
+        if (!line || !rest || json_object_update(line, rest) < 0)
+                return -ENOMEM;
+        _cleanup_free_ char *text = jsonx_dumps(line, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        if (puts(text) == EOF || fflush(stdout) == EOF)
+                return -EIO;
+        return 0;
+}

@@ -1,0 +1,54 @@
+/* What the `hangar` subcommands share: exit statuses, the NS/POD target,
+ * the API client found as kubectl finds it, the protocol's JSON lines and
+ * errors told on stderr without the server's control characters. */
+#pragma once
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "k8sclient.h"
+#include "wsexec.h"
+
+/* The protocol's version: every JSON line says it ("v"). */
+#define CLI_PROTOCOL_VERSION 1
+
+/* Exit statuses of hangar itself (docs/client.md). `hangar exec` exits with
+ * the command's own status when the command ran; these are for when it did
+ * not, or could not be followed to its end. */
+enum {
+        CLI_EXIT_USAGE = 64,
+        CLI_EXIT_CONFIG = 65,       /* no kubeconfig, bad credentials, plugin failed */
+        CLI_EXIT_CONNECT = 66,      /* the API server not reached, the connection lost */
+        CLI_EXIT_REFUSED = 67,      /* 401/403: RBAC or hangar's exec guard */
+        CLI_EXIT_NOT_FOUND = 68,    /* 404: the pod (or namespace) is not there */
+        CLI_EXIT_NOT_RUNNABLE = 69, /* 400: no such container, or not running */
+        CLI_EXIT_SERVER = 70,       /* another answer of the API server */
+        CLI_EXIT_PROTOCOL = 71,     /* the server broke the exec protocol */
+        CLI_EXIT_NO_START = 72,     /* the command could not be started in the container */
+        CLI_EXIT_LOCAL = 73,        /* our side: output unwritable, out of memory */
+};
+
+int cli_exit_for(wsexec_failure_t f);
+
+/* Options every subcommand that talks to the API takes. */
+typedef struct cli_api {
+        const char *kubeconfig;
+        const char *context;
+} cli_api_t;
+
+/* "NS/POD" into its two names (each a DNS-1123 label/subdomain). */
+int cli_parse_target(const char *arg, char **ret_ns, char **ret_pod);
+/* The API client as kubectl finds its configuration (k8s_client_new_kubectl). */
+int cli_client(const cli_api_t *api, k8s_client_t **ret, hg_error_t *err);
+
+/* "hangar CMD: message" on stderr, control characters replaced. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One JSON line on stdout (compact, flushed), the version and event first;
+ * steals obj. Returns 0 or -EIO. */
+int cli_emit(const char *event, json_t *obj);
+
+int cmd_exec(int argc, char **argv);
+int cmd_pod(int argc, char **argv);

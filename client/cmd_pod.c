@@ -1,0 +1,391 @@
+/* hangar pod check NS/POD [--mode off|auto|required]: is the uid split real
+ * in this pod? The probe's three steps (docs/probe.md) from hangar's side,
+ * through the API alone: the pod's spec read and checked against the shape
+ * (shapecheck_pod, what `hangar-probe spec` runs), `hangar-probe check` in
+ * the agent's container and in hangar-driver through pods/exec, both at
+ * once, the verdict decided (verdict_decide, what `hangar-probe verdict`
+ * runs) and delivered into both volumes (hangar-ctl for the driver,
+ * hangar-home for the relay) by one exec into hangar-driver. One JSON line
+ * per step on stdout (docs/client.md). */
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checks.h"
+#include "cleanup.h"
+#include "cli.h"
+#include "config.h"
+#include "jsonx.h"
+#include "shape.h"
+#include "shapecheck.h"
+#include "split.h"
+#include "strbuf.h"
+#include "verdict.h"
+
+/* A probe report is a few KiB; more is refused. */
+#define MAX_REPORT_BYTES (4 * 1024 * 1024)
+#define MAX_STDERR_BYTES (16 * 1024)
+#define MAX_SETS         32
+
+/* Exit statuses of the verdict, as `hangar-probe verdict` has them. */
+#define EXIT_SPLIT_ACTIVE 0
+#define EXIT_SINGLE_USER  1
+#define EXIT_REFUSED      4
+
+static const char usage_text[] =
+    "usage: hangar pod check NS/POD [--mode off|auto|required] [--config FILE] [--set "
+    "KEY=VALUE]...\n"
+    "                        [--no-deliver] [--kubeconfig FILE] [--context NAME]\n"
+    "Reads the pod's spec, runs hangar-probe check in its agent container and in hangar-driver,\n"
+    "decides the HANGAR_UID_SPLIT verdict and writes it into hangar-ctl and hangar-home.\n"
+    "One JSON line per step on stdout. Exits 0 (split-active), 1 (single-user), 4 (refused),\n"
+    "or hangar's own status when a step could not be done (docs/client.md).\n";
+
+/* One exec's output, kept in memory. */
+typedef struct capture {
+        strbuf_t out, err;
+        bool too_big;
+} capture_t;
+
+static int to_memory(void *ud, int channel, const uint8_t *data, size_t len)
+{
+        capture_t *c = ud;
+        strbuf_t *b = channel == 1 ? &c->out : &c->err;
+        size_t max = channel == 1 ? MAX_REPORT_BYTES : MAX_STDERR_BYTES;
+        if (b->len + len > max) {
+                c->too_big = channel == 1;
+                len = max - b->len;
+        }
+        return strbuf_append(b, (const char *)data, len);
+}
+
+/* One probe check in one container, run on its own thread. */
+typedef struct probe_run {
+        k8s_client_t *k;
+        const char *ns, *pod, *container, *role;
+        capture_t cap;
+        wsexec_result_t res;
+        hg_error_t err;
+        int r;
+} probe_run_t;
+
+static void *probe_thread(void *arg)
+{
+        probe_run_t *p = arg;
+        char *argv[] = {"hangar-probe", "check", "--role", (char *)p->role, NULL};
+        wsexec_request_t req = {
+            .ns = p->ns, .pod = p->pod, .container = p->container, .argv = argv};
+        wsexec_io_t io = {.in_fd = -1, .output = to_memory, .ud = &p->cap};
+        p->r = wsexec_run(p->k, &req, &io, &p->res, &p->err);
+        return NULL;
+}
+
+/* The check's line, and its report (NULL when there is none). */
+static json_t *check_report(probe_run_t *p, int *ret_emit)
+{
+        json_t *report = NULL;
+        json_t *line = json_pack("{s:s, s:s}", "role", p->role, "container", p->container);
+        if (!line)
+                return NULL;
+        const char *why = NULL;
+        char buf[ERROR_MESSAGE_MAX + 64];
+        hg_error_t perr = {0};
+        if (p->r < 0 || p->res.failure != WSEXEC_OK) {
+                why = wsexec_failure_name(p->res.failure);
+                (void)snprintf(buf, sizeof(buf), "%s", p->err.message);
+        } else if (p->cap.too_big) {
+                why = "report";
+                (void)snprintf(buf, sizeof(buf), "the report is over %d bytes", MAX_REPORT_BYTES);
+        } else if (jsonx_load(p->cap.out.data ? p->cap.out.data : "", p->cap.out.len,
+                              JSONX_MAX_DEPTH, &report, &perr) < 0 ||
+                   !json_is_object(report)) {
+                why = "report";
+                (void)snprintf(buf, sizeof(buf),
+                               "hangar-probe check (exit %d) printed no report: %s",
+                               p->res.exit_code, perr.message[0] ? perr.message : "not an object");
+                json_decref(report);
+                report = NULL;
+        }
+        if (why) {
+                (void)json_object_set_new(line, "result", json_string("error"));
+                (void)json_object_set_new(line, "error",
+                                          json_pack("{s:s, s:s}", "kind", why, "message", buf));
+        } else {
+                const char *result = "fail";
+                (void)jsonx_string(report, "result", &result);
+                (void)json_object_set_new(line, "result", json_string(result));
+                (void)json_object_set_new(line, "exit", json_integer(p->res.exit_code));
+                (void)json_object_set(line, "report", report);
+        }
+        *ret_emit = cli_emit("check", line);
+        return report;
+}
+
+/* Writes the verdict into hangar-ctl, then hangar-home, each by rename (a
+ * reader never sees half a file), 0644: one exec into hangar-driver, the
+ * verdict on its stdin. The agent's container mounts hangar-home read-only,
+ * so only the driver's can write both. */
+static const char deliver_script[] =
+    "set -e; umask 022; "
+    "t=\"$1/.verdict.json.$$\"; cat >\"$t\"; "
+    "cp \"$t\" \"$2/.verdict.json.$$\"; mv \"$2/.verdict.json.$$\" \"$2/verdict.json\"; "
+    "mv \"$t\" \"$1/verdict.json\"";
+
+static int deliver(k8s_client_t *k, const char *ns, const char *pod, const hg_config_t *cfg,
+                   const char *verdict_text, wsexec_result_t *res, hg_error_t *err)
+{
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return error_set(err, -errno, "pipe: %s", strerror(errno));
+        _cleanup_close_ int rd = fds[0];
+        {
+                _cleanup_close_ int wr = fds[1];
+                /* A verdict is far below a pipe's 64 KiB: this never blocks. */
+                size_t n = strlen(verdict_text);
+                if (n >= SPLIT_VERDICT_MAX || write(wr, verdict_text, n) != (ssize_t)n)
+                        return error_set(err, -EIO, "the verdict did not fit the pipe");
+        }
+        char *argv[] = {"sh",           "-c", (char *)deliver_script, "sh", cfg->ctl_path,
+                        cfg->home_path, NULL};
+        capture_t cap = {0};
+        wsexec_request_t req = {.ns = ns,
+                                .pod = pod,
+                                .container = SHAPE_DRIVER_CONTAINER,
+                                .argv = argv,
+                                .stdin_open = true};
+        wsexec_io_t io = {.in_fd = rd, .output = to_memory, .ud = &cap};
+        int r = wsexec_run(k, &req, &io, res, err);
+        if (r == 0 && res->failure == WSEXEC_OK && res->exit_code != 0)
+                r = error_set(err, -EIO, "writing the verdict exited %d: %.200s", res->exit_code,
+                              cap.err.data ? cap.err.data : "");
+        strbuf_free(&cap.out);
+        strbuf_free(&cap.err);
+        return r;
+}
+
+/* The pod through the API: 0 and the pod, or the exit status in *ret_exit. */
+static int read_pod(k8s_client_t *k, const char *ns, const char *name, json_t **ret, int *ret_exit,
+                    hg_error_t *err)
+{
+        char path[512];
+        (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+        long status = 0;
+        json_t *pod = NULL;
+        if (k8s_request(k, "GET", path, NULL, NULL, &status, &pod, err) < 0) {
+                *ret_exit = CLI_EXIT_CONNECT;
+                return -EIO;
+        }
+        if (status == 200 && json_is_object(pod)) {
+                *ret = pod;
+                return 0;
+        }
+        char buf[32];
+        (void)error_set(err, -EIO, "GET %s: %s", path,
+                        k8s_status_message(pod, status, buf, sizeof(buf)));
+        json_decref(pod);
+        *ret_exit = status == 404                    ? CLI_EXIT_NOT_FOUND
+                    : status == 401 || status == 403 ? CLI_EXIT_REFUSED
+                                                     : CLI_EXIT_SERVER;
+        return -EIO;
+}
+
+static int fatal(int status, const char *kind, const char *message)
+{
+        cli_error("pod check", "%s", message);
+        (void)cli_emit("error", json_pack("{s:s, s:s, s:i}", "kind", kind, "message", message,
+                                          "exit", status));
+        return status;
+}
+
+static const char *exit_kind(int status)
+{
+        switch (status) {
+        case CLI_EXIT_CONNECT:
+                return "connect";
+        case CLI_EXIT_REFUSED:
+                return "refused";
+        case CLI_EXIT_NOT_FOUND:
+                return "not-found";
+        case CLI_EXIT_CONFIG:
+                return "config";
+        case CLI_EXIT_SERVER:
+        default:
+                return "server";
+        }
+}
+
+static int pod_check(int argc, char **argv)
+{
+        static const struct option opts[] = {{"mode", required_argument, NULL, 'm'},
+                                             {"config", required_argument, NULL, 'c'},
+                                             {"set", required_argument, NULL, 'S'},
+                                             {"no-deliver", no_argument, NULL, 'n'},
+                                             {"kubeconfig", required_argument, NULL, 'k'},
+                                             {"context", required_argument, NULL, 'x'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+        cli_api_t api = {0};
+        const char *mode_name = getenv(SPLIT_MODE_ENV), *config_path = getenv("HANGAR_CONFIG");
+        const char *sets[MAX_SETS];
+        size_t n_sets = 0;
+        bool no_deliver = false;
+        int c;
+        while ((c = getopt_long(argc, argv, "m:c:h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'm':
+                        mode_name = optarg;
+                        break;
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 'S':
+                        if (n_sets == MAX_SETS) {
+                                cli_error("pod check", "too many --set");
+                                return CLI_EXIT_USAGE;
+                        }
+                        sets[n_sets++] = optarg;
+                        break;
+                case 'n':
+                        no_deliver = true;
+                        break;
+                case 'k':
+                        api.kubeconfig = optarg;
+                        break;
+                case 'x':
+                        api.context = optarg;
+                        break;
+                case 'h':
+                        fputs(usage_text, stdout);
+                        return 0;
+                default:
+                        fputs(usage_text, stderr);
+                        return CLI_EXIT_USAGE;
+                }
+        }
+        split_mode_t mode = SPLIT_MODE_DEFAULT;
+        _cleanup_free_ char *ns = NULL, *pod = NULL;
+        if (optind + 1 != argc ||
+            (mode_name && mode_name[0] && split_mode_parse(mode_name, &mode) < 0)) {
+                fputs(usage_text, stderr);
+                return CLI_EXIT_USAGE;
+        }
+        if (cli_parse_target(argv[optind], &ns, &pod) < 0) {
+                cli_error("pod check", "target must be NS/POD (Kubernetes names): '%s'",
+                          argv[optind]);
+                return CLI_EXIT_USAGE;
+        }
+        /* The expected shape: the webhook's sidecar settings, as the probe reads them. */
+        hg_error_t err = {0};
+        _cleanup_config_ hg_config_t cfg;
+        if (config_load(&cfg, config_path, &err) < 0) {
+                cfg = (hg_config_t){0};
+                cli_error("pod check", "%s", err.message);
+                return CLI_EXIT_USAGE;
+        }
+        int r = 0;
+        for (size_t i = 0; r == 0 && i < n_sets; i++)
+                r = config_set(&cfg, sets[i], &err);
+        if (r == 0)
+                r = config_validate(&cfg, &err);
+        if (r < 0) {
+                cli_error("pod check", "%s", err.message);
+                return CLI_EXIT_USAGE;
+        }
+        k8s_client_t *k = NULL;
+        if (cli_client(&api, &k, &err) < 0)
+                return fatal(CLI_EXIT_CONFIG, "config", err.message);
+        signal(SIGPIPE, SIG_IGN);
+
+        /* The probe in both containers at once, while the spec is read. */
+        probe_run_t runs[2] = {
+            {.k = k, .ns = ns, .pod = pod, .container = cfg.agent_container, .role = "agent"},
+            {.k = k, .ns = ns, .pod = pod, .container = SHAPE_DRIVER_CONTAINER, .role = "driver"},
+        };
+        pthread_t threads[2];
+        bool started[2] = {false, false};
+        for (size_t i = 0; i < 2; i++)
+                started[i] = pthread_create(&threads[i], NULL, probe_thread, &runs[i]) == 0;
+        int status = 0;
+        _cleanup_json_ json_t *pod_json = NULL;
+        int read = read_pod(k, ns, pod, &pod_json, &status, &err);
+        for (size_t i = 0; i < 2; i++) {
+                if (started[i])
+                        (void)pthread_join(threads[i], NULL);
+                else
+                        probe_thread(&runs[i]); /* no thread: in turn */
+        }
+        if (read < 0) {
+                for (size_t i = 0; i < 2; i++) {
+                        strbuf_free(&runs[i].cap.out);
+                        strbuf_free(&runs[i].cap.err);
+                }
+                k8s_client_free(k);
+                return fatal(status, exit_kind(status), err.message);
+        }
+        bool pass = false;
+        _cleanup_json_ json_t *spec = shapecheck_pod(&cfg, pod_json, &pass);
+        int emit =
+            spec ? cli_emit("spec", json_pack("{s:s, s:s, s:O}", "pod", argv[optind], "result",
+                                              pass ? "pass" : "fail", "report", spec))
+                 : -ENOMEM;
+        json_t *reports[2] = {NULL, NULL};
+        for (size_t i = 0; i < 2; i++) {
+                int e = 0;
+                reports[i] = check_report(&runs[i], &e);
+                if (e < 0)
+                        emit = e;
+                strbuf_free(&runs[i].cap.out);
+                strbuf_free(&runs[i].cap.err);
+        }
+        verdict_t v = VERDICT_REFUSED;
+        _cleanup_json_ json_t *verdict = verdict_decide(mode, spec, reports[0], reports[1], &v);
+        json_decref(reports[0]);
+        json_decref(reports[1]);
+        _cleanup_free_ char *text = verdict ? jsonx_dumps(verdict, JSON_COMPACT) : NULL;
+        if (!text) {
+                k8s_client_free(k);
+                return fatal(CLI_EXIT_LOCAL, "local", "out of memory");
+        }
+        int exit_status = v == VERDICT_SPLIT_ACTIVE  ? EXIT_SPLIT_ACTIVE
+                          : v == VERDICT_SINGLE_USER ? EXIT_SINGLE_USER
+                                                     : EXIT_REFUSED;
+        json_t *line = json_deep_copy(verdict);
+        if (line && !no_deliver) {
+                wsexec_result_t res = {0};
+                hg_error_t derr = {0};
+                char paths[2][600];
+                (void)snprintf(paths[0], sizeof(paths[0]), "%s/verdict.json", cfg.ctl_path);
+                (void)snprintf(paths[1], sizeof(paths[1]), "%s/verdict.json", cfg.home_path);
+                if (deliver(k, ns, pod, &cfg, text, &res, &derr) < 0 || res.failure != WSEXEC_OK) {
+                        (void)json_object_set_new(line, "delivery_error",
+                                                  json_pack("{s:s, s:s}", "kind",
+                                                            res.failure == WSEXEC_OK
+                                                                ? "write"
+                                                                : wsexec_failure_name(res.failure),
+                                                            "message", derr.message));
+                        cli_error("pod check", "the verdict was not delivered: %s", derr.message);
+                        exit_status = res.failure == WSEXEC_OK ? CLI_EXIT_NO_START
+                                                               : cli_exit_for(res.failure);
+                } else {
+                        (void)json_object_set_new(line, "delivered",
+                                                  json_pack("[s, s]", paths[0], paths[1]));
+                }
+        }
+        k8s_client_free(k);
+        if (cli_emit("verdict", line) < 0 || emit < 0)
+                return CLI_EXIT_LOCAL;
+        return exit_status;
+}
+
+int cmd_pod(int argc, char **argv)
+{
+        if (argc >= 2 && strcmp(argv[1], "check") == 0)
+                return pod_check(argc - 1, argv + 1);
+        fputs(usage_text, stderr);
+        return CLI_EXIT_USAGE;
+}
