@@ -17,7 +17,9 @@
 #            writer ordered after hangar's webhook (as a webhook named after
 #            it would be), which then reinvokes hangar's (IfNeeded); its
 #            values agree with hangar's shape or change it.
-# What agrees with hangar's shape is admitted and stored; what would change
+# The same writer as a webhook (a small HTTPS server here), its configuration
+# named to sort before or after hangar's, Never or IfNeeded, covers the case
+# of a GKE webhook. What agrees with hangar's shape is admitted and stored; what would change
 # how gVisor mounts hangar-home or hangar-ctl is refused by hangar, naming
 # the annotation. A plain pod keeps GKE's hints untouched. No node runs here:
 # the pods are stored, never started.
@@ -233,6 +235,121 @@ after_case runsc-flag "$(set_to dev.gvisor.flag.network host)" refused dev.gviso
 after_case ctl-share-removed \
         "          (has(object.metadata.annotations) && '$CTL.share' in object.metadata.annotations ? [JSONPatch{op: \"remove\", path: \"/metadata/annotations/\" + jsonpatch.escapeKey('$CTL.share')}] : [])" \
         refused $CTL.share
+
+# --- GKE's writer as a webhook: a second mutating webhook whose
+# configuration sorts before ("aa-") or after ("zz-") hangar's, so the API
+# server calls it before or after hangar's webhook, with either
+# reinvocationPolicy. It writes the same values as the policy above; its mode
+# "ctl-bind" also sets hangar-ctl's type to bind once hangar-ctl is there.
+no_policy
+cat >gke_hints_webhook.py <<'PY'
+import base64, json, ssl, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+def hints(pod, name, mode):
+    spec = pod.get("spec", {})
+    if spec.get("runtimeClassName") != "gvisor":
+        return []
+    ops = [] if "annotations" in pod.get("metadata", {}) else [
+        {"op": "add", "path": "/metadata/annotations", "value": {}}]
+    def put(key, value):
+        ops.append({"op": "add", "value": value,
+                    "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1")})
+    put("gke-test/webhook", name)
+    containers = spec.get("containers", []) + spec.get("initContainers", [])
+    for v in spec.get("volumes", []):
+        if "emptyDir" not in v:
+            continue
+        users = sum(any(m.get("name") == v["name"] for m in c.get("volumeMounts", [])) for c in containers)
+        base = "dev.gvisor.spec.mount." + v["name"]
+        put(base + ".share", "container" if users == 1 else "pod")
+        put(base + ".type", "tmpfs" if v["emptyDir"].get("medium") == "Memory" else "bind")
+        put(base + ".options", "rw")
+        if mode == "ctl-bind" and v["name"] == "hangar-ctl":
+            put(base + ".type", "bind")
+    return ops
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self):
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _, _, name, mode = self.path.split("?")[0].split("/")  # the API server adds ?timeout=
+        request = review["request"]
+        response = {"uid": request["uid"], "allowed": True}
+        ops = hints(request["object"], name, mode)
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        body = json.dumps({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
+                           "response": response}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[2], sys.argv[3])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
+PY
+GKE_PORT=$(t_free_port)
+python3 gke_hints_webhook.py "$GKE_PORT" pki/tls.crt pki/tls.key 2>gke-webhook.log &
+t_cleanup_pid $!
+CA=$(base64 -w0 pki/ca.crt)
+wh_in_force() {
+        gvisor_pod probe false | jq '.metadata.labels["gke-test/probe"] = "1"' |
+                kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -r '.metadata.annotations["gke-test/webhook"] // ""'
+}
+webhook_is() { [ "$(wh_in_force)" = "$1" ]; }
+# use_webhook NAME REINVOCATION MODE: GKE's stand-in webhook, the only one.
+use_webhook() {
+        kubectl delete mutatingwebhookconfigurations -l gke-test=1 >/dev/null
+        kubectl apply -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: $1, labels: {gke-test: "1"}}
+webhooks:
+  - name: hints.gke-test.example
+    admissionReviewVersions: [v1]
+    sideEffects: None
+    failurePolicy: Fail
+    reinvocationPolicy: $2
+    timeoutSeconds: 5
+    clientConfig: {url: "https://127.0.0.1:$GKE_PORT/mutate/$1/$3", caBundle: "$CA"}
+    rules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}]
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $NS}}
+EOF
+        t_check "webhook $1 in force" t_wait_for "webhook_is $1" 30
+}
+HANGAR_CONFIG=$(kubectl get mutatingwebhookconfigurations -l app.kubernetes.io/instance=hangar -o jsonpath='{.items[0].metadata.name}')
+t_eq "hangar's configuration ($HANGAR_CONFIG) sorts between aa- and zz-" "aa-gke $HANGAR_CONFIG zz-gke" \
+        "$(printf '%s\n' zz-gke "$HANGAR_CONFIG" aa-gke | LC_ALL=C sort | paste -sd' ')"
+
+use_webhook zz-gke-after Never gke
+created wh-after
+t_check "webhook after hangar's: admitted ($(cat created-wh-after.out))" grep -q created created-wh-after.out
+t_eq "webhook after hangar's: GKE's values on hangar-ctl stored" "container tmpfs rw" \
+        "$(stored wh-after $CTL.share) $(stored wh-after $CTL.type) $(stored wh-after $CTL.options)"
+use_webhook zz-gke-after-bind Never ctl-bind
+out=$(gvisor_pod wh-after-bind | kubectl create -f - 2>&1)
+t_check "webhook after hangar's writing hangar-ctl type bind: refused by hangar naming it (got: $(head -c 300 <<<"$out"))" \
+        says "$out" 'driver-sidecar.hangar.dev" denied the request' "\"$CTL.type\""
+use_webhook aa-gke-before IfNeeded gke
+created wh-before
+t_check "webhook before hangar's, IfNeeded: admitted ($(cat created-wh-before.out))" grep -q created created-wh-before.out
+t_eq "webhook before hangar's, IfNeeded: called again after it (GKE's values on hangar-ctl)" "container rw" \
+        "$(stored wh-before $CTL.share) $(stored wh-before $CTL.options)"
+use_webhook aa-gke-before-never Never gke
+created wh-never
+t_check "webhook before hangar's, Never: admitted ($(cat created-wh-never.out))" grep -q created created-wh-never.out
+t_eq "webhook before hangar's, Never: hangar's values stay, the pod's own are GKE's" "pod $CTL_OPTIONS pod" \
+        "$(stored wh-never $CTL.share) $(stored wh-never $CTL.options) $(stored wh-never $OWN.share)"
+kubectl delete mutatingwebhookconfigurations -l gke-test=1 >/dev/null
+t_wait_for "webhook_is ''" 30 || t_check "no stand-in webhook in force" false
 
 # The guard alone (the validating webhook) judges the stored pod the same
 # way: a copy of the refused pod, created with the mutating webhook's
