@@ -446,8 +446,22 @@ NP='(map(select(.kind=="NetworkPolicy")) | .[0])'
 HOOKS='map(select(.metadata.annotations["helm.sh/hook"] == "test"))'
 TPOD="($HOOKS | map(select(.kind==\"Pod\")) | .[0])"
 render extras.json -f "$VALUES/extras.yaml"
-jq_check "default: no NetworkPolicy, no test hook" default.json \
-        "(map(select(.kind==\"NetworkPolicy\")) | length == 0) and ($HOOKS | length == 0)"
+jq_check "default: one NetworkPolicy, no test hook" default.json \
+        "(map(select(.kind==\"NetworkPolicy\")) | length == 1) and ($HOOKS | length == 0)"
+# On by default with automatic peers: the konnectivity agents (GKE's and
+# AKS's labels) and every address outside the pod ranges, which `helm
+# template` cannot read: then every address, and any address on the API
+# server's ports for egress (docs/chart.md, NetworkPolicy).
+KONN='{namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": "kube-system"}}, podSelector: {matchLabels: {"k8s-app": "konnectivity-agent"}}}, {namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": "kube-system"}}, podSelector: {matchLabels: {app: "konnectivity-agent"}}}'
+jq_check "default networkPolicy: the HTTPS port from the konnectivity agents and, pod ranges unknown, every address" default.json \
+        "$NP.spec.ingress[0] == {from: [$KONN, {ipBlock: {cidr: \"0.0.0.0/0\"}}, {ipBlock: {cidr: \"::/0\"}}], ports: [{port: \"https\", protocol: \"TCP\"}]}"
+jq_check "default networkPolicy: the health port from the monitoring namespaces" default.json \
+        "($NP.spec.ingress | length == 2) and $NP.spec.ingress[1].from == [{namespaceSelector: {matchExpressions: [{key: \"kubernetes.io/metadata.name\", operator: \"In\", values: [\"monitoring\", \"gmp-system\"]}]}}]"
+jq_check "default networkPolicy: egress to the API server's ports only (its endpoints unknown to helm template)" default.json \
+        "$NP.spec.egress == [{ports: [{port: 443, protocol: \"TCP\"}, {port: 6443, protocol: \"TCP\"}]}]"
+render np-pods.json --set-json 'networkPolicy.podCIDRs=["10.4.0.0/14","fd00:10::/56"]'
+jq_check "networkPolicy.podCIDRs: every address but the pods' ranges" np-pods.json \
+        "$NP.spec.ingress[0].from[2:] == [{ipBlock: {cidr: \"0.0.0.0/0\", except: [\"10.4.0.0/14\"]}}, {ipBlock: {cidr: \"::/0\", except: [\"fd00:10::/56\"]}}]"
 jq_check "networkPolicy: one, selecting exactly the webhook's pods" extras.json \
         "(map(select(.kind==\"NetworkPolicy\")) | length == 1) and $NP.spec.podSelector.matchLabels == $DEP.spec.selector.matchLabels"
 jq_check "networkPolicy: Ingress and Egress both restricted" extras.json "$NP.spec.policyTypes == [\"Ingress\",\"Egress\"]"
@@ -460,15 +474,13 @@ jq_check "networkPolicy: its named ports are the container's" extras.json \
 jq_check "networkPolicy: egress only to the API server's endpoints on 443 and 6443" extras.json \
         "$NP.spec.egress == [{to: [{ipBlock: {cidr: \"172.16.0.2/32\"}}], ports: [{port: 443, protocol: \"TCP\"}, {port: 6443, protocol: \"TCP\"}]}]"
 render np-closed.json -f "$VALUES/provided.yaml" --set guard.enabled=false --set networkPolicy.enabled=true \
-        --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
+        --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]' --set-json 'networkPolicy.monitoringNamespaces=[]'
 jq_check "networkPolicy (provided certificates, no guard: no API access needed): no egress at all, no metrics rule" np-closed.json \
         "$NP.spec.egress == [] and $NP.spec.policyTypes == [\"Ingress\",\"Egress\"] and ($NP.spec.ingress | length == 1)"
 jq_check "networkPolicy: the pods of that mode get no token either" np-closed.json "$POD.automountServiceAccountToken == false"
 render np-url.json -f "$VALUES/url.yaml" --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
 jq_check "networkPolicy: nothing in URL mode (nothing runs in the cluster)" np-url.json '(map(select(.kind=="NetworkPolicy")) | length) == 0'
-expect_refused "networkPolicy without webhookFrom" "networkPolicy.webhookFrom" --set networkPolicy.enabled=true
-expect_refused "networkPolicy (selfManaged) without apiServerTo" "networkPolicy.apiServerTo" \
-        --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
+expect_refused "networkPolicy.podCIDRs with a bare address" "/networkPolicy/podCIDRs/0" --set-json 'networkPolicy.podCIDRs=["10.4.0.0"]'
 expect_refused "networkPolicy peer with a bad CIDR" "/networkPolicy/webhookFrom/0/ipBlock/cidr" \
         --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0"}}]'
 expect_refused "networkPolicy peer with an unknown field" "/networkPolicy/webhookFrom/0" \

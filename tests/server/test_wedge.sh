@@ -38,6 +38,11 @@ server:
   maxIdleConnections: 60
   clientConnectRate: 100
 CFG
+# A trusted CIDR with host bits (a typo for 10.0.0.0/8?) is refused, named.
+HANGAR_TRUSTED_CLIENT_CIDRS='["10.0.0.1/8"]' timeout 10 "$WEBHOOK" serve --config config.yaml >/dev/null 2>bad-cidr.err
+rc=$?
+t_check "a bad server.trustedClientCIDRs entry refuses to start (exit $rc: $(head -c 160 bad-cidr.err))" \
+        bash -c "[ $rc = 1 ] && grep -q 'trustedClientCIDRs' bad-cidr.err && grep -q '10.0.0.1/8' bad-cidr.err"
 "$WEBHOOK" serve --config config.yaml 2>webhook.log &
 WEBHOOK_PID=$!
 t_cleanup_pid $WEBHOOK_PID
