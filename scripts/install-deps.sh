@@ -8,7 +8,7 @@ packages=(
   # build
   build-essential cmake ninja-build pkg-config
   libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev
-  libcurl4-openssl-dev check
+  libcurl4-openssl-dev check libwslay-dev
   # checks: sanitizers, fuzzing, formatting, shell scripts (scripts/lint.sh),
   # static analysis (scripts/analyze.sh: clang-tidy), coverage (gcovr)
   clang clang-format libclang-rt-14-dev shellcheck clang-tidy gcovr
