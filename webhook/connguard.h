@@ -100,6 +100,8 @@ int connguard_admit(connguard_t *g, const struct sockaddr *addr, size_t addrlen,
 /* The caller's handle for an entry (server.c: the socket). */
 void connguard_attach(connguard_t *g, int id, intptr_t handle);
 intptr_t connguard_handle(const connguard_t *g, int id);
+/* Whether the entry still counts (not evicted, not expired). */
+bool connguard_live(const connguard_t *g, int id);
 /* The connection is gone: its entry is free. */
 void connguard_closed(connguard_t *g, int id);
 /* The entry enters phase at now_ms; deadline_ms 0 means the phase's own
