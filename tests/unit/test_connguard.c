@@ -41,7 +41,7 @@ static struct sockaddr_storage v6(const char *text)
 
 static connguard_t *guard(const connguard_limits_t *l, const char *trusted)
 {
-        connguard_cidr_t c;
+        connguard_cidr_t c = {0};
         if (trusted)
                 ck_assert_int_eq(connguard_parse_cidr(trusted, &c), 0);
         connguard_t *g = NULL;
