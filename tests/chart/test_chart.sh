@@ -142,10 +142,17 @@ for m in "${MODES[@]}"; do
                 "all(.[] | select(.kind | IN(\"MutatingWebhookConfiguration\",\"ValidatingWebhookConfiguration\",\"ValidatingAdmissionPolicy\",\"ValidatingAdmissionPolicyBinding\",\"ClusterRole\",\"ClusterRoleBinding\") | not); .metadata.namespace == \"$NS\")"
         jq_check "$m: one ValidatingWebhookConfiguration (the doors), named as the mutating one" "$f" \
                 "(map(select(.kind==\"ValidatingWebhookConfiguration\")) | length == 1) and ($VWC.metadata.name == $MWC.metadata.name)"
-        jq_check "$m: doors: UPDATE of pods, ephemeral containers and resize; CONNECT exec, attach, portforward; UPDATE pods/status; CREATE pods" "$f" \
-                "[$VWC.webhooks[].rules] == [[{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\",\"pods/ephemeralcontainers\",\"pods/resize\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/exec\",\"pods/attach\",\"pods/portforward\"], operations:[\"CONNECT\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/status\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\"], operations:[\"CREATE\"], scope:\"Namespaced\"}]]"
-        jq_check "$m: doors: matchConditions only on the status and CREATE entries (the kubelet's status writes and pods without hangar-driver are not sent)" "$f" \
-                "[$VWC.webhooks[] | [.matchConditions[]?.name]] == [[], [], [\"labels-or-annotations-change\"], [\"carries-hangar-driver\"]]"
+        jq_check "$m: doors: UPDATE of pods, ephemeral containers and resize; CONNECT portforward (exec and attach: the policy); UPDATE pods/status; CREATE pods" "$f" \
+                "[$VWC.webhooks[].rules] == [[{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\",\"pods/ephemeralcontainers\",\"pods/resize\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/portforward\"], operations:[\"CONNECT\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/status\"], operations:[\"UPDATE\"], scope:\"Namespaced\"}], [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods\"], operations:[\"CREATE\"], scope:\"Namespaced\"}]]"
+        jq_check "$m: doors: matchConditions: only hangar's pods' UPDATEs, label/annotation status writes of them, CREATEs carrying hangar-driver" "$f" \
+                "[$VWC.webhooks[] | [.matchConditions[]?.name]] == [[\"hangar-pod\"], [], [\"labels-or-annotations-change\", \"hangar-pod\"], [\"carries-hangar-driver\"]]"
+        jq_check "$m: the driver-exec policy: CONNECT exec and attach, Fail, bound everywhere, [Deny, Audit]" "$f" "
+                (map(select(.kind==\"ValidatingAdmissionPolicy\" and .metadata.name==\"$FULL-driver-exec\")) | .[0].spec) as \$p |
+                (map(select(.kind==\"ValidatingAdmissionPolicyBinding\" and .spec.policyName==\"$FULL-driver-exec\"))) as \$b |
+                \$p.failurePolicy == \"Fail\" and \$p.paramKind == null and
+                \$p.matchConstraints.resourceRules == [{apiGroups:[\"\"], apiVersions:[\"v1\"], resources:[\"pods/exec\",\"pods/attach\"], operations:[\"CONNECT\"]}] and
+                (\$b | length == 1) and \$b[0].spec.validationActions == [\"Deny\",\"Audit\"] and
+                \$b[0].spec.matchResources == (if \"$m\" == \"driver-on\" then {namespaceSelector: {matchLabels: {\"hangar.dev/sandboxes\": \"enabled\"}}} else null end)"
         jq_check "$m: doors: no objectSelector (CONNECT objects have no labels), the pods' namespaceSelector, Fail, /validate" "$f" \
                 "$WH.namespaceSelector as \$ns | $VWC.webhooks | all(.objectSelector == null and .namespaceSelector == \$ns and .failurePolicy == \"Fail\" and .sideEffects == \"None\" and ((.clientConfig.service.path // .clientConfig.url) | endswith(\"/validate\")))"
         if [ "$m" = driver-on ]; then
@@ -253,6 +260,9 @@ done
         to_json >guard-off.json 2>>guard-off.err
 jq_check "guard off: no ValidatingWebhookConfiguration" guard-off.json \
         'map(select(.kind=="ValidatingWebhookConfiguration")) | length == 0'
+"$HELM" template "$REL" "$CHART" -n "$NS" "${CAPS[@]}" --set guard.enabled=false 2>guard-off-vap.err | to_json >guard-off-vap.json 2>>guard-off-vap.err
+jq_check "guard off: no driver-exec policy (the scope policy stays)" guard-off-vap.json \
+        "(map(select(.kind | startswith(\"ValidatingAdmissionPolicy\")) | .metadata.name) | sort) == [\"$FULL-sandbox-scope\", \"$FULL-sandbox-scope\", \"$FULL-sandbox-scope-excluded\"]"
 jq_check "guard off, cert-manager: no RBAC and no token" guard-off.json \
         "(map(select(.kind | IN(${RBAC_KINDS}[]))) | length == 0) and $POD.automountServiceAccountToken == false"
 
@@ -272,6 +282,12 @@ jq_check "scope.namespaceLabel: another label selects the namespaces and binds t
 "$HELM" template "$REL" "$CHART" -n "$NS" 2>no-vap.err | to_json >no-vap.json 2>>no-vap.err
 jq_check "no ValidatingAdmissionPolicy v1 on the API server: no policy or binding rendered" no-vap.json \
         'map(select(.kind | startswith("ValidatingAdmissionPolicy"))) | length == 0'
+jq_check "... and the webhook keeps exec and attach, sent only when they name hangar-driver (or a port-forward)" no-vap.json \
+        "($VWC.webhooks[1].rules[0].resources == [\"pods/exec\",\"pods/attach\",\"pods/portforward\"]) and ($VWC.webhooks[1].matchConditions | map(.name)) == [\"driver-or-port-forward\"]"
+# Before 1.28 (matchConditions off): the doors as before, every one sent.
+"$HELM" template "$REL" "$CHART" -n "$NS" --kube-version 1.27.0 2>k127.err | to_json >k127.json 2>>k127.err
+jq_check "Kubernetes 1.27: updates and connect (exec, attach, port-forward) only, no matchConditions" k127.json \
+        "[$VWC.webhooks[] | {n: .name, r: .rules[0].resources, c: .matchConditions}] == [{n: \"updates.driver-sidecar.hangar.dev\", r: [\"pods\",\"pods/ephemeralcontainers\",\"pods/resize\"], c: null}, {n: \"connect.driver-sidecar.hangar.dev\", r: [\"pods/exec\",\"pods/attach\",\"pods/portforward\"], c: null}]"
 
 echo "-- cert-manager: the CA chain (client-side checks only: no cert-manager CRDs here)"
 f=cert-manager.json
@@ -590,6 +606,37 @@ for m in "${MODES[@]}"; do
         [ "$rc" = 0 ] || echo "$out" | sed 's/^/       /'
 done
 
+echo "-- the driver-exec policy's identities with quotes and backslashes (CEL from toJson)"
+ODD_USER='o"dd\user'
+ODD_GROUP="g'r\"p"
+ODD_TWIN='o"dd\\user' # the same with the backslash doubled: someone else
+"$HELM" template "$REL" "$CHART" -n "$NS" "${CAPS[@]}" --set-json "guard.driverUsers=$(jq -cn --arg u "$ODD_USER" '[$u]')" \
+        --set-json "guard.driverGroups=$(jq -cn --arg g "$ODD_GROUP" '[$g]')" \
+        --show-only templates/validatingadmissionpolicy-exec.yaml 2>odd.err | to_json >odd.json 2>>odd.err
+jq '{apiVersion: "v1", kind: "List", items: .}' odd.json >odd-list.json
+out=$("${K[@]}" apply --dry-run=server -f odd-list.json 2>&1)
+t_check "the policy's CEL with those names compiles on the API server (dry-run=server: $(head -c 200 <<<"$out"))" \
+        bash -c "[ \$(grep -c 'created (server dry run)' <<<\"\$1\") = 2 ]" _ "$out"
+# For real: the names compare exactly, as the webhook's do.
+"${K[@]}" apply -f odd-list.json >/dev/null
+"${K[@]}" create namespace odd >/dev/null
+"${K[@]}" create role -n odd execer --verb=get,create --resource=pods,pods/exec >/dev/null
+"${K[@]}" create rolebinding -n odd execer --role=execer --user="$ODD_USER" --user="$ODD_TWIN" --user=odd --group="$ODD_GROUP" >/dev/null
+jq -n '{apiVersion: "v1", kind: "Pod", metadata: {name: "box", namespace: "odd"},
+        spec: {containers: [{name: "sandbox", image: "registry.example/a:1"}, {name: "hangar-driver", image: "registry.example/a:1"}]}}' |
+        "${K[@]}" create -f - >/dev/null
+odd_exec() { "$KUBECTL" exec -n odd box -c hangar-driver "$@" -- true 2>&1; }
+t_check "the policy is active (an unlisted user is refused)" t_wait_for "grep -q 'hangar driver-exec' <<<\"\$(odd_exec --as odd)\"" 30
+# (admitted, an exec then fails for want of a node)
+t_check "exec by the user named with quotes and a backslash: admitted" \
+        grep -q 'does not have a host assigned' <<<"$(odd_exec --as "$ODD_USER")"
+t_check "exec by a member of the group so named: admitted" \
+        grep -q 'does not have a host assigned' <<<"$(odd_exec --as someone --as-group "$ODD_GROUP")"
+t_check "exec by the user with the backslash doubled: refused" \
+        grep -q 'hangar driver-exec: exec into hangar-driver' <<<"$(odd_exec --as "$ODD_TWIN")"
+"${K[@]}" delete -f odd-list.json >/dev/null
+"${K[@]}" delete namespace odd --wait=false >/dev/null
+
 echo "-- the webhook's pod under Pod Security restricted (enforced)"
 pod_from_template() { # JSON FILE -> a Pod with the Deployment's pod template
         jq "$DEP.spec.template as \$t | {apiVersion: \"v1\", kind: \"Pod\", metadata: {name: \"pss-check\", namespace: \"$NS\", labels: \$t.metadata.labels}, spec: \$t.spec}" "$1"
@@ -618,6 +665,9 @@ else
         t_fail "helm install (self-managed): $(cat install-sm.log)"
 fi
 t_check "NOTES.txt printed" grep -q "Certificates: selfManaged" install-sm.log
+t_check "NOTES.txt prints the command that opts a namespace in" \
+        grep -q "kubectl label namespace NAMESPACE hangar.dev/injection=enabled" install-sm.log
+t_check "NOTES.txt names the driver-exec policy" grep -q "ValidatingAdmissionPolicy/$FULL-driver-exec" install-sm.log
 SA=system:serviceaccount:$NS:$FULL
 can() { "${K[@]}" auth can-i "$@" --as="$SA" 2>/dev/null; }
 t_eq "SA may get its TLS Secret" yes "$(can get "secrets/$FULL-tls" -n "$NS")"
@@ -664,9 +714,10 @@ CA_SM=$(jq -r '.data["ca.crt"] // "none"' sm-secret.json)
 "${K[@]}" get mutatingwebhookconfiguration "$FULL" -o json >mwc-patched.json
 jq_check "the caBundle is the Secret's CA" mwc-patched.json ".webhooks[0].clientConfig.caBundle == \"$CA_SM\""
 base64 -d <<<"$CA_SM" >sm-ca.crt 2>/dev/null
+# (any HTTP answer: the TLS port serves only the reviews, health is on its own port)
 t_check "it serves a certificate for $FULL.$NS.svc that the caBundle verifies" \
-        curl -sf --max-time 5 --cacert sm-ca.crt --resolve "$FULL.$NS.svc:$SM_PORT:127.0.0.1" \
-        -o /dev/null "https://$FULL.$NS.svc:$SM_PORT/healthz"
+        curl -s --max-time 5 --cacert sm-ca.crt --resolve "$FULL.$NS.svc:$SM_PORT:127.0.0.1" \
+        -o /dev/null "https://$FULL.$NS.svc:$SM_PORT/mutate"
 kill -TERM "$SM_PID"
 wait "$SM_PID"
 t_eq "it exits 0 on SIGTERM" 0 "$?"

@@ -118,23 +118,27 @@ doors_up() {
                 "pod probe | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
 }
 
-# doors_wait: the validating configuration takes a moment to be picked up,
-# like the mutating one; an exec into the injected pod box changes nothing
-# while it waits (an UPDATE admitted before the configuration is active
-# would).
+# doors_wait: the validating configuration and the driver-exec policy take
+# a moment to be picked up, like the mutating configuration; a port-forward
+# (the webhook's) and an exec (the policy's) into the injected pod box change
+# nothing while it waits (an UPDATE admitted before the configuration is
+# active would).
 doors_wait() {
         t_check "doors active" t_wait_for \
-                "kubectl exec -n $NS box -c hangar-driver --as mallory -- true >doors-wait.out 2>&1; grep -q driver-exec doors-wait.out" 30 ||
+                "kubectl get --raw /api/v1/namespaces/$NS/pods/box/portforward?ports=1 --as mallory >doors-wait.out 2>&1; grep -q port-forward doors-wait.out &&
+                kubectl exec -n $NS box -c hangar-driver --as mallory -- true >doors-wait.out 2>&1; grep -q driver-exec doors-wait.out" 30 ||
                 cat doors-wait.out
 }
 
-# refused WHAT REASON CMD...: the request is refused by the webhook, naming REASON.
+# refused WHAT REASON CMD...: the request is refused by the webhook ("denied
+# the request") or by one of the chart's policies ("denied request"), naming
+# REASON.
 refused() {
         local what=$1 reason=$2 out
         shift 2
         ATTACKS=$((ATTACKS + 1))
         out=$("$@" 2>&1)
-        if grep -q "denied the request" <<<"$out" && grep -qi -- "$reason" <<<"$out"; then
+        if grep -Eq "denied (the )?request" <<<"$out" && grep -qi -- "$reason" <<<"$out"; then
                 HELD=$((HELD + 1))
                 t_check "refused: $what" true
         else

@@ -6,10 +6,15 @@
 # hangar-driver, port-forward. Every attack is run as "mallory", who holds a
 # Role granting everything on pods and their subresources in the namespace
 # (`kubectl --as`, so RBAC and admission see mallory, not the admin). Each
-# attack must be refused by the webhook with its reason; the same requests by
-# the identity the chart lists (guard.driverUsers) pass admission. Also:
-# `hangar-webhook review --validate` answers the server's reviews the same
-# way, and with the webhook down the doors stay shut (failurePolicy Fail).
+# attack must be refused with its reason; the same requests by the identity
+# the chart lists (guard.driverUsers) pass admission. Exec and attach into
+# hangar-driver are refused by the chart's ValidatingAdmissionPolicy (the
+# API server itself) and never sent to the webhook. Also: `hangar-webhook
+# review --validate` answers the server's reviews the same way, and with the
+# webhook down the doors stay shut (failurePolicy Fail) while what is not
+# hangar's goes on: exec and attach (the policy), UPDATEs and status writes
+# of other pods (matchConditions, counted by the API server as exclusions),
+# port-forward out of scope.
 # No node runs here: an exec that passes admission then fails for want of a
 # host, which tells it apart from a refusal.
 # usage: test_doors.sh HANGAR_WEBHOOK TOOLS_BIN
@@ -23,6 +28,7 @@ t_begin "doors after CREATE through the real API server"
 cd "$T_TMP" || exit 1
 export PATH=$TOOLS_BIN:$PATH
 
+# shellcheck disable=SC2119 # the default control plane
 doors_up
 t_eq "the chart registered the doors' ValidatingWebhookConfiguration" \
         "updates.driver-sidecar.hangar.dev connect.driver-sidecar.hangar.dev status.driver-sidecar.hangar.dev creates.driver-sidecar.hangar.dev" \
@@ -31,6 +37,9 @@ t_eq "the chart registered the doors' ValidatingWebhookConfiguration" \
 
 pod box | kubectl create -f - >/dev/null
 pod plain false | kubectl create -f - >/dev/null
+# A namespace that did not opt in (the chart's scope), with an ordinary pod.
+kubectl create namespace elsewhere >/dev/null
+pod bystander false | jq '.metadata.namespace = "elsewhere"' | kubectl create -f - >/dev/null
 t_eq "the sandbox pod is injected" '["sandbox","hangar-driver"]' \
         "$(kubectl get pod -n $NS box -o json | jq -c '[.spec.containers[].name]')"
 doors_wait
@@ -41,7 +50,7 @@ admitted() {
         shift
         out=$("$@" 2>&1)
         # shellcheck disable=SC2016 # $1 is the inner shell's
-        t_check "admitted: $what" bash -c '! grep -q "denied the request" <<<"$1"' _ "$out"
+        t_check "admitted: $what" bash -c '! grep -Eq "denied (the )?request" <<<"$1"' _ "$out"
 }
 
 # Ephemeral containers (what `kubectl debug` sends).
@@ -172,7 +181,7 @@ admitted "kubectl debug --copy-to of a pod without the sidecar" \
 t_eq "the driver's image is unchanged" registry.example/agent-env:1.2 \
         "$(kubectl get pod -n $NS box -o json | jq -r '.spec.containers[] | select(.name=="hangar-driver") | .image')"
 
-# CONNECT: exec, attach, port-forward.
+# CONNECT: exec, attach (the driver-exec policy), port-forward (the webhook).
 refused "kubectl exec -c hangar-driver" driver-exec kubectl exec -n $NS box -c hangar-driver "${M[@]}" -- id
 refused "kubectl exec -c hangar-driver with stdin" driver-exec \
         kubectl exec -i -n $NS box -c hangar-driver "${M[@]}" -- sh </dev/null
@@ -192,13 +201,22 @@ out=$(kubectl exec -n $NS box "${M[@]}" -- id 2>&1)
 t_check "exec without -c on an injected pod: kubectl picks the agent (first container)" \
         bash -c '! grep -q "denied the request" <<<"$1"' _ "$out"
 
-# Every refusal is counted under its reason and logged.
+# Every refusal is counted under its reason and logged; exec and attach by
+# the API server, whose policy decided them without calling the webhook.
 metrics=$(curl -sf --cacert pki/ca.crt "https://127.0.0.1:$PORT/metrics")
-for reason in ephemeral-container driver-changed hangar-metadata driver-exec port-forward conflict; do
+for reason in ephemeral-container driver-changed hangar-metadata port-forward conflict; do
         t_check "metric counts $reason refusals" \
                 grep -Eq "hangar_webhook_reviews_total\{decision=\"denied\",reason=\"$reason\"\} [1-9]" <<<"$metrics"
         t_check "log line for a $reason refusal" grep -q "\"reason\":\"$reason\"" webhook.log
 done
+t_eq "no exec or attach reached the webhook (the policy holds them)" "" \
+        "$(grep '"msg":"review"' webhook.log | jq -r 'select(.operation == "CONNECT") | .detail // ""' | grep -E '^(hangar driver-exec|exec |attach )')"
+apiserver_metric() { # NAME MATCH: the sum of the API server's series NAME{...MATCH...}
+        kubectl get --raw /metrics | grep -E "^$1\{" | grep -F -- "$2" | awk '{s += $NF} END {print s + 0}'
+}
+t_check "the API server counts the policy's exec and attach refusals (apiserver_validating_admission_policy_check_total)" \
+        test "$(apiserver_metric apiserver_validating_admission_policy_check_total 'policy="hangar-hangar-webhook-driver-exec"' |
+                cut -d. -f1)" -ge 4
 
 # `review --validate` answers a review exactly as /validate did: the server's
 # own review of an ephemeral container, captured with a second webhook config
@@ -250,10 +268,30 @@ t_eq "review --validate without the pod refuses it as undecidable" "false pod-un
         "$("$WEBHOOK" review --validate --config webhook.yaml <pf-review.json | jq -r '.response | "\(.allowed) \(.auditAnnotations.reason)"')"
 
 # The webhook down: the doors stay shut (failurePolicy Fail), for everyone.
+EXCLUDED_BEFORE=$(apiserver_metric apiserver_admission_match_condition_exclusions_total 'name="updates.driver-sidecar.hangar.dev"')
+STATUS_EXCLUDED_BEFORE=$(apiserver_metric apiserver_admission_match_condition_exclusions_total 'name="status.driver-sidecar.hangar.dev"')
 kill "$WEBHOOK_PID"
 wait "$WEBHOOK_PID" 2>/dev/null
+# exec and attach: the policy, in the API server, decides them as before.
+refused "webhook down: kubectl exec -c hangar-driver by an unlisted user" "hangar driver-exec: exec into hangar-driver" \
+        kubectl exec -n $NS box -c hangar-driver "${M[@]}" -- id
+refused "webhook down: kubectl attach -c hangar-driver by an unlisted user" "hangar driver-exec: attach into hangar-driver" \
+        kubectl attach -n $NS box -c hangar-driver "${M[@]}"
+# (admitted: the exec then fails for want of a node)
 out=$(kubectl exec -n $NS box -c hangar-driver "${H[@]}" -- id 2>&1)
-t_check "webhook down: exec into hangar-driver fails closed" grep -q "failed calling webhook" <<<"$out"
+t_check "webhook down: hangar's identity still execs into hangar-driver (got: $(head -c 200 <<<"$out"))" \
+        grep -q "does not have a host assigned" <<<"$out"
+out=$(kubectl exec -n $NS box -c sandbox "${H[@]}" -- id 2>&1)
+t_check "webhook down: ... and into the agent's container" grep -q "does not have a host assigned" <<<"$out"
+out=$(kubectl exec -n $NS box -c sandbox "${M[@]}" -- id 2>&1)
+t_check "webhook down: anyone's exec into the agent's container is admitted" grep -q "does not have a host assigned" <<<"$out"
+out=$(kubectl exec -n $NS box "${M[@]}" -- id 2>&1)
+t_check "webhook down: exec without -c is admitted (kubectl picks the agent)" grep -q "does not have a host assigned" <<<"$out"
+out=$(kubectl get --raw "/api/v1/namespaces/$NS/pods/box/portforward?ports=1" "${H[@]}" 2>&1)
+t_check "webhook down: port-forward in an opted-in namespace fails closed, for everyone" grep -q "failed calling webhook" <<<"$out"
+out=$(kubectl get --raw "/api/v1/namespaces/elsewhere/pods/bystander/portforward?ports=1" 2>&1)
+t_check "webhook down: port-forward in a namespace out of scope is not sent (got: $(head -c 200 <<<"$out"))" \
+        grep -q "does not have a host assigned" <<<"$out"
 out=$(kubectl set image -n $NS pod/box hangar-driver=registry.example/evil:1 "${M[@]}" 2>&1)
 t_check "webhook down: set image fails closed" grep -q "failed calling webhook" <<<"$out"
 out=$(status_patch box '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":null}}}' 2>&1)
@@ -271,6 +309,21 @@ t_check "webhook down: a status write still goes through (got: $(head -c 200 <<<
 out=$(pod plain-down false | kubectl create -f - "${M[@]}" 2>&1)
 t_check "webhook down: a pod without hangar-driver is still created (got: $(head -c 200 <<<"$out"))" \
         grep -q "created" <<<"$out"
+# UPDATEs and label-changing status writes of a pod that is not hangar's are
+# never sent (matchConditions on oldObject): the API server counts each as
+# an exclusion of the entry.
+out=$(kubectl label -n $NS pod plain team=down "${M[@]}" 2>&1)
+t_check "webhook down: an UPDATE of a pod without hangar's record or driver goes through (got: $(head -c 200 <<<"$out"))" \
+        grep -q "labeled" <<<"$out"
+out=$(status_patch plain '{"metadata":{"labels":{"team":"status-down"}}}' 2>&1)
+t_check "webhook down: a label-changing status write of that pod goes through (got: $(head -c 200 <<<"$out"))" \
+        grep -q "patched" <<<"$out"
+t_check "the API server counted the UPDATE as excluded from updates.* (apiserver_admission_match_condition_exclusions_total)" \
+        test "$(apiserver_metric apiserver_admission_match_condition_exclusions_total 'name="updates.driver-sidecar.hangar.dev"')" -gt "$EXCLUDED_BEFORE"
+t_check "... and the status write from status.*" \
+        test "$(apiserver_metric apiserver_admission_match_condition_exclusions_total 'name="status.driver-sidecar.hangar.dev"')" -gt "$STATUS_EXCLUDED_BEFORE"
+out=$(kubectl label -n $NS pod box downtime=yes "${M[@]}" 2>&1)
+t_check "webhook down: the same UPDATE of the injected pod fails closed" grep -q "failed calling webhook" <<<"$out"
 
 echo "  attacks through the API server: $ATTACKS tried, $HELD held"
 t_eq "every attack held" "$ATTACKS" "$HELD"

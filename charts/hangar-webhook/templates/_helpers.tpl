@@ -99,6 +99,29 @@ policies are not rendered and the webhook keeps the doors they hold. */}}
 {{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" }}true{{ end }}
 {{- end }}
 
+{{/* The matchCondition that sends the guard only UPDATEs of hangar's pods:
+either side carries one of hangar's two record annotations or a container
+hangar-driver. When it is false the guard would allow the update anyway: no
+record annotation changed (the only rule for every pod), the old pod is not
+injected (its other rules read only injected pods) and neither is the new
+one (ephemeral containers). The API server validates an UPDATE before
+admission, so no UPDATE adds a container: the object's side is defence in
+depth. Optional fields behind has(): under Fail an error refuses. */}}
+{{- define "hangar-webhook.hangarPodCondition" -}}
+- name: hangar-pod
+  expression: >-
+    (has(oldObject.metadata.annotations) &&
+    ('hangar.dev/driver-sidecar' in oldObject.metadata.annotations ||
+    'hangar.dev/driver-sidecar-reason' in oldObject.metadata.annotations)) ||
+    (has(object.metadata.annotations) &&
+    ('hangar.dev/driver-sidecar' in object.metadata.annotations ||
+    'hangar.dev/driver-sidecar-reason' in object.metadata.annotations)) ||
+    (has(oldObject.spec.containers) && oldObject.spec.containers.exists(c, c.name == 'hangar-driver')) ||
+    (has(object.spec.containers) && object.spec.containers.exists(c, c.name == 'hangar-driver')) ||
+    (has(oldObject.spec.initContainers) && oldObject.spec.initContainers.exists(c, c.name == 'hangar-driver')) ||
+    (has(object.spec.initContainers) && object.spec.initContainers.exists(c, c.name == 'hangar-driver'))
+{{- end }}
+
 {{/* A ValidatingAdmissionPolicyBinding's validationActions for an
 enforcement mode: enforce (refuse, and say so in the audit log), warn (a
 warning to the client) or audit (the audit log only). Deny and Warn together
