@@ -217,28 +217,14 @@ static void doom(connguard_t *g, entry_t *e)
         e->counted = false;
 }
 
-/* A phase that has lasted this long is not the API server's (its phases
- * last milliseconds): a handshake, a request or an answer dragged out. */
-#define SLOW_PHASE_MS 1000
-
-/* The client connection to give up for a newcomer: the one whose current
- * non-idle phase began earliest, if it has lasted SLOW_PHASE_MS; else one
- * of the source holding the most connections (the API server's client
- * keeps a few per address; a hog many), its earliest busy one, else the
- * one idle the longest. -1 if there is no client connection. */
-static int pick_victim(const connguard_t *g, int64_t now_ms)
+/* The client connection to give up for a newcomer, from the source
+ * holding the most connections (the API server's client keeps a few per
+ * address; a hog many): its connection whose current non-idle phase began
+ * earliest (the API server's phases last milliseconds), else the one idle
+ * the longest. Slow phases need no rule here: their deadlines cut them.
+ * -1 if there is no client connection. */
+static int pick_victim(const connguard_t *g)
 {
-        int slow = -1;
-        for (size_t i = 0; i < g->nentries; i++) {
-                const entry_t *e = &g->entries[i];
-                if (!e->used || !e->counted || e->cls != CONNGUARD_CLIENT ||
-                    e->phase == CONNGUARD_IDLE || now_ms - e->phase_start_ms < SLOW_PHASE_MS)
-                        continue;
-                if (slow < 0 || e->phase_start_ms < g->entries[slow].phase_start_ms)
-                        slow = (int)i;
-        }
-        if (slow >= 0)
-                return slow;
         int biggest = -1;
         for (size_t i = 0; i < g->nsources; i++)
                 if (g->sources[i].used && g->sources[i].conns > 0 &&
@@ -340,7 +326,7 @@ int connguard_admit(connguard_t *g, const struct sockaddr *addr, size_t addrlen,
         connguard_decision_t d = {
             .verdict = CONNGUARD_ADMIT, .cls = cls, .id = id, .victim = -1, .victim_handle = -1};
         if (g->counted >= limit) {
-                int victim = pick_victim(g, now_ms);
+                int victim = pick_victim(g);
                 if (victim < 0) {
                         *ret = refused(cls, CONNGUARD_REFUSED_FULL);
                         return 0;

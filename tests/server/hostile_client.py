@@ -20,6 +20,8 @@ usage: hostile_client.py PORT MODE [ARGS]   (every hostile mode takes BIND,
   unread BIND N REVIEW WAIT   N TLS connections pipelining reviews and never
                               reading an answer (a tiny receive buffer).
   flood BIND N                N TCP connects as fast as it can, each closed.
+  kept BIND N REVIEW          N reviews on one connection, reconnecting when
+                              asked to close: prints "asked to close C of N".
 The modes that wait print "closed C of N": how many connections the server
 closed within WAIT seconds (the rest were still open).
 """
@@ -198,6 +200,17 @@ def main():
         print(f"flooded, {refused} connects failed")
         return
     n = int(sys.argv[4])
+    if MODE == "kept":
+        review, sock, closes = open(sys.argv[5], "rb").read(), None, 0
+        for _ in range(n):
+            sock = sock or tls(bind)
+            sock.sendall(request(review))
+            if read_answer(sock)[1]:
+                closes += 1
+                sock.close()
+                sock = None
+        print(f"asked to close {closes} of {n}")
+        return
     if MODE == "keepalive":
         review, hold = open(sys.argv[5], "rb").read(), float(sys.argv[6])
         socks = connect_many(n, lambda: tls(bind))

@@ -8,7 +8,8 @@
 # review fails or goes unanswered for the API server's 10 s, if the stand-in
 # got no review through during the row, or if the row's counter stays flat.
 # No timing is asserted: deadlines are generous bounds that only the bug
-# (a connection held until the idle timeout, 60 s here) would cross.
+# (a connection held until the idle timeout, 60 s here) would cross. W9:
+# with trustedClientCIDRs, the trusted source keeps its connection.
 # usage: test_wedge.sh PATH/TO/hangar-webhook
 WEBHOOK=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -139,4 +140,26 @@ kill -TERM "$WEBHOOK_PID"
 wait "$WEBHOOK_PID"
 t_eq "exits 0 on SIGTERM (no sanitizer findings)" 0 "$?"
 t_check "no sanitizer report in the log" bash -c "! grep -q Sanitizer webhook.log"
+
+# W9: with the API server's address trusted, its connections are always
+# kept alive, even while other sources hoard the table; every other source
+# is asked to close after each answer.
+HEALTH2=$(t_free_port)
+HANGAR_TRUSTED_CLIENT_CIDRS='["127.0.0.1/32"]' HANGAR_HEALTH_PORT=$HEALTH2 \
+        "$WEBHOOK" serve --config config.yaml 2>webhook-trusted.log &
+T_PID=$!
+t_cleanup_pid $T_PID
+PORT2=$(t_webhook_port webhook-trusted.log) || { cat webhook-trusted.log; exit 1; }
+t_wait_for "curl -sf http://127.0.0.1:$HEALTH2/readyz >/dev/null" 30
+HC2=(python3 "$HERE/hostile_client.py" "$PORT2")
+"${HC2[@]}" keepalive 127.0.0.2 150 "$REVIEW" 3 >hoard.out &
+HOARD=$!
+t_eq "W9 the trusted source is never asked to close" "asked to close 0 of 200" \
+        "$("${HC2[@]}" kept 127.0.0.1 200 "$REVIEW")"
+wait "$HOARD"
+t_check "W9 every answer to an untrusted source asks it to close ($(cat hoard.out))" \
+        grep -Eq 'answered ([1-9][0-9]*), asked to close \1$' hoard.out
+kill -TERM "$T_PID"
+wait "$T_PID"
+t_eq "exits 0 on SIGTERM (trusted CIDRs)" 0 "$?"
 t_end

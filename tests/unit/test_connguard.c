@@ -157,35 +157,40 @@ static void fill(connguard_t *g, int ids[8])
         }
 }
 
-START_TEST(full_table_evicts_slow_phases_first)
+START_TEST(full_table_evicts_from_the_biggest_source)
 {
         connguard_t *g = guard(&base_limits, NULL);
-        int ids[8];
-        fill(g, ids);
-        /* All but two go idle; ids[3] and ids[6] stay busy, ids[6]'s
-         * current phase began earlier though its connection is newer. */
-        for (int i = 0; i < 8; i++)
-                if (i != 3 && i != 6)
-                        connguard_phase(g, ids[i], CONNGUARD_IDLE, 200 + i, 0);
-        connguard_phase(g, ids[3], CONNGUARD_BODY, 300, 0);
-        connguard_phase(g, ids[6], CONNGUARD_REVIEW, 150, 0);
-        connguard_attach(g, ids[6], 66);
-        /* Both phases have lasted over a second at 2000. */
-        connguard_decision_t d = admit(g, "203.0.113.1", 2000);
+        /* 198.51.100.1 holds four, .2 and .3 two each. */
+        int a[4], b[2], c[2];
+        for (int i = 0; i < 4; i++)
+                a[i] = admit(g, "198.51.100.1", 100 + i).id;
+        for (int i = 0; i < 2; i++) {
+                b[i] = admit(g, "198.51.100.2", 110 + i).id;
+                c[i] = admit(g, "198.51.100.3", 120 + i).id;
+                connguard_phase(g, b[i], CONNGUARD_BODY, 130, 0); /* busy, and early */
+                connguard_phase(g, c[i], CONNGUARD_IDLE, 130, 0);
+        }
+        /* The big source's busy ones go first, the earliest-begun phase
+         * first (a[3]'s, though its connection is newer than a[2]'s). */
+        connguard_phase(g, a[0], CONNGUARD_IDLE, 200, 0);
+        connguard_phase(g, a[1], CONNGUARD_IDLE, 210, 0);
+        connguard_phase(g, a[2], CONNGUARD_BODY, 300, 0);
+        connguard_phase(g, a[3], CONNGUARD_REVIEW, 150, 0);
+        connguard_attach(g, a[3], 66);
+        connguard_decision_t d = admit(g, "203.0.113.1", 400);
         ck_assert_int_eq(d.verdict, CONNGUARD_EVICT);
-        ck_assert_int_eq(d.victim, ids[6]);
+        ck_assert_int_eq(d.victim, a[3]);
         ck_assert_int_eq(d.victim_phase, CONNGUARD_REVIEW);
         ck_assert_int_eq(d.victim_handle, 66);
-        ck_assert(!connguard_live(g, ids[6]));
+        ck_assert(!connguard_live(g, a[3]));
         ck_assert(connguard_live(g, d.id));
-        d = admit(g, "203.0.113.2", 2001);
-        ck_assert_int_eq(d.victim, ids[3]);
-        /* No slow phase left: the biggest source (198.51.100.1, two
-         * connections, tied with .3 and found first) gives up its
-         * longest idle one, not the newcomers still in their handshake. */
-        d = admit(g, "203.0.113.3", 2002);
+        d = admit(g, "203.0.113.2", 401);
+        ck_assert_int_eq(d.victim, a[2]);
+        /* Now .1, .2 and .3 hold two each: the first of them gives up its
+         * longest idle one; .2's earlier busy ones are not its. */
+        d = admit(g, "203.0.113.3", 402);
         ck_assert_int_eq(d.verdict, CONNGUARD_EVICT);
-        ck_assert_int_eq(d.victim, ids[0]);
+        ck_assert_int_eq(d.victim, a[0]);
         ck_assert_int_eq(d.victim_phase, CONNGUARD_IDLE);
         /* A victim is evicted once: it no longer counts, and an expiry
          * never reports it again. */
@@ -193,7 +198,7 @@ START_TEST(full_table_evicts_slow_phases_first)
         connguard_phase_t ph[16];
         ck_assert_uint_eq(connguard_expired(g, 10000000, out, ph, 16), 8);
         for (int i = 0; i < 8; i++)
-                ck_assert_int_ne(out[i], ids[6]);
+                ck_assert_int_ne(out[i], a[3]);
         connguard_free(g);
 }
 END_TEST
@@ -402,7 +407,7 @@ static Suite *connguard_suite(void)
         tcase_add_test(tc, per_client_cap_refuses_and_frees_on_close);
         tcase_add_test(tc, ipv6_sources_are_their_64);
         tcase_add_test(tc, connect_rate_bucket_bursts_twice_then_refills);
-        tcase_add_test(tc, full_table_evicts_slow_phases_first);
+        tcase_add_test(tc, full_table_evicts_from_the_biggest_source);
         tcase_add_test(tc, full_table_spares_small_sources);
         tcase_add_test(tc, trusted_sources_use_reserved_slots_and_are_never_victims);
         tcase_add_test(tc, deadlines_per_phase_are_absolute);
