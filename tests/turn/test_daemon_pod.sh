@@ -56,6 +56,15 @@ t_eq "PID 1 in hangar-driver is the daemon" "hangar-driver serve" \
 in_driver $PROBE_CMD >ping.json
 t_eq "the probe's command passes (exit 0, the daemon answers, idle)" "0 true idle 1" \
         "$? $(jq -r '"\(.ok) \(.state) \(.pid)"' ping.json)"
+# The restore watch (docs/turn.md, "Clones"): crun has no gVisor, Debian's
+# runsc (2022) no /proc/gvisor/checkpoint; a current runsc has it
+# (tests/pods/test_clones.sh proves what it does there).
+if [ "$RUNTIME" = crun ] || { [ "$RUNTIME" = runsc ] && [ -z "$RUNTIME_BIN" ]; }; then
+        t_eq "no restore watch under $RUNTIME${RUNTIME_BIN:+ $RUNTIME_BIN} (unavailable), no restore" \
+                "unavailable 0" "$(jq -r '"\(.restore_watch) \(.restores)"' ping.json)"
+else
+        echo "  (restore watch under $RUNTIME: $(jq -r .restore_watch ping.json))"
+fi
 
 # ---- a turn: ctl start, the relay; exec clients killed mid-turn ----
 SCRIPT='for i in $(seq 1 80); do echo "line-$i"; sleep 0.05; done; read go; echo "go=$go"
