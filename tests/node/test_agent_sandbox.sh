@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2016,SC1091 # single-quoted jq and container commands; testlib, nodelib, doclib are sourced
+# hangar beside kubernetes-sigs/agent-sandbox v1.0.1 on the real node
+# (docs/agent-sandbox.md), the chart installed with its defaults, the
+# suite's namespace opted in; every command the page gives is taken from it
+# (tests/lib/doclib.sh) and run here:
+#   - scripts/agent-sandbox.sh install: the CRDs, the controller on the host,
+#     status says it runs;
+#   - the page's SandboxTemplate (gVisor, the agent container `sandbox`, the
+#     label hangar.dev/sandbox=true) and SandboxWarmPool of 2: both warm pods
+#     injected when the pool fills, Running under gVisor, hangar-driver Ready;
+#   - two SandboxClaims adopt the two warm pods (the same pods: uid kept);
+#     the controller's adoption UPDATE passed hangar's guard (the pod's
+#     labels now say claim-uid, not warm-pool-sandbox) and hangar's shape is
+#     the same after it (containers, volumes, the driver's annotations);
+#   - the pool refills with two new injected pods;
+#   - each claimed pod: the driver answers (ctl ping as hangar's identity),
+#     gVisor's kernel in the agent's container, exec without -c reaches the
+#     agent's container (kubectl's "Defaulted container" note: the gap of
+#     the default-container annotation);
+#   - suspend and resume a claimed Sandbox (the page's commands): the pod
+#     deleted, a new one of the same name injected again, the old driver's
+#     state gone;
+#   - templates out of hangar's shape (a container named hangar-driver; a
+#     volume named hangar-home): the pod is refused, the webhook's reason on
+#     the Sandbox's Ready condition; how often the controller retried in a
+#     minute is printed (a figure, not asserted);
+#   - scripts/agent-sandbox.sh uninstall: no agent-sandbox object, pod,
+#     CRD or controller process left.
+# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN
+# Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace
+# "agentsbx"); holds RESOURCE_LOCK node_chart. T_KEEP_TMP=1 keeps the files.
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+# shellcheck source=../../scripts/lib/hangar-chart.sh
+. "$ROOT/scripts/lib/hangar-chart.sh"
+. "$HERE/nodelib.sh"
+. "$HERE/../lib/doclib.sh"
+t_begin "agent-sandbox v1.0.1 and hangar on the node: warm pool, claims, suspend, a refused template"
+
+K8S_BIN=${1:-} AS_BIN=${2:-}
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$AS_BIN/agent-sandbox-controller"
+export HANGAR_AGENT_SANDBOX_BIN=$AS_BIN HANGAR_NODE_DIR=$D
+NS=agentsbx PAGE=$ROOT/docs/agent-sandbox.md IMAGE=localhost/hangar-sandbox:dev
+cd "$T_TMP" || exit 1
+node_identity "$NS"
+node_chart hangar "$NS"
+logged() { "$@" >>commands.log 2>&1; }
+t_check "helm install (the chart's defaults, driver sidecar on)" logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
+t_check "the API server sends sandbox pods in $NS to the webhook" hangar_chart_ready hangar "$NS" 60
+
+# page NAME: the page's block NAME in the suite's namespace and image (its
+# text otherwise as the page has it), into NAME.page.
+page() {
+	doc_block "$PAGE" "$1" >"$1.page" || { t_fail "docs/agent-sandbox.md: no block $1"; return 1; }
+	sed -i -e "s#namespace: sandboxes#namespace: $NS#; s#-n sandboxes #-n $NS #g" \
+		-e "s#REGISTRY/agent-env:TAG#$IMAGE#" "$1.page"
+}
+# run_page NAME: the page's shell block NAME, in the tree (bash -eu, pipefail).
+run_page() { page "$1" && (cd "$ROOT" && bash -euo pipefail "$T_TMP/$1.page") >"$1.out" 2>&1; }
+# ls_pods: the agent-sandbox pods in NS (name uid), sorted.
+ls_pods() {
+	kubectl get pods -n "$NS" -l agents.x-k8s.io/sandbox-name-hash -o json |
+		jq -r '.items[] | select(.metadata.deletionTimestamp == null) | "\(.metadata.name) \(.metadata.uid)"' | sort
+}
+# shape POD: hangar's part of the pod, one line (containers, hangar's volumes,
+# the driver's annotations, runtime class): what an UPDATE must not change.
+shape() {
+	kubectl get pod -n "$NS" "$1" -o json | jq -c '{c: [.spec.containers[] | {name, image, command, securityContext}],
+		v: [.spec.volumes[] | select(.name | startswith("hangar-"))], rc: .spec.runtimeClassName,
+		a: (.metadata.annotations | with_entries(select(.key | startswith("hangar.dev/")))),
+		l: .metadata.labels["hangar.dev/sandbox"]}'
+}
+injected() { # POD: the driver's annotation and the containers, as the page's check prints them
+	kubectl get pod -n "$NS" "$1" -o jsonpath='{.metadata.annotations.hangar\.dev/driver-sidecar}{" "}{.spec.containers[*].name}'
+}
+ready_all() { # POD: Running, every container ready
+	kubectl get pod -n "$NS" "$1" -o json 2>/dev/null |
+		jq -e '.status.phase == "Running" and ([.status.containerStatuses[]?.ready] | length == 2 and all)' >/dev/null
+}
+in_driver() { kubectl exec -i -n "$NS" "$1" -c hangar-driver --as "$HANGAR_ID" -- "${@:2}"; }
+in_agent() { kubectl exec -i -n "$NS" "$1" -c sandbox --as "$HANGAR_ID" -- "${@:2}"; }
+# hooklog NAME: the webhook replicas' logs (every review, JSON a line) into NAME.hook.
+hooklog() {
+	kubectl logs -n "$NODE_SYSTEM_NS" -l app.kubernetes.io/instance=hangar --tail=-1 --prefix=false \
+		--max-log-requests 10 2>/dev/null | grep -F '"review"' >"$1.hook"
+}
+pool_ready() { [ "$(kubectl get sandboxwarmpool -n "$NS" "$1" -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" = "$2" ]; }
+
+echo "-- scripts/agent-sandbox.sh install (the page's commands)"
+node_on_exit "cd '$ROOT' && scripts/agent-sandbox.sh uninstall '$D'"
+run_page agent-sandbox-install
+t_eq "the page's install commands exit 0" 0 "$?"
+sed 's/^/    /' agent-sandbox-install.out
+t_check "  status: the controller runs" grep -q "^agent-sandbox runs for $D (pid [0-9]*)" agent-sandbox-install.out
+t_check "  it is v1.0.1's controller" grep -q 'ready in [0-9]*s: pid [0-9]*, v1.0.1' agent-sandbox-install.out
+t_check "  the four CRDs are served" logged kubectl get sandboxes.agents.x-k8s.io,sandboxtemplates.extensions.agents.x-k8s.io,sandboxwarmpools.extensions.agents.x-k8s.io,sandboxclaims.extensions.agents.x-k8s.io -n "$NS"
+t_check "  a second install is refused while it runs" sh -c "! '$ROOT/scripts/agent-sandbox.sh' install '$D' 2>second.err && grep -q 'already runs' second.err"
+
+echo "-- the page's SandboxTemplate and SandboxWarmPool of 2"
+page agent-sandbox-template
+t_check "the template and the pool are created" logged kubectl create -f agent-sandbox-template.page
+t0=$SECONDS
+t_check "the pool has 2 ready sandboxes" t_wait_for "pool_ready agent-pool 2" 400
+echo "  filled in $((SECONDS - t0)) s"
+ls_pods >warm.list
+t_eq "two warm pods" 2 "$(wc -l <warm.list)"
+mapfile -t WARM < <(cut -d' ' -f1 warm.list)
+for p in "${WARM[@]}"; do
+	t_eq "warm pod $p: injected when the pool filled" "injected sandbox hangar-driver" "$(injected "$p")"
+	t_check "  Running, both containers ready" ready_all "$p"
+	t_eq "  gVisor, the warm-pool label" "gvisor true" \
+		"$(kubectl get pod -n "$NS" "$p" -o json | jq -r '"\(.spec.runtimeClassName) \(.metadata.labels | has("agents.x-k8s.io/warm-pool-sandbox"))"')"
+	shape "$p" >"$p.shape.before"
+done
+
+echo "-- two SandboxClaims adopt the warm pods"
+page agent-sandbox-claim
+sed 's/name: task-1/name: task-2/' agent-sandbox-claim.page >claim2.yaml
+t_check "claim task-1 (the page's) and task-2 are created" logged kubectl create -f agent-sandbox-claim.page -f claim2.yaml
+for c in task-1 task-2; do
+	t_check "claim $c is Ready" logged kubectl wait -n "$NS" --for=condition=Ready "sandboxclaim/$c" --timeout=300s
+done
+CLAIMED=()
+for c in task-1 task-2; do
+	p=$(kubectl get sandboxclaim -n "$NS" "$c" -o jsonpath='{.status.sandbox.name}')
+	CLAIMED+=("$p")
+	t_check "claim $c took a warm pod ($p), not a cold one" grep -q "^$p " warm.list
+	t_eq "  the same pod (uid kept): adopted, not made anew" "$(grep "^$p " warm.list)" "$p $(kubectl get pod -n "$NS" "$p" -o jsonpath='{.metadata.uid}')"
+	# The adoption UPDATE (a metadata merge patch of the pod) went through
+	# the guard: the labels it changes are changed.
+	t_eq "  the adoption UPDATE passed the guard (claim-uid set, warm-pool-sandbox gone)" "true false" \
+		"$(kubectl get pod -n "$NS" "$p" -o json | jq -r '.metadata.labels | "\(has("agents.x-k8s.io/claim-uid")) \(has("agents.x-k8s.io/warm-pool-sandbox"))"')"
+	t_eq "  hangar's shape unchanged by it" "$(cat "$p.shape.before" 2>/dev/null)" "$(shape "$p")"
+	t_check "  still Running, both containers ready" ready_all "$p"
+done
+t_eq "the two claims took the two warm pods" "$(cut -d' ' -f1 warm.list | tr '\n' ' ')" \
+	"$(printf '%s\n' "${CLAIMED[@]}" | sort | tr '\n' ' ')"
+if grep -q '"level":"error".*denied the request' "$D/agent-sandbox.log"; then
+	t_fail "the controller's log has a denied request during adoption"
+	grep '"level":"error".*denied the request' "$D/agent-sandbox.log" | tail -n 3
+fi
+hooklog adopt
+for p in "${CLAIMED[@]}"; do
+	grep -F "\"pod\":\"$p\"" adopt.hook | grep -F '"operation":"UPDATE"' >"$p.updates"
+	echo "  the guard's reviews of $p's UPDATEs: $(wc -l <"$p.updates") ($(jq -r '"\(.decision)/\(.reason)"' "$p.updates" 2>/dev/null | sort | uniq -c | tr -s ' ' | tr '\n' ',' | sed 's/,$//'))"
+	t_check "  the guard reviewed an UPDATE of $p (the adoption) and allowed it" \
+		sh -c "jq -e 'select(.decision != \"denied\" and .decision != \"rejected\")' '$p.updates' | grep -q ."
+	t_eq "  ... and denied none" "" "$(jq -c 'select(.decision == "denied" or .decision == "rejected")' "$p.updates" 2>/dev/null)"
+done
+run_page agent-sandbox-check
+t_eq "the page's check prints the claimed pod injected" "0 injected sandbox hangar-driver" "$? $(cat agent-sandbox-check.out)"
+
+echo "-- the pool refills"
+t_check "the pool is back to 2 ready sandboxes" t_wait_for "pool_ready agent-pool 2" 400
+kubectl get pods -n "$NS" -l agents.x-k8s.io/warm-pool-sandbox -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' >refill.list
+t_eq "two new warm pods" 2 "$(wc -l <refill.list)"
+while read -r p; do
+	t_check "new warm pod $p is none of the claimed" sh -c "! printf '%s\n' ${CLAIMED[*]} | grep -qx '$p'"
+	t_eq "  injected" "injected sandbox hangar-driver" "$(injected "$p")"
+	t_check "  Running, both containers ready" ready_all "$p"
+done <refill.list
+
+echo "-- each claimed pod: the driver, gVisor, exec without -c"
+for p in "${CLAIMED[@]}"; do
+	t_eq "$p: hangar-driver answers (ctl ping as hangar's identity)" true \
+		"$(in_driver "$p" hangar-driver ctl ping </dev/null | jq -r .ok)"
+	t_check "  the agent's container runs on gVisor's kernel" sh -c "kubectl exec -n $NS $p -c sandbox --as $HANGAR_ID -- dmesg 2>/dev/null | grep -q gVisor"
+	kubectl exec -n "$NS" "$p" -- sh -c 'cat /proc/1/cmdline | tr "\0" " "; id -u' >"$p.noc.out" 2>"$p.noc.err"
+	t_eq "  exec without -c reaches the agent's container (sleep infinity, uid 1000)" "sleep infinity 1000" \
+		"$(tr '\n' ' ' <"$p.noc.out" | sed 's/  */ /g; s/ $//')"
+	t_check "  ... with kubectl's 'Defaulted container' note (no default-container annotation)" \
+		grep -q 'Defaulted container "sandbox" out of: sandbox, hangar-driver' "$p.noc.err"
+done
+
+echo "-- suspend and resume the first claim's sandbox (the page's commands)"
+P=${CLAIMED[0]}
+old_uid=$(kubectl get pod -n "$NS" "$P" -o jsonpath='{.metadata.uid}')
+in_driver "$P" sh -c 'echo before-suspend >/var/lib/hangar/marker && echo before-suspend >/var/lib/hangar-ctl/marker' </dev/null
+t_eq "a mark in hangar-home and hangar-ctl before suspending" "before-suspend" \
+	"$(in_driver "$P" cat /var/lib/hangar/marker </dev/null)"
+run_page agent-sandbox-suspend
+rc=$?
+t_eq "the page's suspend and resume commands exit 0" 0 "$rc"
+[ "$rc" = 0 ] || cat agent-sandbox-suspend.out
+# (the page waited for Suspended=True, then for Ready)
+t_eq "the Sandbox's Suspended condition after the resume" "False NotSuspended" \
+	"$(kubectl get sandbox -n "$NS" "$P" -o json | jq -r '.status.conditions[] | select(.type == "Suspended") | "\(.status) \(.reason)"')"
+t_check "a new pod of the same name, Running, both ready" t_wait_for "ready_all $P" 300
+new_uid=$(kubectl get pod -n "$NS" "$P" -o jsonpath='{.metadata.uid}')
+t_check "  not the old one (uid $old_uid)" test "$new_uid" != "$old_uid" -a -n "$new_uid"
+t_eq "  injected again at its CREATE" "injected sandbox hangar-driver" "$(injected "$P")"
+t_eq "  hangar's shape as before" "$(cat "$P.shape.before" 2>/dev/null)" "$(shape "$P")"
+t_eq "  the old driver's state is gone (hangar-home and hangar-ctl new)" "gone gone" \
+	"$(in_driver "$P" sh -c 'for f in /var/lib/hangar/marker /var/lib/hangar-ctl/marker; do [ -e $f ] && echo kept || echo gone; done' </dev/null | tr '\n' ' ' | sed 's/ $//')"
+t_eq "  the new driver answers" true "$(in_driver "$P" hangar-driver ctl ping </dev/null | jq -r .ok)"
+t_check "  the claim is Ready again" logged kubectl wait -n "$NS" --for=condition=Ready sandboxclaim/task-1 --timeout=120s
+
+echo "-- templates out of hangar's shape: refused, the reason on the Sandbox"
+# A container named hangar-driver (through a warm pool), a volume named
+# hangar-home (through a claim's cold start: a pool of 0), and a bare Sandbox
+# whose agent container is named `agent`, as upstream's examples name theirs
+# (hangar's agentContainer is one name for the cluster: `sandbox`).
+jq -n --arg ns "$NS" --arg img "$IMAGE" '
+	def tmpl($name; $extra): {apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxTemplate",
+		metadata: {name: $name, namespace: $ns},
+		spec: {podTemplate: {metadata: {labels: {"hangar.dev/sandbox": "true"}},
+			spec: ({runtimeClassName: "gvisor", terminationGracePeriodSeconds: 5,
+				securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000},
+				containers: [{name: "sandbox", image: $img, command: ["sleep", "infinity"]}]} * $extra)}}};
+	def pool($name; $n): {apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxWarmPool",
+		metadata: {name: $name, namespace: $ns}, spec: {replicas: $n, sandboxTemplateRef: {name: $name}}};
+	tmpl("bad-driver"; {containers: [{name: "sandbox", image: $img, command: ["sleep", "infinity"]},
+		{name: "hangar-driver", image: $img, command: ["sleep", "infinity"]}]}),
+	pool("bad-driver"; 1),
+	tmpl("bad-home"; {volumes: [{name: "hangar-home", emptyDir: {}}]}),
+	pool("bad-home"; 0),
+	{apiVersion: "extensions.agents.x-k8s.io/v1beta1", kind: "SandboxClaim",
+		metadata: {name: "bad-home", namespace: $ns}, spec: {warmPoolRef: {name: "bad-home"}}},
+	{apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", metadata: {name: "bad-agent", namespace: $ns},
+		spec: {podTemplate: {metadata: {labels: {"hangar.dev/sandbox": "true"}},
+			spec: {runtimeClassName: "gvisor", containers: [{name: "agent", image: $img, command: ["sleep", "infinity"]}]}}}}' >bad.json
+t_check "the two templates, their pools, a claim and a Sandbox are created" logged kubectl create -f bad.json
+# bad_sandbox NAME KIND: the Sandbox the pool or claim NAME made (for a Sandbox, NAME itself).
+bad_sandbox() {
+	if [ "$2" = Sandbox ]; then kubectl get sandbox -n "$NS" "$1" -o jsonpath='{.metadata.name}' 2>/dev/null; return; fi
+	kubectl get sandboxes -n "$NS" -o json | jq -r --arg o "$1" --arg k "$2" \
+		'.items[] | select(.metadata.ownerReferences[]? | .kind == $k and .name == $o) | .metadata.name' | head -n 1
+}
+ready_msg() {
+	kubectl get sandbox -n "$NS" "$1" -o json 2>/dev/null |
+		jq -r '.status.conditions[]? | select(.type == "Ready") | "\(.status) \(.reason) \(.message)"'
+}
+for b in "bad-driver SandboxWarmPool hangar-driver" "bad-home SandboxClaim hangar-home" 'bad-agent Sandbox "sandbox"'; do
+	read -r name kind what <<<"$b"
+	t_check "$name: the $kind is there (a Sandbox)" t_wait_for "[ -n \"\$(bad_sandbox $name $kind)\" ]" 60
+	s=$(bad_sandbox "$name" "$kind")
+	s=${s:-none}
+	t_check "  its Ready condition is False, ReconcilerError, with hangar's denial" \
+		t_wait_for "ready_msg $s | grep -q '^False ReconcilerError .*denied the request'" 60
+	ready_msg "$s" >"$name.ready"
+	echo "  Ready: $(cut -c1-400 "$name.ready")"
+	t_check "  the reason names $what" grep -q "$what" "$name.ready"
+	t_eq "  no pod was made for it" "" "$(kubectl get pod -n "$NS" "$s" -o name 2>/dev/null)"
+	kubectl get events -n "$NS" --field-selector "involvedObject.name=$s" -o json |
+		jq -r '.items[] | "\(.type) \(.reason) \(.count // 1) \(.message)"' >"$name.events"
+	echo "  events on the Sandbox: $(wc -l <"$name.events")$( [ -s "$name.events" ] && echo ": $(head -n 3 "$name.events" | cut -c1-200)")"
+done
+t_eq "the claim on the refused template mirrors the reason" "False" \
+	"$(kubectl get sandboxclaim -n "$NS" bad-home -o json | jq -r '.status.conditions[]? | select(.type == "Ready") | .status')"
+kubectl get sandboxclaim -n "$NS" bad-home -o json | jq -r '.status.conditions[]? | select(.type == "Ready") | "  claim Ready: \(.reason) \(.message[0:300])"'
+# The retries: each is a pod CREATE the controller sends and the webhook
+# refuses; the controller logs each as a Reconciler error of the Sandbox.
+retries() { grep -F '"msg":"Reconciler error"' "$D/agent-sandbox.log" | grep -cF "\"name\":\"$1\""; }
+sd=$(bad_sandbox bad-driver SandboxWarmPool) sh_=$(bad_sandbox bad-home SandboxClaim)
+# The webhook's side: its CREATE reviews of that pod name, denied.
+denials() { grep -F "\"pod\":\"$2\"" "$1.hook" | grep -F '"operation":"CREATE"' | grep -cF '"decision":"denied"'; }
+hooklog bad0
+a0=$(retries "$sd") b0=$(retries "$sh_") t0=$SECONDS
+sleep 60
+hooklog bad1
+a1=$(retries "$sd") b1=$(retries "$sh_")
+echo "  retries in $((SECONDS - t0)) s: $((a1 - a0)) for $sd (warm pool; $a1 since it was made)," \
+	"$((b1 - b0)) for $sh_ (claim, cold; $b1 since it was made)"
+echo "  the webhook's denied CREATEs in that minute: $(($(denials bad1 "$sd") - $(denials bad0 "$sd"))) of $sd," \
+	"$(($(denials bad1 "$sh_") - $(denials bad0 "$sh_"))) of $sh_ ($(denials bad1 "$sd") and $(denials bad1 "$sh_") in all)"
+t_check "the controller retried (the refusal is not silent)" test "$a1" -gt 0 -a "$b1" -gt 0
+t_check "the pool's Sandbox is still the same (not deleted and remade within a minute)" \
+	test "$(bad_sandbox bad-driver SandboxWarmPool)" = "$sd"
+
+echo "-- scripts/agent-sandbox.sh uninstall (the page's command)"
+run_page agent-sandbox-uninstall
+rc=$?
+t_eq "the page's uninstall command exits 0" 0 "$rc"
+[ "$rc" = 0 ] || cat agent-sandbox-uninstall.out
+t_eq "no agent-sandbox pod left in $NS" "" "$(ls_pods)"
+t_check "no agent-sandbox CRD left" sh -c "! kubectl get crd -o name | grep -q 'agents.x-k8s.io'"
+t_check "status says it does not run" sh -c "! '$ROOT/scripts/agent-sandbox.sh' status '$D' >/dev/null"
+t_eq "no controller process names the node's directory" "" \
+	"$(for p in /proc/[0-9]*; do { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q "agent-sandbox-controller .*$D/" && echo "${p#/proc/}"; done)"
+t_end
