@@ -99,6 +99,32 @@ t_check "the API server's audit log carries the warned decisions" \
 t_check "the API server's audit log carries the audited decisions" \
         t_wait_for "[ \"\$(audited audited)\" -ge 2 ]" 10
 
+# --- the exec policy (a ValidatingAdmissionPolicy: no webhook call) follows
+# guard.enforcement through its binding's validationActions ---
+vap_refuses() { # captured first: grep -q ending early would fail the pipe (pipefail)
+        local out
+        out=$(kubectl exec -n "$NS" box -c hangar-driver "${M[@]}" -- true 2>&1)
+        grep -q "hangar driver-exec" <<<"$out"
+}
+vap_lets_through() { ! vap_refuses; }
+policy_audited() { # the API server's audit events of a pods/exec with the policy's failure noted
+        jq -c 'select(.objectRef.subresource == "exec" and
+                ((.annotations // {})["validation.policy.admission.k8s.io/validation_failure"] // "" |
+                 contains("driver-exec")))' audit.log 2>/dev/null | wc -l
+}
+t_check "enforce: the policy refuses mallory's exec into hangar-driver" vap_refuses
+helm upgrade hangar "$ROOT/charts/hangar-webhook" -n hangar-system --reuse-values \
+        --set guard.enforcement=audit >helm-audit.log 2>&1 || cat helm-audit.log
+t_eq "the exec policy's binding audits only" '["Audit"]' \
+        "$(kubectl get validatingadmissionpolicybinding -l app.kubernetes.io/instance=hangar -o json |
+                jq -c '[.items[] | select(.spec.policyName | endswith("-driver-exec")) | .spec.validationActions[]]')"
+t_check "audit: mallory's exec into hangar-driver passes admission" t_wait_for vap_lets_through 30
+t_check "audit: the API server's audit log notes the policy's failure" \
+        t_wait_for "[ \"\$(policy_audited)\" -ge 1 ]" 10
+helm upgrade hangar "$ROOT/charts/hangar-webhook" -n hangar-system --reuse-values \
+        --set guard.enforcement=enforce >helm-enforce.log 2>&1 || cat helm-enforce.log
+t_check "enforce again: the policy refuses the exec" t_wait_for vap_refuses 30
+
 # --- back to enforce: the same requests refused again ---
 unset HANGAR_GUARD_ENFORCEMENT HANGAR_CONFLICT_ENFORCEMENT
 restart_webhook "logLevel: info"
