@@ -653,21 +653,24 @@ static bool option_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const c
  * shared by the driver with whoever the shape lets mount it; hangar-ctl in
  * the sandbox's memory). What GKE Sandbox's admission writes for an
  * emptyDir agrees (docs/research/gke-sandbox-annotations.md): share pod,
- * or container where one container mounts it (hangar-ctl: the driver
- * alone; runsc makes the same sandbox-owned mount for both), type tmpfs for
- * a Memory emptyDir and bind for a disk one, options rw. Else *ret_why says
- * what it would change. */
+ * or container where one container mounts it (runsc makes the same
+ * sandbox-owned mount for both), type tmpfs for a Memory emptyDir and bind
+ * for a disk one, options rw. Else *ret_why says what it would change. */
 static bool hint_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const char *field,
                              const char *value, const char **ret_why)
 {
         bool ctl = v == SHAPE_VOLUME_CTL;
         if (strcmp(field, "share") == 0) {
-                if (strcmp(value, "pod") == 0 || (ctl && strcmp(value, "container") == 0))
+                /* container or pod: at this runsc one sentry-owned mount
+                 * either way, shared by every container that mounts the
+                 * volume and kept across restarts (ShouldShareMount); GKE
+                 * writes container where it counts one container, which
+                 * for hangar-home depends on whether it counts init
+                 * containers (a native-sidecar driver). Seen on a node:
+                 * the agent reads the driver's writes under both. */
+                if (strcmp(value, "pod") == 0 || strcmp(value, "container") == 0)
                         return true;
-                *ret_why = strcmp(value, "container") == 0
-                               ? "the agent and the driver both mount it, and share=container "
-                                 "tells gVisor only one container does"
-                           : strcmp(value, "shared") == 0
+                *ret_why = strcmp(value, "shared") == 0
                                ? "share=shared has gVisor serve it from the node through the "
                                  "gofer, as a volume shared outside the pod"
                                : "gVisor drops a hint with a share it does not know and mounts the "

@@ -72,9 +72,10 @@ int shapecheck_sidecar(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t
  * admission writes these hints for every emptyDir, hangar's included when
  * it runs after the webhook): on a gVisor pod share and type must be
  * there for both volumes, and share, type and options must mount each as
- * the shape says. hangar-home: share pod, type bind; hangar-ctl: share pod
- * or container (the driver alone mounts it), type tmpfs; options only rw,
- * rprivate and hangar-ctl's size= as the webhook writes it. */
+ * the shape says: share pod or container (runsc mounts both alike, once
+ * for the whole sandbox), type bind for hangar-home and tmpfs for
+ * hangar-ctl, options only rw, rprivate and hangar-ctl's size= as the
+ * webhook writes it. */
 int shapecheck_annotations(const hg_config_t *cfg, json_t *pod, shapecheck_finding_t *ret);
 
 /* The role a container of a pod's list ("containers", "initContainers",

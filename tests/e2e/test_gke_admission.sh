@@ -225,7 +225,8 @@ after_case ctl-bind "$(set_to $CTL.type bind)" refused $CTL.type
 after_case ctl-shared "$(set_to $CTL.share shared)" refused $CTL.share
 after_case ctl-ro "$(set_to $CTL.options ro)" refused $CTL.options
 after_case ctl-size "$(set_to $CTL.options rw,size=4096)" refused $CTL.options
-after_case home-container "$(set_to $HOME_.share container)" refused $HOME_.share
+after_case home-container "$(set_to $HOME_.share container)" admitted ""
+after_case home-shared "$(set_to $HOME_.share shared)" refused $HOME_.share
 after_case home-tmpfs "$(set_to $HOME_.type tmpfs)" refused $HOME_.type
 after_case ctl-force-shared "$(set_to dev.gvisor.empty-dir.hangar-ctl.force-shared true)" refused \
         dev.gvisor.empty-dir.hangar-ctl.force-shared

@@ -967,6 +967,9 @@ START_TEST(gke_sandbox_hints_at_create)
             {"dev.gvisor.spec.mount.hangar-home.options", "rw"},
             {"dev.gvisor.spec.mount.hangar-home.options", NULL},
             {"dev.gvisor.spec.mount.hangar-home.share", "pod"},
+            /* container: GKE's count may leave out a native-sidecar driver;
+             * runsc mounts it as it does pod */
+            {"dev.gvisor.spec.mount.hangar-home.share", "container"},
             /* and for the pod's own emptyDirs, whatever they say */
             {"dev.gvisor.spec.mount.scratch.share", "container"},
             {"dev.gvisor.spec.mount.scratch.type", "bind"},
@@ -1001,7 +1004,8 @@ START_TEST(gke_sandbox_hints_at_create)
             {"dev.gvisor.spec.mount.hangar-ctl.type", "bind"},
             {"dev.gvisor.spec.mount.hangar-ctl.share", "shared"},
             {"dev.gvisor.spec.mount.hangar-ctl.share", "Pod"},
-            {"dev.gvisor.spec.mount.hangar-home.share", "container"},
+            {"dev.gvisor.spec.mount.hangar-home.share", "shared"},
+            {"dev.gvisor.spec.mount.hangar-home.share", ""},
             {"dev.gvisor.spec.mount.hangar-home.type", "tmpfs"},
             {"dev.gvisor.spec.mount.hangar-ctl.options", "ro"},
             {"dev.gvisor.spec.mount.hangar-ctl.options", "rw,size=1"},

@@ -431,7 +431,7 @@ START_TEST(gvisor_hints_as_stored)
         /* Before injection the webhook replaces that value: not a finding. */
         ck_assert_int_eq(shapecheck_annotations(&cfg, pod, &f), 0);
         /* Every failure is reported to the probe, each naming its key. */
-        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-home.share", "\"container\"");
+        add(pod, "/metadata/annotations/dev.gvisor.spec.mount.hangar-home.share", "\"shared\"");
         bool pass = true;
         _unit_json_ json_t *r = shapecheck_pod(&cfg, pod, &pass);
         ck_assert(!pass);
