@@ -70,10 +70,13 @@ spec t1 ask 'echo started; sleep 600' '{"connect_timeout_s": 900}' >t1.spec
 t_eq "ctl start: a turn waiting for its relay, in the original instance" "t1 $I0" \
         "$(jq -r '"\(.turn) \(.instance)"' t1.start 2>/dev/null)"
 T0=$(jq -r .token t1.start)
+T0_NS=$(date +%s%N)
 if ! "$PODRUN" checkpoint --dir "$POD" --image "$T_TMP/image" --leave-running >ckpt.log 2>&1; then
         t_fail "podrun checkpoint: $(tail -n 5 ckpt.log)"
         t_end
 fi
+echo "  (podrun checkpoint --leave-running: $((($(date +%s%N) - T0_NS) / 1000000)) ms," \
+        "image $(du -sk "$T_TMP/image" | cut -f1) KiB)"
 t_eq "the checkpointed pod goes on: its turn waits, same instance, no restore (resume)" \
         "waiting-for-relay $I0 0" "$(field "$POD" status '"\(.state) \(.instance) \(.restores)"')"
 
@@ -81,10 +84,12 @@ t_eq "the checkpointed pod goes on: its turn waits, same instance, no restore (r
 for n in 1 2; do
         C=$T_TMP/clone$n
         CLONES+=("$C")
+        T0_NS=$(date +%s%N)
         if ! "$PODRUN" restore --from "$POD" --dir "$C" --image "$T_TMP/image" -q >"restore$n.log" 2>&1; then
                 t_fail "podrun restore (clone $n): $(tail -n 5 "restore$n.log")"
                 t_end
         fi
+        echo "  (podrun restore, clone $n: $((($(date +%s%N) - T0_NS) / 1000000)) ms)"
         t_check "clone $n: the daemon saw its restore" \
                 t_wait_for "ctl_in '$C' ping 2>/dev/null | jq -e '.restores == 1' >/dev/null" 60
         ctl_in "$C" status >"clone$n.status"
