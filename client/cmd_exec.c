@@ -38,6 +38,10 @@ int cmd_exec(int argc, char **argv)
         cli_api_t api = {0};
         const char *container = NULL;
         bool in = false;
+        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                fputs(usage_text, stdout);
+                return 0;
+        }
         /* The command is everything after "--", never read as options. */
         int dashes = 1;
         while (dashes < argc && strcmp(argv[dashes], "--") != 0)

@@ -111,6 +111,14 @@ t_eq "8 MiB of stdout arrive intact (sha256, 8388608 bytes)" \
 H exec "$NS/box" -c sandbox -- sh -c 'head -c 1048576 /tmp/big.bin >&2; echo done' </dev/null >mixed.out 2>mixed.err
 t_eq "1 MiB on stderr beside stdout: each on its own" "done 1048576" "$(cat mixed.out) $(stat -c %s mixed.err)"
 
+# Figures for the report, not checks (no timing is asserted on this
+# shared machine): 5 bare execs each way, and the 8 MiB read back.
+ms() { local t0; t0=$(date +%s%N); "$@" >/dev/null 2>&1 </dev/null; echo $((($(date +%s%N) - t0) / 1000000)); }
+echo "  figures: hangar exec true (ms): $(for _ in 1 2 3 4 5; do ms H exec "$NS/box" -c sandbox -- true; done | xargs)"
+echo "  figures: kubectl exec true (ms): $(for _ in 1 2 3 4 5; do ms kubectl exec -n "$NS" box -c sandbox -- true; done | xargs)"
+echo "  figures: hangar exec cat 8 MiB (ms): $(ms H exec "$NS/box" -c sandbox -- cat /tmp/big.bin)"
+echo "  figures: kubectl exec cat 8 MiB (ms): $(ms kubectl exec -n "$NS" box -c sandbox -- cat /tmp/big.bin)"
+
 echo "-- hangar exec: what fails, and how"
 KUBECONFIG=$ADMIN_KUBECONFIG H exec "$NS/box" -c hangar-driver -- true </dev/null 2>guard.err
 t_eq "an identity the guard does not list, into hangar-driver: refused (67)" 67 "$?"
