@@ -497,6 +497,11 @@ jq_check "networkPolicy: the pods of that mode get no token either" np-closed.js
 render np-url.json -f "$VALUES/url.yaml" --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0/8"}}]'
 jq_check "networkPolicy: nothing in URL mode (nothing runs in the cluster)" np-url.json '(map(select(.kind=="NetworkPolicy")) | length) == 0'
 expect_refused "networkPolicy.podCIDRs with a bare address" "/networkPolicy/podCIDRs/0" --set-json 'networkPolicy.podCIDRs=["10.4.0.0"]'
+# The connection limits (server.*) reach the webhook as its environment.
+jq_check "server.* connection limits reach the container as HANGAR_* variables" default.json \
+        "($CTR.env | map({(.name): .value}) | add) as \$e | \$e.HANGAR_MAX_CONNECTIONS == \"512\" and \$e.HANGAR_MAX_IDLE_PER_CLIENT == \"64\" and \$e.HANGAR_HEADER_TIMEOUT_SECONDS == \"5\" and \$e.HANGAR_TRUSTED_CLIENT_CIDRS == \"[]\""
+expect_refused "server.maxIdleConnections above server.maxConnections" "must not exceed server.maxConnections" \
+        --set server.maxConnections=100
 expect_refused "networkPolicy peer with a bad CIDR" "/networkPolicy/webhookFrom/0/ipBlock/cidr" \
         --set networkPolicy.enabled=true --set-json 'networkPolicy.webhookFrom=[{"ipBlock":{"cidr":"10.0.0.0"}}]'
 expect_refused "networkPolicy peer with an unknown field" "/networkPolicy/webhookFrom/0" \
