@@ -12,6 +12,7 @@
 # Cache: ${HANGAR_TOOLS_CACHE:-$HOME/.cache/hangar-tools}/
 #   agent-sandbox-<key>/bin/agent-sandbox-controller  the controller (core and extensions)
 #   agent-sandbox-<key>/crds/*.yaml                   the module's k8s/crds (bin/../crds)
+#   agent-sandbox-<key>/rbac/*.yaml                   its ClusterRoles, k8s/*rbac.generated.yaml (bin/../rbac)
 #   gomod/  GOMODCACHE      gocache/  GOCACHE         (shared with scripts/k8s-tools.sh)
 # The key is derived from the pinned version, the Go version and a hash of
 # this script (the recipe); a present key is never rebuilt. Build output goes
@@ -43,6 +44,10 @@ crds=(agents.x-k8s.io_sandboxes.yaml
       extensions.agents.x-k8s.io_sandboxclaims.yaml
       extensions.agents.x-k8s.io_sandboxtemplates.yaml
       extensions.agents.x-k8s.io_sandboxwarmpools.yaml)
+# The ClusterRoles of the core and extensions controllers (what upstream's
+# Deployment runs with; scripts/agent-sandbox.sh binds them to its
+# ServiceAccount).
+rbac=(rbac.generated.yaml extensions-rbac.generated.yaml)
 tools_lock=.lock-agent-sandbox
 tools_cold="cold: several minutes on 2 cores at nice 10"
 tools_what=agent-sandbox
@@ -54,11 +59,12 @@ cache_key() {
   echo "agent-sandbox-$AGENT_SANDBOX_VERSION-$(go env GOVERSION)-$h"
 }
 
-# A key holds the CRDs too (bin/../crds).
+# A key holds the CRDs and ClusterRoles too (bin/../crds, bin/../rbac).
 have_all() {
   local c
   [ -x "$1/agent-sandbox-controller" ] || return 1
   for c in "${crds[@]}"; do [ -f "$1/../crds/$c" ] || return 1; done
+  for c in "${rbac[@]}"; do [ -f "$1/../rbac/$c" ] || return 1; done
 }
 
 build_into() {
@@ -89,13 +95,18 @@ build_into() {
     [ -f "k8s/crds/$c" ] || die "no k8s/crds/$c in $src"
     cp "k8s/crds/$c" "$out/../crds/$c"
   done
-  chmod -R u+w "$out/../crds"
+  mkdir -p "$out/../rbac"
+  for c in "${rbac[@]}"; do
+    [ -f "k8s/$c" ] || die "no k8s/$c in $src"
+    cp "k8s/$c" "$out/../rbac/$c"
+  done
+  chmod -R u+w "$out/../crds" "$out/../rbac"
   # Out of WORK, which is removed next (BUILD-INFO runs go env after that).
   cd /
 }
 
 build_info() {
-  echo "agent-sandbox=$AGENT_SANDBOX_VERSION (cmd/agent-sandbox-controller; CRDs from k8s/crds)"
+  echo "agent-sandbox=$AGENT_SANDBOX_VERSION (cmd/agent-sandbox-controller; CRDs from k8s/crds, ClusterRoles from k8s)"
 }
 
 tools_main "$@"

@@ -8,22 +8,26 @@
 #   scripts/agent-sandbox.sh uninstall NODE_DIR  delete every agent-sandbox object, stop the controller,
 #                                               delete the CRDs (idempotent)
 #
-# The controller runs as a process on this host, not as a pod: it talks to
-# the node's API server with the node's admin kubeconfig (NODE_DIR/kubeconfig),
-# as upstream's own host-run development guide does, so no controller image
-# has to be built and loaded, no RBAC applied, and the pod list the hangar
-# suites check holds sandbox pods only. The price: it runs with the admin's
-# identity (system:masters), not agent-sandbox's ServiceAccount, so the pod
-# UPDATEs it sends (warm-pool adoption) reach hangar's guard under that
-# identity. Leader election is off (one controller), metrics and the health
-# endpoint are off (its /readyz is a ping and says nothing about the caches):
-# it is ready when each of its four controllers logged "Starting workers",
-# which controller-runtime does once that controller's caches are synced.
+# The controller runs as a process on this host, not as a pod (upstream's
+# own host-run development guide does the same), so no controller image has
+# to be built and loaded and the pod list the hangar suites check holds
+# sandbox pods only. It still has the identity of a real install: upstream's
+# ServiceAccount agent-sandbox-system/agent-sandbox-controller, bound to
+# upstream's two ClusterRoles, its token (kubectl create token, 48 h) in a
+# kubeconfig of its own, NODE_DIR/agent-sandbox.kubeconfig; so its pod
+# CREATEs and the UPDATEs of warm-pool adoption reach hangar's webhooks
+# from that user, with upstream's RBAC. Leader election is off (one
+# controller); metrics and the health endpoint are off (its /readyz is a
+# ping and says nothing about the caches): it is ready when each of its four
+# controllers logged "Starting workers", which controller-runtime does once
+# that controller's caches are synced.
 #
 # Files in NODE_DIR: agent-sandbox.log (the controller's log, kept),
-# agent-sandbox.pid (while it runs). Binaries: $HANGAR_AGENT_SANDBOX_BIN (else
-# scripts/agent-sandbox-tools.sh, building if missing; its CRDs in ../crds),
-# kubectl from $HANGAR_K8S_BIN (else scripts/k8s-tools.sh).
+# agent-sandbox.pid and agent-sandbox.kubeconfig (while it runs). Binaries:
+# $HANGAR_AGENT_SANDBOX_BIN (else scripts/agent-sandbox-tools.sh, building if
+# missing; its CRDs in ../crds, its ClusterRoles in ../rbac), kubectl from
+# $HANGAR_K8S_BIN (else scripts/k8s-tools.sh); the admin's NODE_DIR/kubeconfig
+# for everything but the controller.
 # Tunables: HANGAR_AGENT_SANDBOX_TIMEOUT (s, default 120).
 set -euo pipefail
 
@@ -44,12 +48,42 @@ usage() {
 setup() {
   dir=$(cd "$1" 2>/dev/null && pwd) || die "no node directory $1"
   [ -f "$dir/kubeconfig" ] || die "$dir/kubeconfig missing: not a node of scripts/node.sh"
-  pidfile=$dir/agent-sandbox.pid logfile=$dir/agent-sandbox.log
+  pidfile=$dir/agent-sandbox.pid logfile=$dir/agent-sandbox.log ctlconfig=$dir/agent-sandbox.kubeconfig
   if [ -n "${HANGAR_K8S_BIN:-}" ]; then k8s_bin=$HANGAR_K8S_BIN
   else k8s_bin=$("$script_dir/k8s-tools.sh" --print-bin-dir); fi
   [ -x "$k8s_bin/kubectl" ] || die "$k8s_bin/kubectl missing (HANGAR_K8S_BIN or scripts/k8s-tools.sh)"
 }
 kctl() { "$k8s_bin/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout 20s "$@"; }
+# Upstream's names (k8s/controller.yaml, k8s/extensions.yaml): the
+# ClusterRoles and their bindings are named alike.
+sa_ns=agent-sandbox-system sa=agent-sandbox-controller
+roles=(agent-sandbox-controller agent-sandbox-controller-extensions)
+
+# identity RBAC_DIR: the controller's ServiceAccount, upstream's ClusterRoles
+# bound to it, and a kubeconfig with its token (mode 0600).
+identity() {
+  local rbac=$1 r token server ca
+  kctl get namespace "$sa_ns" >/dev/null 2>&1 || kctl create namespace "$sa_ns" >/dev/null
+  kctl get serviceaccount -n "$sa_ns" "$sa" >/dev/null 2>&1 || kctl create serviceaccount -n "$sa_ns" "$sa" >/dev/null
+  kctl apply -f "$rbac" >/dev/null
+  for r in "${roles[@]}"; do
+    kctl create clusterrolebinding "$r" --clusterrole="$r" --serviceaccount="$sa_ns:$sa" \
+      --dry-run=client -o yaml | kctl apply -f - >/dev/null
+  done
+  token=$(kctl create token -n "$sa_ns" "$sa" --duration=48h) || return 1
+  server=$(kctl config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$(kctl config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+  [ -n "$token" ] && [ -n "$server" ] && [ -n "$ca" ] || return 1
+  (umask 077 && cat >"$ctlconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: node, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: $sa, user: {token: "$token"}}]
+contexts: [{name: $sa, context: {cluster: node, user: $sa}}]
+current-context: $sa
+EOF
+  )
+}
 
 # controller_pid: the pid of the controller this script started for the
 # node, if it still runs (a recycled pid is not it: its command line must name
@@ -58,7 +92,7 @@ controller_pid() {
   local pid
   pid=$(cat "$pidfile" 2>/dev/null) || return 1
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "agent-sandbox-controller .*--kubeconfig=$dir/kubeconfig" \
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "agent-sandbox-controller .*--kubeconfig=$ctlconfig" \
     || return 1
   echo "$pid"
 }
@@ -73,23 +107,33 @@ started_all() {
 }
 
 install() {
-  local bin crds t0 pid
+  local bin crds rbac t0 pid who
   if [ -n "${HANGAR_AGENT_SANDBOX_BIN:-}" ]; then bin=$HANGAR_AGENT_SANDBOX_BIN
   else bin=$("$script_dir/agent-sandbox-tools.sh" | tail -n 1); fi
-  crds=$bin/../crds
+  crds=$bin/../crds rbac=$bin/../rbac
   [ -x "$bin/agent-sandbox-controller" ] || die "$bin/agent-sandbox-controller missing (scripts/agent-sandbox-tools.sh)"
   compgen -G "$crds/*.yaml" >/dev/null || die "no CRDs in $crds (scripts/agent-sandbox-tools.sh)"
+  compgen -G "$rbac/*.yaml" >/dev/null || die "no ClusterRoles in $rbac (scripts/agent-sandbox-tools.sh)"
   if pid=$(controller_pid); then die "the controller already runs for $dir (pid $pid): uninstall first"; fi
   log "applying the CRDs ($crds)"
   # Server-side: the Sandbox and SandboxTemplate CRDs are ~200 kB each, too
   # big for client-side apply's last-applied annotation.
   kctl apply --server-side --force-conflicts -f "$crds" >/dev/null
-  kctl wait --for condition=Established --timeout "${timeout}s" "${kinds[@]/#/crd/}" >/dev/null \
-    || die "the CRDs are not Established after ${timeout}s"
-  log "starting the controller (log: $logfile)"
+  # (kubectl wait fails at once, rather than waiting, on a CRD whose status
+  # has no conditions yet: so it is asked again until the deadline)
+  t0=$SECONDS
+  until kctl wait --for condition=Established --timeout 5s "${kinds[@]/#/crd/}" >/dev/null 2>&1; do
+    [ $((SECONDS - t0)) -lt "$timeout" ] || die "the CRDs are not Established after ${timeout}s"
+    sleep 0.5
+  done
+  log "its ServiceAccount $sa_ns/$sa, upstream's ClusterRoles bound to it ($rbac)"
+  identity "$rbac" || die "could not make the controller's identity and kubeconfig ($ctlconfig)"
+  who=$("$k8s_bin/kubectl" --kubeconfig "$ctlconfig" auth whoami -o jsonpath='{.status.userInfo.username}' 2>/dev/null) || who=""
+  [ "$who" = "system:serviceaccount:$sa_ns:$sa" ] || die "$ctlconfig authenticates as '${who:-nobody}', not $sa_ns/$sa"
+  log "starting the controller as $who (log: $logfile)"
   # Its own session: not in the caller's process group, so a shell's ^C or a
   # test's cleanup of its children does not take it; uninstall stops it.
-  setsid "$bin/agent-sandbox-controller" --kubeconfig="$dir/kubeconfig" --extensions \
+  setsid "$bin/agent-sandbox-controller" --kubeconfig="$ctlconfig" --extensions \
     --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0 \
     </dev/null >"$logfile" 2>&1 &
   echo $! >"$pidfile"
@@ -120,7 +164,7 @@ status() {
 
 # uninstall: the objects first, while the controller still runs (the pods,
 # Services and PVCs it made are owned by their Sandbox and go with it), then
-# the controller, then the CRDs. Each step runs even if an earlier one failed;
+# the controller, its identity, then the CRDs. Each step runs even if an earlier one failed;
 # the exit status says whether all did.
 uninstall() {
   local rc=0 pid k i
@@ -142,7 +186,10 @@ uninstall() {
     fi
     controller_pid >/dev/null && { log "the controller (pid $pid) still runs"; rc=1; }
   fi
-  rm -f "$pidfile"
+  rm -f "$pidfile" "$ctlconfig"
+  kctl delete clusterrolebinding "${roles[@]}" --ignore-not-found >/dev/null || rc=1
+  kctl delete clusterrole "${roles[@]}" --ignore-not-found >/dev/null || rc=1
+  kctl delete namespace "$sa_ns" --ignore-not-found --wait=true --timeout "${timeout}s" >/dev/null || rc=1
   kctl delete crd "${kinds[@]}" --ignore-not-found --wait=true --timeout "${timeout}s" >/dev/null || rc=1
   [ "$rc" = 0 ] || die "uninstall did not finish cleanly"
   log "uninstalled from $dir"

@@ -4,8 +4,8 @@
 # (docs/agent-sandbox.md), the chart installed with its defaults, the
 # suite's namespace opted in; every command the page gives is taken from it
 # (tests/lib/doclib.sh) and run here:
-#   - scripts/agent-sandbox.sh install: the CRDs, the controller on the host,
-#     status says it runs;
+#   - scripts/agent-sandbox.sh install: the CRDs, the controller on the host
+#     as upstream's ServiceAccount, status says it runs;
 #   - the page's SandboxTemplate (gVisor, the agent container `sandbox`, the
 #     label hangar.dev/sandbox=true) and SandboxWarmPool of 2: both warm pods
 #     injected when the pool fills, Running under gVisor, hangar-driver Ready;
@@ -45,6 +45,8 @@ export HANGAR_AGENT_SANDBOX_BIN=$AS_BIN HANGAR_NODE_DIR=$D
 NS=agentsbx PAGE=$ROOT/docs/agent-sandbox.md IMAGE=localhost/hangar-sandbox:dev
 cd "$T_TMP" || exit 1
 node_identity "$NS"
+# (node_namespace opts it in; said here too, as docs/agent-sandbox.md asks)
+kubectl label namespace "$NS" hangar.dev/injection=enabled --overwrite >/dev/null
 node_chart hangar "$NS"
 logged() { "$@" >>commands.log 2>&1; }
 t_check "helm install (the chart's defaults, driver sidecar on)" logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
@@ -95,6 +97,8 @@ t_eq "the page's install commands exit 0" 0 "$?"
 sed 's/^/    /' agent-sandbox-install.out
 t_check "  status: the controller runs" grep -q "^agent-sandbox runs for $D (pid [0-9]*)" agent-sandbox-install.out
 t_check "  it is v1.0.1's controller" grep -q 'ready in [0-9]*s: pid [0-9]*, v1.0.1' agent-sandbox-install.out
+t_check "  running as upstream's ServiceAccount (a real install's identity)" \
+	grep -q 'starting the controller as system:serviceaccount:agent-sandbox-system:agent-sandbox-controller ' agent-sandbox-install.out
 t_check "  the four CRDs are served" logged kubectl get sandboxes.agents.x-k8s.io,sandboxtemplates.extensions.agents.x-k8s.io,sandboxwarmpools.extensions.agents.x-k8s.io,sandboxclaims.extensions.agents.x-k8s.io -n "$NS"
 t_check "  a second install is refused while it runs" sh -c "! '$ROOT/scripts/agent-sandbox.sh' install '$D' 2>second.err && grep -q 'already runs' second.err"
 
@@ -276,6 +280,9 @@ t_eq "the page's uninstall command exits 0" 0 "$rc"
 [ "$rc" = 0 ] || cat agent-sandbox-uninstall.out
 t_eq "no agent-sandbox pod left in $NS" "" "$(ls_pods)"
 t_check "no agent-sandbox CRD left" sh -c "! kubectl get crd -o name | grep -q 'agents.x-k8s.io'"
+t_check "no agent-sandbox-system namespace, ClusterRole or binding left" sh -c \
+	"! kubectl get namespace agent-sandbox-system >/dev/null 2>&1 && ! kubectl get clusterrole,clusterrolebinding -o name | grep -q agent-sandbox-controller"
+t_check "no controller kubeconfig left in the node's directory" test ! -e "$D/agent-sandbox.kubeconfig"
 t_check "status says it does not run" sh -c "! '$ROOT/scripts/agent-sandbox.sh' status '$D' >/dev/null"
 t_eq "no controller process names the node's directory" "" \
 	"$(for p in /proc/[0-9]*; do { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q "agent-sandbox-controller .*$D/" && echo "${p#/proc/}"; done)"
