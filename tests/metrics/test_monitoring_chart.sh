@@ -12,6 +12,8 @@
 #      so the test tests what ships; the annotations as rendered
 #      (rules_annotations_test.yaml); a changed threshold makes the tests fail
 #      (they read the rendered values, not a copy);
+#      the API server's group (monitoring.apiServerRules) the same way
+#      (rules_apiserver_test.yaml);
 #   4. bad monitoring values refused with a clear message;
 #   5. with kube-apiserver in TOOLS_BIN: the Prometheus Operator's own CRDs
 #      installed and both objects accepted by `kubectl apply --dry-run=server`.
@@ -174,6 +176,22 @@ render url "${ON[@]}" --set monitoring.serviceMonitor.enabled=false -f "$VALUES/
 jq_check "URL mode: rules on the given selector, without kube-state-metrics or self-managed alerts" url-rules.yaml \
         '[.groups[].rules[].alert] | length == 6 and index("HangarWebhookReplicasUnavailable") == null'
 rules_ok "URL mode" url-rules.yaml
+render api "${ON[@]}" --set monitoring.apiServerRules.enabled=true && rules api
+ALERTS_API='["HangarAPIServerCannotCallWebhook","HangarAPIServerWebhookErrorRatio","HangarAPIServerWebhookFailedOpen","HangarAPIServerWebhookSlow","HangarDriverExecRefused","HangarMatchConditionErrors","HangarPolicyBroken","HangarWebhookUnreachable"]'
+jq_check "apiServerRules: a second group, hangar-webhook-apiserver, with the eight API server alerts" api-rules.yaml \
+        "(.groups | map(.name)) == [\"hangar-webhook\", \"hangar-webhook-apiserver\"] and ([.groups[1].rules[].alert] | sort == $ALERTS_API)"
+t_check "apiServerRules: the webhook's own group is unchanged" \
+        bash -c "[ \"\$(jq -c '.groups[0]' api-rules.yaml)\" = \"\$(jq -c '.groups[0]' on-rules.yaml | sed 's/,\"team\":\"platform\"//g')\" ]"
+# shellcheck disable=SC2016 # $r is jq's
+jq_check "apiServerRules: every alert has a severity, a summary and its runbook" api-rules.yaml \
+        '[.groups[1].rules[] | . as $r | (.labels.severity | IN("critical", "warning"))
+          and (.annotations.summary | length > 0)
+          and (.annotations.description | contains("docs/metrics.md#" + ($r.alert | ascii_downcase)))] | all'
+jq_check "apiServerRules: the API server's series through its selector; hangar's webhooks and this release's policies only" api-rules.yaml \
+        "([.groups[1].rules[].expr | [scan(\"apiserver_[a-z_]+[{][^}]*\")] | all(startswith(\"apiserver_\") and contains(\"{job=\\\"apiserver\\\",\"))] | all)
+         and ([.groups[1].rules[].expr | select(test(\"apiserver_admission_webhook\"))] | all(contains(\"name=~\\\"(.+[.])?driver-sidecar[.]hangar[.]dev\")))
+         and ([.groups[1].rules[].expr | select(test(\"policy_check_total\"))] | all(contains(\"policy=~\\\"$FULL-(driver-exec|sandbox-scope)\\\"\") or contains(\"policy=\\\"$FULL-driver-exec\\\"\")))"
+rules_ok "apiServerRules" api-rules.yaml
 
 # ---- 3. promtool test rules on what ships -------------------------------------
 echo "-- promtool test rules"
@@ -195,6 +213,26 @@ cases = [c for t in doc["tests"] for c in t.get("alert_rule_test", []) if c["ale
 sys.exit(0 if any(c.get("exp_alerts") for c in cases) and any(not c.get("exp_alerts") for c in cases) else 1)
 PY
 done
+# The API server's group, as it ships with apiServerRules on.
+mkdir -p rta
+cp api-bare.yaml rta/rules.yaml
+cp "$HERE/rules_apiserver_test.yaml" rta/
+t_check "every API server alert fires on its series and not on the others (rules_apiserver_test.yaml)" \
+        bash -c "'$PROMTOOL' test rules rta/rules_apiserver_test.yaml >rta/out 2>&1 || { cat rta/out; false; }"
+for a in $(jq -r '.groups[1].rules[].alert' api-rules.yaml); do
+        t_check "$a: tested firing and not firing" python3 - "$HERE/rules_apiserver_test.yaml" "$a" <<'PY'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+cases = [c for t in doc["tests"] for c in t.get("alert_rule_test", []) if c["alertname"] == sys.argv[2]]
+sys.exit(0 if any(c.get("exp_alerts") for c in cases) and any(not c.get("exp_alerts") for c in cases) else 1)
+PY
+done
+printf 'monitoring:\n  apiServerRules:\n    errorRatio: 0.1\n' >api-mutant-values.yaml
+render apimutant "${ON[@]}" --set monitoring.apiServerRules.enabled=true -f api-mutant-values.yaml && rules apimutant
+mkdir -p mta && cp apimutant-bare.yaml mta/rules.yaml && cp "$HERE/rules_apiserver_test.yaml" mta/
+"$PROMTOOL" test rules mta/rules_apiserver_test.yaml >mta/out 2>&1
+t_check "another errorRatio fails the API server tests (they test the rendered file)" \
+        grep -q 'alertname: HangarAPIServerWebhookErrorRatio' mta/out
 # The tests read the rendered thresholds: other values must fail them.
 render mutant "${ON[@]}" --set monitoring.prometheusRule.thresholds.deniedReviews=50 \
         --set monitoring.prometheusRule.thresholds.caBundleStaleSeconds=3600 && rules mutant
@@ -239,6 +277,12 @@ expect_refused "certExpiryDays inside the renewal window" "certExpiryDays must b
         "${ON[@]}" --set monitoring.prometheusRule.thresholds.certExpiryDays=30
 expect_refused "caExpiryDays inside the rotation window" "caExpiryDays must be less than" \
         "${ON[@]}" --set monitoring.prometheusRule.thresholds.caExpiryDays=45
+expect_refused "apiServerRules without the PrometheusRule" "monitoring.apiServerRules.enabled adds a group to the chart's PrometheusRule" \
+        --set monitoring.apiServerRules.enabled=true
+expect_refused "an apiServerRules selector that would break out of its braces" "/monitoring/apiServerRules/selector.*does not match" \
+        --set-string 'monitoring.apiServerRules.selector=job="x"} or vector(1)'
+expect_refused "an empty apiServerRules selector" "/monitoring/apiServerRules/selector" \
+        --set-string 'monitoring.apiServerRules.selector='
 expect_refused "caBundleStaleSeconds within two syncs" "caBundleStaleSeconds must be more than twice" \
         "${ON[@]}" --set certificates.selfManaged.syncSeconds=600
 
@@ -266,7 +310,7 @@ t_check "the operator's ServiceMonitor and PrometheusRule CRDs install" \
 "${K[@]}" wait --for condition=established --timeout=60s \
         crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null
 rm -rf "$T_TMP/kubecache"
-for name in on cm tuned; do
+for name in on cm tuned api; do
         jq '{apiVersion: "v1", kind: "List", items: map(select(.kind == "ServiceMonitor" or .kind == "PrometheusRule"
                 or (.kind == "Service" and (.metadata.name | endswith("-metrics")))))}' "$name.json" >"$name-mon.json"
         t_check "$name: accepted by kubectl apply --dry-run=server (strict field validation)" \
