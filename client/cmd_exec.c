@@ -15,10 +15,11 @@
 #include "fileio.h"
 
 static const char usage_text[] =
-    "usage: hangar exec NS/POD [-c CONTAINER] [-i] [--kubeconfig FILE] [--context NAME] -- CMD "
-    "[ARG]...\n"
+    "usage: hangar exec NS/POD [-c CONTAINER] [-i] [--protocol v4|v5] [--kubeconfig FILE]\n"
+    "                   [--context NAME] -- CMD [ARG]...\n"
     "Runs CMD in the pod's container through the Kubernetes API (pods/exec over WebSocket).\n"
-    "Exits with CMD's status, or with hangar's own (docs/client.md) when CMD did not run.\n";
+    "Exits with CMD's status, or with hangar's own (docs/client.md) when CMD did not run.\n"
+    "--protocol offers one exec subprotocol alone (default: v5.channel.k8s.io, then v4).\n";
 
 /* stdout and stderr to ours, whole (a pipe that blocks slows the server). */
 static int to_fds(void *ud, int channel, const uint8_t *data, size_t len)
@@ -33,11 +34,13 @@ int cmd_exec(int argc, char **argv)
                                              {"stdin", no_argument, NULL, 'i'},
                                              {"kubeconfig", required_argument, NULL, 'k'},
                                              {"context", required_argument, NULL, 'x'},
+                                             {"protocol", required_argument, NULL, 'p'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
         cli_api_t api = {0};
         const char *container = NULL;
         bool in = false;
+        exs_proto_t only = EXS_PROTO_NONE;
         if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
                 fputs(usage_text, stdout);
                 return 0;
@@ -64,6 +67,16 @@ int cmd_exec(int argc, char **argv)
                         break;
                 case 'x':
                         api.context = optarg;
+                        break;
+                case 'p':
+                        if (strcmp(optarg, "v4") == 0) {
+                                only = EXS_PROTO_V4;
+                        } else if (strcmp(optarg, "v5") == 0) {
+                                only = EXS_PROTO_V5;
+                        } else {
+                                fputs(usage_text, stderr);
+                                return CLI_EXIT_USAGE;
+                        }
                         break;
                 case 'h':
                         fputs(usage_text, stdout);
@@ -95,7 +108,8 @@ int cmd_exec(int argc, char **argv)
                                 .pod = pod,
                                 .container = container,
                                 .argv = argv + dashes + 1,
-                                .stdin_open = in};
+                                .stdin_open = in,
+                                .only = only};
         wsexec_io_t io = {.in_fd = STDIN_FILENO, .output = to_fds};
         wsexec_result_t res = {0};
         int r = wsexec_run(k, &req, &io, &res, &err);

@@ -244,7 +244,7 @@ static int upgrade(k8s_client_t *c, const wsexec_request_t *req, session_t *s, s
                 const char *host = strncmp(server, "https://", 8) == 0 ? server + 8 : server;
                 if (wsup_key_new(key) < 0)
                         return error_set(err, -EIO, "no random bytes for the WebSocket key");
-                if (wsup_request(&request, host, target.data, key, bearer, NULL) < 0)
+                if (wsup_request(&request, host, target.data, key, req->only, bearer, NULL) < 0)
                         return -ENOMEM;
                 r = send_all(h, sock, request.data, request.len, err);
                 if (r < 0)
@@ -256,7 +256,8 @@ static int upgrade(k8s_client_t *c, const wsexec_request_t *req, session_t *s, s
                         r = recv_some(h, sock, head, WSUP_MAX_HEAD + MAX_RECV_MSG, &eof, err);
                         if (r < 0)
                                 return r;
-                        r = wsup_parse_head(head->data ? head->data : "", head->len, key, &a, err);
+                        r = wsup_parse_head(head->data ? head->data : "", head->len, key, req->only,
+                                            &a, err);
                         if (r != -EAGAIN)
                                 break;
                         if (eof)

@@ -27,6 +27,7 @@ typedef struct wsexec_request {
         const char *container; /* NULL: the pod's only (or default) container */
         char *const *argv;     /* the command, NULL-terminated, at least one word */
         bool stdin_open;       /* forward io->in_fd as the command's stdin */
+        exs_proto_t only;      /* offer this subprotocol alone; EXS_PROTO_NONE: v5, then v4 */
 } wsexec_request_t;
 
 /* How an exec can fail, each a distinct exit status of `hangar exec`. */

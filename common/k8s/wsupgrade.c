@@ -40,7 +40,7 @@ void wsup_accept_for(const char *key, char ret_accept[WSUP_ACCEPT_LEN + 1])
 }
 
 int wsup_request(strbuf_t *out, const char *host, const char *target, const char *key,
-                 const char *bearer, const char *const *extra_headers)
+                 exs_proto_t only, const char *bearer, const char *const *extra_headers)
 {
         int r = strbuf_printf(out,
                               "GET %s HTTP/1.1\r\n"
@@ -50,9 +50,11 @@ int wsup_request(strbuf_t *out, const char *host, const char *target, const char
                               "Upgrade: websocket\r\n"
                               "Sec-WebSocket-Version: 13\r\n"
                               "Sec-WebSocket-Key: %s\r\n"
-                              "Sec-WebSocket-Protocol: %s, %s\r\n",
-                              target, host, HANGAR_VERSION, key, exs_proto_name(EXS_PROTO_V5),
-                              exs_proto_name(EXS_PROTO_V4));
+                              "Sec-WebSocket-Protocol: %s%s%s\r\n",
+                              target, host, HANGAR_VERSION, key,
+                              exs_proto_name(only == EXS_PROTO_V4 ? EXS_PROTO_V4 : EXS_PROTO_V5),
+                              only == EXS_PROTO_NONE ? ", " : "",
+                              only == EXS_PROTO_NONE ? exs_proto_name(EXS_PROTO_V4) : "");
         if (r == 0 && bearer)
                 r = strbuf_printf(out, "Authorization: Bearer %s\r\n", bearer);
         for (size_t i = 0; r == 0 && extra_headers && extra_headers[i]; i++)
@@ -146,7 +148,8 @@ static int parse_status_line(const char *line, size_t n, int *ret)
         return 0;
 }
 
-int wsup_parse_head(const char *buf, size_t n, const char *key, wsup_answer_t *ret, hg_error_t *err)
+int wsup_parse_head(const char *buf, size_t n, const char *key, exs_proto_t only,
+                    wsup_answer_t *ret, hg_error_t *err)
 {
         size_t scan = n < WSUP_MAX_HEAD ? n : WSUP_MAX_HEAD;
         const char *end = memmem(buf, scan, "\r\n\r\n", 4);
@@ -215,7 +218,8 @@ int wsup_parse_head(const char *buf, size_t n, const char *key, wsup_answer_t *r
                 if (!accept || accept_len != WSUP_ACCEPT_LEN ||
                     memcmp(accept, want, accept_len) != 0)
                         return error_set(err, -EPROTO, "a 101 whose Sec-WebSocket-Accept is wrong");
-                if (!proto || exs_proto_parse(proto, proto_len, &a.proto) < 0)
+                if (!proto || exs_proto_parse(proto, proto_len, &a.proto) < 0 ||
+                    (only != EXS_PROTO_NONE && a.proto != only))
                         return error_set(
                             err, -EPROTO, "a 101 without one of the subprotocols offered (%s, %s)",
                             exs_proto_name(EXS_PROTO_V5), exs_proto_name(EXS_PROTO_V4));

@@ -27,11 +27,12 @@ int wsup_key_new(char ret_key[WSUP_KEY_LEN + 1]);
 void wsup_accept_for(const char *key, char ret_accept[WSUP_ACCEPT_LEN + 1]);
 
 /* Appends the request: GET target (path and query, already escaped) to
- * host, offering v5.channel.k8s.io then v4.channel.k8s.io, with the bearer
+ * host, offering v5.channel.k8s.io then v4.channel.k8s.io (only: one of
+ * them alone; EXS_PROTO_NONE: both), with the bearer
  * token when not NULL (the caller wipes out after use: it holds the token)
  * and extra_headers (each "Name: value", NULL-terminated list, may be NULL). */
 int wsup_request(strbuf_t *out, const char *host, const char *target, const char *key,
-                 const char *bearer, const char *const *extra_headers);
+                 exs_proto_t only, const char *bearer, const char *const *extra_headers);
 
 typedef struct wsup_answer {
         int status;          /* the HTTP status code */
@@ -44,13 +45,14 @@ typedef struct wsup_answer {
 /* Parses the head at the start of buf (n bytes so far). -EAGAIN: not whole
  * yet, read more. A 101 is accepted only with Upgrade: websocket,
  * Connection: upgrade, the Sec-WebSocket-Accept of key and a
- * Sec-WebSocket-Protocol we offered (else -EPROTO, err says which); the
+ * Sec-WebSocket-Protocol we offered (only, as for wsup_request) (else
+ * -EPROTO, err says which); the
  * bytes after head_len are the first WebSocket frames. Any other status is
  * returned as parsed (0), its body to be read with wsup_body. A head over
  * WSUP_MAX_HEAD, a malformed status line or header line, a header repeated
  * that must be single, are -EPROTO. */
-int wsup_parse_head(const char *buf, size_t n, const char *key, wsup_answer_t *ret,
-                    hg_error_t *err);
+int wsup_parse_head(const char *buf, size_t n, const char *key, exs_proto_t only,
+                    wsup_answer_t *ret, hg_error_t *err);
 
 /* The body of an error answer from buf (the bytes after the head, n so far;
  * eof: the connection ended). 0 with the body in *ret (NUL-terminated, cut

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *buf = (const char *)data;
         wsup_answer_t a;
         hg_error_t err = {0};
-        int r = wsup_parse_head(buf, size, KEY, &a, &err);
+        int r = wsup_parse_head(buf, size, KEY, EXS_PROTO_NONE, &a, &err);
         if (r == -EAGAIN || r < 0)
                 return 0;
         if (a.head_len < 4 || a.head_len > size || a.head_len > WSUP_MAX_HEAD ||

@@ -5,7 +5,8 @@
 # installed with its guard, as hangar's own identity (a token of its
 # ServiceAccount in a kubeconfig of its own, as a deployment would have):
 #   - hangar exec: the command's exit status; stdout and stderr apart; stdin
-#     forwarded and closed (a command that reads to EOF ends); 8 MiB each way
+#     forwarded and closed (a command that reads to EOF ends); v4 alone
+#     (--protocol v4: the older path, through the kubelet); 8 MiB each way
 #     intact; the errors, each its own status and reason: an exec into
 #     hangar-driver by an identity the guard does not list (403, the guard's
 #     words), a pod that is not there (404), a container that is not there,
@@ -110,6 +111,13 @@ t_eq "8 MiB of stdout arrive intact (sha256, 8388608 bytes)" \
 	"$(sha256sum <big.bin | cut -d' ' -f1) 8388608" "$(sha256sum <down.bin | cut -d' ' -f1) $(stat -c %s down.bin)"
 H exec "$NS/box" -c sandbox -- sh -c 'head -c 1048576 /tmp/big.bin >&2; echo done' </dev/null >mixed.out 2>mixed.err
 t_eq "1 MiB on stderr beside stdout: each on its own" "done 1048576" "$(cat mixed.out) $(stat -c %s mixed.err)"
+
+H exec --protocol v4 "$NS/box" -c sandbox -- sh -c 'echo over-v4; echo err-v4 >&2; exit 5' </dev/null >v4.out 2>v4.err
+t_eq "v4.channel.k8s.io alone (the API server proxies it to the kubelet): exit 5, stdout and stderr apart" \
+	"5 over-v4 err-v4" "$? $(cat v4.out) $(cat v4.err)"
+printf 'x' | H exec -i --protocol v4 "$NS/box" -c sandbox -- head -c 1 >v4in.out 2>v4in.err
+t_eq "... stdin goes through, and hangar says v4 could not close it" "0 x 1" \
+	"$? $(cat v4in.out) $(grep -c 'v4.channel.k8s.io only: the command was not told that stdin ended' v4in.err)"
 
 # Figures for the report, not checks (no timing is asserted on this
 # shared machine): 5 bare execs each way, and the 8 MiB read back.

@@ -30,8 +30,8 @@ START_TEST(test_request)
         strbuf_t b = {0};
         static const char *const extra[] = {"Impersonate-User: x", NULL};
         ck_assert_int_eq(wsup_request(&b, "10.0.0.1:443",
-                                      "/api/v1/namespaces/a/pods/b/exec?command=ls", KEY, "TOKEN",
-                                      extra),
+                                      "/api/v1/namespaces/a/pods/b/exec?command=ls", KEY,
+                                      EXS_PROTO_NONE, "TOKEN", extra),
                          0);
         ck_assert(strncmp(b.data, "GET /api/v1/namespaces/a/pods/b/exec?command=ls HTTP/1.1\r\n",
                           58) == 0);
@@ -43,7 +43,7 @@ START_TEST(test_request)
         ck_assert_ptr_nonnull(strstr(b.data, "\r\nImpersonate-User: x\r\n"));
         ck_assert(strcmp(b.data + b.len - 4, "\r\n\r\n") == 0);
         strbuf_free(&b);
-        ck_assert_int_eq(wsup_request(&b, "h", "/", KEY, NULL, NULL), 0);
+        ck_assert_int_eq(wsup_request(&b, "h", "/", KEY, EXS_PROTO_NONE, NULL, NULL), 0);
         ck_assert_ptr_null(strstr(b.data, "Authorization"));
         strbuf_free(&b);
 }
@@ -51,7 +51,7 @@ END_TEST
 
 static int head(const char *text, wsup_answer_t *a, hg_error_t *err)
 {
-        return wsup_parse_head(text, strlen(text), KEY, a, err);
+        return wsup_parse_head(text, strlen(text), KEY, EXS_PROTO_NONE, a, err);
 }
 
 #define OK101(proto)                                                  \
@@ -126,12 +126,15 @@ START_TEST(test_101_refused)
         /* a head with a NUL, and one over the bound */
         wsup_answer_t a;
         hg_error_t err = {0};
-        ck_assert_int_eq(wsup_parse_head("HTTP/1.1 200 OK\r\nX: \0\r\n\r\n", 25, KEY, &a, &err),
-                         -EPROTO);
+        ck_assert_int_eq(
+            wsup_parse_head("HTTP/1.1 200 OK\r\nX: \0\r\n\r\n", 25, KEY, EXS_PROTO_NONE, &a, &err),
+            -EPROTO);
         char *big = malloc(WSUP_MAX_HEAD + 10);
         memset(big, 'a', WSUP_MAX_HEAD + 10);
-        ck_assert_int_eq(wsup_parse_head(big, WSUP_MAX_HEAD + 10, KEY, &a, &err), -EPROTO);
-        ck_assert_int_eq(wsup_parse_head(big, WSUP_MAX_HEAD - 1, KEY, &a, &err), -EAGAIN);
+        ck_assert_int_eq(wsup_parse_head(big, WSUP_MAX_HEAD + 10, KEY, EXS_PROTO_NONE, &a, &err),
+                         -EPROTO);
+        ck_assert_int_eq(wsup_parse_head(big, WSUP_MAX_HEAD - 1, KEY, EXS_PROTO_NONE, &a, &err),
+                         -EAGAIN);
         free(big);
 }
 END_TEST
@@ -194,6 +197,23 @@ START_TEST(test_error_bodies)
 }
 END_TEST
 
+START_TEST(test_only_one_protocol)
+{
+        strbuf_t b = {0};
+        ck_assert_int_eq(wsup_request(&b, "h", "/", KEY, EXS_PROTO_V4, NULL, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(b.data, "\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n"));
+        strbuf_free(&b);
+        wsup_answer_t a;
+        hg_error_t err = {0};
+        const char *v5 = OK101("v5.channel.k8s.io");
+        const char *v4 = OK101("v4.channel.k8s.io");
+        ck_assert_int_eq(wsup_parse_head(v4, strlen(v4), KEY, EXS_PROTO_V4, &a, &err), 0);
+        ck_assert_int_eq(a.proto, EXS_PROTO_V4);
+        /* a protocol we did not offer this time */
+        ck_assert_int_eq(wsup_parse_head(v5, strlen(v5), KEY, EXS_PROTO_V4, &a, &err), -EPROTO);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("wsupgrade");
@@ -203,6 +223,7 @@ static Suite *suite(void)
         tcase_add_test(tc, test_101);
         tcase_add_test(tc, test_101_refused);
         tcase_add_test(tc, test_error_bodies);
+        tcase_add_test(tc, test_only_one_protocol);
         suite_add_tcase(s, tc);
         return s;
 }
