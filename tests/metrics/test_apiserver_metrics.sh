@@ -4,10 +4,12 @@
 # (tests/e2e/doorslib.sh: the chart in URL mode, the webhook local, its
 # driver-exec policy) scraped before and after the webhook is stopped and
 # then asked for a sandbox pod, a port-forward and an exec into
-# hangar-driver. Both scrapes become promtool's input series (job
+# hangar-driver, and a sandbox pod is created in a namespace that did not
+# opt in. Both scrapes become promtool's input series (job
 # "apiserver", five minutes apart) and the rules the chart renders must fire
 # HangarAPIServerCannotCallWebhook for exactly the two calls that failed,
-# HangarDriverExecRefused for the policy, HangarWebhookUnreachable (the
+# HangarDriverExecRefused and HangarSandboxOutOfScope for the two policies,
+# HangarWebhookUnreachable (the
 # webhook reviewed nothing), and no policy or match-condition error alert.
 # Fails if the API server renames a metric or a label the rules read.
 # usage: test_apiserver_metrics.sh HANGAR_WEBHOOK PROM_BIN TOOLS_BIN
@@ -36,6 +38,7 @@ export HELM_CONFIG_HOME=$T_TMP/helm/config HELM_CACHE_HOME=$T_TMP/helm/cache HEL
 # shellcheck disable=SC2119 # the default control plane
 doors_up
 pod box | kubectl create -f - >/dev/null
+kubectl create namespace elsewhere >/dev/null
 doors_wait
 # The series the rules read, as the API server exports them.
 FAMILIES='^(apiserver_admission_webhook_(rejection_count|fail_open_count|request_total|admission_duration_seconds_bucket)|apiserver_admission_match_condition_evaluation_errors_total|apiserver_validating_admission_policy_check_total)[{]'
@@ -51,6 +54,8 @@ out=$(kubectl get --raw "/api/v1/namespaces/$NS/pods/box/portforward?ports=1" "$
 t_check "webhook down: a port-forward to the injected pod is refused" grep -q "failed calling webhook" <<<"$out"
 out=$(kubectl exec -n $NS box -c hangar-driver "${M[@]}" -- id 2>&1)
 t_check "an exec into hangar-driver by an unlisted user is refused by the policy" grep -q "hangar driver-exec" <<<"$out"
+out=$(pod stray | jq '.metadata.namespace = "elsewhere"' | kubectl create -f - 2>&1)
+t_check "a sandbox pod in a namespace that did not opt in is refused by the scope policy" grep -q "hangar scope" <<<"$out"
 scrape >after.prom
 t_check "the API server exports the families the rules read" \
         bash -c "grep -q '^apiserver_admission_webhook_rejection_count{' after.prom && grep -q '^apiserver_validating_admission_policy_check_total{' after.prom"
@@ -90,6 +95,8 @@ jq -n --slurpfile s input.yaml '{rule_files: ["rules.yaml"], evaluation_interval
             {exp_labels: {severity: "critical", name: "driver-sidecar.hangar.dev", type: "admit", operation: "CREATE"}}]},
           {eval_time: "5m", alertname: "HangarDriverExecRefused", exp_alerts: [
             {exp_labels: {severity: "warning", policy: "hangar-hangar-webhook-driver-exec"}}]},
+          {eval_time: "5m", alertname: "HangarSandboxOutOfScope", exp_alerts: [
+            {exp_labels: {severity: "warning", policy: "hangar-hangar-webhook-sandbox-scope"}}]},
           {eval_time: "5m", alertname: "HangarWebhookUnreachable", exp_alerts: [{exp_labels: {severity: "critical"}}]},
           {eval_time: "5m", alertname: "HangarPolicyBroken", exp_alerts: []},
           {eval_time: "5m", alertname: "HangarMatchConditionErrors", exp_alerts: []},
@@ -101,7 +108,8 @@ jq -n --slurpfile s input.yaml '{rule_files: ["rules.yaml"], evaluation_interval
         name: "only the scrape before", interval: "5m",
         input_series: ($s[0] | map(.values |= (split(" ")[0] + " " + split(" ")[0]))),
         alert_rule_test: [{eval_time: "5m", alertname: "HangarAPIServerCannotCallWebhook", exp_alerts: []},
-                          {eval_time: "5m", alertname: "HangarDriverExecRefused", exp_alerts: []}]}]}' >quiet_test.yaml
+                          {eval_time: "5m", alertname: "HangarDriverExecRefused", exp_alerts: []},
+                          {eval_time: "5m", alertname: "HangarSandboxOutOfScope", exp_alerts: []}]}]}' >quiet_test.yaml
 t_check "control: the scrape from before the failures fires neither" \
         bash -c "'$PROMTOOL' test rules quiet_test.yaml >quiet.out 2>&1 || { cat quiet.out; false; }"
 t_end

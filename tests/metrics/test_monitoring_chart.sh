@@ -177,8 +177,8 @@ jq_check "URL mode: rules on the given selector, without kube-state-metrics or s
         '[.groups[].rules[].alert] | length == 6 and index("HangarWebhookReplicasUnavailable") == null'
 rules_ok "URL mode" url-rules.yaml
 render api "${ON[@]}" --set monitoring.apiServerRules.enabled=true && rules api
-ALERTS_API='["HangarAPIServerCannotCallWebhook","HangarAPIServerWebhookErrorRatio","HangarAPIServerWebhookFailedOpen","HangarAPIServerWebhookSlow","HangarDriverExecRefused","HangarMatchConditionErrors","HangarPolicyBroken","HangarWebhookUnreachable"]'
-jq_check "apiServerRules: a second group, hangar-webhook-apiserver, with the eight API server alerts" api-rules.yaml \
+ALERTS_API='["HangarAPIServerCannotCallWebhook","HangarAPIServerWebhookErrorRatio","HangarAPIServerWebhookFailedOpen","HangarAPIServerWebhookSlow","HangarDriverExecRefused","HangarMatchConditionErrors","HangarPolicyBroken","HangarSandboxOutOfScope","HangarWebhookUnreachable"]'
+jq_check "apiServerRules: a second group, hangar-webhook-apiserver, with the nine API server alerts" api-rules.yaml \
         "(.groups | map(.name)) == [\"hangar-webhook\", \"hangar-webhook-apiserver\"] and ([.groups[1].rules[].alert] | sort == $ALERTS_API)"
 t_check "apiServerRules: the webhook's own group is unchanged" \
         bash -c "[ \"\$(jq -c '.groups[0]' api-rules.yaml)\" = \"\$(jq -c '.groups[0]' on-rules.yaml | sed 's/,\"team\":\"platform\"//g')\" ]"
@@ -190,7 +190,7 @@ jq_check "apiServerRules: every alert has a severity, a summary and its runbook"
 jq_check "apiServerRules: the API server's series through its selector; hangar's webhooks and this release's policies only" api-rules.yaml \
         "([.groups[1].rules[].expr | [scan(\"apiserver_[a-z_]+[{][^}]*\")] | all(startswith(\"apiserver_\") and contains(\"{job=\\\"apiserver\\\",\"))] | all)
          and ([.groups[1].rules[].expr | select(test(\"apiserver_admission_webhook\"))] | all(contains(\"name=~\\\"(.+[.])?driver-sidecar[.]hangar[.]dev\")))
-         and ([.groups[1].rules[].expr | select(test(\"policy_check_total\"))] | all(contains(\"policy=~\\\"$FULL-(driver-exec|sandbox-scope)\\\"\") or contains(\"policy=\\\"$FULL-driver-exec\\\"\")))"
+         and ([.groups[1].rules[].expr | select(test(\"policy_check_total\"))] | all(contains(\"policy=~\\\"$FULL-(driver-exec|sandbox-scope)\\\"\") or contains(\"policy=\\\"$FULL-driver-exec\\\"\") or contains(\"policy=\\\"$FULL-sandbox-scope\\\"\")))"
 rules_ok "apiServerRules" api-rules.yaml
 
 # ---- 3. promtool test rules on what ships -------------------------------------
