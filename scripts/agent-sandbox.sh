@@ -92,7 +92,7 @@ controller_pid() {
   local pid
   pid=$(cat "$pidfile" 2>/dev/null) || return 1
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "agent-sandbox-controller .*--kubeconfig=$ctlconfig" \
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^[^ ]*/agent-sandbox-controller --kubeconfig=$ctlconfig " \
     || return 1
   echo "$pid"
 }
@@ -132,12 +132,21 @@ install() {
   [ "$who" = "system:serviceaccount:$sa_ns:$sa" ] || die "$ctlconfig authenticates as '${who:-nobody}', not $sa_ns/$sa"
   log "starting the controller as $who (log: $logfile)"
   # Its own session: not in the caller's process group, so a shell's ^C or a
-  # test's cleanup of its children does not take it; uninstall stops it.
-  setsid "$bin/agent-sandbox-controller" --kubeconfig="$ctlconfig" --extensions \
+  # test's cleanup of its children does not take it; uninstall stops it. The
+  # pid is written by the process that then becomes the controller (setsid
+  # forks when it would lead a group: $! is not always it), and the
+  # controller is looked for until it has exec'd.
+  rm -f "$pidfile"
+  # shellcheck disable=SC2016 # the inner shell expands $$ and $1
+  setsid bash -c 'echo $$ >"$1" && shift && exec "$@"' agent-sandbox "$pidfile" \
+    "$bin/agent-sandbox-controller" --kubeconfig="$ctlconfig" --extensions \
     --leader-elect=false --metrics-bind-address=0 --health-probe-bind-address=0 \
     </dev/null >"$logfile" 2>&1 &
-  echo $! >"$pidfile"
   t0=$SECONDS
+  until controller_pid >/dev/null; do
+    [ $((SECONDS - t0)) -lt 10 ] || die "the controller did not start in 10s: $(tail -n 3 "$logfile")"
+    sleep 0.1
+  done
   until started_all; do
     if ! controller_pid >/dev/null; then
       rm -f "$pidfile"

@@ -15,19 +15,22 @@
 #     the same after it (containers, volumes, the driver's annotations);
 #   - the pool refills with two new injected pods;
 #   - each claimed pod: the driver answers (ctl ping as hangar's identity),
-#     gVisor's kernel in the agent's container, exec without -c reaches the
-#     agent's container (kubectl's "Defaulted container" note: the gap of
-#     the default-container annotation);
+#     gVisor's kernel in the agent's container; the probe's verdict
+#     (checks in both containers, the spec through the API) delivered and a
+#     turn run through it as hangar runs one (ctl start, the relay in the
+#     agent's container); exec without -c reaches the agent's container
+#     (kubectl's "Defaulted container" note: the gap of the default-container
+#     annotation);
 #   - suspend and resume a claimed Sandbox (the page's commands): the pod
 #     deleted, a new one of the same name injected again, the old driver's
-#     state gone;
+#     state gone (its files, the old turn unknown to the new daemon);
 #   - templates out of hangar's shape (a container named hangar-driver; a
 #     volume named hangar-home): the pod is refused, the webhook's reason on
 #     the Sandbox's Ready condition; how often the controller retried in a
 #     minute is printed (a figure, not asserted);
 #   - scripts/agent-sandbox.sh uninstall: no agent-sandbox object, pod,
 #     CRD or controller process left.
-# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN
+# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN HANGAR_PROBE
 # Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace
 # "agentsbx"); holds RESOURCE_LOCK node_chart. T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,8 +42,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/doclib.sh"
 t_begin "agent-sandbox v1.0.1 and hangar on the node: warm pool, claims, suspend, a refused template"
 
-K8S_BIN=${1:-} AS_BIN=${2:-}
-node_attach "$K8S_BIN" "$K8S_BIN/helm" "$AS_BIN/agent-sandbox-controller"
+K8S_BIN=${1:-} AS_BIN=${2:-} PROBE=$(realpath -m "${3:-.}")
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$AS_BIN/agent-sandbox-controller" "$PROBE"
 export HANGAR_AGENT_SANDBOX_BIN=$AS_BIN HANGAR_NODE_DIR=$D
 NS=agentsbx PAGE=$ROOT/docs/agent-sandbox.md IMAGE=localhost/hangar-sandbox:dev
 cd "$T_TMP" || exit 1
@@ -88,6 +91,26 @@ hooklog() {
 	kubectl logs -n "$NODE_SYSTEM_NS" -l app.kubernetes.io/instance=hangar --tail=-1 --prefix=false \
 		--max-log-requests 10 2>/dev/null | grep -F '"review"' >"$1.hook"
 }
+# turn POD SCRIPT: turn t1 in POD as hangar runs one: ctl start through
+# exec into hangar-driver (the reply: token, instance), then hangar-relay
+# through exec into the agent's container, TOKEN INSTANCE on its stdin after
+# its ready line; waits for the relay (POD.turn.rc its exit status,
+# POD.relay.out its lines).
+turn() {
+	local p=$1 spec start
+	spec=$(jq -n --arg s "$2" '{turn: "t1", mode: "ask", cwd: "/tmp", script: $s, run_key: "RUN-KEY-t1",
+		linger_s: 2, connect_timeout_s: 120}')
+	start=$(in_driver "$p" hangar-driver ctl start --spec - <<<"$spec" 2>"$p.start.err")
+	: >"$p.relay.out"
+	{ t_wait_for "grep -q '\"relay\":' '$p.relay.out'" 120 && grep -q '"relay":"ready"' "$p.relay.out" &&
+		jq -r '"\(.token) \(.instance)"' <<<"$start"; } |
+		kubectl exec -i -n "$NS" "$p" -c sandbox --as "$HANGAR_ID" -- hangar-relay \
+			> >(exec cat >>"$p.relay.out") 2>"$p.relay.err" &
+	echo $! >"$p.relay.pid"
+	t_cleanup_pid "$(cat "$p.relay.pid")"
+	t_wait_pid "$p.relay.pid" 180
+	echo $? >"$p.turn.rc"
+}
 pool_ready() { [ "$(kubectl get sandboxwarmpool -n "$NS" "$1" -o jsonpath='{.status.readyReplicas}' 2>/dev/null)" = "$2" ]; }
 
 echo "-- scripts/agent-sandbox.sh install (the page's commands)"
@@ -116,6 +139,8 @@ for p in "${WARM[@]}"; do
 	t_check "  Running, both containers ready" ready_all "$p"
 	t_eq "  gVisor, the warm-pool label" "gvisor true" \
 		"$(kubectl get pod -n "$NS" "$p" -o json | jq -r '"\(.spec.runtimeClassName) \(.metadata.labels | has("agents.x-k8s.io/warm-pool-sandbox"))"')"
+	t_eq "  agent-sandbox's template defaults: no token automount, public DNS only" "false None 8.8.8.8,1.1.1.1" \
+		"$(kubectl get pod -n "$NS" "$p" -o json | jq -r '.spec | "\(.automountServiceAccountToken) \(.dnsPolicy) \(.dnsConfig.nameservers | join(","))"')"
 	shape "$p" >"$p.shape.before"
 done
 
@@ -166,11 +191,29 @@ while read -r p; do
 	t_check "  Running, both containers ready" ready_all "$p"
 done <refill.list
 
-echo "-- each claimed pod: the driver, gVisor, exec without -c"
+echo "-- each claimed pod: the driver, gVisor, the verdict, a turn, exec without -c"
 for p in "${CLAIMED[@]}"; do
 	t_eq "$p: hangar-driver answers (ctl ping as hangar's identity)" true \
 		"$(in_driver "$p" hangar-driver ctl ping </dev/null | jq -r .ok)"
 	t_check "  the agent's container runs on gVisor's kernel" sh -c "kubectl exec -n $NS $p -c sandbox --as $HANGAR_ID -- dmesg 2>/dev/null | grep -q gVisor"
+	in_agent "$p" hangar-probe check --role agent </dev/null >"$p.agent.json" 2>"$p.agent.err"
+	in_driver "$p" hangar-probe check --role driver </dev/null >"$p.driver.json" 2>"$p.driver.err"
+	"$PROBE" spec --name "$p" --namespace "$NS" --kubeconfig "$KUBECONFIG" >"$p.spec.json" 2>"$p.spec.err"
+	t_eq "  hangar-probe check (agent, driver) and spec on the adopted pod" "pass pass pass" \
+		"$(jq -r .result "$p.agent.json") $(jq -r .result "$p.driver.json") $(jq -r .result "$p.spec.json")"
+	for f in agent driver spec; do
+		jq -r '.checks[]? | select(.status != "pass") | "    \(.status) \(.id): \(.detail // "" | .[0:160])"' "$p.$f.json" 2>/dev/null
+	done
+	"$PROBE" verdict --mode required --spec "$p.spec.json" --agent "$p.agent.json" --driver "$p.driver.json" \
+		--write "$p.verdict.json" >/dev/null 2>&1
+	t_eq "  the verdict: split-active" split-active "$(jq -r .verdict "$p.verdict.json" 2>/dev/null)"
+	in_driver "$p" sh -c 'cat >/var/lib/hangar-ctl/verdict.json && cp /var/lib/hangar-ctl/verdict.json /var/lib/hangar/verdict.json' \
+		<"$p.verdict.json"
+	turn "$p" "echo turn-in-$p; id -u; exit 0"
+	t_eq "  a turn through it as hangar runs one: the relay exits 0, done; the driver's record harness 0" \
+		"0 done 0" "$(cat "$p.turn.rc") $(tail -n 1 "$p.relay.out" | jq -r .relay 2>/dev/null) $(in_driver "$p" hangar-driver ctl status --turn t1 </dev/null | jq -r .harness.value)"
+	in_agent "$p" cat /var/lib/hangar/run/log </dev/null >"$p.run.log" 2>&1
+	t_check "  its output is in the turn's log" grep -q "turn-in-$p" "$p.run.log"
 	kubectl exec -n "$NS" "$p" -- sh -c 'cat /proc/1/cmdline | tr "\0" " "; id -u' >"$p.noc.out" 2>"$p.noc.err"
 	t_eq "  exec without -c reaches the agent's container (sleep infinity, uid 1000)" "sleep infinity 1000" \
 		"$(tr '\n' ' ' <"$p.noc.out" | sed 's/  */ /g; s/ $//')"
@@ -199,6 +242,11 @@ t_eq "  hangar's shape as before" "$(cat "$P.shape.before" 2>/dev/null)" "$(shap
 t_eq "  the old driver's state is gone (hangar-home and hangar-ctl new)" "gone gone" \
 	"$(in_driver "$P" sh -c 'for f in /var/lib/hangar/marker /var/lib/hangar-ctl/marker; do [ -e $f ] && echo kept || echo gone; done' </dev/null | tr '\n' ' ' | sed 's/ $//')"
 t_eq "  the new driver answers" true "$(in_driver "$P" hangar-driver ctl ping </dev/null | jq -r .ok)"
+in_driver "$P" hangar-driver ctl status --turn t1 </dev/null >t1-after.out 2>&1
+t_eq "  and knows nothing of the old turn t1 (ctl status --turn t1 fails)" "1 no" \
+	"$? $(grep -q '"harness"' t1-after.out && echo yes || echo no)"
+t_eq "  nor the agent's side: the old turn's run/log is gone" gone \
+	"$(in_agent "$P" sh -c 'test -e /var/lib/hangar/run/log && echo kept || echo gone' </dev/null)"
 t_check "  the claim is Ready again" logged kubectl wait -n "$NS" --for=condition=Ready sandboxclaim/task-1 --timeout=120s
 
 echo "-- templates out of hangar's shape: refused, the reason on the Sandbox"
