@@ -8,7 +8,14 @@
 # concurrency, with each figure's ratio to nginx's, then the server-side time
 # to review a pod with 1500 env vars.
 # usage: bench/webhook.sh [PATH/TO/hangar-webhook] [SECONDS_PER_RUN]
+#   SECONDS_PER_RUN defaults to 10; 1 is the short mode (tests/bench).
 set -euo pipefail
+case "${1:-}" in
+-h | --help)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
+esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$HERE/lib.sh"

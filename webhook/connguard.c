@@ -424,6 +424,23 @@ connguard_keepalive_t connguard_keep_alive(const connguard_t *g, int id)
         return CONNGUARD_KEEP;
 }
 
+void connguard_foreach(const connguard_t *g, connguard_phase_t phase,
+                       void (*fn)(int id, intptr_t handle, void *data), void *data)
+{
+        for (size_t i = 0; i < g->nentries; i++) {
+                const entry_t *e = &g->entries[i];
+                if (e->used && e->counted && e->phase == phase)
+                        fn((int)i, e->handle, data);
+        }
+}
+
+void connguard_expire(connguard_t *g, int id)
+{
+        entry_t *e = entry_of(g, id);
+        if (e)
+                doom(g, e);
+}
+
 size_t connguard_expired(connguard_t *g, int64_t now_ms, int *ret_ids,
                          connguard_phase_t *ret_phases, size_t max)
 {

@@ -112,6 +112,13 @@ void connguard_phase(connguard_t *g, int id, connguard_phase_t phase, int64_t no
 connguard_phase_t connguard_phase_of(const connguard_t *g, int id);
 /* Whether the answer about to be queued on entry id keeps the connection. */
 connguard_keepalive_t connguard_keep_alive(const connguard_t *g, int id);
+/* Calls fn for each live entry in phase, with its id and handle; fn must
+ * not change the table (collect, then act). */
+void connguard_foreach(const connguard_t *g, connguard_phase_t phase,
+                       void (*fn)(int id, intptr_t handle, void *data), void *data);
+/* Dooms a live entry now, as if its deadline had passed (a deadline the
+ * caller keeps: server.c's request starts, seen without the lock). */
+void connguard_expire(connguard_t *g, int id);
 /* Entries past their deadline at now_ms, at most max, each doomed (no
  * longer counted, never reported again): their ids and phases. */
 size_t connguard_expired(connguard_t *g, int64_t now_ms, int *ret_ids,

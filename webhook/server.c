@@ -73,6 +73,7 @@ typedef struct listener {
         bool serves_health;  /* /healthz, /readyz, /metrics */
         bool tls;
         metrics_listener_t metrics;
+        int64_t header_ms;    /* the table's, for the request starts server.c keeps */
         pthread_mutex_t lock; /* guards table */
         connguard_t *table;
 } listener_t;
@@ -86,8 +87,12 @@ typedef struct conn {
         int id; /* the entry in l->table */
         int fd;
         /* The entry's phase, mirrored for the TLS read hook, which looks
-         * at it on every read and takes the lock only to change it. */
+         * at it on every read. */
         atomic_int phase;
+        /* When the first byte after an idle spell came (0: none since):
+         * kept here without the lock, which every read would otherwise
+         * take; the reaper holds the headers to their deadline from it. */
+        atomic_int_fast64_t request_start_ms;
         char peer[INET6_ADDRSTRLEN];
 } conn_t;
 
@@ -159,6 +164,7 @@ static void enter_phase(conn_t *c, connguard_phase_t phase, int64_t deadline_ms)
         connguard_phase(c->l->table, c->id, phase, now_ms(), deadline_ms);
         pthread_mutex_unlock(&c->l->lock);
         atomic_store(&c->phase, (int)phase);
+        atomic_store(&c->request_start_ms, 0);
 }
 
 /* An answer is queued: it has the answer deadline (a client that never
@@ -550,7 +556,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         if (req->refuse_status)
                 return send_error(conn, req->refuse_status, req->refuse_message);
-        enter_phase(req->conn, CONNGUARD_REVIEW, review_deadline(conn, s));
+        /* Only /validate may wait (a port-forward's pod is read from the
+         * API); a /mutate review is microseconds of CPU, which no deadline
+         * could cut, and stays under the body's deadline. */
+        if (req->route == ROUTE_VALIDATE)
+                enter_phase(req->conn, CONNGUARD_REVIEW, review_deadline(conn, s));
         return answer_review(s, conn, req);
 }
 
@@ -654,15 +664,19 @@ static conn_t *conn_by_socket(int fd)
 
 /* GnuTLS reads the socket through this (MHD gave it the bare socket):
  * the first bytes after an idle spell begin a request, whose headers
- * then have headerTimeoutSeconds however slowly they trickle. */
+ * then have headerTimeoutSeconds however slowly they trickle. The table
+ * still says idle until the headers are complete (on_request); the reaper
+ * applies the headers' deadline from request_start_ms. */
 static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *buf, size_t n)
 {
         int fd = (int)(intptr_t)ptr;
         ssize_t r = recv(fd, buf, n, 0);
         if (r > 0) {
                 conn_t *c = conn_by_socket(fd);
-                if (c && atomic_load(&c->phase) == CONNGUARD_IDLE)
-                        enter_phase(c, CONNGUARD_HEADERS, 0);
+                if (c && atomic_load(&c->phase) == CONNGUARD_IDLE) {
+                        atomic_store(&c->request_start_ms, now_ms());
+                        atomic_store(&c->phase, (int)CONNGUARD_HEADERS);
+                }
         }
         return r;
 }
@@ -715,6 +729,7 @@ static void connection_started(listener_t *l, struct MHD_Connection *mc, void **
         c->id = pending.id;
         c->fd = fd;
         atomic_init(&c->phase, (int)CONNGUARD_HEADERS);
+        atomic_init(&c->request_start_ms, 0);
         pending.l = NULL;
         pending.id = -1;
         describe_peer(mc, c);
@@ -763,6 +778,26 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
         *socket_context = NULL;
 }
 
+/* The idle entries whose request began (tls_pull) more than the header
+ * deadline ago. */
+typedef struct slow_headers {
+        int64_t now;
+        int64_t header_ms;
+        int ids[256];
+        size_t n;
+} slow_headers_t;
+
+static void find_slow_headers(int id, intptr_t handle, void *data)
+{
+        slow_headers_t *sh = data;
+        /* Under the table's lock: a listed connection is not yet closed,
+         * so its conn_t is alive. */
+        conn_t *c = handle >= 0 ? conn_by_socket((int)handle) : NULL;
+        int64_t start = c ? atomic_load(&c->request_start_ms) : 0;
+        if (start && sh->now - start >= sh->header_ms && sh->n < ARRAY_SIZE(sh->ids))
+                sh->ids[sh->n++] = id;
+}
+
 /* Shuts down the listener's connections past their phase's deadline and
  * publishes its counts. */
 static void reap(listener_t *l)
@@ -783,6 +818,15 @@ static void reap(listener_t *l)
                         metrics_record_expired(l->metrics, phases[i]);
                 }
         } while (n == ARRAY_SIZE(ids));
+        slow_headers_t sh = {.now = now, .header_ms = l->header_ms};
+        connguard_foreach(l->table, CONNGUARD_IDLE, find_slow_headers, &sh);
+        for (size_t i = 0; i < sh.n; i++) {
+                intptr_t fd = connguard_handle(l->table, sh.ids[i]);
+                connguard_expire(l->table, sh.ids[i]);
+                if (fd >= 0)
+                        (void)shutdown((int)fd, SHUT_RDWR);
+                metrics_record_expired(l->metrics, CONNGUARD_HEADERS);
+        }
         connguard_counts(l->table, counts);
         pthread_mutex_unlock(&l->lock);
         metrics_set_connections(l->metrics, counts);
@@ -847,6 +891,7 @@ static int listener_init(listener_t *l, server_t *s, bool tls, hg_error_t *err)
                                          cfg->trusted_client_cidrs.items[i]);
         /* The health listener's callers are the kubelet and Prometheus:
          * trusted CIDRs are the API server's, not theirs. */
+        l->header_ms = lim.header_ms;
         int r = connguard_new(&lim, cidrs, tls ? n : 0, &l->table);
         if (r < 0)
                 return error_set(err, r, "out of memory");

@@ -387,6 +387,40 @@ START_TEST(sources_are_recycled_when_the_table_is_busy)
 }
 END_TEST
 
+static void collect(int id, intptr_t handle, void *data)
+{
+        int *seen = data;
+        seen[id] = (int)handle;
+}
+
+START_TEST(foreach_and_expire_one)
+{
+        connguard_t *g = guard(&base_limits, NULL);
+        int a = admit(g, "192.0.2.1", 0).id;
+        int b = admit(g, "192.0.2.2", 0).id;
+        connguard_attach(g, a, 10);
+        connguard_attach(g, b, 11);
+        connguard_phase(g, b, CONNGUARD_IDLE, 1, 0);
+        int seen[64];
+        memset(seen, -1, sizeof(seen));
+        connguard_foreach(g, CONNGUARD_IDLE, collect, seen);
+        ck_assert_int_eq(seen[b], 11);
+        ck_assert_int_eq(seen[a], -1);
+        /* Expired by the caller: no longer counted, never listed or
+         * reported again. */
+        connguard_expire(g, b);
+        ck_assert(!connguard_live(g, b));
+        memset(seen, -1, sizeof(seen));
+        connguard_foreach(g, CONNGUARD_IDLE, collect, seen);
+        ck_assert_int_eq(seen[b], -1);
+        int out[4];
+        connguard_phase_t ph[4];
+        ck_assert_uint_eq(connguard_expired(g, 1000000, out, ph, 4), 1);
+        ck_assert_int_eq(out[0], a);
+        connguard_free(g);
+}
+END_TEST
+
 START_TEST(names)
 {
         ck_assert_str_eq(connguard_phase_name(CONNGUARD_HEADERS), "headers");
@@ -415,6 +449,7 @@ static Suite *connguard_suite(void)
         tcase_add_test(tc, with_trusted_cidrs_only_trusted_keep_alive);
         tcase_add_test(tc, other_families_are_refused_by_the_caller);
         tcase_add_test(tc, sources_are_recycled_when_the_table_is_busy);
+        tcase_add_test(tc, foreach_and_expire_one);
         tcase_add_test(tc, names);
         suite_add_tcase(s, tc);
         return s;
