@@ -6,7 +6,8 @@
 # ServiceAccount in a kubeconfig of its own, as a deployment would have):
 #   - hangar exec: the command's exit status; stdout and stderr apart; stdin
 #     forwarded and closed (a command that reads to EOF ends); v4 alone
-#     (--protocol v4: the older path, through the kubelet); 8 MiB each way
+#     (--protocol v4: the older path, through the kubelet); an exec
+#     credential plugin whose first token is refused (401, run again); 8 MiB each way
 #     intact; the errors, each its own status and reason: an exec into
 #     hangar-driver by an identity the guard does not list (403, the guard's
 #     words), a pod that is not there (404), a container that is not there,
@@ -118,6 +119,21 @@ t_eq "v4.channel.k8s.io alone (the API server proxies it to the kubelet): exit 5
 printf 'x' | H exec -i --protocol v4 "$NS/box" -c sandbox -- head -c 1 >v4in.out 2>v4in.err
 t_eq "... stdin goes through, and hangar says v4 could not close it" "0 x 1" \
 	"$? $(cat v4in.out) $(grep -c 'v4.channel.k8s.io only: the command was not told that stdin ended' v4in.err)"
+
+# The same identity through an exec credential plugin (GKE's way): its first
+# token is one the API server does not know, so the upgrade is answered 401;
+# hangar runs the plugin again, as kubectl does, and the exec goes through.
+printf '%s\n' '#!/bin/sh' 'n=$(($(cat "$0.runs" 2>/dev/null || echo 0) + 1)); echo "$n" >"$0.runs"' \
+	'if [ "$n" = 1 ]; then t=not-a-token; else t=$(cat "$0.token"); fi' \
+	'printf "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}\n" "$t"' \
+	>plugin.sh
+chmod 700 plugin.sh
+printf '%s' "$token" >plugin.sh.token
+jq --arg cmd "$T_TMP/plugin.sh" '.users = [{name: "hangar", user: {exec: {apiVersion: "client.authentication.k8s.io/v1",
+	command: $cmd, interactiveMode: "Never"}}}]' <(kubectl config view --raw --kubeconfig hangar.kubeconfig -o json) >plugin.kubeconfig
+H exec --kubeconfig plugin.kubeconfig "$NS/box" -c sandbox -- echo through-the-plugin </dev/null >plugin.out 2>plugin.err
+t_eq "an exec plugin's credential: refused once (401), the plugin run again, the exec through" \
+	"0 through-the-plugin 2" "$? $(cat plugin.out) $(cat plugin.sh.runs)"
 
 # Figures for the report, not checks (no timing is asserted on this
 # shared machine): 5 bare execs each way, and the 8 MiB read back.
