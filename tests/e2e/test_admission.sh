@@ -385,16 +385,20 @@ rot_creator() { # PREFIX SECONDS
                 rot_pod "$1-$i" | kubectl create -f - >/dev/null 2>>rotca.err || echo "$1-$i" >>rotca.fail
         done
 }
+"$WEBHOOK" serve --config rot1.yaml 2>rot1.log &
+t_cleanup_pid $!
+"$WEBHOOK" serve --config rot2.yaml 2>rot2.log &
+t_cleanup_pid $!
+# The creators start once both replicas answer: a create sent before a
+# replica listens is refused by the kernel, which is not the rotation's doing.
+t_check "rotation: both replicas answer" t_wait_for \
+        "curl -sfk https://127.0.0.1:$ROT_PORT/readyz >/dev/null && curl -sfk https://127.0.0.1:$ROT2_PORT/readyz >/dev/null" 15
 rot_creator rotca-a 30 &
 ROT_CREATORS=($!)
 rot_creator rotca-b 30 &
 ROT_CREATORS+=($!)
 t_cleanup_pid "${ROT_CREATORS[0]}"
 t_cleanup_pid "${ROT_CREATORS[1]}"
-"$WEBHOOK" serve --config rot1.yaml 2>rot1.log &
-t_cleanup_pid $!
-"$WEBHOOK" serve --config rot2.yaml 2>rot2.log &
-t_cleanup_pid $!
 t_check "rotation: a new CA is staged beside the expiring one" t_wait_for "[ -n \"\$(secret_key ca-next.crt)\" ]" 15
 secret_key ca-next.crt >newca.crt
 t_check "rotation: while staged, caBundle trusts both CAs" t_wait_for "[ \"\$(bundle_certs)\" = 2 ]" 10
