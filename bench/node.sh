@@ -136,7 +136,7 @@ fi
 # Opted in to hangar (the chart's scope label), as an admin makes a sandbox namespace.
 hangar_sandbox_namespace "$NS"
 kubectl create role -n "$NS" hangar --verb=get,list,watch --resource=pods >/dev/null
-kubectl create role -n "$NS" hangar-exec --verb=create --resource=pods/exec >/dev/null
+kubectl create role -n "$NS" hangar-exec --verb=get,create --resource=pods/exec >/dev/null
 kubectl create rolebinding -n "$NS" hangar --role=hangar --user="$HANGAR_ID" >/dev/null
 kubectl create rolebinding -n "$NS" hangar-exec --role=hangar-exec --user="$HANGAR_ID" >/dev/null
 # Wait until the API server sends labelled pods to the webhook.

@@ -39,7 +39,7 @@ hangar_identity() {
     kubectl create namespace hangar >/dev/null &&
     kubectl create serviceaccount -n hangar hangar >/dev/null &&
     kubectl create role -n "$ns" hangar --verb=get,list,watch --resource=pods >/dev/null &&
-    kubectl create role -n "$ns" hangar-exec --verb=create --resource=pods/exec >/dev/null &&
+    kubectl create role -n "$ns" hangar-exec --verb=get,create --resource=pods/exec >/dev/null &&
     kubectl create rolebinding -n "$ns" hangar --role=hangar --serviceaccount=hangar:hangar >/dev/null &&
     kubectl create rolebinding -n "$ns" hangar-exec --role=hangar-exec --serviceaccount=hangar:hangar >/dev/null
 }

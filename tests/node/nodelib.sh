@@ -93,7 +93,7 @@ node_identity() {
 	local ns=$1
 	node_namespace "$ns"
 	if ! { kubectl create role -n "$ns" hangar --verb=get,list,watch --resource=pods >/dev/null &&
-		kubectl create role -n "$ns" hangar-exec --verb=create --resource=pods/exec >/dev/null &&
+		kubectl create role -n "$ns" hangar-exec --verb=get,create --resource=pods/exec >/dev/null &&
 		kubectl create rolebinding -n "$ns" hangar --role=hangar --serviceaccount="$NODE_ID_NS:hangar" >/dev/null &&
 		kubectl create rolebinding -n "$ns" hangar-exec --role=hangar-exec --serviceaccount="$NODE_ID_NS:hangar" >/dev/null; }; then
 		t_fail "could not give hangar's identity its roles in $ns"

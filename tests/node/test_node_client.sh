@@ -36,14 +36,9 @@ NS=client
 cd "$T_TMP" || exit 1
 node_identity "$NS"
 # A WebSocket upgrade is a GET: the API server authorizes pods/exec as
-# "get" and, since 1.35, "create" too (docs/client.md, RBAC). kubectl falls
-# back to SPDY (a POST: "create" alone) when the upgrade is refused; hangar
-# has no fallback.
-if ! { kubectl create role -n "$NS" hangar-exec-get --verb=get --resource=pods/exec >/dev/null &&
-	kubectl create rolebinding -n "$NS" hangar-exec-get --role=hangar-exec-get \
-		--serviceaccount="$NODE_ID_NS:hangar" >/dev/null; }; then
-	t_fail "could not grant get pods/exec"
-fi
+# "get" and, since 1.35, "create" too (docs/client.md, RBAC); node_identity
+# grants both, as an admin must for hangar (kubectl falls back to SPDY, a
+# POST that needs "create" alone; hangar has no fallback).
 node_chart hangar "$NS"
 logged() { "$@" >>helm.log 2>&1; }
 t_check "helm install (the chart's defaults)" logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
