@@ -424,12 +424,17 @@ connguard_keepalive_t connguard_keep_alive(const connguard_t *g, int id)
         return CONNGUARD_KEEP;
 }
 
+size_t connguard_capacity(const connguard_t *g)
+{
+        return g->nentries;
+}
+
 void connguard_foreach(const connguard_t *g, connguard_phase_t phase,
                        void (*fn)(int id, intptr_t handle, void *data), void *data)
 {
         for (size_t i = 0; i < g->nentries; i++) {
                 const entry_t *e = &g->entries[i];
-                if (e->used && e->counted && e->phase == phase)
+                if (e->used && e->counted && (phase == CONNGUARD_PHASE_COUNT || e->phase == phase))
                         fn((int)i, e->handle, data);
         }
 }

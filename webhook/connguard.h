@@ -112,8 +112,11 @@ void connguard_phase(connguard_t *g, int id, connguard_phase_t phase, int64_t no
 connguard_phase_t connguard_phase_of(const connguard_t *g, int id);
 /* Whether the answer about to be queued on entry id keeps the connection. */
 connguard_keepalive_t connguard_keep_alive(const connguard_t *g, int id);
-/* Calls fn for each live entry in phase, with its id and handle; fn must
- * not change the table (collect, then act). */
+/* How many entries the table can hold, doomed ones included. */
+size_t connguard_capacity(const connguard_t *g);
+/* Calls fn for each live entry in phase (CONNGUARD_PHASE_COUNT: in any),
+ * with its id and handle; fn must not change the table (collect, then
+ * act). */
 void connguard_foreach(const connguard_t *g, connguard_phase_t phase,
                        void (*fn)(int id, intptr_t handle, void *data), void *data);
 /* Dooms a live entry now, as if its deadline had passed (a deadline the

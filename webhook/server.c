@@ -73,9 +73,10 @@ typedef struct listener {
         bool serves_health;  /* /healthz, /readyz, /metrics */
         bool tls;
         metrics_listener_t metrics;
-        int64_t header_ms;    /* the table's, for the request starts server.c keeps */
-        pthread_mutex_t lock; /* guards table */
+        pthread_mutex_t lock; /* guards table and scratch */
         connguard_t *table;
+        int *scratch; /* connguard_capacity ids, for apply_all_pending */
+        size_t nscratch;
 } listener_t;
 
 static listener_t tls_listener, health_listener;
@@ -86,13 +87,16 @@ typedef struct conn {
         listener_t *l;
         int id; /* the entry in l->table */
         int fd;
-        /* The entry's phase, mirrored for the TLS read hook, which looks
-         * at it on every read. */
+        /* The entry's phase as its worker thread last set it. */
         atomic_int phase;
-        /* When the first byte after an idle spell came (0: none since):
-         * kept here without the lock, which every read would otherwise
-         * take; the reaper holds the headers to their deadline from it. */
-        atomic_int_fast64_t request_start_ms;
+        /* A phase change not yet in the table: (since_ms << 8) | (phase
+         * + 1), 0 for none. A request's own transitions (headers, body,
+         * idle) are noted here without the lock, which a contended pair
+         * of workers would otherwise take several times a review (and a
+         * preempted holder would stall the other); the next holder of
+         * the lock, the reaper within 250 ms at the latest, applies it
+         * with its time, so deadlines run from when it happened. */
+        atomic_uint_fast64_t pending;
         char peer[INET6_ADDRSTRLEN];
 } conn_t;
 
@@ -155,16 +159,34 @@ static conn_t *conn_of(struct MHD_Connection *conn)
         return info ? info->socket_context : NULL;
 }
 
-/* The entry enters phase (deadline_ms 0: the phase's own). */
+/* Notes a phase change for the table, without the lock. */
+static void defer_phase(conn_t *c, connguard_phase_t phase)
+{
+        if (!c)
+                return;
+        atomic_store(&c->phase, (int)phase);
+        atomic_store(&c->pending, ((uint_fast64_t)now_ms() << 8) | ((uint_fast64_t)phase + 1));
+}
+
+/* Under the lock: the connection's noted phase change, into the table. */
+static void apply_pending(conn_t *c)
+{
+        uint_fast64_t p = atomic_exchange(&c->pending, 0);
+        if (p)
+                connguard_phase(c->l->table, c->id, (connguard_phase_t)((p & 0xff) - 1),
+                                (int64_t)(p >> 8), 0);
+}
+
+/* The entry enters phase now (deadline_ms 0: the phase's own). */
 static void enter_phase(conn_t *c, connguard_phase_t phase, int64_t deadline_ms)
 {
         if (!c)
                 return;
         pthread_mutex_lock(&c->l->lock);
+        apply_pending(c);
         connguard_phase(c->l->table, c->id, phase, now_ms(), deadline_ms);
         pthread_mutex_unlock(&c->l->lock);
         atomic_store(&c->phase, (int)phase);
-        atomic_store(&c->request_start_ms, 0);
 }
 
 /* An answer is queued: it has the answer deadline (a client that never
@@ -178,6 +200,7 @@ static bool answer_keeps_alive(struct MHD_Connection *conn)
         if (!c)
                 return true;
         pthread_mutex_lock(&c->l->lock);
+        apply_pending(c);
         connguard_keepalive_t k = connguard_keep_alive(c->l->table, c->id);
         connguard_phase(c->l->table, c->id, CONNGUARD_ANSWER, now_ms(), 0);
         pthread_mutex_unlock(&c->l->lock);
@@ -507,7 +530,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 clock_gettime(CLOCK_MONOTONIC, &req->started);
                 req->conn = conn_of(conn);
                 /* Headers complete: the body's deadline from here. */
-                enter_phase(req->conn, CONNGUARD_BODY, 0);
+                defer_phase(req->conn, CONNGUARD_BODY);
                 /* A request in progress has the request deadline (the
                  * table's, absolute, kept by the reaper); MHD's inactivity
                  * timeout a second later is the backstop. Before the first
@@ -577,7 +600,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) {
                 (void)MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
                                                 l->server->cfg->idle_timeout_seconds);
-                enter_phase(req->conn, CONNGUARD_IDLE, 0);
+                defer_phase(req->conn, CONNGUARD_IDLE);
         }
         /* The answer is all written (or the request is over): send it now. */
         uncork(req);
@@ -614,6 +637,31 @@ static void warn_limited(server_t *s, const listener_t *l, const char *what, con
                             "a minute"));
 }
 
+static conn_t *conn_by_socket(int fd);
+
+static void collect_id(int id, intptr_t handle, void *data)
+{
+        listener_t *l = data;
+        (void)handle;
+        if (l->nscratch < connguard_capacity(l->table))
+                l->scratch[l->nscratch++] = id;
+}
+
+/* Under the lock: every connection's noted phase change, into the table.
+ * A connection listed is not closed yet (CLOSED takes the lock first), so
+ * its conn_t is alive. */
+static void apply_all_pending(listener_t *l)
+{
+        l->nscratch = 0;
+        connguard_foreach(l->table, CONNGUARD_PHASE_COUNT, collect_id, l);
+        for (size_t i = 0; i < l->nscratch; i++) {
+                intptr_t fd = connguard_handle(l->table, l->scratch[i]);
+                conn_t *c = fd >= 0 ? conn_by_socket((int)fd) : NULL;
+                if (c && c->l == l && c->id == l->scratch[i])
+                        apply_pending(c);
+        }
+}
+
 static void forget_pending(void)
 {
         if (!pending.l)
@@ -633,6 +681,8 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen
         forget_pending();
         connguard_decision_t d;
         pthread_mutex_lock(&l->lock);
+        /* Who is busy and who idle decides a victim: the table up to date. */
+        apply_all_pending(l);
         int r = connguard_admit(l->table, addr, addrlen, now_ms(), &d);
         /* Under the lock: the victim's socket is open until its CLOSED
          * notice, which takes the lock first. */
@@ -664,19 +714,15 @@ static conn_t *conn_by_socket(int fd)
 
 /* GnuTLS reads the socket through this (MHD gave it the bare socket):
  * the first bytes after an idle spell begin a request, whose headers
- * then have headerTimeoutSeconds however slowly they trickle. The table
- * still says idle until the headers are complete (on_request); the reaper
- * applies the headers' deadline from request_start_ms. */
+ * then have headerTimeoutSeconds however slowly they trickle. */
 static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *buf, size_t n)
 {
         int fd = (int)(intptr_t)ptr;
         ssize_t r = recv(fd, buf, n, 0);
         if (r > 0) {
                 conn_t *c = conn_by_socket(fd);
-                if (c && atomic_load(&c->phase) == CONNGUARD_IDLE) {
-                        atomic_store(&c->request_start_ms, now_ms());
-                        atomic_store(&c->phase, (int)CONNGUARD_HEADERS);
-                }
+                if (c && atomic_load(&c->phase) == CONNGUARD_IDLE)
+                        defer_phase(c, CONNGUARD_HEADERS);
         }
         return r;
 }
@@ -729,7 +775,7 @@ static void connection_started(listener_t *l, struct MHD_Connection *mc, void **
         c->id = pending.id;
         c->fd = fd;
         atomic_init(&c->phase, (int)CONNGUARD_HEADERS);
-        atomic_init(&c->request_start_ms, 0);
+        atomic_init(&c->pending, 0);
         pending.l = NULL;
         pending.id = -1;
         describe_peer(mc, c);
@@ -741,13 +787,15 @@ static void connection_started(listener_t *l, struct MHD_Connection *mc, void **
         *socket_context = c;
         if (!live)
                 (void)shutdown(fd, SHUT_RDWR);
-        if (!l->tls || (size_t)fd >= conn_by_fd_len)
+        if ((size_t)fd >= conn_by_fd_len)
+                return;
+        atomic_store(&conn_by_fd[fd], c);
+        if (!l->tls)
                 return;
         const union MHD_ConnectionInfo *ti =
             MHD_get_connection_info(mc, MHD_CONNECTION_INFO_GNUTLS_SESSION);
         if (!ti || !ti->tls_session)
                 return;
-        atomic_store(&conn_by_fd[fd], c);
         gnutls_session_t session = ti->tls_session;
         gnutls_transport_set_pull_function(session, tls_pull);
         gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_FINISHED, GNUTLS_HOOK_POST,
@@ -767,7 +815,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
         conn_t *c = *socket_context;
         if (code != MHD_CONNECTION_NOTIFY_CLOSED || !c)
                 return;
-        if (l->tls && (size_t)c->fd < conn_by_fd_len) {
+        if ((size_t)c->fd < conn_by_fd_len) {
                 conn_t *expected = c;
                 (void)atomic_compare_exchange_strong(&conn_by_fd[c->fd], &expected, NULL);
         }
@@ -776,26 +824,6 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
         pthread_mutex_unlock(&l->lock);
         free(c);
         *socket_context = NULL;
-}
-
-/* The idle entries whose request began (tls_pull) more than the header
- * deadline ago. */
-typedef struct slow_headers {
-        int64_t now;
-        int64_t header_ms;
-        int ids[256];
-        size_t n;
-} slow_headers_t;
-
-static void find_slow_headers(int id, intptr_t handle, void *data)
-{
-        slow_headers_t *sh = data;
-        /* Under the table's lock: a listed connection is not yet closed,
-         * so its conn_t is alive. */
-        conn_t *c = handle >= 0 ? conn_by_socket((int)handle) : NULL;
-        int64_t start = c ? atomic_load(&c->request_start_ms) : 0;
-        if (start && sh->now - start >= sh->header_ms && sh->n < ARRAY_SIZE(sh->ids))
-                sh->ids[sh->n++] = id;
 }
 
 /* Shuts down the listener's connections past their phase's deadline and
@@ -807,6 +835,7 @@ static void reap(listener_t *l)
         uint32_t counts[CONNGUARD_CLASS_COUNT][CONNGUARD_PHASE_COUNT];
         size_t n;
         pthread_mutex_lock(&l->lock);
+        apply_all_pending(l);
         int64_t now = now_ms();
         do {
                 n = connguard_expired(l->table, now, ids, phases, ARRAY_SIZE(ids));
@@ -818,15 +847,6 @@ static void reap(listener_t *l)
                         metrics_record_expired(l->metrics, phases[i]);
                 }
         } while (n == ARRAY_SIZE(ids));
-        slow_headers_t sh = {.now = now, .header_ms = l->header_ms};
-        connguard_foreach(l->table, CONNGUARD_IDLE, find_slow_headers, &sh);
-        for (size_t i = 0; i < sh.n; i++) {
-                intptr_t fd = connguard_handle(l->table, sh.ids[i]);
-                connguard_expire(l->table, sh.ids[i]);
-                if (fd >= 0)
-                        (void)shutdown((int)fd, SHUT_RDWR);
-                metrics_record_expired(l->metrics, CONNGUARD_HEADERS);
-        }
         connguard_counts(l->table, counts);
         pthread_mutex_unlock(&l->lock);
         metrics_set_connections(l->metrics, counts);
@@ -891,10 +911,15 @@ static int listener_init(listener_t *l, server_t *s, bool tls, hg_error_t *err)
                                          cfg->trusted_client_cidrs.items[i]);
         /* The health listener's callers are the kubelet and Prometheus:
          * trusted CIDRs are the API server's, not theirs. */
-        l->header_ms = lim.header_ms;
         int r = connguard_new(&lim, cidrs, tls ? n : 0, &l->table);
         if (r < 0)
                 return error_set(err, r, "out of memory");
+        l->scratch = calloc(connguard_capacity(l->table), sizeof(*l->scratch));
+        if (!l->scratch) {
+                connguard_free(l->table);
+                l->table = NULL;
+                return error_set(err, -ENOMEM, "out of memory");
+        }
         pthread_mutex_init(&l->lock, NULL);
         return 0;
 }
@@ -905,6 +930,8 @@ static void listener_fini(listener_t *l)
                 return;
         connguard_free(l->table);
         l->table = NULL;
+        free(l->scratch);
+        l->scratch = NULL;
         pthread_mutex_destroy(&l->lock);
 }
 

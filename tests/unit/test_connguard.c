@@ -406,6 +406,11 @@ START_TEST(foreach_and_expire_one)
         connguard_foreach(g, CONNGUARD_IDLE, collect, seen);
         ck_assert_int_eq(seen[b], 11);
         ck_assert_int_eq(seen[a], -1);
+        memset(seen, -1, sizeof(seen));
+        connguard_foreach(g, CONNGUARD_PHASE_COUNT, collect, seen);
+        ck_assert_int_eq(seen[a], 10);
+        ck_assert_int_eq(seen[b], 11);
+        ck_assert_uint_ge(connguard_capacity(g), 2 * (8 + 2));
         /* Expired by the caller: no longer counted, never listed or
          * reported again. */
         connguard_expire(g, b);
