@@ -8,8 +8,10 @@
 # review fails or goes unanswered for the API server's 10 s, if the stand-in
 # got no review through during the row, or if the row's counter stays flat.
 # No timing is asserted: deadlines are generous bounds that only the bug
-# (a connection held until the idle timeout, 60 s here) would cross. W9:
-# with trustedClientCIDRs, the trusted source keeps its connection.
+# (a connection held until the idle timeout, 60 s here) would cross. W7:
+# peak RSS under 80 MiB (a 200-connection table here); W9: with
+# trustedClientCIDRs, the trusted source keeps its connection; W10: the
+# health port's probe is answered while the HTTPS port is hoarded.
 # usage: test_wedge.sh PATH/TO/hangar-webhook
 WEBHOOK=$(realpath "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -104,6 +106,14 @@ hello_and_silent() {
 row "W1 one source hoarding 1000 keep-alives" \
         'keepalive_declined_total\{listener="https",reason="client-idle"\}' \
         "${HC[@]}" keepalive 127.0.0.2 1000 "$REVIEW" 5
+# W10: the health port has its own table; the kubelet's probe is answered
+# while one source holds the HTTPS port's.
+"${HC[@]}" keepalive 127.0.0.2 300 "$REVIEW" 8 >w10.out &
+W10=$!
+t_wait_for "grep -q connected w10.out" 120
+t_eq "W10 /readyz on the health port answered while a source hoards HTTPS connections" 200 \
+        "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$HURL/readyz")"
+wait "$W10"
 row "W2 eight sources hoarding keep-alives" \
         'connections_(evicted_total\{listener="https"|refused_total\{listener="https",reason="per-client")' \
         keepalive_eight
@@ -127,6 +137,9 @@ t_check "W6 all closed by the server ($ROW_OUT)" all_closed
 row "W8 connect flood" 'connections_refused_total\{listener="https",reason="rate"\}' \
         "${HC[@]}" flood 127.0.0.9 2000
 
+# W7: the memory the tables cost with every row's connections behind them.
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$WEBHOOK_PID/status")
+t_check "W7 peak RSS under 80 MiB after every row (${hwm} KiB)" test "$hwm" -lt $((80 * 1024))
 touch standin/stop
 wait "$STANDIN_PID"
 t_eq "no stand-in review failed in all ($(answered) answered)" 0 "$(failed)"
