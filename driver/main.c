@@ -418,7 +418,7 @@ static int cmd_ctl(int argc, char **argv)
 }
 
 /* hangar-driver term-pane: the program in a terminal turn's tmux pane
- * (driver/terminal.h); started by the driver, not by hand. */
+ * (driver/term/terminal.h); started by the driver, not by hand. */
 static int cmd_term_pane(int argc, char **argv)
 {
         const char *sock = NULL, *turn = NULL;

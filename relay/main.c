@@ -193,7 +193,7 @@ static int stdin_is_empty(hg_error_t *err)
         return 0;
 }
 
-/* The daemon's instance id: 32 lowercase hex digits (driver/turn.c). */
+/* The daemon's instance id: 32 lowercase hex digits (driver/turn/turn.c). */
 #define INSTANCE_HEX_LEN 32
 
 static bool instance_ok(const char *s, size_t len)
@@ -482,7 +482,7 @@ int main(int argc, char **argv)
                 return report(EXIT_RELAY_FAIL, "driver-instance", err.message, NULL);
         }
         /* The driver proves it holds the token before the relay sends
-         * anything made with it (relay/channel.h): a listener that is not the
+         * anything made with it (common/agent/channel.h): a listener that is not the
          * turn's driver (the agent's, on a dead daemon's port) learns nothing. */
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
         const char *want = instance[0] ? instance : NULL;

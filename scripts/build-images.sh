@@ -119,7 +119,7 @@ std_path=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # ---- the Debian packages ----------------------------------------------------
 packages() {
         local bin
-        for bin in webhook/hangar-webhook driver/hangar-driver relay/hangar-relay relay/hangar-grade probe/hangar-probe; do
+        for bin in webhook/hangar-webhook driver/hangar-driver relay/hangar-relay grade/hangar-grade probe/hangar-probe; do
                 [ -x "$build_dir/$bin" ] || img_die "$build_dir/$bin missing: build first (ninja -C $build_dir hangar-shipped)"
         done
         img_log "packages: cpack -G DEB"

@@ -22,7 +22,7 @@ fi
 # The product serialises through jsonx_dumps: jansson 2.14's json_dumps can
 # return text with a member missing after a failed allocation (common/base/jsonx.h).
 # Tests may compare with json_dumps.
-if hits=$(printf '%s\n' "${sources[@]}" | grep -E '^(common|driver|relay|probe|webhook)/' |
+if hits=$(printf '%s\n' "${sources[@]}" | grep -E '^(common|driver|relay|grade|probe|webhook)/' |
         xargs grep -nE '\bjson_dumps[[:space:]]*\(' | grep -vE ':[0-9]+:[[:space:]]*(/\*|\*|//)' | grep -v 'lint:allow'); then
         echo "lint: json_dumps in the product (use jsonx_dumps):"
         echo "$hits"

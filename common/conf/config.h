@@ -49,7 +49,7 @@ typedef struct hg_config {
         char *driver_memory_limit; /* "" = no limit */
         /* "auto" or "required" (CONFIG_CLONE_SAFETY_*): with required,
          * hangar-driver serve refuses to start without a restore watch
-         * (driver/restore.h), for clusters that restore clones of pods */
+         * (driver/turn/restore.h), for clusters that restore clones of pods */
         char *driver_clone_safety;
 
         /* the two volumes */

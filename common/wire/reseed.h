@@ -5,7 +5,7 @@
  * RAND_bytes (TLS randoms, any key OpenSSL makes) until a reseed interval
  * ran out. The driver's own secrets come from the kernel (kernrand.h); this
  * covers everything else that draws from OpenSSL, once a restore is seen
- * (driver/restore.h). */
+ * (driver/turn/restore.h). */
 #pragma once
 
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target: a sealed grade's messages (driver/grade_msg.h). The
+/* libFuzzer target: a sealed grade's messages (common/proto/grade_msg.h). The
  * first byte picks the parser, the rest is its input: 0 the begin spec, 1
  * the finish spec, 2 the grader side's findings, 3 its tree, 4 the driver's
  * go. Properties checked, abort() on violation:
@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "cleanup.h"
-#include "ctlreq.h"
 #include "grade_msg.h"
 #include "jsonx.h"
+#include "scratch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,7 +37,7 @@ static void spec_case(const char *text, size_t len)
         int r = grade_spec_parse(text, len, &s, &err);
         if (r < 0)
                 return check_refusal(r, &err);
-        if (!ctlreq_turn_id_ok(s.id) || s.argc < 1 || s.argc > GRADE_ARGV_MAX ||
+        if (!scratch_turn_id_valid(s.id) || s.argc < 1 || s.argc > GRADE_ARGV_MAX ||
             s.argv[s.argc] != NULL || !s.argv[0][0] || s.n_files > GRADE_FILES_MAX ||
             s.report_max > GRADE_REPORT_MAX || s.timeout_s < 1 || s.cwd[0] != '/')
                 abort();
@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if ((r = grade_finish_parse(text, len, &f, &err)) < 0)
                         return check_refusal(r, &err), 0;
                 if (f.exit_status < 0 || f.exit_status > 255 || f.output_len > GRADE_OUTPUT_MAX ||
-                    !ctlreq_turn_id_ok(f.id))
+                    !scratch_turn_id_valid(f.id))
                         abort();
                 if ((f.pod_reasons &
                      ~(uint32_t)(GRADE_R_OTHER_CONTAINERS | GRADE_R_SPLIT_NOT_ACTIVE)) ||

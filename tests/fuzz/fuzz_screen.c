@@ -1,4 +1,4 @@
-/* libFuzzer target: the agent's terminal bytes through driver/screen. The
+/* libFuzzer target: the agent's terminal bytes through driver/term/screen. The
  * first two bytes choose the size (rows 2-33, cols 10-73); the rest is fed
  * in pieces whose sizes come from a generator seeded by the third byte, and
  * a byte 0xfe followed by two more asks for a resize in between. Checked,

@@ -1,4 +1,4 @@
-/* Unit tests for driver/approvals: finding approval requests in the
+/* Unit tests for driver/turn/approvals: finding approval requests in the
  * harness's stdout however it is chunked, ignoring everything else (other
  * lines, bad JSON, repeats, over-long lines, more than APPROVALS_MAX), the
  * exact response line a decision produces (without marking it decided

@@ -1,5 +1,5 @@
-/* Unit tests for relay/channel: the relay's side of the handshake, over real
- * loopback sockets, against the real driver listener (driver/listener.c,
+/* Unit tests for common/agent/channel: the relay's side of the handshake, over real
+ * loopback sockets, against the real driver listener (driver/core/listener.c,
  * pumped in a thread) and against fake listeners that play the agent on a
  * dead daemon's port: they close, stall, send junk or an oversize frame, a
  * CHALLENGE with a random proof, a proof made with another token, for the

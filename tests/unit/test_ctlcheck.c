@@ -1,4 +1,4 @@
-/* Unit tests for driver/ctlcheck: where a control request may go. For every
+/* Unit tests for driver/ctl/ctlcheck: where a control request may go. For every
  * op, against no turn, a turn in flight and an ended one, with and without
  * --turn (the daemon's turn's id, or another): served, or refused with
  * hangar's message. Then the values only handlers read: the signal names

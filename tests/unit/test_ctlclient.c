@@ -1,4 +1,4 @@
-/* Unit tests for driver/ctlclient: one client of the control socket, over a
+/* Unit tests for driver/ctl/ctlclient: one client of the control socket, over a
  * real socket pair. A request is read to the peer's EOF across many reads,
  * up to CTLSOCK_REQUEST_MAX and refused past it; a reply is one JSON line,
  * an out-of-memory line when there is no reply; a stream sends a file up to

@@ -1,4 +1,4 @@
-/* Unit tests for driver/ctlreq: the control socket's requests. Each op
+/* Unit tests for driver/ctl/ctlreq: the control socket's requests. Each op
  * with the members it takes; unknown ops, unknown members, wrong types,
  * missing required members, bad turn ids, out-of-range offsets, non-objects
  * and malformed JSON are refused with a message, and *ret is untouched. */

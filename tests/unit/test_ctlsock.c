@@ -1,4 +1,4 @@
-/* Unit tests for driver/ctlsock: the control socket is born 0600, a live
+/* Unit tests for driver/ctl/ctlsock: the control socket is born 0600, a live
  * driver's socket is never taken over while a stale one is replaced, and
  * accept serves only the expected peer uid (SO_PEERCRED). */
 #include <errno.h>

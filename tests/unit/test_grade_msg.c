@@ -1,4 +1,4 @@
-/* Unit tests for driver/grade_msg: the finish spec's spec report (the
+/* Unit tests for common/proto/grade_msg: the finish spec's spec report (the
  * pod's spec check, hangar-probe spec's report, as hangar read it after the
  * grader's exec ended) and what it makes of the grade: no other container
  * is nothing; another container, or a pod that could not be read (null), is

@@ -1,4 +1,4 @@
-/* Unit tests for relay/home: hangar-home is believed only as the driver's
+/* Unit tests for common/agent/home: hangar-home is believed only as the driver's
  * read-only mount, opened without following a symlink anywhere; a writable
  * directory, a symlink in the path, a relative or dotted path, and a path
  * with no read-only mount at it are each refused with the reason; files are

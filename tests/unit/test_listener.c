@@ -1,4 +1,4 @@
-/* Unit tests for driver/listener, with real loopback TCP sockets: the test
+/* Unit tests for driver/core/listener, with real loopback TCP sockets: the test
  * plays both sides, a small poll loop around listener_pollfds and
  * listener_process on one, plain blocking client sockets on the other that
  * run the handshake by hand (HELLO, CHALLENGE, PROOF, WELCOME), as the relay

@@ -1,4 +1,4 @@
-/* probe/mountinfo.c: proc(5)'s format, octal escapes, gVisor's variant,
+/* common/mount/mountinfo.c: proc(5)'s format, octal escapes, gVisor's variant,
  * per-mount read-only-ness, and malformed lines refused. */
 #include "mountinfo.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for driver/reccap: the caps on what the relay can make the
+/* Unit tests for driver/turn/reccap: the caps on what the relay can make the
  * driver record. Within the cap every event is recorded, the first past it
  * is noted once, the rest are only counted; the count never stops; a cap of
  * 0 notes the first event; note_once is true exactly once. */

@@ -1,4 +1,4 @@
-/* Unit tests for driver/record: events are whole JSON lines with a sequence
+/* Unit tests for driver/core/record: events are whole JSON lines with a sequence
  * number, and a write that fails (the volume full, here a file size limit)
  * is reported and leaves no torn line and no gap in the sequence; the log
  * and one-line appends report failures too. */

@@ -1,4 +1,4 @@
-/* Unit tests for driver/restore (design C1): the restore watch fed through
+/* Unit tests for driver/turn/restore (design C1): the restore watch fed through
  * a socketpair standing in for /proc/gvisor/checkpoint. Each "open" makes a
  * new pair and keeps the writing end, so a test writes what gVisor would
  * ("restore\n", "resume\n", "error\n"), or junk, a part of a line, or EOF,

@@ -1,4 +1,4 @@
-/* Unit tests for driver/runreq: the driver's run requests. Ids count on
+/* Unit tests for driver/ctl/runreq: the driver's run requests. Ids count on
  * and are matched once; no more than RUNREQ_OUTSTANDING_MAX await an
  * answer; a new turn forgets them but keeps counting. Arguments: argv's
  * count and types, the timeout's and the tail's ranges and defaults, every

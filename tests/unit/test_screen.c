@@ -1,4 +1,4 @@
-/* Unit tests for driver/screen: what a full-screen program's bytes leave on
+/* Unit tests for driver/term/screen: what a full-screen program's bytes leave on
  * the grid (cursor moves, erase, scroll regions, the alternate screen,
  * autowrap, UTF-8), the answers to the terminal's queries, resize, and the
  * bounds. Expected screens are written out as text rows. */

@@ -1,4 +1,4 @@
-/* Unit tests for driver/spec: a full turn spec and its defaults, and every
+/* Unit tests for driver/turn/spec: a full turn spec and its defaults, and every
  * way a spec is refused (missing or unknown members, wrong types, bad turn
  * ids, relative cwd, empty script, out-of-range numbers, duplicate keys,
  * oversize input). A refused spec leaves *ret untouched and says why. */

@@ -1,4 +1,4 @@
-/* Unit tests for driver/tmux: send-keys arguments as a terminal's bytes
+/* Unit tests for driver/term/tmux: send-keys arguments as a terminal's bytes
  * (named keys, C-/M- prefixes, literal text, the bounds; the cursor keys
  * in application cursor-key mode), and tmux itself
  * when it is installed: a server on a private socket, a pane's screen,

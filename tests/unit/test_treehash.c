@@ -1,4 +1,4 @@
-/* driver/treehash.c: the hash against the format in treehash.h computed here
+/* common/proto/treehash.c: the hash against the format in treehash.h computed here
  * with OpenSSL directly, and what must (and must not) change it: contents,
  * modes, empty directories, symlink targets, ".git"; special files never
  * opened; nothing outside the root read; the depth limit. */

@@ -1,4 +1,4 @@
-/* Unit tests for driver/turnstate: the turn's state machine. Every
+/* Unit tests for driver/turn/turnstate: the turn's state machine. Every
  * transition from every state (allowed ones move, the rest change
  * nothing), the first end winning, each end reason with its text, the
  * connect, linger and drain deadlines, and the next deadline the loop

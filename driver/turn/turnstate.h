@@ -55,7 +55,7 @@ void turnstate_listening(turnstate_t *ts, int64_t now, unsigned connect_timeout_
 void turnstate_end(turnstate_t *ts, const char *end, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The sandbox was restored from a checkpoint (driver/restore.h): the turn
+/* The sandbox was restored from a checkpoint (driver/turn/restore.h): the turn
  * in flight ends as "restored", whatever its state, since its token,
  * listener and relay belong to the sandbox that was checkpointed. First
  * end wins, as for every end: an ended turn keeps its end. */

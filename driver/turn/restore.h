@@ -14,7 +14,7 @@
  *
  * This module owns the descriptor and reads it; what a restore means for
  * the daemon (reseed, new instance id, the turn ended `restored`) is
- * driver/turn.c's. */
+ * driver/turn/turn.c's. */
 #pragma once
 
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-/* A request on the driver's control socket (driver/ctlsock.h), checked
+/* A request on the driver's control socket (driver/ctl/ctlsock.h), checked
  * before anything acts on it: one JSON object, an "op" from a closed list,
  * and for that op only the members it takes, each of the right type.
  * Unknown ops and unknown members are refused, so a typo never silently
@@ -6,7 +6,7 @@
  * (SO_PEERCRED), and are still parsed as untrusted bytes.
  *
  *   {"op": "ping"}                                   the daemon answers (the probe)
- *   {"op": "start", "spec": "<turn spec text>"}      a turn (driver/spec.h)
+ *   {"op": "start", "spec": "<turn spec text>"}      a turn (driver/turn/spec.h)
  *   {"op": "status", "turn": "t-42"}                 "turn" optional: the daemon's turn
  *   {"op": "watch", "turn": "t-42", "from": 1234}    the log from byte 1234
  *   {"op": "events", "turn": "t-42", "from": 0}      events.jsonl from byte 0

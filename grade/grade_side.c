@@ -430,7 +430,7 @@ int main(int argc, char **argv)
         if (config_load(&cfg, config_path, &err) < 0)
                 return fail("%s", err.message);
         /* The tests will be in hangar-home: it must be the driver's
-         * read-only mount (relay/home.h), not a directory of the agent's. */
+         * read-only mount (common/agent/home.h), not a directory of the agent's. */
         _cleanup_close_ int home_fd = -1;
         if (home_open(cfg.home_path, &home_fd, &err) < 0)
                 return fail("%s", err.message);
@@ -473,7 +473,7 @@ int main(int argc, char **argv)
         uint16_t port = 0;
         if (read_token_port(deadline, &token, &port, &err) < 0)
                 return fail("%s", err.message);
-        /* The driver proves it holds the grade's token first (relay/channel.h):
+        /* The driver proves it holds the grade's token first (common/agent/channel.h):
          * hangar names no instance here, the driver's is bound all the same. */
         conn_t io = {.fd = -1}, ctl = {.fd = -1};
         int r = relay_open_channel(port, &token, NULL, FRAME_CHANNEL_IO, GRADE_MSG_MAX, deadline,

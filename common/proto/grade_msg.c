@@ -6,9 +6,9 @@
 
 #include "base64.h"
 #include "cleanup.h"
-#include "ctlreq.h"
 #include "jsonx.h"
 #include "k8sname.h"
+#include "scratch.h"
 
 static const char *const reason_names[GRADE_R_COUNT] = {
     "trial-running",     "foreign-process",  "pid1-open",     "grader-traced",    "token-misused",
@@ -200,7 +200,7 @@ int grade_spec_parse(const char *text, size_t len, grade_spec_t *ret, hg_error_t
         if ((r = only_members(s.root, names, err)) < 0)
                 goto fail;
         json_t *id = json_object_get(s.root, "grade");
-        if (!json_is_string(id) || !ctlreq_turn_id_ok(json_string_value(id))) {
+        if (!json_is_string(id) || !scratch_turn_id_valid(json_string_value(id))) {
                 r = error_set(err, -EINVAL, "\"grade\" must be 1-64 of [A-Za-z0-9._-]");
                 goto fail;
         }
@@ -362,7 +362,7 @@ int grade_finish_parse(const char *text, size_t len, grade_finish_t *ret, hg_err
         id = json_object_get(f.root, "grade");
         st = json_object_get(f.root, "exit_status");
         out = json_object_get(f.root, "output_base64");
-        if (!json_is_string(id) || !ctlreq_turn_id_ok(json_string_value(id))) {
+        if (!json_is_string(id) || !scratch_turn_id_valid(json_string_value(id))) {
                 r = error_set(err, -EINVAL, "\"grade\" must be 1-64 of [A-Za-z0-9._-]");
                 goto fail;
         }
@@ -548,7 +548,7 @@ int grade_go_parse(const void *p, size_t n, grade_go_t *ret, hg_error_t *err)
                 goto fail;
         json_t *id = json_object_get(g.root, "grade"), *tests = json_object_get(g.root, "tests"),
                *cwd = json_object_get(g.root, "cwd");
-        if (!json_is_string(id) || !ctlreq_turn_id_ok(json_string_value(id)) ||
+        if (!json_is_string(id) || !scratch_turn_id_valid(json_string_value(id)) ||
             !abs_path_ok(tests) || !abs_path_ok(cwd)) {
                 r = error_set(err, -EINVAL, "\"grade\", \"tests\", \"cwd\" malformed");
                 goto fail;

@@ -1,11 +1,11 @@
 /* A terminal turn's terminal on the driver's side (docs/terminal.md): the
- * spec's "terminal" member, the driver's own screen model (driver/screen),
+ * spec's "terminal" member, the driver's own screen model (driver/term/screen),
  * and, when tmux is in the image, a tmux session on a socket in hangar-ctl
  * whose one pane runs `hangar-driver term-pane`: that pane shows the
  * harness's terminal stream (the turn's log, through ctl watch) and types
  * the pane's keys back into the harness (ctl type). hangar attaches to it,
  * sends keys and captures the screen with tmux itself, or uses ctl screen,
- * ctl send-keys (driver/tmux.h's key names, typed straight into the
+ * ctl send-keys (driver/term/tmux.h's key names, typed straight into the
  * harness on io) and ctl resize, which work with or without tmux. */
 #pragma once
 

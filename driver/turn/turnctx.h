@@ -79,7 +79,7 @@ typedef struct turn {
 
         grade_ctx_t *grade; /* serve: sealed grades (docs/graders.md) */
 
-        restore_watch_t restore; /* restores from a checkpoint (driver/restore.h) */
+        restore_watch_t restore; /* restores from a checkpoint (driver/turn/restore.h) */
 } turn_t;
 
 /* j's "instance", "restores" and "restore_watch" (status and ping). */

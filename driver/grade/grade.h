@@ -1,7 +1,7 @@
 /* A sealed grade on the driver's daemon (docs/graders.md): `ctl grade
  * begin` keeps the hidden tests in memory (their hash in hangar-ctl),
  * listens on the pod's loopback with a one-time token (the relay's listener,
- * driver/listener.h, its rules unchanged), and answers the grader side
+ * driver/core/listener.h, its rules unchanged), and answers the grader side
  * (hangar-grade, in the agent's container) only after it has swept: then
  * the tests are unpacked into hangar-home/grades/ID/tests (read-only for the
  * agent), the go is sent, and the workspace's tree, the report and the
@@ -28,7 +28,7 @@ typedef struct grade_ctx grade_ctx_t;
  * Removes hangar-home/grades (tests an earlier daemon may have left there). */
 int grade_ctx_new(const char *home, const char *ctl, const char *instance, grade_ctx_t **ret);
 void grade_ctx_free(grade_ctx_t *g);
-/* The sandbox was restored from a checkpoint (driver/restore.h): instance
+/* The sandbox was restored from a checkpoint (driver/turn/restore.h): instance
  * is the daemon's new id. A grade in flight began in the checkpointed
  * sandbox: its connection and token go, its record says "restored" (ctl
  * grade show), and it can be neither finished nor sealed; a new grade may
