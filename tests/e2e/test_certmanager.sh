@@ -211,12 +211,15 @@ t_check "TLS as the API server checks it: server name $A.$NS.svc against the caB
         "openssl s_client -connect $HOST_IP:$A_PORT -servername $A.$NS.svc -verify_hostname $A.$NS.svc \
          -CAfile a-ca.crt -verify_return_error </dev/null >sclient.log 2>&1"
 # The doors (ValidatingWebhookConfiguration, /validate) over the same
-# caBundle: an exec into hangar-driver by a user allowed pods/exec is refused
-# by the webhook itself (driver-exec), not by a TLS failure.
-kubectl create role -n e2e pod-exec --verb='*' --resource=pods,pods/exec >/dev/null
+# caBundle: a port-forward to the injected pod by a user allowed
+# pods/portforward is refused by the webhook itself (port-forward, or
+# pod-unknown where it cannot read the pod), not by a TLS failure. (Exec
+# into hangar-driver is the chart's ValidatingAdmissionPolicy's, in the API
+# server: it never calls the webhook.)
+kubectl create role -n e2e pod-exec --verb='*' --resource=pods,pods/exec,pods/portforward >/dev/null
 kubectl create rolebinding -n e2e pod-exec --role=pod-exec --user=mallory >/dev/null
-t_check "the doors too: exec into hangar-driver refused by the webhook (driver-exec)" t_wait_for \
-        "kubectl exec -n e2e a-1 -c hangar-driver --as mallory -- true >door.out 2>&1; grep -q 'denied the request.*driver-exec' door.out" 30 ||
+t_check "the doors too: a port-forward to the injected pod refused by the webhook" t_wait_for \
+        "kubectl get --raw /api/v1/namespaces/e2e/pods/a-1/portforward?ports=1 --as mallory >door.out 2>&1; grep -Eq 'denied the request.*(port-forward|pod-unknown)' door.out" 30 ||
         head -c 300 door.out
 
 # Renewal forced short while pods are created: duration 1h (cert-manager's
