@@ -71,7 +71,10 @@ row() { ROWS+=("$(printf '%-26s %-46s %9s %7s' "$1" "$2" "$3" "$4")"); }
 # Natively. A warm-up run first (page cache); its result is printed (on the
 # host the agent's checks do not pass: no hangar-home, the host's processes).
 RESULTS=("native: $("${AS_AGENT[@]}" "$PROBE" check --role agent 2>/dev/null | jq -r '.result // "none"' 2>/dev/null || true)")
-host_procs=$(find /proc -maxdepth 1 -name '[0-9]*' | wc -l)
+# Counted by the shell's glob: find(1) fails (and pipefail with it) when a
+# process exits between its readdir and its stat, as one did in CI.
+host_pids=(/proc/[0-9]*)
+host_procs=${#host_pids[@]}
 # (captured, then read: through a process substitution a failure would go unnoticed)
 paired=$(pair "$N" '"${AS_AGENT[@]}" "$PROBE" check --role agent' '"${AS_AGENT[@]}" /bin/true')
 read -r native_host _ native_host_net <<<"$paired"
