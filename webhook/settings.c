@@ -108,7 +108,7 @@ static const conf_setting_t server[] = {
     {"server.headerTimeoutSeconds", "HANGAR_HEADER_TIMEOUT_SECONDS", CONF_U32,
      OFF(header_timeout_seconds), "5", 1, 300, NULL, "seconds from 1 to 300"},
     {"server.clientConnectRate", "HANGAR_CLIENT_CONNECT_RATE", CONF_U32, OFF(client_connect_rate),
-     "50", 0, 100000, NULL, "connections a second from 0 (no cap) to 100000"},
+     "500", 0, 100000, NULL, "connections a second from 0 (no cap) to 100000"},
     {"server.trustedClientCIDRs", "HANGAR_TRUSTED_CLIENT_CIDRS", CONF_STRLIST,
      OFF(trusted_client_cidrs), "[]", 0, 64, NULL, "a list of CIDRs like 10.0.0.0/8"},
     {"server.threads", "HANGAR_THREADS", CONF_U32, OFF(threads), "0", 0, 256, NULL,

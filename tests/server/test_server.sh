@@ -55,6 +55,10 @@ server:
   requestTimeoutSeconds: 2
   idleTimeoutSeconds: 8
   certPollSeconds: 1
+  # The rotation below opens a TLS connection per request from four clients
+  # as fast as they can: the protocol is tested here, the per-client limits
+  # in test_wedge.sh.
+  clientConnectRate: 0
 CFG
 HEALTH_PORT=$(t_free_port)
 HANGAR_HEALTH_PORT=$HEALTH_PORT "$WEBHOOK" serve --config config.yaml 2>webhook.log &

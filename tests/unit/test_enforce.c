@@ -175,6 +175,7 @@ START_TEST(guard_modes_end_to_end)
                 _unit_json_ json_t *a = answer_of(true, EXEC_REVIEW, &o);
                 assert_answer(a, false, "denied", "driver-exec", NULL);
         }
+        free(cfg.guard_enforcement);
         cfg.guard_enforcement = strdup("warn");
         {
                 _outcome_ admission_outcome_t o = {0};
