@@ -105,6 +105,7 @@ START_TEST(test_demux_refuses)
         /* a status over the bound */
         size_t big = EXS_MAX_STATUS_BYTES + 2;
         char *m = calloc(1, big);
+        ck_assert_ptr_nonnull(m);
         m[0] = 3;
         ck_assert_int_eq(demux(&d, m, big, &ch, &data, &n), -EPROTO);
         free(m);

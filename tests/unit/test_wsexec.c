@@ -172,6 +172,7 @@ START_TEST(test_failures)
         /* an oversize message (over 1 MiB) */
         size_t big = 1024 * 1024 + 2;
         char *p = calloc(1, big);
+        ck_assert_ptr_nonnull(p);
         p[0] = 1;
         frame(&b, true, 2, p, big);
         free(p);

@@ -130,6 +130,7 @@ START_TEST(test_101_refused)
             wsup_parse_head("HTTP/1.1 200 OK\r\nX: \0\r\n\r\n", 25, KEY, EXS_PROTO_NONE, &a, &err),
             -EPROTO);
         char *big = malloc(WSUP_MAX_HEAD + 10);
+        ck_assert_ptr_nonnull(big);
         memset(big, 'a', WSUP_MAX_HEAD + 10);
         ck_assert_int_eq(wsup_parse_head(big, WSUP_MAX_HEAD + 10, KEY, EXS_PROTO_NONE, &a, &err),
                          -EPROTO);
@@ -164,9 +165,11 @@ START_TEST(test_error_bodies)
         b = error_body("HTTP/1.1 404 Not Found\r\nContent-Length: 13\r\n\r\n{\"kind\"", false, &st,
                        &r);
         ck_assert_int_eq(r, -EAGAIN);
+        free(b); /* what it holds on an error, if anything */
         b = error_body("HTTP/1.1 404 Not Found\r\nContent-Length: 13\r\n\r\n{\"kind\"", true, &st,
                        &r);
         ck_assert_int_eq(r, -EPROTO);
+        free(b); /* what it holds on an error, if anything */
         b = error_body("HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n"
                        "5\r\nhello\r\n1;ext=1\r\n!\r\n0\r\n\r\n",
                        false, &st, &r);
@@ -176,18 +179,23 @@ START_TEST(test_error_bodies)
         b = error_body("HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
                        false, &st, &r);
         ck_assert_int_eq(r, -EAGAIN);
+        free(b); /* what it holds on an error, if anything */
         b = error_body("HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
                        true, &st, &r);
         ck_assert_int_eq(r, -EPROTO);
+        free(b); /* what it holds on an error, if anything */
         b = error_body("HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
                        false, &st, &r);
         ck_assert_int_eq(r, -EPROTO);
+        free(b); /* what it holds on an error, if anything */
         b = error_body(
             "HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n0\r\n\r\n",
             false, &st, &r);
         ck_assert_int_eq(r, -EPROTO);
+        free(b); /* what it holds on an error, if anything */
         b = error_body("HTTP/1.1 500 x\r\n\r\nto the end", false, &st, &r);
         ck_assert_int_eq(r, -EAGAIN);
+        free(b); /* what it holds on an error, if anything */
         b = error_body("HTTP/1.1 500 x\r\n\r\nto the end", true, &st, &r);
         ck_assert_str_eq(b, "to the end");
         free(b);
