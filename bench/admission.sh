@@ -131,36 +131,8 @@ function mutate(r) {
 }
 export default {mutate};
 JS
-NPORT=$(free_port)
-mkdir -p "$TMP/nginx"
-cat >"$TMP/nginx.conf" <<CONF
-load_module $NJS;
-worker_processes auto;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $TMP/nginx/body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    keepalive_requests 1000000;
-    client_body_buffer_size 1m;
-    client_max_body_size 1m;
-    js_path $TMP;
-    js_import answer from static.js;
-    server {
-        listen 127.0.0.1:$NPORT ssl;
-        ssl_certificate $TMP/pki/tls.crt;
-        ssl_certificate_key $TMP/pki/tls.key;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        location /mutate { js_content answer.mutate; }
-    }
-}
-CONF
-nginx -c "$TMP/nginx.conf" -p "$TMP/nginx"
+bench_nginx_start "$TMP" "$TMP/pki" "" "js_content answer.mutate;" "load_module $NJS;" \
+        "client_body_buffer_size 1m; client_max_body_size 1m; js_path $TMP; js_import answer from static.js;"
 got=$(jq '.request.uid = "u-42"' "$TMP/review.json" |
         curl -sf --cacert "$TMP/pki/ca.crt" -H 'Content-Type: application/json' --data-binary @- \
                 "https://127.0.0.1:$NPORT/mutate" | jq -r .response.uid) || got=

@@ -25,14 +25,19 @@ bench_wait() {
         done
 }
 
-# bench_nginx_start DIR PKI_DIR ANSWER: nginx (Debian's nginx-light) on a free
-# loopback port with PKI_DIR's tls.crt/tls.key, answering ANSWER verbatim to
-# /mutate; its files in DIR/nginx*. Sets NPORT. Stop it with bench_nginx_stop DIR.
+# bench_nginx_start DIR PKI_DIR ANSWER [LOCATION [MAIN [HTTP]]]: nginx (Debian's
+# nginx-light) on a free loopback port with PKI_DIR's tls.crt/tls.key,
+# answering ANSWER verbatim to /mutate, or doing LOCATION's directives there
+# instead; MAIN and HTTP are more lines for the main and http contexts (a
+# module to load, its settings). Its files in DIR/nginx*. Sets NPORT. Stop it
+# with bench_nginx_stop DIR.
 bench_nginx_start() {
         local dir=$1 pki=$2 answer=$3
+        local location=${4:-"default_type application/json; return 200 '$answer';"} main=${5:-} http=${6:-}
         NPORT=$(free_port)
         mkdir -p "$dir/nginx"
         cat >"$dir/nginx.conf" <<CONF
+$main
 worker_processes auto;
 pid $dir/nginx.pid;
 error_log $dir/nginx/error.log;
@@ -45,12 +50,13 @@ http {
     uwsgi_temp_path $dir/nginx/uwsgi;
     scgi_temp_path $dir/nginx/scgi;
     keepalive_requests 1000000;
+$http
     server {
         listen 127.0.0.1:$NPORT ssl;
         ssl_certificate $pki/tls.crt;
         ssl_certificate_key $pki/tls.key;
         ssl_protocols TLSv1.2 TLSv1.3;
-        location /mutate { default_type application/json; return 200 '$answer'; }
+        location /mutate { $location }
     }
 }
 CONF
