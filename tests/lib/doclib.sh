@@ -20,3 +20,18 @@ doc_block() {
                 return 1
         }
 }
+
+# doc_script FILE NAME OUT [SED-EXPR]...: the block NAME of FILE as a bash
+# script in OUT, each SED-EXPR applied to it first (a page's placeholders,
+# DIR or POD, become the test's own), run line by line under errexit and
+# pipefail so that every command of the page must succeed. Run it with
+# `bash OUT`; non-zero (and a message) when there is no such block.
+doc_script() {
+        local file=$1 name=$2 out=$3 text expr
+        shift 3
+        text=$(doc_block "$file" "$name") || return 1
+        for expr in "$@"; do
+                text=$(sed -e "$expr" <<<"$text") || return 1
+        done
+        printf 'set -euo pipefail\n%s\n' "$text" >"$out"
+}
