@@ -57,6 +57,9 @@ else
 fi
 # The chart README's values table is generated from values.yaml's comments.
 scripts/chart-readme.sh --check >/dev/null || status=1
+# Every command block of the README and docs/ is run by a test (taken from
+# the page) or says why not (scripts/doc-commands.sh).
+scripts/doc-commands.sh >/dev/null || { scripts/doc-commands.sh || true; status=1; }
 
 mapfile -t shell_files < <({ git ls-files 2>/dev/null || find . -path './build*' -prune -o -type f -print | sed 's|^\./||'; } | while IFS= read -r f; do  # lint:substitution find is the fallback; the list is checked by shellcheck
         [ -f "$f" ] || continue
