@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile-only build matrix (issue 20: every build type builds with -Werror,
+# Compile-only build matrix (every build type builds with -Werror,
 # with gcc and with clang). Each combination is configured in its own
 # directory, build-matrix-TYPE-COMPILER, and every object file of its `all`
 # target is compiled (product, tests, the fuzz targets' corpus replayers,

@@ -1,4 +1,4 @@
-/* The working tree's hash (design page 001): `hangar-driver tree`, run in
+/* The working tree's hash (docs/design/trees-and-gate.md): `hangar-driver tree`, run in
  * the agent's container through the relay after each edit. SHA-256 over a
  * canonical walk, deterministic whatever the order readdir returns:
  *

@@ -1,4 +1,4 @@
-/* Where a turn's files live (design page 000, "How a turn runs there"),
+/* Where a turn's files live (docs/design/driver-sidecar.md, "How a turn runs"),
  * named once for the driver and the relay. Paths are relative to the two
  * volumes' mount paths (config: volumes.home.mountPath, volumes.ctl.mountPath).
  *

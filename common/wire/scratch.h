@@ -1,6 +1,6 @@
 /* The turn's scratch directory in the agent's home: $HOME/.hangar-scratch/
  * <turn>, where `hangar-driver tree` keeps its manifests and the verify
- * gate its rounds file (design page 001). The agent's own files: created
+ * gate its rounds file (docs/design/trees-and-gate.md). The agent's own files: created
  * and removed by the agent's processes (the tree command, the relay at the
  * end of the turn), never read by the driver except through a run request. */
 #pragma once

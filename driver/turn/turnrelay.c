@@ -32,7 +32,7 @@ static void stdin_pump(turn_t *t)
 }
 
 /* A tree hash's result: the JSON `hangar-driver tree` printed, recorded as
- * the agent's and untrusted (design page 001: the agent could change what a
+ * the agent's and untrusted (docs/design/trees-and-gate.md: the agent could change what a
  * hash in its own container returns). NULL if the output is not one. */
 static json_t *tree_record(turn_t *t, const frame_run_result_t *rr, int *ret_errno)
 {

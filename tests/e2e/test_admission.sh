@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end against a real kube-apiserver + etcd: the chart installed in URL
 # mode pointing at hangar-webhook running locally on TLS, pods created with
-# kubectl, and what the API server stored checked against design page 000's
+# kubectl, and what the API server stored checked against docs/design/driver-sidecar.md's
 # table. Also: a privileged pod and an unlabelled pod untouched, a dry-run
 # create injected, workloads injected offline and accepted, a denied pod's
 # message, 200 pods in parallel, the webhook
@@ -60,7 +60,7 @@ pod_manifest() { # NAME [LABEL_VALUE] [EXTRA_SPEC_JSON]
 t_check "webhook active (a dry-run sandbox pod comes back injected)" t_wait_for \
         "pod_manifest probe | kubectl create --dry-run=server -o json -f - 2>/dev/null | jq -e '.spec.containers | length == 2' >/dev/null" 30
 
-# A sandbox pod: stored exactly per the design page's table.
+# A sandbox pod: stored exactly per the design's table.
 pod_manifest sandbox-1 | kubectl create -f - >/dev/null
 kubectl get pod -n e2e sandbox-1 -o json >stored.json
 q() { jq -r "$@" stored.json; }

@@ -7,7 +7,7 @@
 # exec's status and output, `ctl grade show`. A clean trial is graded with
 # the runtime's baseline (runsc: isolated; a kernel without Yama under crun:
 # best_effort, pid1-open, the agent's PID 1 being the agent's own), then
-# each of issue 15's attacks, as the trial's processes left behind in the
+# each attack on a grade (docs/graders.md), as the trial's processes left behind in the
 # agent's container, must leave the grade as it is (the report, the tests'
 # hash, the baseline trust) or downgrade it with the right reason. Last, a
 # second pod with a third container beside the agent's (other-containers).

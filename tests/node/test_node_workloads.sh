@@ -13,7 +13,7 @@
 #     complete; with driver.nativeSidecar (helm upgrade) the driver is the
 #     last init container with restartPolicy Always and the Job completes
 #     (skipped, with its reason, in a tree without the option);
-#   - the design page's gVisor claims through pods/exec (kubelet + containerd
+#   - the design's gVisor claims through pods/exec (kubelet + containerd
 #     + containerd-shim-runsc-v1): separate PID namespaces, same uid for
 #     ptrace and /proc/PID/mem, non-dumpable honoured (in a shared-PID pod),
 #     read-only mounts per container, hangar-home shared at pod level,

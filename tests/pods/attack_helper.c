@@ -1,5 +1,5 @@
 /* hangar-test-ptrace: a test-only helper run inside the pod harness's
- * containers to check what the design page claims of gVisor (the agent cannot
+ * containers to check what the design claims of gVisor (the agent cannot
  * see, signal, trace or read the memory of the driver's processes). busybox
  * has no ptrace tool, so this does the attempts and reports each result as
  * an errno name. Not installed; built for tests/pods/test_gvisor_claims.sh.
@@ -20,7 +20,7 @@
  *   hangar-test-ptrace write PATH
  *       creates PATH with the text "written by UID\n": prints "ok" or the errno name
  *   hangar-test-ptrace snoop NAME SECS
- *       the relay-token race (issue 11): spins over /proc for SECS seconds;
+ *       the relay-token race: spins over /proc for SECS seconds;
  *       for every new process called NAME, tries at once and again to open
  *       /proc/PID/fd/0 (its stdin, where hangar writes the token) before it
  *       hardens itself, and reads whatever arrives on each descriptor it got.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # commands for the containers are single-quoted on purpose
-# Each claim of the design page's "What gVisor gives" (seed 000) as a test in
+# Each claim of the design's "What gVisor gives" (docs/design/driver-sidecar.md) as a test in
 # a real pod built from the webhook's output (`hangar-webhook inject`), run
 # by the pod harness. The attempts are made from inside the containers by a
 # test-only helper (tests/pods/attack_helper.c, `hangar-test-ptrace`: busybox
@@ -57,7 +57,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 pods_runtime_opts "$RUNTIME" "${@:4}"
 PODRUN=$HERE/podrun
 RT_VERSION="$("${RUNTIME_BIN:-$RUNTIME}" --version 2>/dev/null | head -n 1)"
-t_begin "gVisor's claims (seed 000) in real pods under $RUNTIME ($RT_VERSION${RUNTIME_BIN:+, $RUNTIME_BIN})"
+t_begin "gVisor's claims (the design's) in real pods under $RUNTIME ($RT_VERSION${RUNTIME_BIN:+, $RUNTIME_BIN})"
 pods_preflight "$RUNTIME"
 [ -x "$HELPER" ] || { t_fail "helper $HELPER not built (ninja hangar-test-ptrace)"; t_end; }
 HELPER=$(realpath "$HELPER")

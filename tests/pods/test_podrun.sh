@@ -2,7 +2,7 @@
 # shellcheck disable=SC2016,SC2317 # commands for the containers are single-quoted on purpose; helpers run via t_check
 # The pod harness (tests/pods/podrun) on a real runtime: a sandbox pod goes
 # through `hangar-webhook inject`, comes up as a multi-container pod, and the
-# shape the design page (seed 000) asks for is checked from inside each
+# shape the design (docs/design/driver-sidecar.md) asks for is checked from inside each
 # container with busybox:
 #   - the agent (container "sandbox") runs as its uid, hangar-driver as 1001:1001;
 #   - the driver can write hangar-home and hangar-ctl (memory-backed), its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hangar-probe spec: a pod's spec against the shape the webhook injects.
-# The webhook's own output passes; each fault the design page cares about,
+# The webhook's own output passes; each fault the design cares about,
 # written into that output, fails with the right code; and the same check
 # reads pods through a real kube-apiserver (libcurl, kubeconfig).
 # usage: test_probe_spec.sh HANGAR_WEBHOOK HANGAR_PROBE TOOLS_BIN
@@ -64,7 +64,7 @@ fault agent-as-driver "$A.securityContext.runAsUser = 1001" spec.agent-uid
 fault ctl-on-disk "(.spec.volumes[] | select(.name == \"hangar-ctl\")).emptyDir = {}" spec.volume
 fault no-driver "del($D)" spec.no-driver
 fault init-mounts-ctl ".spec.initContainers = [{name: \"i\", image: \"x\", volumeMounts: [{name: \"hangar-ctl\", mountPath: \"/c\"}]}]" spec.mount
-# The driver in any other member than its mounts (issue 11).
+# The driver in any other member than its mounts.
 fault driver-command "$D.command = [\"sh\", \"-c\", \"x\"]" spec.driver
 fault driver-args "$D.args = [\"x\"]" spec.driver
 fault driver-poststart "$D.lifecycle = {postStart: {exec: {command: [\"sh\"]}}}" spec.driver

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No client can wedge the webhook (issue 21; docs/webhook.md "Connections"):
+# No client can wedge the webhook (docs/webhook.md "Connections"):
 # a stand-in API server on 127.0.0.1 sends reviews all along (a kept-alive
 # connection and a new one each second, as client-go does) while hostile
 # clients from 127.0.0.2-127.0.0.9 hoard keep-alives (W1, W2), never finish

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The attack suite (issue 6): a turn under the sidecar in a real pod, attacked
+# The attack suite: a turn under the sidecar in a real pod, attacked
 # from the agent's container as the agent. Every attempt must fail, the
 # driver's secrets must stay secret, and the turn must still complete with
 # the right output and exit status. Run under runsc (GKE Sandbox) and under

@@ -387,7 +387,7 @@ START_TEST(max_requests)
 END_TEST
 
 /* The response line changes nothing: the driver records the decision and
- * makes room for it before it marks the request (issue 11: a decision it
+ * makes room for it before it marks the request (a decision it
  * could not deliver must stay pending for hangar to retry). */
 START_TEST(response_line_leaves_pending)
 {

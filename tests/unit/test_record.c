@@ -62,7 +62,7 @@ START_TEST(events_are_lines)
 END_TEST
 
 /* Past the limit a write fails part-way: the line is cut back, the error
- * returned, the sequence not advanced (issue 11: a record write that fails
+ * returned, the sequence not advanced (a record write that fails
  * must fail the operation loudly, never be silently lost). */
 START_TEST(full_volume_reported_whole_lines)
 {

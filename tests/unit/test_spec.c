@@ -438,7 +438,7 @@ START_TEST(free_zeroed)
 END_TEST
 
 /* spec_parse_wipe wipes the text (it holds the run key) whether or not the
- * spec parses (issue 11: a spec that failed to parse kept the key). */
+ * spec parses (a spec that once failed to parse kept the key). */
 static void assert_wiped(const char *text, int want)
 {
         size_t len = strlen(text);
