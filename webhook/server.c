@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "k8sclient.h"
 #include "log.h"
 #include "metrics.h"
+#include "podlookup.h"
 #include "shape.h"
 #include "strparse.h"
 
@@ -54,12 +56,22 @@
  * default, 32 KiB, was a measurable share of a review's time; a request's
  * headers here are well under 2 KiB and the body is copied out as it comes. */
 #define CONNECTION_MEMORY 16384
+/* The port-forward lookups' lane (podlookup.c): two threads, as the design
+ * page says (a lookup waits on the API server, not on CPU), and a queue no
+ * deeper than the reviews the API server could have in flight for it;
+ * beyond, a port-forward is refused at once rather than waited on. */
+#define LOOKUP_THREADS 2
+#define LOOKUP_QUEUE   64
+/* A lookup ends this long before its review's deadline, so the denial it
+ * turns into still reaches the API server in time. */
+#define LOOKUP_DEADLINE_MARGIN_MS 250
 
 struct server {
         const webhook_settings_t *cfg;
         shape_values_t *values; /* built once, shared by every review */
         struct MHD_Daemon *tls;
         struct MHD_Daemon *health;
+        podlookup_t *lookups;
         atomic_bool stopping;
         pthread_t reaper;
         bool reaper_started;
@@ -143,6 +155,17 @@ typedef struct request {
         int corked_fd;   /* >= 0: TCP_CORK set on it for this answer */
         struct timespec started;
         conn_t *conn; /* NULL if the connection is not in a table */
+        /* A /validate review whose pod is read on the lookup lane: the
+         * connection is suspended while the job runs, and the job leaves
+         * the decided answer here before it resumes the connection. */
+        podlookup_job_t job;
+        struct MHD_Connection *mhd;
+        const server_t *server;
+        int64_t lookup_deadline_ms; /* CLOCK_MONOTONIC */
+        atomic_bool decided;        /* the fields below are set */
+        int review_r;               /* admission_validate's result */
+        char *response;             /* review_r == 0: the answer, malloc'd */
+        char error[256];            /* review_r == -EINVAL: why */
 } request_t;
 
 static double seconds_since(const struct timespec *t0)
@@ -398,42 +421,45 @@ static void uncork(request_t *req)
         req->corked_fd = -1;
 }
 
-/* The pod a port-forward names, read through the API with the webhook's
- * own credentials (a client per lookup: port-forwards are rare, and the
- * client is one request at a time). */
-static int lookup_pod(void *ctx, const char *ns, const char *name, json_t **ret_pod,
-                      hg_error_t *err)
+/* Lookups for a review decided on a worker: none is made there. The first
+ * pass of a /validate review says whether it needs the pod at all (only a
+ * port-forward does); if it does, the review goes to the lookup lane. */
+static int deferring_lookup(void *ctx, const char *ns, const char *name, json_t **ret_pod,
+                            hg_error_t *err)
 {
-        const webhook_settings_t *cfg = ctx;
-        /* ns and name are a namespace's and a pod's (admission_validate
-         * checked): they go into the path as they are. */
-        k8s_client_t *k8s = NULL;
-        int r = k8s_client_new(cfg->kubeconfig, &k8s, err);
-        if (r < 0)
-                return r;
-        char path[400];
-        int w = snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
-        long status = 0;
-        json_t *pod = NULL;
-        if (w < 0 || (size_t)w >= sizeof(path))
-                r = error_set(err, -ENAMETOOLONG, "pod name too long");
-        else
-                r = k8s_request(k8s, "GET", path, NULL, NULL, &status, &pod, err);
-        k8s_client_free(k8s);
-        if (r < 0)
-                return r;
-        if (status != 200 || !json_is_object(pod)) {
-                char buf[32];
-                r = error_set(err, -EIO, "reading pod %s/%s: %s", ns, name,
-                              k8s_status_message(pod, status, buf, sizeof(buf)));
-                json_decref(pod);
-                return r;
-        }
-        *ret_pod = pod;
-        return 0;
+        (void)ns;
+        (void)name;
+        (void)ret_pod;
+        *(bool *)ctx = true;
+        return error_set(err, -EAGAIN, "the pod is read on the lookup lane");
 }
 
-static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *conn, request_t *req)
+/* On the lookup lane: the pod, read before the review's deadline. */
+static int lane_lookup(void *ctx, const char *ns, const char *name, json_t **ret_pod,
+                       hg_error_t *err)
+{
+        const request_t *req = ctx;
+        int64_t left = req->lookup_deadline_ms - now_ms();
+        if (left <= 0)
+                return error_set(err, -ETIMEDOUT,
+                                 "reading pod %s/%s: no time left before the review's deadline", ns,
+                                 name);
+        return podlookup_read(req->server->cfg->kubeconfig, ns, name, (long)left, ret_pod, err);
+}
+
+/* When the lane cannot take the review: ctx says why; the guard denies. */
+static int refused_lookup(void *ctx, const char *ns, const char *name, json_t **ret_pod,
+                          hg_error_t *err)
+{
+        (void)ret_pod;
+        return error_set(err, -EAGAIN, "reading pod %s/%s: %s", ns, name, (const char *)ctx);
+}
+
+/* Decides the review into req (review_r, response, error), logged and
+ * counted, unless *ret_deferred (may be NULL) comes back true: then the
+ * review needs a lookup that this pass did not make, and nothing is kept. */
+static void decide_review(const server_t *s, request_t *req, admission_pod_lookup_fn lookup,
+                          void *lookup_ctx, bool *ret_deferred)
 {
         admission_outcome_t o;
         hg_error_t err = {0};
@@ -443,30 +469,91 @@ static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *c
         jsonarena_begin();
         const char *body = req->body ? req->body : "";
         int r = req->route == ROUTE_VALIDATE
-                    ? admission_validate(s->cfg, body, req->len, lookup_pod, (void *)s->cfg,
-                                         &response, &o, &err)
+                    ? admission_validate(s->cfg, body, req->len, lookup, lookup_ctx, &response, &o,
+                                         &err)
                     : admission_review(s->cfg, s->values, ADMISSION_READ_PROJECTED, body, req->len,
                                        &response, &o, &err);
+        if (ret_deferred && *ret_deferred) {
+                free(response);
+                admission_outcome_free(&o);
+                jsonarena_end();
+                return;
+        }
         double secs = seconds_since(&req->started);
         const char *peer = req->conn ? req->conn->peer : "";
-        enum MHD_Result ret;
         if (r == -EINVAL) {
                 metrics_record_error(METRICS_ERROR_BAD_REQUEST);
                 log_review(&o, secs, err.message, peer);
-                ret = send_error(conn, MHD_HTTP_BAD_REQUEST, err.message);
+                (void)snprintf(req->error, sizeof(req->error), "%s", err.message);
         } else if (r < 0) {
                 metrics_record_error(METRICS_ERROR_INTERNAL);
                 log_review(&o, secs, "internal error", peer);
-                ret = send_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
         } else {
                 metrics_record_review(&o.result, secs);
                 log_review(&o, secs, NULL, peer);
-                cork(conn, req);
-                ret = send_buffer(conn, MHD_HTTP_OK, "application/json", response, false);
         }
+        req->review_r = r;
+        req->response = r == 0 ? response : NULL;
+        if (r != 0)
+                free(response);
         admission_outcome_free(&o);
         jsonarena_end();
-        return ret;
+        atomic_store(&req->decided, true);
+}
+
+/* Sends what decide_review left in req. */
+static enum MHD_Result send_review(struct MHD_Connection *conn, request_t *req)
+{
+        if (req->review_r == -EINVAL)
+                return send_error(conn, MHD_HTTP_BAD_REQUEST, req->error);
+        if (req->review_r < 0)
+                return send_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
+        char *response = req->response;
+        req->response = NULL; /* MHD frees it with the answer */
+        cork(conn, req);
+        return send_buffer(conn, MHD_HTTP_OK, "application/json", response, false);
+}
+
+/* A lookup lane job: the review decided with the pod read there (or, with
+ * the lane stopping, refused), then the connection resumed to send it. */
+static void run_lookup_job(podlookup_job_t *job, bool cancelled)
+{
+        request_t *req = (request_t *)((char *)job - offsetof(request_t, job));
+        if (cancelled)
+                decide_review(req->server, req, refused_lookup, (void *)"the webhook is stopping",
+                              NULL);
+        else
+                decide_review(req->server, req, lane_lookup, req, NULL);
+        MHD_resume_connection(req->mhd);
+}
+
+/* The review needs its pod: its connection waits, suspended, while the
+ * lane reads it; the worker goes on with other connections. A lane that
+ * cannot take it gets the review refused now (fail closed, not waited on). */
+static enum MHD_Result defer_review(const server_t *s, struct MHD_Connection *conn, request_t *req)
+{
+        req->mhd = conn;
+        req->server = s;
+        req->job.run = run_lookup_job;
+        MHD_suspend_connection(conn);
+        int r = podlookup_submit(s->lookups, &req->job);
+        if (r < 0) {
+                decide_review(s, req, refused_lookup,
+                              (void *)(r == -EAGAIN ? "too many port-forward lookups in flight"
+                                                    : "the webhook is stopping"),
+                              NULL);
+                MHD_resume_connection(conn);
+        }
+        return MHD_YES;
+}
+
+static enum MHD_Result answer_review(const server_t *s, struct MHD_Connection *conn, request_t *req)
+{
+        bool deferred = false;
+        decide_review(s, req, deferring_lookup, &deferred, &deferred);
+        if (deferred)
+                return defer_review(s, conn, req);
+        return send_review(conn, req);
 }
 
 static enum MHD_Result answer_simple(server_t *s, struct MHD_Connection *conn, route_t route)
@@ -579,11 +666,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         if (req->refuse_status)
                 return send_error(conn, req->refuse_status, req->refuse_message);
+        /* Back from the lookup lane: the answer is ready. */
+        if (atomic_load(&req->decided))
+                return send_review(conn, req);
         /* Only /validate may wait (a port-forward's pod is read from the
-         * API); a /mutate review is microseconds of CPU, which no deadline
-         * could cut, and stays under the body's deadline. */
-        if (req->route == ROUTE_VALIDATE)
-                enter_phase(req->conn, CONNGUARD_REVIEW, review_deadline(conn, s));
+         * API, on the lookup lane); a /mutate review is microseconds of
+         * CPU, which no deadline could cut, and stays under the body's
+         * deadline. */
+        if (req->route == ROUTE_VALIDATE) {
+                int64_t deadline = review_deadline(conn, s);
+                enter_phase(req->conn, CONNGUARD_REVIEW, deadline);
+                if (!deadline)
+                        deadline = now_ms() + (int64_t)s->cfg->request_timeout_seconds * 1000 -
+                                   REVIEW_DEADLINE_MARGIN_MS;
+                req->lookup_deadline_ms = deadline - LOOKUP_DEADLINE_MARGIN_MS;
+        }
         return answer_review(s, conn, req);
 }
 
@@ -604,6 +701,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
         /* The answer is all written (or the request is over): send it now. */
         uncork(req);
+        free(req->response);
         free(req->body);
         free(req);
         *con_cls = NULL;
@@ -972,6 +1070,10 @@ static struct MHD_Daemon *start_daemon(server_t *s, listener_t *l, uint16_t port
         }
         /* ITC: lets server_stop quiesce the listener while requests finish. */
         unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+        /* A port-forward review's connection waits suspended for the
+         * lookup lane. */
+        if (tls)
+                flags |= MHD_ALLOW_SUSPEND_RESUME;
         if (ipv6)
                 flags |= MHD_USE_IPv6;
         if (tls)
@@ -1038,8 +1140,12 @@ static void server_free(server_t *s)
                 MHD_socket fd = MHD_quiesce_daemon(s->tls);
                 if (fd != MHD_INVALID_SOCKET)
                         close(fd);
+                /* MHD stops only with no connection suspended: every
+                 * lookup ends (queued ones refused) and resumes its own. */
+                podlookup_stop(s->lookups);
                 MHD_stop_daemon(s->tls);
         }
+        podlookup_free(s->lookups);
         if (s->health)
                 MHD_stop_daemon(s->health);
         listener_fini(&tls_listener);
@@ -1061,6 +1167,8 @@ int server_start(const webhook_settings_t *cfg, server_t **ret, hg_error_t *err)
         int r = shape_values_new(&cfg->sidecar, &s->values) < 0
                     ? error_set(err, -ENOMEM, "out of memory")
                     : listener_init(&tls_listener, s, true, err);
+        if (r == 0 && podlookup_new(LOOKUP_THREADS, LOOKUP_QUEUE, &s->lookups) < 0)
+                r = error_set(err, -ENOMEM, "cannot start the port-forward lookup threads");
         if (r == 0 && cfg->health_port)
                 r = listener_init(&health_listener, s, false, err);
         if (r == 0) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,20 @@ struct k8s_client {
         execcred_t cred;         /* what the plugin last gave, while valid */
         bool cred_valid;
         unsigned long cred_gen; /* counts the plugin's runs */
+        int64_t deadline_ms;    /* CLOCK_MONOTONIC; 0: REQUEST_TIMEOUT_S each */
 };
+
+static int64_t monotonic_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void k8s_client_set_timeout_ms(k8s_client_t *c, long timeout_ms)
+{
+        c->deadline_ms = timeout_ms > 0 ? monotonic_ms() + timeout_ms : 0;
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
@@ -807,6 +821,15 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
         _cleanup_strbuf_ strbuf_t url = {0};
         _cleanup_strbuf_ strbuf_t ct = {0};
         answer_t a = {0};
+        long timeout_ms = REQUEST_TIMEOUT_S * 1000;
+        if (c->deadline_ms) {
+                int64_t left = c->deadline_ms - monotonic_ms();
+                if (left <= 0)
+                        return error_set(err, -ETIMEDOUT, "%s %s: no time left before the deadline",
+                                         method, path);
+                if (left < timeout_ms)
+                        timeout_ms = (long)left;
+        }
         if (!h || strbuf_printf(&url, "%s%s", c->server, path) < 0 ||
             strbuf_printf(&ct, "Content-Type: %s",
                           content_type ? content_type : "application/json") < 0)
@@ -823,7 +846,7 @@ static int perform(k8s_client_t *c, const char *method, const char *path, const 
         cc = curl_easy_setopt(h, opt, val)
         SET(CURLOPT_CUSTOMREQUEST, method);
         SET(CURLOPT_HTTPHEADER, headers);
-        SET(CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
+        SET(CURLOPT_TIMEOUT_MS, timeout_ms);
         SET(CURLOPT_WRITEFUNCTION, on_data);
         SET(CURLOPT_WRITEDATA, &a);
         if (body) {

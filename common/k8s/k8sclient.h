@@ -70,6 +70,13 @@ const char *k8s_client_server(const k8s_client_t *c);
 /* The kubeconfig context in use, NULL in a cluster. */
 const char *k8s_client_context(const k8s_client_t *c);
 
+/* From now on, every exchange of c, retries included, ends within
+ * timeout_ms of this call, else fails -EIO (-ETIMEDOUT if none is left to
+ * start it; a credential plugin's run is not bounded by it): for a caller
+ * with its own deadline, as the webhook's port-forward lookup answering
+ * before the API server gives up. 0: each exchange gets the default 10 s. */
+void k8s_client_set_timeout_ms(k8s_client_t *c, long timeout_ms);
+
 /* Sends method to path ("/api/v1/namespaces/ns/secrets/name") with body (may
  * be NULL) of content_type (NULL: application/json). On any HTTP answer
  * returns 0 with *ret_status and the answer parsed as JSON in *ret_body (NULL
