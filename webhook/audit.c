@@ -24,6 +24,7 @@ static const char *const state_names[AUDIT_STATE_COUNT] = {
     [AUDIT_NOT_INJECTED] = "not-injected",
     [AUDIT_STALE] = "stale",
     [AUDIT_DENIED] = "denied",
+    [AUDIT_UNGUARDED] = "unguarded",
     [AUDIT_SKIPPED] = "skipped",
     [AUDIT_EXCLUDED] = "excluded",
     [AUDIT_CURRENT] = "current",
@@ -44,6 +45,7 @@ bool audit_state_needs_action(audit_state_t state)
         case AUDIT_NOT_INJECTED:
         case AUDIT_STALE:
         case AUDIT_DENIED:
+        case AUDIT_UNGUARDED:
         case AUDIT_STATE_COUNT:
         default:
                 return true;
@@ -301,31 +303,67 @@ typedef struct audit_run_ctx {
         const shape_values_t *values;
         k8s_client_t *k;
         json_t *webhook; /* the configuration's webhook entry, or NULL */
-        json_t *ns_sent; /* namespace -> true/false: whether the webhook is called there */
-        json_t *rows;    /* [{namespace, name, state, code, reason}] */
+        const audit_options_t *o;
+        json_t *ns_labels; /* namespace -> its labels (an object), read once each */
+        json_t *rows;      /* [{namespace, name, state, code, reason}] */
         size_t counts[AUDIT_STATE_COUNT];
 } audit_run_ctx_t;
 
-/* Whether the API server sends pods of namespace ns to the webhook (its
- * namespaceSelector against the namespace's labels), cached per namespace. */
-static int namespace_sent(audit_run_ctx_t *a, const char *ns, hg_error_t *err)
+/* The labels of namespace ns, read once per namespace (borrowed from the
+ * cache). */
+static int namespace_labels(audit_run_ctx_t *a, const char *ns, json_t **ret, hg_error_t *err)
 {
-        json_t *known = json_object_get(a->ns_sent, ns);
-        if (known)
-                return json_is_true(known);
-        _cleanup_strbuf_ strbuf_t path = {0};
-        if (strbuf_printf(&path, "/api/v1/namespaces/") < 0 || url_escape(&path, ns) < 0)
-                return -ENOMEM;
-        _cleanup_json_ json_t *nsobj = NULL;
-        int r = get_json(a->k, path.data, &nsobj, err);
+        json_t *known = json_object_get(a->ns_labels, ns);
+        if (!known) {
+                _cleanup_strbuf_ strbuf_t path = {0};
+                if (strbuf_printf(&path, "/api/v1/namespaces/") < 0 || url_escape(&path, ns) < 0)
+                        return -ENOMEM;
+                _cleanup_json_ json_t *nsobj = NULL;
+                int r = get_json(a->k, path.data, &nsobj, err);
+                if (r < 0)
+                        return r;
+                json_t *labels = json_object_get(json_object_get(nsobj, "metadata"), "labels");
+                known = json_is_object(labels) ? json_incref(labels) : json_object();
+                if (!known || json_object_set_new(a->ns_labels, ns, known) < 0)
+                        return -ENOMEM;
+        }
+        *ret = known;
+        return 0;
+}
+
+/* Whether the webhooks are ever called for pods of namespace ns: 1, or 0
+ * with *v the unguarded verdict saying why not. */
+static int namespace_guarded(audit_run_ctx_t *a, const char *ns, audit_verdict_t *v,
+                             hg_error_t *err)
+{
+        json_t *labels = NULL;
+        int r = namespace_labels(a, ns, &labels, err);
         if (r < 0)
                 return r;
-        r = selector_matches(json_object_get(a->webhook, "namespaceSelector"),
-                             json_object_get(json_object_get(nsobj, "metadata"), "labels"), err);
+        const char *key = a->o->scope_key, *want = a->o->scope_value, *have = NULL;
+        if (key && (jsonx_string(labels, key, &have) < 0 || strcmp(have, want) != 0)) {
+                set_verdict(v, AUDIT_UNGUARDED, "namespace-not-opted-in",
+                            "namespace %s is not labelled %s=%s: neither webhook is called for "
+                            "its pods, so the guard never sees this pod's port-forwards, "
+                            "updates or ephemeral containers, and the scope policy would refuse "
+                            "it at creation now; opt the namespace in (kubectl label namespace "
+                            "%s %s=%s), then audit again",
+                            ns, key, want, ns, key, want);
+                return 0;
+        }
+        if (!a->webhook)
+                return 1;
+        r = selector_matches(json_object_get(a->webhook, "namespaceSelector"), labels, err);
         if (r < 0)
                 return error_prefix(err, "namespace %s: ", ns);
-        if (json_object_set_new(a->ns_sent, ns, json_boolean(r)) < 0)
-                return -ENOMEM;
+        if (r == 0)
+                set_verdict(v, AUDIT_UNGUARDED, "namespace-not-selected",
+                            "the webhook configuration's namespaceSelector leaves namespace %s "
+                            "out (the release's namespace, kube-system and "
+                            "webhook.excludeNamespaces never are sent): the API server never "
+                            "sends its pods, so this sandbox pod is neither injected nor "
+                            "guarded; run sandbox pods in an opted-in namespace",
+                            ns);
         return r;
 }
 
@@ -336,26 +374,20 @@ static int judge(audit_run_ctx_t *a, json_t *pod, hg_error_t *err)
         (void)jsonx_string(meta, "namespace", &ns);
         (void)jsonx_string(meta, "name", &name);
         audit_verdict_t v;
-        int r = 0;
-        if (a->webhook) {
-                r = namespace_sent(a, ns, err);
+        /* Out of the webhooks' sight first: whatever its shape, nothing
+         * guards such a pod. */
+        int r = namespace_guarded(a, ns, &v, err);
+        if (r > 0 && a->webhook) {
+                r = selector_matches(json_object_get(a->webhook, "objectSelector"),
+                                     json_object_get(meta, "labels"), err);
                 if (r == 0)
-                        set_verdict(&v, AUDIT_EXCLUDED, "namespace-not-selected",
-                                    "the webhook configuration's namespaceSelector leaves "
-                                    "namespace %s out: the API server never sends its pods",
-                                    ns);
-                else if (r > 0) {
-                        r = selector_matches(json_object_get(a->webhook, "objectSelector"),
-                                             json_object_get(meta, "labels"), err);
-                        if (r == 0)
-                                set_verdict(&v, AUDIT_EXCLUDED, "object-not-selected",
-                                            "the webhook configuration's objectSelector leaves "
-                                            "this pod out");
-                }
-                if (r < 0)
-                        return r;
+                        set_verdict(&v, AUDIT_EXCLUDED, "object-not-selected",
+                                    "the webhook configuration's objectSelector leaves "
+                                    "this pod out");
         }
-        if (!a->webhook || r > 0) {
+        if (r < 0)
+                return r;
+        if (r > 0) {
                 r = audit_pod(a->cfg, a->values, pod, &v);
                 if (r < 0)
                         return r;
@@ -475,7 +507,7 @@ static void print_table(const audit_run_ctx_t *a, bool show_all, FILE *out)
 
 int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err)
 {
-        audit_run_ctx_t a = {.cfg = cfg};
+        audit_run_ctx_t a = {.cfg = cfg, .o = o};
         _cleanup_(cleanup_clientp) k8s_client_t *k = NULL;
         int r = k8s_client_new_kubectl(o->kubeconfig, o->context, &k, err);
         if (r < 0)
@@ -485,12 +517,12 @@ int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out
         if (shape_values_new(&cfg->sidecar, &values) < 0)
                 return -ENOMEM;
         a.values = values;
-        _cleanup_json_ json_t *mwc = NULL, *ns_sent = json_object(), *rows = json_array();
-        a.ns_sent = ns_sent;
+        _cleanup_json_ json_t *mwc = NULL, *ns_labels = json_object(), *rows = json_array();
+        a.ns_labels = ns_labels;
         a.rows = rows;
         _cleanup_strbuf_ strbuf_t base = {0}, selector = {0};
         _cleanup_free_ char *cont = strdup("");
-        if (!ns_sent || !rows || !cont) {
+        if (!ns_labels || !rows || !cont) {
                 r = -ENOMEM;
                 goto out;
         }

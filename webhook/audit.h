@@ -13,6 +13,12 @@
  *     still change it: injected by another configuration (stale);
  *   - it would refuse the pod now (denied), or skip it (skipped: privileged,
  *     host namespaces; the webhook's current answer, so not a problem);
+ *   - it lives where the webhooks are never called (unguarded): a
+ *     namespace that has not opted in (the scope label, the chart's
+ *     scope.namespaceLabel) or, given the webhook configuration, one its
+ *     namespaceSelector leaves out. The guard never sees such a pod's
+ *     port-forwards, updates or ephemeral containers, and the scope policy
+ *     would refuse it at creation now; it is reported whatever its shape;
  *   - otherwise the pod is current.
  * One judgement with the webhook: nothing here decides a shape itself.
  *
@@ -34,6 +40,7 @@ typedef enum audit_state {
         AUDIT_NOT_INJECTED, /* first: a zeroed verdict is a problem */
         AUDIT_STALE,
         AUDIT_DENIED,
+        AUDIT_UNGUARDED,
         AUDIT_SKIPPED,
         AUDIT_EXCLUDED,
         AUDIT_CURRENT,
@@ -50,8 +57,8 @@ typedef struct audit_verdict {
 } audit_verdict_t;
 
 const char *audit_state_name(audit_state_t state);
-/* Whether a pod in this state needs an admin (recreate it): not injected,
- * stale or denied. */
+/* Whether a pod in this state needs an admin (recreate it, or opt its
+ * namespace in): not injected, stale, denied or unguarded. */
 bool audit_state_needs_action(audit_state_t state);
 
 /* Judges one stored pod (left unchanged) against cfg with the webhook's
@@ -67,9 +74,16 @@ typedef struct audit_options {
         bool json;     /* a JSON document instead of a table */
         bool show_all; /* the table lists current, skipped and excluded pods too */
         /* A MutatingWebhookConfiguration whose namespaceSelector and
-         * objectSelector say which pods the API server sends: pods it would
-         * not send are excluded, not reported missing. NULL: none. */
+         * objectSelector say which pods the API server sends: pods of a
+         * namespace it leaves out are unguarded, pods its objectSelector
+         * leaves out are excluded. NULL: none. */
         const char *webhook_configuration;
+        /* The namespace label that opts a namespace in (the chart's
+         * scope.namespaceLabel, scope.mode optIn): pods of a namespace
+         * without it are unguarded. NULL key: every namespace is in scope
+         * (scope.mode all). */
+        const char *scope_key;
+        const char *scope_value;
 } audit_options_t;
 
 /* Lists the sandbox pods (cfg's selector) and judges each; writes a table or

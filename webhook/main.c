@@ -32,6 +32,7 @@
 #include "jsondump.h"
 #include "jsonx.h"
 #include "k8sclient.h"
+#include "k8sname.h"
 #include "log.h"
 #include "metrics.h"
 #include "selfcert.h"
@@ -56,6 +57,7 @@ static const char usage_text[] =
     "       hangar-webhook audit [--config FILE] [--kubeconfig FILE] [--context NAME]\n"
     "                            [-n NS | -A] [-o table|json] [--all]\n"
     "                            [--webhook-configuration NAME]\n"
+    "                            [--scope KEY=VALUE|all]\n"
     "       hangar-webhook test-injection --namespace NS --image IMAGE [--config FILE]\n"
     "                            [--kubeconfig FILE] [--context NAME]\n"
     "       hangar-webhook version\n"
@@ -578,7 +580,7 @@ static int cmd_config(int argc, char **argv)
 
 static int cmd_audit(int argc, char **argv)
 {
-        enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_ALL, OPT_WEBHOOK };
+        enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_ALL, OPT_WEBHOOK, OPT_SCOPE };
         static const struct option opts[] = {
             {"config", required_argument, NULL, 'c'},
             {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
@@ -588,9 +590,13 @@ static int cmd_audit(int argc, char **argv)
             {"output", required_argument, NULL, 'o'},
             {"all", no_argument, NULL, OPT_ALL},
             {"webhook-configuration", required_argument, NULL, OPT_WEBHOOK},
+            {"scope", required_argument, NULL, OPT_SCOPE},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         const char *config_path = NULL, *output = "table";
+        /* The chart's default scope (scope.mode optIn, scope.namespaceLabel):
+         * pods of a namespace without the label are unguarded. */
+        const char *scope = "hangar.dev/injection=enabled";
         audit_options_t o = {0};
         int c;
         while ((c = getopt_long(argc, argv, "c:n:Ao:h", opts, NULL)) != -1) {
@@ -619,6 +625,9 @@ static int cmd_audit(int argc, char **argv)
                 case OPT_WEBHOOK:
                         o.webhook_configuration = optarg;
                         break;
+                case OPT_SCOPE:
+                        scope = optarg;
+                        break;
                 case 'h':
                         fputs(usage_text, stdout);
                         return EXIT_SUCCESS;
@@ -626,6 +635,24 @@ static int cmd_audit(int argc, char **argv)
                         fputs(usage_text, stderr);
                         return EXIT_USAGE;
                 }
+        }
+        /* --scope all: every namespace is in scope (the chart's scope.mode
+         * all); else KEY=VALUE, a label key and value the API server would
+         * take (a namespace's label; nothing else is compared). */
+        _cleanup_free_ char *scope_copy = strcmp(scope, "all") == 0 ? NULL : strdup(scope);
+        if (scope_copy) {
+                char *eq = strchr(scope_copy, '=');
+                if (eq)
+                        *eq = '\0';
+                if (!eq || !k8s_is_qualified_name(scope_copy) || !k8s_is_label_value(eq + 1)) {
+                        (void)fail("audit", "--scope must be all or KEY=VALUE, a label key and "
+                                            "value (the chart's scope.namespaceLabel)");
+                        return EXIT_USAGE;
+                }
+                o.scope_key = scope_copy;
+                o.scope_value = eq + 1;
+        } else if (strcmp(scope, "all") != 0) {
+                return fail("audit", strerror(ENOMEM));
         }
         /* output is never NULL: getopt gives a required_argument's optarg. */
         if (optind != argc || (o.namespace && o.all_namespaces) ||

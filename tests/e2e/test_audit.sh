@@ -3,9 +3,11 @@
 # created before the webhook was enabled (plain, privileged, carrying a forged
 # annotation or a container of hangar's name, large enough that a page of
 # them is refused whole), pods injected under an older configuration and
-# under the current one, labelled pods in a namespace the webhook
-# configuration leaves out, and the audit's failures (no access, no such
-# webhook configuration, a bad kubeconfig), each with its exit status.
+# under the current one, labelled pods in a namespace that has not opted in
+# or that the webhook configuration leaves out (unguarded), a namespace
+# unlabelled under its running sandbox pods, and the audit's failures (no
+# access, no such webhook configuration, a bad kubeconfig, a bad --scope),
+# each with its exit status.
 # usage: test_audit.sh HANGAR_WEBHOOK TOOLS_BIN
 WEBHOOK=$(realpath "$1")
 TOOLS_BIN=$(realpath "$2")
@@ -112,19 +114,32 @@ t_check "old-1's reason names what differs (the driver)" \
         bash -c "jq -e '.pods[] | select(.name == \"old-1\") | .reason | test(\"another configuration\") and test(\"driver\")' all.json >/dev/null"
 t_eq "old-heavy: skipped at creation and now" "skipped privileged-container" "$(state sbx old-heavy)"
 t_eq "new-1: current" "current already-injected" "$(state sbx new-1)"
-t_eq "own-ns (release namespace), without the webhook configuration: not injected" \
-        "not-injected never-reviewed" "$(state hangar-system own-ns)"
+t_eq "own-ns (release namespace, not opted in): unguarded" \
+        "unguarded namespace-not-opted-in" "$(state hangar-system own-ns)"
+t_eq "sys-ns (kube-system, not opted in): unguarded" \
+        "unguarded namespace-not-opted-in" "$(state kube-system sys-ns)"
+t_check "... the reason says how to opt in" \
+        bash -c "jq -e '.pods[] | select(.name == \"own-ns\") | .reason | test(\"kubectl label namespace hangar-system hangar.dev/injection=enabled\")' all.json >/dev/null"
+t_eq "--scope all (the chart's scope.mode all): own-ns not injected, never reviewed" 1 \
+        "$(audit scopeall.json --config new.yaml -A -o json --scope all)"
+t_eq "... own-ns not injected" "not-injected never-reviewed" \
+        "$(jq -r '.pods[] | select(.name == "own-ns") | "\(.state) \(.code)"' scopeall.json)"
 t_eq "unlabelled pods are not sandbox pods: not listed" "" "$(state sbx unlabelled)"
 t_eq "all nine 1 MiB pods judged (pages refused whole were asked again smaller)" 9 \
         "$(jq '[.pods[] | select(.name | startswith("big-")) | select(.state == "not-injected")] | length' all.json)"
 t_eq "counts add up (20 sandbox pods)" 20 "$(jq '[.counts[]] | add' all.json)"
 t_eq "nothing on stderr but nothing wrong" "" "$(cat all.json.err)"
 
+# The release's namespace opted in by mistake: the webhooks still never see
+# it (the chart's namespaceSelector leaves it out whatever its labels).
+kubectl label namespace hangar-system hangar.dev/injection=enabled >/dev/null
 t_eq "with the webhook configuration: exits 1" 1 \
         "$(audit wc.json --config new.yaml -A -o json --webhook-configuration "$MWC")"
 state() { jq -r --arg ns "$1" --arg n "$2" '.pods[] | select(.namespace == $ns and .name == $n) | "\(.state) \(.code)"' wc.json; }
-t_eq "own-ns: excluded (the release namespace is never sent)" "excluded namespace-not-selected" "$(state hangar-system own-ns)"
-t_eq "sys-ns: excluded (kube-system is never sent)" "excluded namespace-not-selected" "$(state kube-system sys-ns)"
+t_eq "own-ns, its namespace labelled: unguarded (the release namespace is never sent)" \
+        "unguarded namespace-not-selected" "$(state hangar-system own-ns)"
+t_eq "sys-ns: unguarded (not opted in)" "unguarded namespace-not-opted-in" "$(state kube-system sys-ns)"
+kubectl label namespace hangar-system hangar.dev/injection- >/dev/null
 t_eq "before-plain still not injected" "not-injected never-reviewed" "$(state sbx before-plain)"
 
 t_eq "with the older configuration: exits 1" 1 "$(audit oldcfg.json --config old.yaml -n sbx -o json)"
@@ -137,7 +152,7 @@ t_eq "table output exits 1" 1 "$(audit table.txt --config new.yaml -n sbx)"
 t_check "table: a header and one line per pod needing action" \
         bash -c "head -n1 table.txt | grep -q '^NAMESPACE *NAME *STATE *CODE *REASON' && [ \$(grep -c '^sbx ' table.txt) = 15 ]"
 t_check "table: current and skipped pods left out without --all" bash -c "! grep -Eq '^sbx +(new-1|before-heavy|old-heavy) ' table.txt"
-t_check "table: a summary line" grep -q '^18 sandbox pods: 11 not-injected, 2 stale, 2 denied, 2 skipped, 0 excluded, 1 current$' table.txt
+t_check "table: a summary line" grep -q '^18 sandbox pods: 11 not-injected, 2 stale, 2 denied, 0 unguarded, 2 skipped, 0 excluded, 1 current$' table.txt
 audit tableall.txt --config new.yaml -n sbx --all >/dev/null
 t_check "--all lists the current pod too" grep -Eq '^sbx +new-1 +current ' tableall.txt
 
@@ -149,6 +164,15 @@ create sbx before-plain
 t_eq "after recreating: the audit of sbx exits 0" 0 "$(audit clean.txt --config new.yaml -n sbx)"
 t_check "after recreating: before-plain now current" \
         bash -c "'$WEBHOOK' audit --kubeconfig '$KUBECONFIG' --config new.yaml -n sbx -o json | jq -e '.pods[] | select(.name == \"before-plain\") | .state == \"current\"' >/dev/null"
+
+# A namespace unlabelled while its sandbox pods run: they are unguarded from then on.
+kubectl label namespace sbx hangar.dev/injection- >/dev/null
+t_eq "sbx unlabelled under its pods: the audit exits 1" 1 "$(audit unlabelled.json --config new.yaml -n sbx -o json)"
+t_eq "... the current pod is unguarded" "unguarded namespace-not-opted-in" \
+        "$(jq -r '.pods[] | select(.name == "before-plain") | "\(.state) \(.code)"' unlabelled.json)"
+t_eq "... a namespace label of another name opts it in (--scope)" 0 \
+        "$(kubectl label namespace sbx team.example/hangar=on >/dev/null; audit relabelled.txt --config new.yaml -n sbx --scope team.example/hangar=on)"
+kubectl label namespace sbx hangar.dev/injection=enabled >/dev/null
 
 # ---- failures ----------------------------------------------------------------------
 t_eq "no such webhook configuration: exits 3" 3 "$(audit err1.txt --config new.yaml -A --webhook-configuration nope)"
@@ -169,6 +193,11 @@ t_check "... naming it" grep -q /nonexistent err3.txt
 t_eq "-n with -A: usage, exits 2" 2 "$?"
 "$WEBHOOK" audit --kubeconfig "$KUBECONFIG" -o yaml >/dev/null 2>&1
 t_eq "-o yaml: usage, exits 2" 2 "$?"
+for bad in "" "=enabled" "hangar.dev/injection" "bad key=x" "k=bad value"; do
+        "$WEBHOOK" audit --kubeconfig "$KUBECONFIG" --scope "$bad" >badscope.out 2>&1
+        t_eq "--scope '$bad': usage, exits 2" 2 "$?"
+done
+t_check "... saying what --scope takes" grep -q "scope must be all or KEY=VALUE" badscope.out
 
 helm uninstall hangar -n hangar-system >/dev/null 2>&1
 t_end

@@ -180,6 +180,9 @@ START_TEST(state_names)
                 ck_assert(audit_state_name(s)[0]);
         ck_assert_str_eq(audit_state_name(AUDIT_STATE_COUNT), "not-injected");
         ck_assert(audit_state_needs_action(AUDIT_STATE_COUNT));
+        /* A pod no webhook sees needs an admin, whatever its shape. */
+        ck_assert_str_eq(audit_state_name(AUDIT_UNGUARDED), "unguarded");
+        ck_assert(audit_state_needs_action(AUDIT_UNGUARDED));
         /* A zeroed verdict is a problem, not a pass. */
         audit_verdict_t zero = {0};
         ck_assert(audit_state_needs_action(zero.state));
