@@ -27,6 +27,7 @@
 #include "certstore.h"
 #include "cleanup.h"
 #include "fileio.h"
+#include "guardmatch.h"
 #include "inject.h"
 #include "jsonarena.h"
 #include "jsondump.h"
@@ -60,6 +61,7 @@ static const char usage_text[] =
     "                            [--scope KEY=VALUE|all]\n"
     "       hangar-webhook test-injection --namespace NS --image IMAGE [--config FILE]\n"
     "                            [--kubeconfig FILE] [--context NAME]\n"
+    "       hangar-webhook match hangar-pod < review.json\n"
     "       hangar-webhook version\n"
     "The configuration file may also be given as HANGAR_CONFIG; environment\n"
     "variables override it (see docs/configuration.md).\n";
@@ -255,6 +257,35 @@ static int lookup_pod_file(void *ctx, const char *ns, const char *name, json_t *
         if (r < 0)
                 return error_set(err, r, "cannot read %s: %s", path, strerror(-r));
         return jsonx_load(text, len, JSONX_MAX_DEPTH, ret_pod, err);
+}
+
+/* The C twin of the chart's hangar-pod matchCondition on a review read
+ * from stdin (its request's object and oldObject): "true" when the API
+ * server would send it to the guard, "false" when not. For comparing the
+ * twin with the API server's own evaluation of the CEL
+ * (tests/e2e/test_matchcondition.sh). */
+static int cmd_match(int argc, char **argv)
+{
+        if (argc != 2 || strcmp(argv[1], "hangar-pod") != 0) {
+                fputs(usage_text, stderr);
+                return EXIT_USAGE;
+        }
+        _cleanup_free_ char *body = NULL;
+        size_t len;
+        /* A review holds two pods, each at most the API server's 3 MiB. */
+        int r = fd_read_bounded(STDIN_FILENO, 8u << 20, &body, &len);
+        if (r < 0)
+                return fail("match", strerror(-r));
+        hg_error_t err = {0};
+        _cleanup_json_ json_t *review = NULL;
+        if (jsonx_load(body, len, JSONX_MAX_DEPTH, &review, &err) < 0)
+                return fail("match", err.message);
+        json_t *req = json_object_get(review, "request");
+        json_t *old = json_object_get(req, "oldObject"), *new = json_object_get(req, "object");
+        if (!json_is_object(old) || !json_is_object(new))
+                return fail("match", "the review's request needs object and oldObject pods");
+        puts(guardmatch_hangar_pod(old, new) ? "true" : "false");
+        return EXIT_SUCCESS;
 }
 
 static int cmd_review(int argc, char **argv)
@@ -736,13 +767,12 @@ int main(int argc, char **argv)
         static const struct {
                 const char *name;
                 int (*fn)(int, char **);
-        } commands[] = {{"serve", cmd_serve},
-                        {"review", cmd_review},
-                        {"inject", cmd_inject},
-                        {"certs", cmd_certs},
-                        {"config", cmd_config},
-                        {"audit", cmd_audit},
-                        {"test-injection", cmd_test_injection}};
+        } commands[] = {
+            {"serve", cmd_serve},   {"review", cmd_review},
+            {"inject", cmd_inject}, {"certs", cmd_certs},
+            {"config", cmd_config}, {"audit", cmd_audit},
+            {"match", cmd_match},   {"test-injection", cmd_test_injection},
+        };
         if (argc >= 2 && strcmp(argv[1], "version") == 0) {
                 printf("hangar-webhook %s\n", HANGAR_VERSION);
                 return EXIT_SUCCESS;

@@ -7,7 +7,12 @@
  * names is the review's own oldObject (so it is fuzzed too), or unreadable.
  * Every input is also answered in audit mode (enforce.h), which must give
  * the same decision except that a relaxable deny is admitted as audited,
- * with its reason, and a failure to decide is still refused. */
+ * with its reason, and a failure to decide is still refused.
+ *
+ * And the chart's `hangar-pod` matchCondition, through its C twin
+ * (guardmatch.h): an UPDATE the condition leaves out never reaches the
+ * webhook, so the guard must allow every one of them (S9 of the design
+ * page). A refusal there would be a door the API server leaves open. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +23,7 @@
 #include "admission.h"
 #include "cleanup.h"
 #include "enforce.h"
+#include "guardmatch.h"
 #include "jsonx.h"
 #include "settings.h"
 
@@ -56,6 +62,28 @@ static webhook_settings_t *config_n(int n)
 static webhook_settings_t *config(void)
 {
         return config_n(0);
+}
+
+/* An UPDATE of two pods that the chart's rules send (pods, resize,
+ * ephemeralcontainers; status under its own entry, ANDed) and that the
+ * hangar-pod condition leaves out: the guard must have allowed it. */
+static void check_match_condition(json_t *doc, const mutate_result_t *decided)
+{
+        json_t *req = json_object_get(doc, "request");
+        const char *op = json_string_value(json_object_get(req, "operation"));
+        const char *resource =
+            json_string_value(json_object_get(json_object_get(req, "resource"), "resource"));
+        json_t *subj = json_object_get(req, "subResource");
+        const char *sub = subj ? json_string_value(subj) : "";
+        json_t *old = json_object_get(req, "oldObject"), *new = json_object_get(req, "object");
+        if (!op || strcmp(op, "UPDATE") != 0 || !resource || strcmp(resource, "pods") != 0 ||
+            !sub ||
+            (sub[0] && strcmp(sub, "resize") != 0 && strcmp(sub, "ephemeralcontainers") != 0 &&
+             strcmp(sub, "status") != 0) ||
+            !json_is_object(old) || !json_is_object(new))
+                return;
+        if (!guardmatch_hangar_pod(old, new) && decided->decision == DECISION_DENY)
+                abort();
 }
 
 /* The same input in audit mode: what enforce decided, relaxed only where
@@ -122,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 abort();
                 }
                 json_decref(answer);
+                check_match_condition(doc, &o.result);
         } else if (r == -EINVAL) {
                 if (!err.message[0] || resp)
                         abort();
