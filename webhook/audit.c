@@ -558,7 +558,9 @@ int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out
                         r = strbuf_printf(&base, "/pods");
         }
         if (r == 0)
-                r = strbuf_printf(&selector, "%s=%s", cfg->selector_key, cfg->selector_value);
+                r = settings_selects_any_value(cfg)
+                        ? strbuf_printf(&selector, "%s", cfg->selector_key)
+                        : strbuf_printf(&selector, "%s=%s", cfg->selector_key, cfg->selector_value);
         if (r < 0)
                 goto out;
         unsigned limit = PAGE_LIMIT_START;

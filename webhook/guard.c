@@ -542,6 +542,11 @@ static changed_t changed_member(const webhook_settings_t *cfg, json_t *old, json
         if (!same_value(metadata_member(old, "labels", cfg->selector_key),
                         metadata_member(new, "labels", cfg->selector_key)))
                 return (changed_t){cfg->selector_key, REASON_HANGAR_METADATA, fixed_shape};
+        /* Which container is the agent's: the probe's and the guard's
+         * reading of the pod follow it. */
+        if (!same_value(metadata_member(old, "annotations", SHAPE_ANNOTATION_AGENT),
+                        metadata_member(new, "annotations", SHAPE_ANNOTATION_AGENT)))
+                return (changed_t){SHAPE_ANNOTATION_AGENT, REASON_HANGAR_METADATA, fixed_shape};
         const char *runtime = changed_runtime_annotation(old, new);
         if (runtime)
                 return (changed_t){runtime, REASON_HANGAR_METADATA,
@@ -568,10 +573,12 @@ static changed_t changed_member(const webhook_settings_t *cfg, json_t *old, json
                 if (!vol_old || !vol_new || !json_equal(vol_old, vol_new))
                         return (changed_t){volumes[v], REASON_DRIVER_CHANGED, fixed_shape};
         }
-        /* The driver runs the agent's image: a new one would split them. */
-        if (!same_value(
-                json_object_get(find_container(old, cfg->sidecar.agent_container), "image"),
-                json_object_get(find_container(new, cfg->sidecar.agent_container), "image")))
+        /* The driver runs the agent's image: a new one would split them.
+         * The agent is the one the pod names (its annotation is unchanged,
+         * above); a pod that names none has no image to keep. */
+        const char *agent = shape_agent_name(&cfg->sidecar, old);
+        if (agent && !same_value(json_object_get(find_container(old, agent), "image"),
+                                 json_object_get(find_container(new, agent), "image")))
                 return (changed_t){"the agent container's image", REASON_DRIVER_CHANGED,
                                    fixed_shape};
         return (changed_t){NULL, REASON_NOT_GUARDED, NULL};

@@ -100,12 +100,16 @@ void mutate_result_free(mutate_result_t *r)
         r->patch = NULL;
 }
 
+/* The label that selects the pod: its value (selector.operator In), or
+ * its presence with any value (Exists: agent-sandbox marks every pod it
+ * makes with agents.x-k8s.io/sandbox-name-hash, one value per Sandbox). */
 static bool is_selected(const webhook_settings_t *cfg, json_t *pod)
 {
         const char *value;
         json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-        return jsonx_string(labels, cfg->selector_key, &value) == 0 &&
-               strcmp(value, cfg->selector_value) == 0;
+        if (jsonx_string(labels, cfg->selector_key, &value) < 0)
+                return false;
+        return settings_selects_any_value(cfg) || strcmp(value, cfg->selector_value) == 0;
 }
 
 static const char *annotation(json_t *annotations, const char *key)
@@ -127,14 +131,14 @@ static int find_privileged(json_t *c, const char *name, podview_list_t list, voi
 
 typedef struct conflict_ctx {
         const webhook_settings_t *cfg;
+        const char *agent; /* the agent's container name */
         hg_error_t *err;
 } conflict_ctx_t;
 
 static int find_conflicting_mount(json_t *c, const char *cname, podview_list_t list, void *ctx)
 {
         conflict_ctx_t *cc = ctx;
-        bool is_agent =
-            list == PODVIEW_CONTAINERS && strcmp(cname, cc->cfg->sidecar.agent_container) == 0;
+        bool is_agent = list == PODVIEW_CONTAINERS && strcmp(cname, cc->agent) == 0;
         size_t i;
         json_t *m;
         json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
@@ -166,7 +170,8 @@ static int find_targeting_driver(json_t *c, const char *name, podview_list_t lis
 }
 
 /* Anything of ours in a pod we did not inject is a clash: denied, with what. */
-static int check_conflicts(const webhook_settings_t *cfg, const pod_view_t *view, hg_error_t *err)
+static int check_conflicts(const webhook_settings_t *cfg, const pod_view_t *view, const char *agent,
+                           hg_error_t *err)
 {
         size_t i;
         json_t *vol;
@@ -189,7 +194,7 @@ static int check_conflicts(const webhook_settings_t *cfg, const pod_view_t *view
                                  "a container of the pod targets \"%s\", which hangar reserves "
                                  "for the driver sidecar",
                                  SHAPE_DRIVER_CONTAINER);
-        conflict_ctx_t ctx = {cfg, err};
+        conflict_ctx_t ctx = {cfg, agent, err};
         return podview_for_each_container(view, find_conflicting_mount, &ctx) ? -EEXIST : 0;
 }
 
@@ -247,9 +252,11 @@ static int decide_already_injected(const webhook_settings_t *cfg, const pod_view
                 if (r < 0)
                         return r;
         }
+        /* NULL: the pod names no agent (the spec check below denies it). */
+        const char *agent = shape_agent_name(&cfg->sidecar, p->doc);
         json_array_foreach (view->lists[PODVIEW_CONTAINERS], i, c) {
                 const char *name = json_string_value(json_object_get(c, "name"));
-                if (strcmp(name, cfg->sidecar.agent_container) == 0 && remove_agent_token(cfg))
+                if (agent && strcmp(name, agent) == 0 && remove_agent_token(cfg))
                         r = remove_token_mounts(p, view, PODVIEW_CONTAINERS, i, false, &err);
                 if (r < 0)
                         return r;
@@ -304,6 +311,19 @@ static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
                         return r;
         }
         return 0;
+}
+
+/* kubectl exec, logs and attach without -c take the default container,
+ * else containers[0] with a note on stderr: the agent's is made the
+ * default when the pod names none. A pod's own choice is kept (a
+ * template's value, which agent-sandbox would put back on every
+ * reconcile); one naming hangar-driver was refused before. */
+static int default_to_agent(patch_t *p, const pod_view_t *view, const char *agent, hg_error_t *err)
+{
+        if (podview_annotation(view, SHAPE_ANNOTATION_DEFAULT_CONTAINER))
+                return 0;
+        return patch_set_member(p, "/metadata", "annotations", SHAPE_ANNOTATION_DEFAULT_CONTAINER,
+                                json_string(agent), err);
 }
 
 static bool runs_under_gvisor(const webhook_settings_t *cfg, const pod_view_t *view)
@@ -580,8 +600,12 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
                 return 0;
         }
         if (!is_selected(cfg, pod)) {
-                mutate_result_set(ret, REASON_NOT_SELECTED, "pod lacks label %s=%s",
-                                  cfg->selector_key, cfg->selector_value);
+                if (settings_selects_any_value(cfg))
+                        mutate_result_set(ret, REASON_NOT_SELECTED, "pod lacks label %s",
+                                          cfg->selector_key);
+                else
+                        mutate_result_set(ret, REASON_NOT_SELECTED, "pod lacks label %s=%s",
+                                          cfg->selector_key, cfg->selector_value);
                 return 0;
         }
         pod_view_t view;
@@ -628,23 +652,34 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
         if (ret->decision == DECISION_SKIP)
                 return annotate(p, ret, &err);
 
-        size_t agent_index = 0;
-        json_t *agent = podview_agent(&view, cfg->sidecar.agent_container, &agent_index);
-        const char *image;
-        if (!agent) {
-                mutate_result_set(ret, REASON_NO_AGENT_CONTAINER,
-                                  "the pod has no container named \"%s\" (the agentContainer "
-                                  "setting) to run the driver sidecar beside",
-                                  cfg->sidecar.agent_container);
+        char why[ERROR_MESSAGE_MAX];
+        const char *problem = shape_agent_problem(&cfg->sidecar, pod, why, sizeof(why));
+        if (problem) {
+                mutate_result_set(ret, REASON_NO_AGENT_CONTAINER, "%s", problem);
                 return 0;
         }
+        const char *agent_name = shape_agent_name(&cfg->sidecar, pod);
+        size_t agent_index = 0;
+        json_t *agent = podview_agent(&view, agent_name, &agent_index);
+        const char *image;
+        if (!agent)
+                return -EINVAL; /* shape_agent_problem found it */
         if (jsonx_string(agent, "image", &image) < 0 || !image[0]) {
                 mutate_result_set(ret, REASON_INVALID_POD,
-                                  "invalid pod: agent container \"%s\" has no image",
-                                  cfg->sidecar.agent_container);
+                                  "invalid pod: agent container \"%s\" has no image", agent_name);
                 return 0;
         }
-        if (check_conflicts(cfg, &view, &err) < 0) {
+        /* Such a pod would send a plain kubectl exec to the driver, which
+         * the guard refuses to everyone but hangar. */
+        const char *dflt = podview_annotation(&view, SHAPE_ANNOTATION_DEFAULT_CONTAINER);
+        if (dflt && strcmp(dflt, SHAPE_DRIVER_CONTAINER) == 0) {
+                mutate_result_set(ret, REASON_CONFLICT,
+                                  "annotation %s names \"%s\", the driver sidecar only hangar "
+                                  "may exec into; name the agent's container or leave it out",
+                                  SHAPE_ANNOTATION_DEFAULT_CONTAINER, SHAPE_DRIVER_CONTAINER);
+                return 0;
+        }
+        if (check_conflicts(cfg, &view, agent_name, &err) < 0) {
                 mutate_result_set(ret, REASON_CONFLICT, "%s", err.message);
                 return 0;
         }
@@ -659,6 +694,8 @@ static int decide(const webhook_settings_t *cfg, const shape_values_t *values, j
 
         mutate_result_set(ret, REASON_INJECTED, "injected %s", SHAPE_DRIVER_CONTAINER);
         r = annotate(p, ret, &err);
+        if (r == 0)
+                r = default_to_agent(p, &view, agent_name, &err);
         if (r == 0)
                 r = inject(cfg, values, p, &view, agent, agent_index, &err);
         /* 1: the pod's budget is no quantity, ret says so (a deny: no patch). */

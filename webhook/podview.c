@@ -43,6 +43,7 @@ static const jsonparse_member_t container_members[] = {
     JSONPARSE_MEMBER("image", NULL),
     JSONPARSE_MEMBER("imagePullPolicy", NULL),
     JSONPARSE_MEMBER("command", NULL),
+    JSONPARSE_MEMBER("env", NULL), /* the driver's: judged by value (driver.uidSplit, ...) */
     JSONPARSE_MEMBER("resources", NULL),
     JSONPARSE_MEMBER("securityContext", NULL),
     JSONPARSE_MEMBER("volumeMounts", NULL),

@@ -40,6 +40,16 @@ static bool is_tls_mode(const char *s)
         return strcmp(s, SETTINGS_TLS_FILES) == 0 || strcmp(s, SETTINGS_TLS_SELF_MANAGED) == 0;
 }
 
+static bool is_selector_operator(const char *s)
+{
+        return strcmp(s, SETTINGS_SELECTOR_IN) == 0 || strcmp(s, SETTINGS_SELECTOR_EXISTS) == 0;
+}
+
+bool settings_selects_any_value(const webhook_settings_t *s)
+{
+        return strcmp(s->selector_operator, SETTINGS_SELECTOR_EXISTS) == 0;
+}
+
 static bool is_dns_subdomain(const char *s)
 {
         return k8s_is_dns1123_subdomain(s);
@@ -67,6 +77,8 @@ static const conf_setting_t injection[] = {
      0, k8s_is_qualified_name, "a label key like hangar.dev/sandbox"},
     {"selector.value", "HANGAR_SELECTOR_VALUE", CONF_STRING, OFF(selector_value), "true", 0, 0,
      k8s_is_label_value, "a label value"},
+    {"selector.operator", "HANGAR_SELECTOR_OPERATOR", CONF_STRING, OFF(selector_operator),
+     SETTINGS_SELECTOR_IN, 0, 0, is_selector_operator, "In or Exists"},
     {"conflictEnforcement", "HANGAR_CONFLICT_ENFORCEMENT", CONF_STRING, OFF(conflict_enforcement),
      "enforce", 0, 0, enforcement_is_name, ENFORCEMENT_NAMES},
 };

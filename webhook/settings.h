@@ -20,6 +20,8 @@ typedef struct webhook_settings {
         bool driver_sidecar;
         char *selector_key;
         char *selector_value;
+        /* "In": the label has selector_value; "Exists": any value */
+        char *selector_operator;
 
         /* the doors after CREATE (webhook/guard.c): who may exec or attach
          * into hangar-driver and port-forward to an injected pod */
@@ -73,6 +75,9 @@ typedef struct webhook_settings {
         char *kubeconfig;                /* "" = in-cluster credentials */
 } webhook_settings_t;
 
+#define SETTINGS_SELECTOR_IN      "In"
+#define SETTINGS_SELECTOR_EXISTS  "Exists"
+
 #define SETTINGS_TLS_FILES        "files"
 #define SETTINGS_TLS_SELF_MANAGED "selfManaged"
 
@@ -89,6 +94,8 @@ int settings_apply_env(webhook_settings_t *s, hg_error_t *err);
 int settings_set(webhook_settings_t *s, const char *assignment, hg_error_t *err);
 /* The sidecar's checks (config_validate), then the webhook's. */
 int settings_validate(const webhook_settings_t *s, hg_error_t *err);
+/* Whether any value of the selector label selects a pod (operator Exists). */
+bool settings_selects_any_value(const webhook_settings_t *s);
 void settings_free(webhook_settings_t *s);
 /* Scoped: `_cleanup_settings_ webhook_settings_t cfg = {0};` frees on every return. */
 static inline void settings_freep(webhook_settings_t *s)

@@ -51,6 +51,10 @@ typedef struct hg_config {
          * hangar-driver serve refuses to start without a restore watch
          * (driver/turn/restore.h), for clusters that restore clones of pods */
         char *driver_clone_safety;
+        /* HANGAR_UID_SPLIT for hangar-driver serve: "off", "auto" or
+         * "required" (split.h). The shape sets it in the driver's own
+         * environment, where the agent's spec cannot reach it. */
+        char *driver_uid_split;
 
         /* the two volumes */
         char *home_path;
@@ -67,6 +71,8 @@ typedef struct hg_config {
 
 #define CONFIG_CLONE_SAFETY_AUTO     "auto"
 #define CONFIG_CLONE_SAFETY_REQUIRED "required"
+
+#define CONFIG_UID_SPLIT_DEFAULT     "auto" /* split_mode_name(SPLIT_MODE_DEFAULT) */
 
 /* Bound on the configuration file's size. */
 #define CONFIG_MAX_FILE_BYTES CONF_MAX_FILE_BYTES

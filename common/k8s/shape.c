@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "jsondump.h"
 #include "k8sname.h"
+#include "split.h"
 
 /* Design page 000, "The pod": hangar-home read-only for the agent and
  * read-write for the driver; hangar-ctl never mounted by the agent (nor by
@@ -48,6 +49,71 @@ bool shape_access_allows(shape_access_t want, shape_access_t have)
         default:
                 return false;
         }
+}
+
+static json_t *pod_annotations(json_t *pod)
+{
+        return json_object_get(json_object_get(pod, "metadata"), "annotations");
+}
+
+const char *shape_agent_name(const hg_config_t *cfg, json_t *pod)
+{
+        json_t *v = json_object_get(pod_annotations(pod), SHAPE_ANNOTATION_AGENT);
+        if (!v)
+                return cfg->agent_container;
+        const char *name = json_string_value(v);
+        return name && k8s_is_dns1123_label(name) ? name : NULL;
+}
+
+/* The list of pod's spec that has a container named name, or NULL. */
+static const char *list_holding(json_t *pod, const char *name)
+{
+        static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(json_object_get(pod, "spec"), lists[l]), i, c) {
+                        const char *have = json_string_value(json_object_get(c, "name"));
+                        if (have && strcmp(have, name) == 0)
+                                return lists[l];
+                }
+        }
+        return NULL;
+}
+
+const char *shape_agent_problem(const hg_config_t *cfg, json_t *pod, char *buf, size_t size)
+{
+        bool annotated = json_object_get(pod_annotations(pod), SHAPE_ANNOTATION_AGENT) != NULL;
+        const char *setting =
+            annotated ? "annotation " SHAPE_ANNOTATION_AGENT : "the agentContainer setting";
+        const char *name = shape_agent_name(cfg, pod);
+        if (!name) {
+                (void)snprintf(buf, size,
+                               "annotation %s is not a container name (an RFC 1123 label)",
+                               SHAPE_ANNOTATION_AGENT);
+                return buf;
+        }
+        if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0) {
+                (void)snprintf(buf, size,
+                               "%s names \"%s\", the driver sidecar hangar injects; name the "
+                               "agent's container",
+                               setting, SHAPE_DRIVER_CONTAINER);
+                return buf;
+        }
+        const char *list = list_holding(pod, name);
+        if (list && strcmp(list, "containers") == 0)
+                return NULL;
+        if (list)
+                (void)snprintf(buf, size,
+                               "%s names \"%s\", which is in spec.%s: the agent must be one of "
+                               "spec.containers",
+                               setting, name, list);
+        else
+                (void)snprintf(buf, size,
+                               "the pod has no container named \"%s\" (%s) to run the driver "
+                               "sidecar beside",
+                               name, setting);
+        return buf;
 }
 
 const char *shape_volume_name(shape_volume_t volume)
@@ -270,6 +336,34 @@ static json_t *probe_json(const hg_config_t *cfg, const hg_probe_timing_t *timin
         return built(p, bad);
 }
 
+/* The driver's environment: only the settings that differ from the
+ * daemon's own defaults, so a pod of a default install carries none (and
+ * stored pods of earlier releases keep their shape). The pod's author
+ * cannot add to it: the container is hangar's, compared member by member
+ * (shapecheck.c) and fixed after CREATE (the guard). An empty array when
+ * every setting is its default; NULL only when out of memory, never
+ * mistaken for "no environment". */
+static json_t *driver_env_json(const hg_config_t *cfg)
+{
+        const struct {
+                const char *name, *value, *dflt;
+        } vars[] = {
+            {SPLIT_MODE_ENV, cfg->driver_uid_split, CONFIG_UID_SPLIT_DEFAULT},
+            {"HANGAR_DRIVER_CLONE_SAFETY", cfg->driver_clone_safety, CONFIG_CLONE_SAFETY_AUTO},
+        };
+        json_t *env = json_array();
+        int bad = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+                if (!vars[i].value || strcmp(vars[i].value, vars[i].dflt) == 0)
+                        continue;
+                json_t *e = json_object();
+                int failed = put(e, "name", json_string_nocheck(vars[i].name));
+                failed |= put(e, "value", json_string(vars[i].value));
+                bad |= push(env, built(e, failed));
+        }
+        return built(env, bad);
+}
+
 const char *shape_driver_list(const hg_config_t *cfg)
 {
         return cfg->driver_native_sidecar ? "initContainers" : "containers";
@@ -290,6 +384,13 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
          * driver runs the same bytes and nothing new is pulled. */
         bad |= put(c, "imagePullPolicy", json_string_nocheck("IfNotPresent"));
         bad |= put(c, "command", command);
+        json_t *env = driver_env_json(cfg);
+        if (!env)
+                bad = 1;
+        else if (json_array_size(env) == 0)
+                json_decref(env);
+        else
+                bad |= put(c, "env", env);
         bad |= put(c, "resources", resources_json(cfg));
         bad |= put(c, "securityContext", security_context_json(cfg));
         bad |= put(c, "volumeMounts", mounts);

@@ -21,6 +21,13 @@
 #define SHAPE_STATUS_INJECTED   "injected"
 #define SHAPE_STATUS_SKIPPED    "skipped"
 
+/* The pod's own name for its agent's container, in place of the cluster's
+ * agentContainer: agent-sandbox's templates name their containers freely,
+ * and copy the template's annotations to every pod they make. */
+#define SHAPE_ANNOTATION_AGENT "hangar.dev/agent-container"
+/* The container kubectl exec, logs and attach take without -c. */
+#define SHAPE_ANNOTATION_DEFAULT_CONTAINER "kubectl.kubernetes.io/default-container"
+
 typedef enum shape_role {
         SHAPE_ROLE_AGENT,          /* the sandbox container (config agentContainer) */
         SHAPE_ROLE_DRIVER,         /* hangar-driver */
@@ -47,6 +54,18 @@ typedef enum shape_access {
 shape_access_t shape_mount_access(shape_role_t role, shape_volume_t volume);
 /* Whether a container that mounts a volume as have keeps to want. */
 bool shape_access_allows(shape_access_t want, shape_access_t have);
+
+/* The name of pod's agent container: its SHAPE_ANNOTATION_AGENT when it
+ * has one, else cfg's agentContainer. NULL when the annotation is there but
+ * is no container name (a string holding an RFC 1123 label). Whether such
+ * a container exists is shape_agent_problem's question. */
+const char *shape_agent_name(const hg_config_t *cfg, json_t *pod);
+/* NULL when pod's agent (shape_agent_name) is one of its spec.containers
+ * and not hangar-driver; else why the driver cannot run beside it, written
+ * into buf (size bytes) and returned. The text names the setting that
+ * chose the agent and nothing of the request, so a controller that retries
+ * a refused CREATE sees the same message every time. */
+const char *shape_agent_problem(const hg_config_t *cfg, json_t *pod, char *buf, size_t size);
 
 const char *shape_volume_name(shape_volume_t volume);
 const char *shape_volume_path(const hg_config_t *cfg, shape_volume_t volume);

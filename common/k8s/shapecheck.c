@@ -105,16 +105,30 @@ shape_access_t shapecheck_mount_access(json_t *c, shape_volume_t v)
         return loosest;
 }
 
-shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const char *name)
+/* The role of container name of list in a pod whose agent is agent (NULL:
+ * the pod names no agent, and no container is one). */
+static shape_role_t role_beside(const hg_config_t *cfg, const char *agent, const char *list,
+                                const char *name)
 {
         /* The driver in its list (initContainers for a native sidecar). */
         if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 && strcmp(list, shape_driver_list(cfg)) == 0)
                 return SHAPE_ROLE_DRIVER;
         if (strcmp(list, "containers") != 0)
                 return SHAPE_ROLE_INIT_EPHEMERAL;
-        return strcmp(name, cfg->agent_container) == 0     ? SHAPE_ROLE_AGENT
+        return agent && strcmp(name, agent) == 0           ? SHAPE_ROLE_AGENT
                : strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 ? SHAPE_ROLE_DRIVER
                                                            : SHAPE_ROLE_OTHER;
+}
+
+shape_role_t shapecheck_role(const hg_config_t *cfg, const char *list, const char *name)
+{
+        return role_beside(cfg, cfg->agent_container, list, name);
+}
+
+/* The role in pod, whose agent its annotation may name (shape_agent_name). */
+static shape_role_t role_in(const hg_config_t *cfg, json_t *pod, const char *list, const char *name)
+{
+        return role_beside(cfg, shape_agent_name(cfg, pod), list, name);
 }
 
 bool shapecheck_is_token_mount(json_t *m)
@@ -373,7 +387,7 @@ static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
                 json_t *c;
                 json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
                         const char *name = name_of(c);
-                        shape_role_t role = shapecheck_role(cfg, lists[l], name);
+                        shape_role_t role = role_in(cfg, pod, lists[l], name);
                         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                                 shape_access_t want = shape_mount_access(role, v);
                                 shape_access_t have = shapecheck_mount_access(c, v);
@@ -501,7 +515,7 @@ static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
                 size_t i;
                 json_t *c;
                 json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
-                        shape_role_t role = shapecheck_role(cfg, lists[l], name_of(c));
+                        shape_role_t role = role_in(cfg, pod, lists[l], name_of(c));
                         if (role != SHAPE_ROLE_DRIVER)
                                 check_identity(cfg, f, pod, c, role == SHAPE_ROLE_AGENT);
                 }
@@ -522,10 +536,13 @@ static void check_annotations(const hg_config_t *cfg, findings_t *f, json_t *pod
 
 static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
-        json_t *agent = find_container(pod, "containers", cfg->agent_container);
+        char why[ERROR_MESSAGE_MAX];
+        const char *problem = shape_agent_problem(cfg, pod, why, sizeof(why));
+        json_t *agent =
+            problem ? NULL : find_container(pod, "containers", shape_agent_name(cfg, pod));
         if (!agent) {
-                add(f, "spec.no-agent", SHAPECHECK_SIDECAR, false,
-                    "the pod has no container named \"%s\"", cfg->agent_container);
+                add(f, "spec.no-agent", SHAPECHECK_SIDECAR, false, "%s",
+                    problem ? problem : "the pod has no agent container");
                 return;
         }
         check_driver(cfg, f, pod, agent);
@@ -556,7 +573,7 @@ json_t *shapecheck_other_containers(const hg_config_t *cfg, json_t *pod)
                 size_t i;
                 json_t *c;
                 json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
-                        shape_role_t role = shapecheck_role(cfg, lists[l], name_of(c));
+                        shape_role_t role = role_in(cfg, pod, lists[l], name_of(c));
                         if (role == SHAPE_ROLE_AGENT || role == SHAPE_ROLE_DRIVER ||
                             !runs_beside_agent(lists[l], c))
                                 continue;

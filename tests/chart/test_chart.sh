@@ -458,6 +458,25 @@ render() { # OUT ARGS...: helm template with ARGS, as JSON in OUT
         t_fail "render $*: $(cat "$out.err")"
         echo '[]' >"$out"
 }
+# agent-sandbox's pods, and the driver's environment (issue 23).
+echo "-- selector.operator Exists, driver.uidSplit and driver.cloneSafety"
+render asb.json --set selector.key=agents.x-k8s.io/sandbox-name-hash --set selector.operator=Exists \
+        --set driver.uidSplit=off --set driver.cloneSafety=required
+jq_check "selector.operator Exists: the objectSelector asks for the label's presence only" asb.json \
+        "$MWC.webhooks[0].objectSelector == {matchExpressions: [{key: \"agents.x-k8s.io/sandbox-name-hash\", operator: \"Exists\"}]}"
+jq_check "selector.operator In (the default): the label's value, as before" default.json \
+        "$MWC.webhooks[0].objectSelector == {matchLabels: {\"hangar.dev/sandbox\": \"true\"}}"
+jq -r '.[] | select(.kind=="ConfigMap") | .data["config.yaml"]' asb.json >config-asb.yaml
+if "$WEBHOOK" config --config config-asb.yaml >effective-asb.json 2>effective-asb.err; then
+        jq_check "the webhook reads selector.operator, driver.uidSplit and driver.cloneSafety as set" effective-asb.json \
+                '."selector.operator" == "Exists" and ."driver.uidSplit" == "off" and ."driver.cloneSafety" == "required"'
+else
+        t_fail "hangar-webhook config refuses the agent-sandbox values: $(cat effective-asb.err)"
+fi
+expect_refused "selector.operator NotIn" "/selector/operator" --set selector.operator=NotIn
+expect_refused "driver.uidSplit maybe" "/driver/uidSplit" --set driver.uidSplit=maybe
+expect_refused "driver.cloneSafety off" "/driver/cloneSafety" --set driver.cloneSafety=off
+
 NP='(map(select(.kind=="NetworkPolicy")) | .[0])'
 HOOKS='map(select(.metadata.annotations["helm.sh/hook"] == "test"))'
 TPOD="($HOOKS | map(select(.kind==\"Pod\")) | .[0])"

@@ -119,4 +119,19 @@ for dir in "$HERE"/cases/*/; do
         t_eq "$name: reinvocation adds nothing" none "$(jq -r '.response.patch // "none"' "$work/answer2.json")"
         t_eq "$name: reinvocation allowed" true "$(jq -r .response.allowed "$work/answer2.json")"
 done
+
+# Two hangar.dev/agent-container keys in one pod (no YAML decoder would
+# write them, a hostile client can): the review is refused whole, never
+# read as either value.
+dup='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"dup",'
+dup+='"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},'
+dup+='"operation":"CREATE","namespace":"default","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p",'
+dup+='"labels":{"hangar.dev/sandbox":"true"},"annotations":{"hangar.dev/agent-container":"sandbox",'
+dup+='"hangar.dev/agent-container":"hangar-driver"}},"spec":{"containers":[{"name":"sandbox","image":"x"}]}}}}'
+if printf '%s' "$dup" | "$WEBHOOK" review --config "$HERE/default-config.yaml" >"$T_TMP/dup.out" 2>"$T_TMP/dup.err"; then
+        t_fail "a review with two hangar.dev/agent-container keys was answered: $(cat "$T_TMP/dup.out")"
+else
+        t_check "two hangar.dev/agent-container keys: the review is refused ($(cat "$T_TMP/dup.err"))" \
+                grep -qF "duplicate object key" "$T_TMP/dup.err"
+fi
 t_end

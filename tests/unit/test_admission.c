@@ -456,9 +456,13 @@ START_TEST(projected_read_builds_only_what_it_reads)
         ck_assert_ptr_null(unit_at(o.pod, "/spec/tolerations"));
         /* A container's members the spec check judges only by being there
          * (it refuses them in the driver): there, their objects empty. */
-        ck_assert_json_eq_text(unit_at(o.pod, "/spec/containers/0/env"), "[{}, {}]");
         ck_assert_json_eq_text(unit_at(o.pod, "/spec/volumes/1/projected"), "{}");
-        /* What it judges by value, whole: resources and securityContext. */
+        /* What it judges by value, whole: resources, securityContext and
+         * env (the driver's carries driver.uidSplit and cloneSafety). */
+        ck_assert_json_eq_text(
+            unit_at(o.pod, "/spec/containers/0/env"),
+            "[{\"name\": \"A\", \"value\": \"1\"}, {\"name\": \"B\","
+            " \"valueFrom\": {\"fieldRef\": {\"fieldPath\": \"metadata.name\"}}}]");
         ck_assert_json_eq_text(unit_at(o.pod, "/spec/containers/0/resources"),
                                "{\"limits\": {\"cpu\": \"2\", \"memory\": \"4Gi\"},"
                                " \"requests\": {\"cpu\": 1.5, \"memory\": \"2Gi\"}}");

@@ -141,7 +141,8 @@ static const char *injected_pod =
     " \"metadata\": {\"name\": \"p\", \"namespace\": \"ns\","
     "   \"labels\": {\"hangar.dev/sandbox\": \"true\"},"
     "   \"annotations\": {\"hangar.dev/driver-sidecar\": \"injected\","
-    "     \"hangar.dev/driver-sidecar-reason\": \"injected\"}},"
+    "     \"hangar.dev/driver-sidecar-reason\": \"injected\","
+    "     \"kubectl.kubernetes.io/default-container\": \"sandbox\"}},"
     " \"spec\": {"
     "   \"containers\": ["
     "     {\"name\": \"sandbox\", \"image\": \"" IMAGE "\","
@@ -316,7 +317,8 @@ START_TEST(annotation_paths_escaped)
         ck_assert_json_eq_text(unit_at(pod, "/metadata/annotations"),
                                "{\"a~b/c\": \"keep\", \"hangar.dev/other\": \"x\","
                                " \"hangar.dev/driver-sidecar\": \"injected\","
-                               " \"hangar.dev/driver-sidecar-reason\": \"injected\"}");
+                               " \"hangar.dev/driver-sidecar-reason\": \"injected\","
+                               " \"kubectl.kubernetes.io/default-container\": \"sandbox\"}");
 }
 END_TEST
 
@@ -777,6 +779,183 @@ START_TEST(no_agent_container)
         run(std, &r3);
         ck_assert_result(r3, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
         ck_assert_detail_has(r3, "\"agent\"");
+}
+END_TEST
+
+/* agent-sandbox's templates name their containers freely: the pod names
+ * its agent with an annotation, which wins over agentContainer. */
+START_TEST(agent_named_by_annotation)
+{
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers",
+                                       "[{\"name\": \"helper\", \"image\": \"helper:1\"},"
+                                       " {\"name\": \"python-runtime\", \"image\": \"env:3\"}]");
+        with(pod, "/metadata/annotations", "{\"hangar.dev/agent-container\": \"python-runtime\"}");
+        _result_ mutate_result_t res = {0};
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
+        /* The driver runs the named container's image and it mounts
+         * hangar-home; the other container is left alone. */
+        ck_assert_str_eq(json_string_value(unit_at(pod, "/spec/containers/2/image")), "env:3");
+        ck_assert_ptr_null(unit_at(pod, "/spec/containers/0/volumeMounts"));
+        ck_assert_json_eq_text(unit_at(pod, "/spec/containers/1/volumeMounts"),
+                               "[{\"name\": \"hangar-home\", \"mountPath\": \"/var/lib/hangar\","
+                               " \"readOnly\": true}]");
+        /* It is the default container, and the annotation is kept as it was. */
+        ck_assert_str_eq(
+            json_string_value(
+                unit_at(pod, "/metadata/annotations/kubectl.kubernetes.io~1default-container")),
+            "python-runtime");
+        ck_assert_str_eq(
+            json_string_value(unit_at(pod, "/metadata/annotations/hangar.dev~1agent-container")),
+            "python-runtime");
+        /* The spec check reads the pod the same way: a reinvocation keeps it. */
+        shapecheck_finding_t finding;
+        ck_assert_int_eq(shapecheck_sidecar(&cfg.sidecar, pod, &finding), 0);
+        _result_ mutate_result_t again = {0};
+        run(pod, &again);
+        ck_assert_result(again, DECISION_SKIP, REASON_ALREADY_INJECTED);
+        /* A pod without the annotation still falls back to agentContainer. */
+        _unit_json_ json_t *plain = with(base_pod(), "/spec/containers",
+                                         "[{\"name\": \"python-runtime\", \"image\": \"x\"}]");
+        _result_ mutate_result_t r2 = {0};
+        run(plain, &r2);
+        ck_assert_result(r2, DECISION_DENY, REASON_NO_AGENT_CONTAINER);
+        ck_assert_detail_has(r2, "the agentContainer setting");
+}
+END_TEST
+
+/* An annotation that names no container hangar can run beside is refused
+ * with the same text on every try (a controller retries the CREATE). */
+START_TEST(agent_annotation_hostile)
+{
+        static const struct {
+                const char *annotation; /* JSON value */
+                const char *detail;
+        } t[] = {
+            {"\"missing\"",
+             "no container named \"missing\" (annotation hangar.dev/agent-container)"},
+            {"\"hangar-driver\"", "names \"hangar-driver\", the driver sidecar"},
+            {"\"setup\"", "\"setup\", which is in spec.initContainers"},
+            {"\"debug\"", "\"debug\", which is in spec.ephemeralContainers"},
+            {"\"\"", "not a container name"},
+            {"\"Sandbox\"", "not a container name"},
+            {"\"sandbox;rm\"", "not a container name"},
+            {"7", "not a container name"},
+            {"null", "not a container name"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                _unit_json_ json_t *pod = base_pod();
+                with(pod, "/spec/initContainers", "[{\"name\": \"setup\", \"image\": \"x\"}]");
+                with(pod, "/spec/ephemeralContainers", "[{\"name\": \"debug\", \"image\": \"x\"}]");
+                with(pod, "/metadata/annotations", "{}");
+                with(pod, "/metadata/annotations/hangar.dev~1agent-container", t[i].annotation);
+                _result_ mutate_result_t res = {0};
+                admit_untouched(pod, DECISION_DENY, REASON_NO_AGENT_CONTAINER, &res);
+                ck_assert_detail_has(res, t[i].detail);
+                _result_ mutate_result_t again = {0};
+                run(pod, &again);
+                ck_assert_str_eq(again.detail, res.detail);
+                /* The spec check (probe, guard) fails the same pod alike. */
+                shapecheck_finding_t finding;
+                ck_assert_int_eq(shapecheck_sidecar(&cfg.sidecar, pod, &finding), 1);
+                ck_assert_str_eq(finding.code, "spec.no-agent");
+        }
+}
+END_TEST
+
+/* kubectl.kubernetes.io/default-container: set to the agent when absent,
+ * kept when the pod has its own, refused when it names the driver. */
+START_TEST(default_container_annotation)
+{
+        _unit_json_ json_t *own = with(base_pod(), "/spec/containers",
+                                       "[{\"name\": \"sandbox\", \"image\": \"a\"},"
+                                       " {\"name\": \"tools\", \"image\": \"b\"}]");
+        with(own, "/metadata/annotations",
+             "{\"kubectl.kubernetes.io/default-container\": \"tools\"}");
+        _result_ mutate_result_t res = {0};
+        admit_patched(own, DECISION_INJECT, REASON_INJECTED, &res);
+        ck_assert_uint_eq(
+            unit_count_ops(ops_of(&res),
+                           "/metadata/annotations/kubectl.kubernetes.io~1default-container"),
+            0);
+        ck_assert_str_eq(
+            json_string_value(
+                unit_at(own, "/metadata/annotations/kubectl.kubernetes.io~1default-container")),
+            "tools");
+
+        _unit_json_ json_t *driver = with(base_pod(), "/metadata/annotations",
+                                          "{\"kubectl.kubernetes.io/default-container\": "
+                                          "\"hangar-driver\"}");
+        _result_ mutate_result_t r2 = {0};
+        admit_untouched(driver, DECISION_DENY, REASON_CONFLICT, &r2);
+        ck_assert_detail_has(r2, "kubectl.kubernetes.io/default-container names \"hangar-driver\"");
+}
+END_TEST
+
+/* selector.operator Exists: the label's presence selects, any value. */
+START_TEST(selector_exists)
+{
+        set_string(&cfg.selector_key, "agents.x-k8s.io/sandbox-name-hash");
+        set_string(&cfg.selector_operator, "Exists");
+        _unit_json_ json_t *pod = with(base_pod(), "/metadata/labels",
+                                       "{\"agents.x-k8s.io/sandbox-name-hash\": \"4f1c2a9e\"}");
+        _result_ mutate_result_t res = {0};
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
+        _unit_json_ json_t *empty =
+            with(base_pod(), "/metadata/labels", "{\"agents.x-k8s.io/sandbox-name-hash\": \"\"}");
+        _result_ mutate_result_t r2 = {0};
+        admit_patched(empty, DECISION_INJECT, REASON_INJECTED, &r2);
+        _unit_json_ json_t *absent = base_pod();
+        _result_ mutate_result_t r3 = {0};
+        admit_untouched(absent, DECISION_SKIP, REASON_NOT_SELECTED, &r3);
+        ck_assert_str_eq(r3.detail, "pod lacks label agents.x-k8s.io/sandbox-name-hash");
+        /* In (the default) still compares the value. */
+        set_string(&cfg.selector_operator, "In");
+        set_string(&cfg.selector_value, "x");
+        _unit_json_ json_t *other =
+            with(base_pod(), "/metadata/labels", "{\"agents.x-k8s.io/sandbox-name-hash\": \"y\"}");
+        _result_ mutate_result_t r4 = {0};
+        admit_untouched(other, DECISION_SKIP, REASON_NOT_SELECTED, &r4);
+}
+END_TEST
+
+/* driver.uidSplit and driver.cloneSafety reach the driver's environment,
+ * only when not the default; a pod brought with a driver whose environment
+ * loosens them is refused, and the agent's own environment changes nothing
+ * of the driver's. */
+START_TEST(driver_environment)
+{
+        _unit_json_ json_t *dflt = base_pod();
+        _result_ mutate_result_t r0 = {0};
+        admit_patched(dflt, DECISION_INJECT, REASON_INJECTED, &r0);
+        ck_assert_ptr_null(unit_at(dflt, "/spec/containers/1/env"));
+
+        set_string(&cfg.sidecar.driver_uid_split, "required");
+        set_string(&cfg.sidecar.driver_clone_safety, "required");
+        _unit_json_ json_t *pod = with(base_pod(), "/spec/containers/0/env",
+                                       "[{\"name\": \"HANGAR_UID_SPLIT\", \"value\": \"off\"}]");
+        _result_ mutate_result_t res = {0};
+        admit_patched(pod, DECISION_INJECT, REASON_INJECTED, &res);
+        ck_assert_json_eq_text(
+            unit_at(pod, "/spec/containers/1/env"),
+            "[{\"name\": \"HANGAR_UID_SPLIT\", \"value\": \"required\"},"
+            " {\"name\": \"HANGAR_DRIVER_CLONE_SAFETY\", \"value\": \"required\"}]");
+        /* Marked injected, with the driver's environment loosened: refused. */
+        with(pod, "/spec/containers/1/env/0/value", "\"off\"");
+        _result_ mutate_result_t r2 = {0};
+        admit_untouched(pod, DECISION_DENY, REASON_CONFLICT, &r2);
+        ck_assert_detail_has(r2, "hangar-driver");
+        /* Or without it at all. */
+        json_object_del(unit_at(pod, "/spec/containers/1"), "env");
+        _result_ mutate_result_t r3 = {0};
+        admit_untouched(pod, DECISION_DENY, REASON_CONFLICT, &r3);
+        /* off alone (cloneSafety back to auto) is one variable. */
+        set_string(&cfg.sidecar.driver_uid_split, "off");
+        set_string(&cfg.sidecar.driver_clone_safety, "auto");
+        _unit_json_ json_t *off = base_pod();
+        _result_ mutate_result_t r4 = {0};
+        admit_patched(off, DECISION_INJECT, REASON_INJECTED, &r4);
+        ck_assert_json_eq_text(unit_at(off, "/spec/containers/1/env"),
+                               "[{\"name\": \"HANGAR_UID_SPLIT\", \"value\": \"off\"}]");
 }
 END_TEST
 
@@ -1537,6 +1716,9 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, deterministic);
         tcase_add_test(tc, shared_values_give_the_same_pods);
         tcase_add_test(tc, custom_configuration);
+        tcase_add_test(tc, agent_named_by_annotation);
+        tcase_add_test(tc, selector_exists);
+        tcase_add_test(tc, driver_environment);
         suite_add_tcase(s, tc);
         tc = tcase_create("skip");
         tcase_add_checked_fixture(tc, setup, teardown);
@@ -1556,6 +1738,8 @@ static Suite *mutate_suite(void)
         tcase_add_test(tc, conflict_mount_of_reserved_volume);
         tcase_add_test(tc, no_conflict_nearby_paths);
         tcase_add_test(tc, no_agent_container);
+        tcase_add_test(tc, agent_annotation_hostile);
+        tcase_add_test(tc, default_container_annotation);
         tcase_add_test(tc, invalid_pods_denied);
         tcase_add_test(tc, duplicate_container_names_denied);
         tcase_add_test(tc, reason_table);

@@ -168,14 +168,14 @@ START_TEST(mount_path_past_the_bound)
 END_TEST
 
 /* Read through the projection, a pod keeps every part the view reads, and
- * of the rest only that it is there (env's entries emptied) or nothing
+ * of the rest only that it is there (ports' entries emptied) or nothing
  * (status, nodeName, uid). */
 START_TEST(projection_keeps_what_the_view_reads)
 {
         static const char text[] =
             "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"1\"},\"uid\":\"u\"},"
             "\"spec\":{\"containers\":[{\"name\":\"sandbox\",\"image\":\"x\","
-            "\"env\":[{\"name\":\"E\",\"value\":\"v\"}],"
+            "\"env\":[{\"name\":\"E\",\"value\":\"v\"}],\"ports\":[{\"containerPort\":80}],"
             "\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":\"/m\"}]}],"
             "\"volumes\":[{\"name\":\"v\",\"emptyDir\":{},\"secret\":{\"secretName\":\"s\"}}],"
             "\"hostPID\":true,\"nodeName\":\"n\"},\"status\":{\"phase\":\"Pending\"}}";
@@ -187,7 +187,7 @@ START_TEST(projection_keeps_what_the_view_reads)
         _cleanup_free_ char *got = jsondump(pod);
         ck_assert_str_eq(got, "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"1\"}},"
                               "\"spec\":{\"containers\":[{\"name\":\"sandbox\",\"image\":\"x\","
-                              "\"env\":[{}],"
+                              "\"env\":[{\"name\":\"E\",\"value\":\"v\"}],\"ports\":[{}],"
                               "\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":\"/m\"}]}],"
                               "\"volumes\":[{\"name\":\"v\",\"emptyDir\":{},\"secret\":{}}],"
                               "\"hostPID\":true}}");

@@ -273,12 +273,15 @@ conflictEnforcement: {{ $v.driverSidecar.conflictEnforcement | default "enforce"
 selector:
   key: {{ $v.selector.key | toJson }}
   value: {{ $v.selector.value | toJson }}
+  operator: {{ $v.selector.operator | default "In" | toJson }}
 agentContainer: {{ $v.agentContainer | toJson }}
 driver:
   uid: {{ int64 $v.driver.uid }}
   gid: {{ int64 $v.driver.gid }}
   command: {{ $v.driver.command | toJson }}
   nativeSidecar: {{ $v.driver.nativeSidecar }}
+  uidSplit: {{ $v.driver.uidSplit | default "auto" | toJson }}
+  cloneSafety: {{ $v.driver.cloneSafety | default "auto" | toJson }}
   probes:
     enabled: {{ $v.driver.probes.enabled }}
     startup:
