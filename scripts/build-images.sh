@@ -4,12 +4,17 @@
 # with umoci; nothing comes FROM a registry. docs/images.md has the why.
 #
 #   scripts/build-images.sh [--build-dir DIR] [--out DIR] [--cache DIR]
-#                           [--rebuild-rootfs] [--prune] [webhook|sandbox|pause]...
+#                           [--rebuild-rootfs] [--prune] [webhook|sandbox|pause|bin|bare]...
 #
 # Images (all by default), written as OCI archives into the output dir:
 #   webhook  localhost/hangar-webhook:VERSION   hangar-webhook-VERSION.oci.tar
 #   sandbox  localhost/hangar-sandbox:dev       hangar-sandbox-dev.oci.tar
 #   pause    registry.k8s.io/pause:3.10.2       pause-3.10.2.oci.tar
+#   bin      localhost/hangar-bin:VERSION       hangar-bin-VERSION.oci.tar (built on request)
+#            the sidecar's binaries as a bundle in /opt/hangar (scripts/images/bundle.sh),
+#            for pods whose image lacks them, and busybox to copy it out
+#   bare     localhost/hangar-bare:dev          hangar-bare-dev.oci.tar (built on request)
+#            an environment image with no Debian library: busybox (static) only
 # plus packages/hangar-{sidecar,webhook}_VERSION_ARCH.deb, NAME.packages (the
 # Debian packages in each image, name=version) and images.list (REF DIGEST
 # ARCHIVE per line). The last lines on stdout are the archives' paths, one per
@@ -40,6 +45,8 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$script_dir/.." && pwd)
 # shellcheck source=scripts/images/lib.sh
 . "$script_dir/images/lib.sh"
+# shellcheck source=scripts/images/bundle.sh
+. "$script_dir/images/bundle.sh"
 
 build_dir=${HANGAR_BUILD_DIR:-$repo/build}
 out_dir=${HANGAR_IMAGES_OUT:-}
@@ -54,7 +61,7 @@ while [ $# -gt 0 ]; do
         --cache) IMG_CACHE=$2; shift 2 ;;
         --rebuild-rootfs) IMG_REBUILD=1; shift ;;
         --prune) prune=1; shift ;;
-        webhook | sandbox | pause) images+=("$1"); shift ;;
+        webhook | sandbox | pause | bin | bare) images+=("$1"); shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) img_die "unknown argument '$1' (see --help)" ;;
         esac
@@ -243,6 +250,66 @@ image_pause() {
                 --config.user=65535:65535 --config.workingdir=/ --config.env="$std_path" \
                 --config.entrypoint=/pause "${labels[@]}")
         rm -rf "$root" "$IMG_WORK/layer-pause.tar"
+}
+
+# ---- bin: the sidecar's binaries for any environment image ------------------
+# The bundle (loader and libraries of its own) in /opt/hangar, where the pod
+# mounts it; busybox (static) in /bin only to copy the bundle out in an init
+# container. Nothing else: no shell on a PATH, no package database.
+image_bin() {
+        local root="$IMG_WORK/root-bin"
+        rm -rf "$root"
+        mkdir -p "$root/bin"
+        chmod 0755 "$root"
+        img_bundle "$build_dir" "$root" /opt/hangar
+        install -m 0755 /bin/busybox "$root/bin/busybox"
+        # ldd fails on a static executable: a dynamic busybox would need the
+        # libc this image does not have.
+        ! ldd /bin/busybox >/dev/null 2>&1 || img_die "/bin/busybox is not static (install busybox-static)"
+        {
+                cat "$root/opt/hangar/bundle.packages"
+                dpkg-query -W -f='${Package}=${Version}\n' busybox-static
+        } | sort -u >"$out_dir/hangar-bin.packages"
+        img_normalize "$root"
+        img_layer "$root" "$IMG_WORK/layer-bin.tar"
+        local -a labels
+        img_labels labels hangar-bin "$version" \
+                "hangar-sidecar's binaries with their own loader and libraries (/opt/hangar), for any environment image"
+        ref[bin]="localhost/hangar-bin:$version"
+        archive[bin]="$out_dir/hangar-bin-$version.oci.tar"
+        digest[bin]=$(img_oci bin "${ref[bin]}" "$IMG_WORK/layer-bin.tar" "${archive[bin]}" \
+                --config.user=1001:1001 --config.workingdir=/ --config.env=PATH=/opt/hangar/bin \
+                --config.entrypoint=/bin/busybox "${labels[@]}")
+        rm -rf "$root" "$IMG_WORK/layer-bin.tar"
+}
+
+# ---- bare: an environment image without any of Debian's libraries -----------
+# What an admin's own image may be: busybox (static), the agent's and the
+# driver's users, no libc. The tests run the bundle in it.
+image_bare() {
+        local root="$IMG_WORK/root-bare" applet
+        rm -rf "$root"
+        mkdir -p "$root"/{bin,etc,tmp,home,var/lib,proc,sys,dev}
+        chmod 0755 "$root"
+        chmod 1777 "$root/tmp"
+        ! ldd /bin/busybox >/dev/null 2>&1 || img_die "/bin/busybox is not static (install busybox-static)"
+        install -m 0755 /bin/busybox "$root/bin/busybox"
+        for applet in sh ls cat id sleep env ps true false echo mkdir rm; do
+                ln -s busybox "$root/bin/$applet"
+        done
+        img_passwd "$root" root:x:0:0:root:/root:/bin/sh agent:x:1000:1000:agent:/home/agent:/bin/sh \
+                hangar-driver:x:1001:1001:hangar driver:/var/lib/hangar:/bin/false
+        dpkg-query -W -f='${Package}=${Version}\n' busybox-static >"$out_dir/hangar-bare.packages"
+        img_normalize "$root"
+        img_layer "$root" "$IMG_WORK/layer-bare.tar"
+        local -a labels
+        img_labels labels hangar-bare dev "An environment image with no Debian library: busybox (static) only"
+        ref[bare]="localhost/hangar-bare:dev"
+        archive[bare]="$out_dir/hangar-bare-dev.oci.tar"
+        digest[bare]=$(img_oci bare "${ref[bare]}" "$IMG_WORK/layer-bare.tar" "${archive[bare]}" \
+                --config.user=1000:1000 --config.workingdir=/home/agent --config.env=PATH=/bin \
+                --config.cmd=sleep --config.cmd=infinity "${labels[@]}")
+        rm -rf "$root" "$IMG_WORK/layer-bare.tar"
 }
 
 declare -A ref digest archive

@@ -20,6 +20,8 @@ packages=(
   python3-yaml
   # images and packages (scripts/build-images.sh)
   mmdebstrap umoci skopeo dpkg-dev
+  # the sidecar binaries with their own loader and libraries (scripts/images/bundle.sh)
+  patchelf
   # benchmarks (njs: bench/admission.sh's static webhook echoes the review's uid)
   wrk nginx-light libnginx-mod-http-js
   # control-plane tooling is built with Go (scripts/k8s-tools.sh)

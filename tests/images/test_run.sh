@@ -34,34 +34,6 @@ no_missing_libs() {
         ! grep -q 'not found' <<<"$out" || { echo "$out" | grep 'not found'; return 1; }
 }
 
-# crun with its own state root and no cgroups. crun refuses a hybrid cgroup
-# host whose cgroup2 hierarchy has controllers even then, so there it runs in
-# a private mount namespace without /sys/fs/cgroup/unified (as tests/pods/podrun).
-crun_() {
-        if [ -r /sys/fs/cgroup/unified/cgroup.controllers ] &&
-                [ -n "$(tr -d '[:space:]' </sys/fs/cgroup/unified/cgroup.controllers)" ]; then
-                unshare --mount --propagation private sh -c \
-                        'umount -l /sys/fs/cgroup/unified 2>/dev/null; exec "$@"' crun \
-                        crun --root "$T_TMP/crun" --cgroup-manager=disabled "$@"
-        else
-                crun --root "$T_TMP/crun" --cgroup-manager=disabled "$@"
-        fi
-}
-
-# in_crun BUNDLE ARGS...: runs ARGS in a container of the bundle (its user,
-# env and root from the image), read-only root and a tmpfs /tmp as a pod
-# would have; prints the output.
-in_crun() {
-        local bundle=$1 id
-        shift
-        id=hangar-img-test-$$-$RANDOM
-        jq '.process.args = $ARGS.positional | .process.terminal = false | .root.readonly = true
-            | .mounts += [{destination: "/tmp", type: "tmpfs", source: "tmpfs",
-                           options: ["nosuid", "nodev", "mode=1777"]}]' --args -- \
-                "$@" <"$bundle/config.json" >"$bundle/config.json.new" && mv "$bundle/config.json.new" "$bundle/config.json"
-        crun_ run --bundle "$bundle" "$id" </dev/null
-}
-
 t_begin images_run
 
 echo "-- webhook"
