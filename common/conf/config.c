@@ -30,10 +30,12 @@ static bool is_clone_safety(const char *s)
                strcmp(s, CONFIG_CLONE_SAFETY_REQUIRED) == 0;
 }
 
+/* "" as well: an empty HANGAR_UID_SPLIT has always meant the default
+ * (split_mode_from_env), and the daemons read the same variable. */
 static bool is_split_mode(const char *s)
 {
         split_mode_t m;
-        return split_mode_parse(s, &m) == 0;
+        return s[0] == '\0' || split_mode_parse(s, &m) == 0;
 }
 
 #define OFF(field) offsetof(hg_config_t, field)
@@ -78,7 +80,7 @@ static const conf_setting_t settings[] = {
     {"driver.cloneSafety", "HANGAR_DRIVER_CLONE_SAFETY", CONF_STRING, OFF(driver_clone_safety),
      CONFIG_CLONE_SAFETY_AUTO, 0, 0, is_clone_safety, "auto or required"},
     {"driver.uidSplit", SPLIT_MODE_ENV, CONF_STRING, OFF(driver_uid_split),
-     CONFIG_UID_SPLIT_DEFAULT, 0, 0, is_split_mode, "off, auto or required"},
+     CONFIG_UID_SPLIT_DEFAULT, 0, 0, is_split_mode, "off, auto or required (\"\": auto)"},
     {"volumes.home.mountPath", "HANGAR_HOME_PATH", CONF_STRING, OFF(home_path), "/var/lib/hangar",
      0, 0, is_absolute_path, "a normalized absolute path"},
     {"volumes.ctl.mountPath", "HANGAR_CTL_PATH", CONF_STRING, OFF(ctl_path), "/var/lib/hangar-ctl",

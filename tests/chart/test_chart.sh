@@ -458,7 +458,7 @@ render() { # OUT ARGS...: helm template with ARGS, as JSON in OUT
         t_fail "render $*: $(cat "$out.err")"
         echo '[]' >"$out"
 }
-# agent-sandbox's pods, and the driver's environment (issue 23).
+# agent-sandbox's pods (selector.operator Exists) and the driver's environment.
 echo "-- selector.operator Exists, driver.uidSplit and driver.cloneSafety"
 render asb.json --set selector.key=agents.x-k8s.io/sandbox-name-hash --set selector.operator=Exists \
         --set driver.uidSplit=off --set driver.cloneSafety=required
@@ -484,12 +484,18 @@ render extras.json -f "$VALUES/extras.yaml"
 jq_check "default: one NetworkPolicy, no test hook" default.json \
         "(map(select(.kind==\"NetworkPolicy\")) | length == 1) and ($HOOKS | length == 0)"
 # On by default with automatic peers: the konnectivity agents (GKE's and
-# AKS's labels) and every address outside the pod ranges, which `helm
-# template` cannot read: then every address, and any address on the API
-# server's ports for egress (docs/chart.md, NetworkPolicy).
+# AKS's labels) and every address outside the pod ranges. `helm template`
+# cannot read the ranges: then the konnectivity agents only (an ipBlock
+# without the pods' ranges would let every pod in), saying so, and any
+# address on the API server's ports for egress (docs/chart.md,
+# NetworkPolicy).
 KONN='{namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": "kube-system"}}, podSelector: {matchLabels: {"k8s-app": "konnectivity-agent"}}}, {namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": "kube-system"}}, podSelector: {matchLabels: {app: "konnectivity-agent"}}}'
-jq_check "default networkPolicy: the HTTPS port from the konnectivity agents and, pod ranges unknown, every address" default.json \
-        "$NP.spec.ingress[0] == {from: [$KONN, {ipBlock: {cidr: \"0.0.0.0/0\"}}, {ipBlock: {cidr: \"::/0\"}}], ports: [{port: \"https\", protocol: \"TCP\"}]}"
+jq_check "default networkPolicy, pod ranges unknown (helm template): the HTTPS port from the konnectivity agents only" default.json \
+        "$NP.spec.ingress[0] == {from: [$KONN], ports: [{port: \"https\", protocol: \"TCP\"}]}"
+"$HELM" template "$REL" "$CHART" -n "$NS" --show-only templates/networkpolicy.yaml >np-default.yaml 2>&1
+t_check "... and the rendered policy says why, naming the values to set" \
+        bash -c "grep -q 'ONLY THE KONNECTIVITY AGENTS' np-default.yaml && grep -q 'networkPolicy.podCIDRs or' np-default.yaml"
+t_check "... and no ipBlock at all (none could leave the pods out)" bash -c "! grep -q ipBlock np-default.yaml"
 jq_check "default networkPolicy: the health port from the monitoring namespaces" default.json \
         "($NP.spec.ingress | length == 2) and $NP.spec.ingress[1].from == [{namespaceSelector: {matchExpressions: [{key: \"kubernetes.io/metadata.name\", operator: \"In\", values: [\"monitoring\", \"gmp-system\"]}]}}]"
 jq_check "default networkPolicy: egress to the API server's ports only (its endpoints unknown to helm template)" default.json \
@@ -600,6 +606,21 @@ fi
 . "$CP/env"
 K=("$KUBECTL" --request-timeout 20s --cache-dir "$T_TMP/kubecache")
 t_check "kube-apiserver answers /readyz" bash -c "[ \"\$('$KUBECTL' get --raw /readyz)\" = ok ]"
+
+# The NetworkPolicy where helm reads the cluster (template --dry-run=server
+# runs lookup): with no Node listing a pod range, the konnectivity agents
+# only, as offline; once a Node lists one, every address outside it too.
+"$HELM" template "$REL" "$CHART" -n "$NS" --dry-run=server --show-only templates/networkpolicy.yaml 2>&1 |
+        to_json >np-lookup-none.json
+jq_check "networkPolicy, lookup finds no pod range: the konnectivity agents only" np-lookup-none.json \
+        '.[0].spec.ingress[0].from | length == 2 and all(has("podSelector"))'
+jq -n '{apiVersion: "v1", kind: "Node", metadata: {name: "np-node"}, spec: {podCIDR: "10.244.0.0/24", podCIDRs: ["10.244.0.0/24"]}}' |
+        "${K[@]}" create -f - >/dev/null || t_fail "a Node with a pod range refused"
+"$HELM" template "$REL" "$CHART" -n "$NS" --dry-run=server --show-only templates/networkpolicy.yaml 2>&1 |
+        to_json >np-lookup-node.json
+jq_check "networkPolicy, lookup finds the Node's pod range: every address outside it" np-lookup-node.json \
+        '.[0].spec.ingress[0].from[2:] == [{ipBlock: {cidr: "0.0.0.0/0", except: ["10.244.0.0/24"]}}, {ipBlock: {cidr: "::/0"}}]'
+"${K[@]}" delete node np-node >/dev/null
 
 # The release namespace enforces Pod Security "restricted" and warns about it.
 "${K[@]}" create namespace "$NS" >/dev/null

@@ -72,8 +72,10 @@ for m in "$HERE"/manifests/*.yaml; do
         t_eq "$name: shareProcessNamespace false" false "$(jq -r '.spec.shareProcessNamespace' "$name.stored.json")"
         t_check "$name: the rest of the spec is the plain pod's, after the API server's defaulting on both" \
                 diff -u <(jq -S "$STRIP" "$name.plain.stored.json") <(jq -S "$STRIP" "$name.stored.json")
-        t_check "$name: annotations are the manifest's plus the webhook's two" \
-                diff -u <(jq -S '.metadata.annotations // {}' "$name.plain.stored.json") \
+        # (kubectl's default container: the manifest's own, else the agent's)
+        DC=kubectl.kubernetes.io/default-container
+        t_check "$name: annotations are the manifest's plus the webhook's two and the default container" \
+                diff -u <(jq -S --arg dc "$DC" '.metadata.annotations // {} | .[$dc] //= "sandbox"' "$name.plain.stored.json") \
                 <(jq -S '.metadata.annotations | with_entries(select(.key | (startswith("hangar.dev/") or startswith("dev.gvisor.spec.mount.hangar-")) | not))' "$name.stored.json")
         # Under gVisor, also the shim's mount annotations for hangar's two volumes.
         want_gvisor=0

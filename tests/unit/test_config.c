@@ -78,6 +78,36 @@ START_TEST(webhook_environment_not_read)
 }
 END_TEST
 
+/* driver.uidSplit is HANGAR_UID_SPLIT, which the daemons read too: empty
+ * is still the default, anything but off, auto or required an error. */
+START_TEST(uid_split_setting)
+{
+        _cleanup_config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert_str_eq(c.driver_uid_split, "auto");
+        config_free(&c);
+        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert_str_eq(c.driver_uid_split, "");
+        config_free(&c);
+        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "required", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert_str_eq(c.driver_uid_split, "required");
+        config_free(&c);
+        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "Required", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
+        ck_assert_msg(strstr(err.message, "HANGAR_UID_SPLIT") &&
+                          strstr(err.message, "off, auto or required"),
+                      "%s", err.message);
+        unsetenv("HANGAR_UID_SPLIT");
+        /* The file's scalars are strings: off is the mode, quoted or not. */
+        ck_assert_int_eq(
+            config_load(&c, unit_write_file(dir, "s.yaml", "driver: {uidSplit: off}\n"), &err), 0);
+        ck_assert_str_eq(c.driver_uid_split, "off");
+}
+END_TEST
+
 /* Skipping is by name: a top-level typo, or one inside the sidecar's own
  * sections, is still an error naming the line and key. */
 START_TEST(unknown_keys_still_refused)
@@ -151,6 +181,7 @@ int main(void)
         tcase_add_test(tc, set_knows_only_the_sidecars_keys);
         tcase_add_test(tc, mount_paths_must_not_nest);
         tcase_add_test(tc, dump_holds_only_the_sidecars_settings);
+        tcase_add_test(tc, uid_split_setting);
         suite_add_tcase(s, tc);
         return unit_run(s);
 }

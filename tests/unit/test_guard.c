@@ -628,6 +628,59 @@ START_TEST(updates)
 }
 END_TEST
 
+/* A pod that names its agent (hangar.dev/agent-container, agent-sandbox's
+ * templates): the guard keeps that container's image, and the annotation
+ * is hangar's part once the pod is injected. */
+START_TEST(updates_of_a_pod_naming_its_agent)
+{
+        _unit_json_ json_t *old =
+            unit_json("{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\","
+                      " \"namespace\": \"ns\", \"labels\": {\"hangar.dev/sandbox\": \"true\"},"
+                      " \"annotations\": {\"hangar.dev/agent-container\": \"agent\"}},"
+                      " \"spec\": {\"containers\": [{\"name\": \"tools\", \"image\": \"tools:1\"},"
+                      " {\"name\": \"agent\", \"image\": \"env:1\"}]}}");
+        mutate_result_t r;
+        ck_assert_int_eq(mutate_pod(&cfg, old, &r), 0);
+        ck_assert_int_eq(r.decision, DECISION_INJECT);
+        mutate_result_free(&r);
+        ck_assert(guard_pod_is_injected(old));
+        /* The named agent's image is the driver's: fixed. The other
+         * container's is the pod's own. */
+        _unit_json_ json_t *agent_image = with_image(old, 1, "env:2");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", agent_image, old, NULL),
+                         REASON_DRIVER_CHANGED);
+        _unit_json_ json_t *tools_image = with_image(old, 0, "tools:2");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", tools_image, old, NULL), REASON_NOT_GUARDED);
+        /* Renaming, removing or adding the annotation: hangar's part. */
+        _unit_json_ json_t *renamed =
+            with_meta(old, "annotations", "hangar.dev/agent-container", "tools");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", renamed, old, NULL), REASON_HANGAR_METADATA);
+        _unit_json_ json_t *dropped =
+            with_meta(old, "annotations", "hangar.dev/agent-container", NULL);
+        ck_assert_int_eq(decide("UPDATE", "", "alice", dropped, old, NULL), REASON_HANGAR_METADATA);
+        _unit_json_ json_t *plain = injected_pod();
+        _unit_json_ json_t *added =
+            with_meta(plain, "annotations", "hangar.dev/agent-container", "sandbox");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", added, plain, NULL), REASON_HANGAR_METADATA);
+        /* kubectl's default container is the pod's own, even naming the driver
+         * (a plain exec then reaches the guard's exec door and is refused). */
+        _unit_json_ json_t *dflt =
+            with_meta(old, "annotations", "kubectl.kubernetes.io/default-container", "tools");
+        ck_assert_int_eq(decide("UPDATE", "", "alice", dflt, old, NULL), REASON_NOT_GUARDED);
+        /* An adoption as agent-sandbox writes it (labels and annotations of
+         * its own domain) passes. */
+        _unit_json_ json_t *adopted = with_meta(old, "labels", "agents.x-k8s.io/claim-uid", "u-1");
+        json_t *adopted2 =
+            with_meta(adopted, "annotations", "agents.x-k8s.io/sandbox-template-ref", "agent");
+        ck_assert_int_eq(
+            decide("UPDATE", "",
+                   "system:serviceaccount:agent-sandbox-system:agent-sandbox-controller", adopted2,
+                   old, NULL),
+            REASON_NOT_GUARDED);
+        json_decref(adopted2);
+}
+END_TEST
+
 /* pods/status: the API server puts the old spec back, but keeps the labels
  * and annotations the update carries (kubectl patch --subresource=status
  * -p '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":null}}}'
@@ -1096,6 +1149,7 @@ static Suite *guard_suite(void)
         tcase_add_test(tc, port_forward_needs_the_pod);
         tcase_add_test(tc, ephemeral_containers);
         tcase_add_test(tc, updates);
+        tcase_add_test(tc, updates_of_a_pod_naming_its_agent);
         tcase_add_test(tc, gvisor_annotations_fixed);
         tcase_add_test(tc, gke_sandbox_hints_at_create);
         tcase_add_test(tc, update_wrong_types);
