@@ -52,3 +52,4 @@ int cli_emit(const char *event, json_t *obj);
 
 int cmd_exec(int argc, char **argv);
 int cmd_pod(int argc, char **argv);
+int cmd_turn(int argc, char **argv);

@@ -16,6 +16,7 @@ typedef struct command {
 static const command_t commands[] = {
     {"exec", cmd_exec, "run a command in a pod's container (pods/exec over WebSocket)"},
     {"pod", cmd_pod, "pod check NS/POD: the uid split's verdict, decided and delivered"},
+    {"turn", cmd_turn, "turn run NS/POD --spec FILE | turn attach NS/POD --turn ID: a whole turn"},
 };
 
 static void usage(FILE *f)

@@ -51,9 +51,9 @@ static const char usage[] =
     "4 refused.\n"
     "\n"
     "ctl OPs: ping | start --spec FILE|- | status [--turn ID] | token |\n"
-    "  events [--turn ID] [--from OFFSET] | approvals | approve ID | deny ID |\n"
+    "  events [--turn ID] [--from OFFSET] [--follow] | approvals | approve ID | deny ID |\n"
     "  steer TEXT | close-stdin | signal NAME | watch [--turn ID] [--from OFFSET] |\n"
-    "  finish [--turn ID] |\n"
+    "  finish [--turn ID] [--abort REASON] |\n"
     "  run [--timeout S] [--tail BYTES] -- CMD [ARG]...\n"
     "  tree [--timeout S] | verify [--timeout S] -- CMD [ARG]...\n"
     "  a terminal turn's: screen [--turn ID] | send-keys [--turn ID] KEY... |\n"
@@ -351,14 +351,22 @@ static int cmd_ctl(int argc, char **argv)
                 bool takes_from = op[0] == 'w' || op[0] == 'e';
                 for (; i < argc; i += 2) {
                         uint64_t from = 0;
-                        if (i + 1 < argc && strcmp(argv[i], "--turn") == 0)
+                        if (op[0] == 'e' && strcmp(argv[i], "--follow") == 0) {
+                                json_object_set_new(req, "follow", json_true());
+                                i--; /* a flag: no argument */
+                        } else if (i + 1 < argc && strcmp(argv[i], "--turn") == 0)
                                 json_object_set_new(req, "turn", json_string(argv[i + 1]));
+                        else if (op[0] == 'f' && i + 1 < argc && strcmp(argv[i], "--abort") == 0)
+                                json_object_set_new(req, "abort", json_string(argv[i + 1]));
                         else if (takes_from && i + 1 < argc && strcmp(argv[i], "--from") == 0 &&
                                  parse_u64(argv[i + 1], &from) == 0)
                                 json_object_set_new(req, "from", json_integer((json_int_t)from));
                         else {
-                                fprintf(stderr, "hangar-driver ctl %s: [--turn ID]%s\n", op,
-                                        takes_from ? " [--from OFFSET]" : "");
+                                fprintf(stderr, "hangar-driver ctl %s: [--turn ID]%s%s\n", op,
+                                        takes_from ? " [--from OFFSET]" : "",
+                                        op[0] == 'e'   ? " [--follow]"
+                                        : op[0] == 'f' ? " [--abort REASON]"
+                                                       : "");
                                 return 2;
                         }
                 }

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -41,7 +42,8 @@
 #define EXIT_RELAY_FAIL  125 /* the relay could not do its job (JSON says why) */
 
 static const char usage[] =
-    "usage: hangar-relay [--config FILE] [--connect-timeout SECONDS]\n"
+    "usage: hangar-relay [--config FILE] [--connect-timeout SECONDS] [--turn ID]\n"
+    "                    [--wait-port SECONDS]\n"
     "\n"
     "Run by hangar in the agent's container, as the agent. Checks that hangar-home\n"
     "is the driver's read-only mount, kills every other process of the container but\n"
@@ -52,7 +54,9 @@ static const char usage[] =
     "starts the run's script with /bin/sh from the turn's directory, and relays\n"
     "it. Prints one JSON line on stdout when done. Exit status: the\n"
     "harness's (128+N for a signal), 3 single-user, 4 refused (HANGAR_UID_SPLIT),\n"
-    "125 the relay failed, 2 usage.\n";
+    "125 the relay failed, 2 usage. --turn ID --wait-port S: wait up to S seconds for\n"
+    "the port file and a turn file naming ID (hangar started the relay together with\n"
+    "ctl start); the end of stdin ends the wait.\n";
 
 /* The one line hangar reads from the relay's stdout. */
 static int report(int status, const char *outcome, const char *reason, json_t *extra)
@@ -374,14 +378,82 @@ static int check_instance(int home_fd, const char *want, uint16_t port, const ch
         return 0;
 }
 
+/* What the relay reads of its turn before it sweeps: the port and the turn
+ * file. */
+typedef struct turn_files {
+        uint16_t port;
+        char *turn, *cwd;
+        session_term_t term;
+        bool term_on, keep_processes;
+        char instance[INSTANCE_HEX_LEN + 1];
+} turn_files_t;
+
+static void turn_files_free(turn_files_t *f)
+{
+        free(f->turn);
+        free(f->cwd);
+        f->turn = f->cwd = NULL;
+}
+
+static int read_turn_files(int home_fd, turn_files_t *f, hg_error_t *err)
+{
+        turn_files_free(f);
+        int r = read_port(home_fd, &f->port, err);
+        if (r == 0)
+                r = read_turn(home_fd, &f->turn, &f->cwd, &f->term, &f->term_on, &f->keep_processes,
+                              f->instance, err);
+        return r;
+}
+
+/* --turn ID --wait-port S: `hangar turn run` starts the relay together
+ * with `ctl start` (docs/client.md), so the driver may not have written
+ * the turn's files yet (the port last, after the turn file), and a turn
+ * still in flight may hold them. The relay waits, in short steps and up to
+ * S seconds, for a port file and a turn file naming ID, before it sweeps:
+ * a relay started for a turn the driver then refuses never sweeps another
+ * turn's processes. hangar gives up by ending the relay's stdin (nothing
+ * else may be on it before the ready line): the wait then ends at once. */
+#define WAIT_STEP_MS 20
+
+static int wait_turn_files(int home_fd, const char *want, uint32_t wait_s, turn_files_t *f,
+                           hg_error_t *err)
+{
+        int64_t deadline = conn_now_ms() + (int64_t)wait_s * 1000;
+        for (;;) {
+                hg_error_t e = {0};
+                int r = read_turn_files(home_fd, f, &e);
+                bool mine = r == 0 && (!want || (f->turn && strcmp(f->turn, want) == 0));
+                if (mine)
+                        return 0;
+                if ((r < 0 && r != -ENOENT) || conn_now_ms() >= deadline) {
+                        if (r < 0) {
+                                *err = e;
+                                return r;
+                        }
+                        return error_set(
+                            err, -ESRCH, "hangar-home/%s names turn \"%.64s\", not \"%s\"",
+                            LAYOUT_HOME_TURN, f->turn ? f->turn : "?", want ? want : "?");
+                }
+                struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
+                if (poll(&in, 1, WAIT_STEP_MS) > 0)
+                        return error_set(err, -ECANCELED,
+                                         "stdin ended or was written before the turn \"%s\" was "
+                                         "up: hangar gave up",
+                                         want ? want : "?");
+        }
+}
+
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                              {"connect-timeout", required_argument, NULL, 't'},
+                                             {"wait-port", required_argument, NULL, 'w'},
+                                             {"turn", required_argument, NULL, 'T'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
         const char *config_path = getenv("HANGAR_CONFIG");
-        uint32_t connect_timeout_s = 10;
+        uint32_t connect_timeout_s = 10, wait_port_s = 0;
+        const char *want_turn = NULL;
         int c;
         while ((c = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
                 switch (c) {
@@ -395,6 +467,19 @@ int main(int argc, char **argv)
                                       stderr);
                                 return 2;
                         }
+                        break;
+                case 'w':
+                        if (parse_u32(optarg, &wait_port_s) < 0 || wait_port_s > 3600) {
+                                fputs("hangar-relay: --wait-port takes 0-3600 seconds\n", stderr);
+                                return 2;
+                        }
+                        break;
+                case 'T':
+                        if (!scratch_turn_id_valid(optarg)) {
+                                fputs("hangar-relay: --turn takes a turn id\n", stderr);
+                                return 2;
+                        }
+                        want_turn = optarg;
                         break;
                 case 'h':
                         fputs(usage, stdout);
@@ -436,15 +521,17 @@ int main(int argc, char **argv)
                 return report(single ? EXIT_SINGLE_USER : EXIT_REFUSED, split_gate_name(gate.gate),
                               gate.reason, NULL);
         }
-        uint16_t port = 0;
-        _cleanup_free_ char *cwd = NULL, *turn = NULL;
-        session_term_t term = {0};
-        bool term_on = false, keep_processes = false;
-        char turn_instance[INSTANCE_HEX_LEN + 1];
-        if (read_port(home_fd, &port, &err) < 0 ||
-            read_turn(home_fd, &turn, &cwd, &term, &term_on, &keep_processes, turn_instance, &err) <
-                0)
+        turn_files_t files = {0};
+        if (wait_turn_files(home_fd, want_turn, wait_port_s, &files, &err) < 0) {
+                turn_files_free(&files);
                 return fail("%s", err.message);
+        }
+        uint16_t port = files.port;
+        _cleanup_free_ char *cwd = TAKE_PTR(files.cwd), *turn = TAKE_PTR(files.turn);
+        session_term_t term = files.term;
+        bool term_on = files.term_on, keep_processes = files.keep_processes;
+        char turn_instance[INSTANCE_HEX_LEN + 1];
+        memcpy(turn_instance, files.instance, sizeof(turn_instance));
 
         /* The order hangar keeps (docs/protocol.md): the relay is hardened
          * (above), sweeps, finds stdin still empty, says ready, and only then

@@ -9,7 +9,7 @@
 
 /* What each op takes: a member's name and JSON type, and whether it must
  * be there. The table is the whole grammar: nothing else is accepted. */
-typedef enum member_type { M_STRING, M_UINT, M_ARGV } member_type_t;
+typedef enum member_type { M_STRING, M_UINT, M_ARGV, M_BOOL } member_type_t;
 
 typedef struct member {
         const char *name;
@@ -27,7 +27,8 @@ static const struct {
     [CTLREQ_START] = {"start", {{"spec", M_STRING, true}}},
     [CTLREQ_STATUS] = {"status", {{"turn", M_STRING, false}}},
     [CTLREQ_TOKEN] = {"token", {{0}}},
-    [CTLREQ_EVENTS] = {"events", {{"turn", M_STRING, false}, {"from", M_UINT, false}}},
+    [CTLREQ_EVENTS] =
+        {"events", {{"turn", M_STRING, false}, {"from", M_UINT, false}, {"follow", M_BOOL, false}}},
     [CTLREQ_APPROVALS] = {"approvals", {{0}}},
     [CTLREQ_APPROVE] = {"approve", {{"id", M_STRING, true}}},
     [CTLREQ_DENY] = {"deny", {{"id", M_STRING, true}}},
@@ -35,7 +36,7 @@ static const struct {
     [CTLREQ_CLOSE_STDIN] = {"close-stdin", {{0}}},
     [CTLREQ_SIGNAL] = {"signal", {{"signal", M_STRING, true}}},
     [CTLREQ_WATCH] = {"watch", {{"turn", M_STRING, false}, {"from", M_UINT, false}}},
-    [CTLREQ_FINISH] = {"finish", {{"turn", M_STRING, false}}},
+    [CTLREQ_FINISH] = {"finish", {{"turn", M_STRING, false}, {"abort", M_STRING, false}}},
     [CTLREQ_RUN] = {"run",
                     {{"argv", M_ARGV, true},
                      {"timeout_s", M_UINT, false},
@@ -75,6 +76,10 @@ static int check_member(const member_t *m, json_t *v, hg_error_t *err)
                     (uint64_t)json_integer_value(v) > CTLREQ_FROM_MAX)
                         return error_set(err, -EINVAL, "\"%s\" must be a non-negative integer",
                                          m->name);
+                return 0;
+        case M_BOOL:
+                if (!json_is_boolean(v))
+                        return error_set(err, -EINVAL, "\"%s\" must be true or false", m->name);
                 return 0;
         case M_ARGV: {
                 size_t i;
@@ -136,6 +141,7 @@ int ctlreq_parse(const char *text, size_t len, ctlreq_t *ret, hg_error_t *err)
         q.turn = json_string_value(turn);
         json_t *from = json_object_get(root, "from");
         q.from = from ? (uint64_t)json_integer_value(from) : 0;
+        q.follow = json_is_true(json_object_get(root, "follow"));
         json_t *spec = json_object_get(root, "spec");
         q.spec = json_string_value(spec);
         q.spec_len = spec ? json_string_length(spec) : 0;

@@ -57,10 +57,12 @@ static void accept_clients(turn_t *t)
 }
 
 /* A watcher's log will not grow: another turn started, or none is in
- * flight. */
+ * flight and its end is recorded (a turn that an op ended in this round
+ * writes its turn.ended event at the top of the next: an events follower
+ * closed before it would miss the last line). */
 static bool log_done(const turn_t *t, const ctlclient_t *c)
 {
-        return c->watch_gen != t->gen || !turnstate_active(&t->ts);
+        return c->watch_gen != t->gen || (!turnstate_active(&t->ts) && t->end_recorded);
 }
 
 /* A new instance id: 16 bytes of the kernel's, as 32 hex digits. */

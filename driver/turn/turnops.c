@@ -95,7 +95,10 @@ static json_t *op_signal(turn_t *t, json_t *req)
 
 /* ctl events: a header line, then events.jsonl as it is now, streamed in
  * chunks (never one reply in memory: the file has no size bound but the
- * volume's). */
+ * volume's). With "follow", the file from "from" on, live, until the turn
+ * ends, as watch streams the log: hangar follows a turn with one exec
+ * instead of asking again and again, and one that dropped comes back with
+ * the offset it had got to (`hangar turn attach --from`). */
 static json_t *op_events(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         if (!t->spec)
@@ -108,6 +111,16 @@ static json_t *op_events(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         if (q->from > (uint64_t)st.st_size)
                 return reply_error("\"from\" %llu is past the events' end (%lld bytes)",
                                    (unsigned long long)q->from, (long long)st.st_size);
+        if (q->follow) {
+                ctlclient_reply(c, json_pack("{s:b, s:s, s:s, s:I, s:b}", "ok", 1, "stream",
+                                             "events", "turn", t->spec->turn, "from",
+                                             (json_int_t)q->from, "follow", 1));
+                c->stream_fd = TAKE_FD(fd);
+                c->watch_off = (off_t)q->from;
+                c->watch_gen = t->gen;
+                c->state = CTLCLIENT_WATCHING;
+                return NULL;
+        }
         ctlclient_reply(c, json_pack("{s:b, s:s, s:s, s:I, s:I}", "ok", 1, "stream", "events",
                                      "turn", t->spec->turn, "from", (json_int_t)q->from, "bytes",
                                      (json_int_t)st.st_size));
@@ -288,8 +301,28 @@ static json_t *op_close_stdin(turn_t *t)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_finish(turn_t *t)
+/* finish with "abort": hangar saw the turn's order broken (output on the
+ * relay's stdout before its ready line, a second ready line, a relay that
+ * ended without its done line) and ends the turn now, whatever its state:
+ * before the relay connected (no token went out) as after (the relay's
+ * connections are closed, so it stops the harness: driver-gone). */
+#define ABORT_REASON_MAX 200
+
+static json_t *op_abort(turn_t *t, const char *why)
 {
+        if (!turnstate_active(&t->ts))
+                return reply_error("turn \"%s\" has ended (%s)", t->spec->turn, t->ts.end);
+        if (strlen(why) > ABORT_REASON_MAX)
+                return reply_error("\"abort\": at most %d bytes", ABORT_REASON_MAX);
+        turnstate_end(&t->ts, "aborted", "hangar: %s", why);
+        return json_pack("{s:b}", "ok", 1);
+}
+
+static json_t *op_finish(turn_t *t, json_t *req)
+{
+        const char *why = json_string_value(json_object_get(req, "abort"));
+        if (why)
+                return op_abort(t, why);
         if (t->ts.state == TURN_STATE_RUNNING)
                 return reply_error("the harness is still running; signal it first");
         t->ts.finish_requested = true;
@@ -461,7 +494,7 @@ json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         case CTLREQ_VERIFY:
                 return op_verify(t, c, req);
         case CTLREQ_FINISH:
-                return op_finish(t);
+                return op_finish(t, req);
         default:
                 return reply_error("unknown op \"%.40s\"", ctlreq_op_name(q->op));
         }

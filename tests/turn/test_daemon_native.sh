@@ -103,6 +103,79 @@ t_check "the events have the whole turn ($N lines)" sh -c "printf '%s' \"\$1\" |
 t_check "relay.port is gone once the turn ended" test ! -e home/relay.port
 t_check "a watch past the log's end is refused" sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl watch --from 999999 >/dev/null 2>&1"
 
+# ---- events followed live (one request for the whole turn), a turn aborted ----
+# hangar follows a turn's events with one `ctl events --follow` (the
+# `hangar turn run` client) and ends a turn whose order broke with `ctl
+# finish --abort`, in any state.
+ctl events --turn t1 --follow >f0.out 2>f0.err
+t_eq "events --follow of an ended turn: all of it, then the end (0)" "0 $(wc -c <ctl/events.jsonl)" \
+        "$? $(wc -c <f0.out)"
+host_start ab "$(spec ab 'echo started; while :; do sleep 0.1; done')"
+as_driver "$DRIVER" ctl events --turn ab --follow >fab.out 2>fab.err &
+FAB=$!
+t_cleanup_pid $FAB
+t_check "the follower sees the harness start as it happens" \
+        t_wait_for "grep -q '\"event\":\"harness.started\"' fab.out" 15
+t_check "the turn is still running: the follower has not ended" kill -0 $FAB
+ctl finish --turn ab --abort "the relay's order broke" >abort.out
+t_eq "finish --abort while the harness runs: ok" true "$(jq -r .ok abort.out)"
+echo $FAB >fab.pid
+t_wait_pid fab.pid 15
+t_eq "... the follower ends with the turn (0)" 0 "$?"
+t_check "... having every event, the last turn.ended aborted, as the file has them" \
+        sh -c "cmp -s fab.out ctl/events.jsonl && tail -n 1 fab.out | jq -e '.event == \"turn.ended\" and .end == \"aborted\" and (.reason | test(\"order broke\"))' >/dev/null"
+t_wait_pid ab.relay.pid 15
+t_eq "... the relay ends the harness: 125 driver-gone" "125 driver-gone" "$? $(relay_result ab | jq -r .end)"
+ctl start --spec - <<<"$(spec ab2 'true')" >ab2.start 2>ab2.err
+t_eq "a turn waiting for its relay (no token sent) ..." "ab2 waiting-for-relay" "$(jq -r .turn ab2.start) $(state)"
+ctl finish --abort "output before the relay's ready line" >/dev/null
+t_eq "... is ended by finish --abort: aborted, its port gone" "ended aborted absent" \
+        "$(ctl status --turn ab2 | jq -r '"\(.state) \(.end.end)"') $(test -e home/relay.port && echo present || echo absent)"
+t_check "finish --abort of an ended turn is refused" sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl finish --abort again >/dev/null 2>&1"
+
+# ---- the relay started before ctl start (`hangar turn run` starts both together) ----
+# relay_for NAME ID: the relay as the agent with --turn ID --wait-port 20,
+# its stdin the fifo NAME.in (held open on descriptor RIN).
+relay_for() {
+        mkfifo "$1.in"
+        HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
+                setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" --turn "$2" --wait-port 20 \
+                <"$1.in" >"$1.relay.out" 2>"$1.relay.err" &
+        echo $! >"$1.relay.pid"
+        t_cleanup_pid "$(cat "$1.relay.pid")"
+        exec {RIN}>"$1.in"
+}
+relay_for early w1
+sleep 0.5
+t_eq "a relay for turn w1 before its start: waiting, nothing said yet" "running 0" \
+        "$(kill -0 "$(cat early.relay.pid)" && echo running) $(wc -c <early.relay.out)"
+ctl start --spec - <<<"$(spec w1 'echo early-relay; exit 5' '{"linger_s": 1}')" >w1.start
+t_check "... once the turn is started, the relay says ready" t_wait_for "grep -q '\"relay\":\"ready\"' early.relay.out" 15
+jq -r '"\(.token) \(.instance)"' w1.start >&"$RIN"
+exec {RIN}>&-
+t_wait_pid early.relay.pid 20
+t_eq "... and runs the turn: exit 5, done" "5 done" "$? $(relay_result early | jq -r .relay)"
+host_start w2 "$(spec w2 'read -r x; echo w2-done' '{"close_stdin": false}')"
+t_check "a turn in flight (w2)" t_wait_for "[ \"\$(state)\" = running ]" 15
+relay_for other w3
+sleep 0.5
+t_eq "a relay for turn w3 while w2 holds the files: it waits, no ready line" "running 0" \
+        "$(kill -0 "$(cat other.relay.pid)" && echo running) $(wc -c <other.relay.out)"
+exec {RIN}>&-
+t_wait_pid other.relay.pid 10
+t_eq "... hangar ends its stdin (w3 refused): it ends at once, 125, and says why" "125 failed yes" \
+        "$? $(relay_result other | jq -r .relay) $(relay_result other | jq -r .reason | grep -q 'hangar gave up' && echo yes)"
+t_eq "... the turn in flight goes on" running "$(state)"
+ctl steer go >/dev/null
+t_wait_for "[ \"\$(state)\" = harness-exited ]" 15
+ctl finish --turn w2 >/dev/null
+t_wait_pid w2.relay.pid 20
+t_eq "... to its end (0)" 0 "$?"
+relay_for late w9
+exec {RIN}>&-
+t_wait_pid late.relay.pid 10
+t_eq "a relay whose turn never comes, its stdin ended: 125 at once" 125 "$?"
+
 # ---- bad requests ----
 for req in 'junk' '{"op":"nope"}' '{"op":"ping","extra":1}' '{"op":"start","spec":"{}"}' '[1,2]' ''; do
         printf '%s' "$req" | as_driver /usr/bin/python3 -c '

@@ -90,6 +90,14 @@ START_TEST(members_read)
         ctlreq_free(&q);
         q = parse_ok("{\"op\":\"status\"}");
         ck_assert_ptr_null(q.turn);
+        ck_assert(!q.follow);
+        ctlreq_free(&q);
+        q = parse_ok("{\"op\":\"events\",\"from\":7,\"follow\":true}");
+        ck_assert(q.follow);
+        ck_assert_uint_eq(q.from, 7);
+        ctlreq_free(&q);
+        q = parse_ok("{\"op\":\"events\",\"follow\":false}");
+        ck_assert(!q.follow);
         ctlreq_free(&q);
 }
 END_TEST
@@ -117,6 +125,10 @@ START_TEST(refusals)
         refused("{\"op\":\"watch\",\"turn\":\"a/b\"}", "turn");
         refused("{\"op\":\"watch\",\"turn\":\"../x\"}", "turn");
         refused("{\"op\":\"watch\",\"turn\":7}", "string");
+        refused("{\"op\":\"finish\",\"abort\":7}", "string");
+        refused("{\"op\":\"events\",\"follow\":1}", "true or false");
+        refused("{\"op\":\"events\",\"follow\":\"yes\"}", "true or false");
+        refused("{\"op\":\"watch\",\"follow\":true}", "no member");
         refused("{\"op\":\"approve\"}", "needs \"id\"");
         refused("{\"op\":\"run\",\"argv\":[]}", "non-empty");
         refused("{\"op\":\"run\",\"argv\":[1]}", "strings");

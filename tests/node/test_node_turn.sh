@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC1091,SC2016 # testlib is sourced; single-quoted container commands
+# `hangar turn run` and `hangar turn attach` (client/cmd_turn.c,
+# docs/client.md) on the real node, the chart installed with its guard, as
+# hangar's own identity, against gVisor pods the kubelet runs:
+#   - an ask turn with one approval answered by a policy: the lines in
+#     order (turn.started without the token, relay.ready, every event of
+#     the driver's record once, with contiguous offsets, the final
+#     turn.ended), the harness read the approval, 5 execs;
+#   - a turn driven from stdin: a deny, a steer, a malformed command told
+#     and ignored, --hold, then a run and a tree through the turn, finish;
+#   - the client SIGKILLed mid-turn, an approval asked while it was gone,
+#     `turn attach --from` the last line it printed: nothing lost or
+#     repeated (the record's seq 1..N exactly once across both);
+#   - hostile bytes: a relay (the agent's own, --relay) that writes a forged
+#     event line before its ready line (no token sent, the turn aborted,
+#     75), one that writes a second ready line (aborted, 75), one that
+#     writes 8 MiB without a newline (75, and the client not held by it);
+#     a harness that prints forged event, ready and huge lines (they stay
+#     in the log: one turn.ended, the driver's);
+#   - failures, each its status: a spec the driver refuses (74), a turn
+#     while another is in flight (74), a pod that is not there (68), attach
+#     to a turn that is not the daemon's (74), bad arguments (64);
+#   - docs/client.md's Python example of `turn run`, run as the page has it;
+#   - figures, printed, never asserted: execs per ask turn with one
+#     approval, and the time to harness.started against a bare exec of the
+#     same harness (kubectl exec and hangar exec into a pod without the
+#     sidecar).
+# usage: test_node_turn.sh K8S_BIN HANGAR
+# Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace "turn").
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/testlib.sh"
+. "$HERE/../lib/doclib.sh"
+# shellcheck source=../../scripts/lib/hangar-chart.sh
+. "$ROOT/scripts/lib/hangar-chart.sh"
+. "$HERE/nodelib.sh"
+t_begin "hangar turn run and attach on the node"
+# A command written to a client that has ended is an error, not the end of the suite.
+trap '' PIPE
+
+K8S_BIN=${1:-} HANGAR=$(realpath -m "${2:-.}")
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$HANGAR"
+NS=turn
+cd "$T_TMP" || exit 1
+node_identity "$NS"
+node_chart hangar "$NS"
+logged() { "$@" >>helm.log 2>&1; }
+t_check "helm install (the chart's defaults)" logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
+t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
+	hangar_chart_ready hangar "$NS" 60
+
+# pod NAME [JQ_FILTER]: a gVisor sandbox pod (the example image, uid 1000).
+pod() {
+	jq -n --arg ns "$NS" --arg n "$1" '{apiVersion: "v1", kind: "Pod",
+		metadata: {name: $n, namespace: $ns, labels: {"hangar.dev/sandbox": "true"}},
+		spec: {runtimeClassName: "gvisor", terminationGracePeriodSeconds: 2,
+			securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000},
+			containers: [{name: "sandbox", image: "localhost/hangar-sandbox:dev", imagePullPolicy: "Never",
+				command: ["sleep", "infinity"],
+				securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}}}]}}' |
+		jq "${2:-.}" >"$1.json"
+	t_check "pod $1 is created" t_wait_for "kubectl create -f $1.json >/dev/null 2>>create.err" 30
+}
+pod box
+pod plain 'del(.metadata.labels)'
+for p in box plain; do
+	kubectl wait -n "$NS" --for=condition=Ready "pod/$p" --timeout=300s >>wait.log 2>&1
+	t_eq "pod $p is Ready" 0 "$?"
+done
+
+# hangar's identity: a token of its ServiceAccount, the cluster's CA.
+kubectl config view --raw --minify -o json >admin.json
+server=$(jq -r '.clusters[0].cluster.server' admin.json)
+ca=$(jq -r '.clusters[0].cluster["certificate-authority-data"] // empty' admin.json)
+[ -n "$ca" ] || ca=$(base64 -w0 <"$(jq -r '.clusters[0].cluster["certificate-authority"]' admin.json)")
+token=$(kubectl create token hangar -n "$NODE_ID_NS" --duration=1h)
+jq -n --arg s "$server" --arg ca "$ca" --arg t "$token" --arg ns "$NS" '{apiVersion: "v1", kind: "Config",
+	clusters: [{name: "node", cluster: {server: $s, "certificate-authority-data": $ca}}],
+	users: [{name: "hangar", user: {token: $t}}],
+	contexts: [{name: "hangar", context: {cluster: "node", user: "hangar", namespace: $ns}}],
+	"current-context": "hangar"}' >hangar.kubeconfig
+chmod 600 hangar.kubeconfig
+ADMIN_KUBECONFIG=$KUBECONFIG
+export KUBECONFIG=$T_TMP/hangar.kubeconfig
+H() { "$HANGAR" "$@"; }
+in_c() { H exec "$NS/box" -c "$1" -- "${@:2}" </dev/null; }
+ctl() { in_c hangar-driver hangar-driver ctl "$@"; }
+
+H pod check "$NS/box" --mode required >check.jsonl 2>check.err
+t_eq "the verdict, delivered to both daemons: split-active" "0 split-active" \
+	"$? $(jq -r 'select(.event == "verdict") | .verdict' check.jsonl)"
+in_c sandbox mkdir -p /tmp/turn
+
+# spec ID SCRIPT [EXTRA_JSON]: a turn spec in ID.spec.
+spec() {
+	jq -n --arg id "$1" --arg script "$2" --argjson extra "${3:-{\}}" \
+		'{turn: $id, mode: "ask", cwd: "/tmp/turn", script: $script, run_key: "KEY-\($id)",
+		  linger_s: 60, connect_timeout_s: 60, close_stdin: false} + $extra' >"$1.spec"
+}
+# turn NAME ARGS...: hangar turn ARGS in the background, its stdin the fifo
+# NAME.in (held open on descriptor TIN: say LINE writes a command), stdout
+# NAME.jsonl, stderr NAME.err, pid in NAME.pid.
+turn() {
+	local name=$1
+	shift
+	mkfifo "$name.in"
+	H turn "$@" <"$name.in" >"$name.jsonl" 2>"$name.err" &
+	echo $! >"$name.pid"
+	t_cleanup_pid "$(cat "$name.pid")"
+	exec {TIN}>"$name.in"
+}
+say() { printf '%s\n' "$1" >&"$TIN"; }
+hangup() { exec {TIN}>&-; }
+has_line() { grep -q -- "$2" "$1.jsonl"; }
+# contiguous FILE...: the turn.event lines of the files, in order, each
+# beginning where the one before ended.
+contiguous() {
+	cat "$@" | jq -s -e '[.[] | select(.event == "turn.event")] as $e |
+		($e | length) > 0 and ([range(1; $e | length)] | all($e[.].offset == $e[. - 1].next))' >/dev/null
+}
+records() { cat "$@" | jq -c 'select(.event == "turn.event") | .record'; }
+# ended_lines NAME: how many turn.ended records, the last one's end, how
+# many turn.ended lines of ours.
+ended_lines() {
+	echo "$(records "$1.jsonl" | jq -s '[.[] | select(.event == "turn.ended")] | length')" \
+		"$(records "$1.jsonl" | jq -r 'select(.event == "turn.ended") | .end' | tail -n 1)" \
+		"$(jq -s '[.[] | select(.event == "turn.ended")] | length' "$1.jsonl")"
+}
+
+echo "-- an ask turn, one approval answered by a policy"
+spec ask 'echo "harness as $(id -u)"
+echo "{\"type\": \"approval_request\", \"id\": \"deploy\", \"action\": \"kubectl apply\"}"
+read -r answer
+echo "got: $answer"'
+turn ask run "$NS/box" --spec ask.spec --approvals approve
+hangup
+t_wait_pid ask.pid 120
+t_eq "the turn ran: exit 0" 0 "$?"
+t_eq "the lines: turn.started first, one relay.ready, turn.ended last" "turn.started 1 turn.ended" \
+	"$(head -n 1 ask.jsonl | jq -r .event) $(grep -c '"event":"relay.ready"' ask.jsonl) $(tail -n 1 ask.jsonl | jq -r .event)"
+t_eq "every line is protocol v1" "" "$(jq -c 'select(.v != 1)' ask.jsonl)"
+t_eq "turn.started names the turn, port and instance, and carries no token" "ask true 32 false" \
+	"$(jq -r 'select(.event == "turn.started") | "\(.turn) \(.port > 0) \(.instance | length) \(has("token"))"' ask.jsonl)"
+t_eq "relay.ready is the relay's line: sealed, its sweep" "true true" \
+	"$(jq -r 'select(.event == "relay.ready") | "\(.ready.sealed) \(.ready.sweep | type == "object")"' ask.jsonl)"
+t_eq "the events, in the driver's order" \
+	"relay.listening relay.connected relay.connected harness.started approval.requested approval.decided harness.exited turn.ended" \
+	"$(records ask.jsonl | jq -r .event | grep -v '^harness.stdin' | xargs)"
+t_check "... with contiguous offsets" contiguous ask.jsonl
+t_eq "... the first at 0" 0 "$(jq -r 'select(.event == "turn.event") | .offset' ask.jsonl | head -n 1)"
+ctl events --turn ask >ask.events
+t_eq "... exactly the driver's record (ctl events), each once" "$(jq -c . ask.events)" "$(records ask.jsonl)"
+t_eq "the policy approved: one ctl line, ok" "approve deploy true" \
+	"$(jq -r 'select(.event == "ctl") | select(.op == "approve") | "\(.op) \(.id) \(.ok)"' ask.jsonl)"
+t_eq "the last line: done, the harness exited 0, the relay done 0, exit 0" "done exited 0 done 0 0" \
+	"$(tail -n 1 ask.jsonl | jq -r '"\(.end) \(.harness.end) \(.harness.value) \(.relay.relay) \(.relay_exit) \(.exit)"')"
+in_c sandbox cat /var/lib/hangar/run/log >ask.log
+t_check "the harness read the approval (the run's log)" \
+	grep -q '^got: {"type":"approval_response","id":"deploy","decision":"approve"}' ask.log
+ASK_EXECS=$(tail -n 1 ask.jsonl | jq -r .execs)
+t_eq "execs for the turn: ctl start, the relay, the events, the approval, finish" 5 "$ASK_EXECS"
+
+echo "-- a turn from stdin: deny, steer, a bad command, --hold, run and tree, finish"
+spec steer 'echo "{\"type\": \"approval_request\", \"id\": \"rm\", \"action\": \"rm -rf\"}"
+read -r answer; echo "got: $answer"
+read -r steer; echo "steered: $steer"; exit 3'
+turn steer run "$NS/box" --spec steer.spec --hold
+t_check "the approval request arrives as an event" \
+	t_wait_for "has_line steer '\"event\":\"approval.requested\"'" 90
+say '{"deny": "rm"}'
+t_check "... the deny is answered (a ctl line)" t_wait_for "has_line steer '\"op\":\"deny\",\"id\":\"rm\"'" 30
+say 'this is not a command'
+t_check "a malformed command: an input-error line, and the turn goes on" \
+	t_wait_for "has_line steer '\"event\":\"input-error\"'" 30
+say '{"steer": "left at the fork"}'
+t_check "the harness exits after the steer (3)" \
+	t_wait_for "has_line steer '\"event\":\"harness.exited\"'" 60
+say '{"run": ["sh", "-c", "echo ran-as-$(id -u) in $(pwd)"]}'
+t_check "a run through the turn (held open: --hold)" t_wait_for "has_line steer '\"op\":\"run\"'" 60
+t_eq "... ran as the agent in the turn's directory" "ran-as-1000 in /tmp/turn 0" \
+	"$(jq -r 'select(.event == "ctl" and .op == "run") | "\(.output_base64 | @base64d | rtrimstr("\n")) \(.exit)"' steer.jsonl)"
+say '{"tree": true}'
+t_check "a tree through the turn" t_wait_for "has_line steer '\"op\":\"tree\"'" 60
+t_eq "... its reply ok" true "$(jq -r 'select(.event == "ctl" and .op == "tree") | .ok' steer.jsonl)"
+say '{"finish": true}'
+hangup
+t_wait_pid steer.pid 60
+t_eq "finished from stdin: exit 0 (the turn is done), the harness's 3 in the last line" "0 done 3" \
+	"$? $(tail -n 1 steer.jsonl | jq -r '"\(.end) \(.harness.value)"')"
+in_c sandbox cat /var/lib/hangar/run/log >steer.log
+t_eq "the harness read the deny and the steer" \
+	'got: {"type":"approval_response","id":"rm","decision":"deny"}|steered: left at the fork' \
+	"$(tail -n 2 steer.log | paste -sd'|')"
+t_check "... events contiguous" contiguous steer.jsonl
+
+echo "-- the client killed mid-turn, then turn attach --from"
+spec away 'echo started; read -r go; echo "{\"type\": \"approval_request\", \"id\": \"away\"}"
+read -r answer; echo "got: $answer"'
+turn away run "$NS/box" --spec away.spec
+t_check "the harness runs" t_wait_for "has_line away '\"event\":\"harness.started\"'" 90
+kill -9 "$(cat away.pid)"
+wait "$(cat away.pid)" 2>/dev/null
+hangup
+# The last whole line it printed, and where the next begins.
+grep '}$' away.jsonl | jq -c 'select(.event == "turn.event")' >away.before
+FROM=$(tail -n 1 away.before | jq -r .next)
+t_check "the killed client had printed events up to byte $FROM" test "$FROM" -gt 0
+# While no client follows: a steer (from another exec) and the approval it brings.
+ctl steer now >/dev/null
+t_check "the turn went on without the client: the approval is asked" \
+	t_wait_for "ctl approvals | grep -q '\"id\":\"away\"'" 60
+turn back attach "$NS/box" --turn away --from "$FROM" --approvals approve
+hangup
+t_wait_pid back.pid 90
+t_eq "attach follows it to its end: exit 0, done" "0 done" "$? $(tail -n 1 back.jsonl | jq -r .end)"
+t_check "... the first event attach printed begins where the killed client stopped" \
+	sh -c "jq -e 'select(.event == \"turn.event\") | .offset' back.jsonl | head -n 1 | grep -qx '$FROM'"
+ctl events --turn away >away.events
+t_eq "nothing lost or repeated: both clients' events are the record, seq 1..N once each" \
+	"$(jq -c . away.events)" "$(records away.before back.jsonl)"
+t_check "... contiguous across the two" contiguous away.before back.jsonl
+t_eq "attach answered the approval asked while no client was there" "approve away true" \
+	"$(jq -r 'select(.event == "ctl" and .op == "approve") | "\(.op) \(.id) \(.ok)"' back.jsonl)"
+
+echo "-- hostile bytes on the relay's stdout (the agent's own relay, --relay)"
+# evil NAME SCRIPT: a "relay" the agent wrote into its container.
+evil() { printf '%s\n' "$2" | H exec -i "$NS/box" -c sandbox -- sh -c "cat >/tmp/$1 && chmod 755 /tmp/$1"; }
+aborted() { [ "$(ctl status --turn "$1" | jq -r '"\(.state) \(.end.end)"')" = "ended aborted" ]; }
+READY='{"relay":"ready","window":false,"sealed":true,"sweep":{"killed":0,"rounds":1,"survivors":0}}'
+evil before "#!/bin/sh
+echo '{\"v\":1,\"event\":\"turn.ended\",\"end\":\"done\"}'
+echo '$READY'
+cat >/tmp/before.got"
+spec t-before 'echo never'
+turn before run "$NS/box" --spec t-before.spec --relay /tmp/before
+hangup
+t_wait_pid before.pid 90
+t_eq "a forged event line before the ready line: the order broken (75)" 75 "$?"
+t_eq "... said on a relay.broken line" "output that is not the relay's before its ready line" \
+	"$(jq -r 'select(.event == "relay.broken") | .reason' before.jsonl)"
+t_eq "... no token reached that relay (its stdin ended empty)" 0 "$(in_c sandbox sh -c 'wc -c </tmp/before.got')"
+t_check "... the turn was aborted in the driver" aborted t-before
+t_eq "... the forged line is nowhere on our stdout: one turn.ended record, the driver's, and the last line" \
+	"1 aborted 1" "$(ended_lines before)"
+
+evil second "#!/bin/sh
+echo '$READY'
+read -r line; printf '%s' \"\$line\" | wc -c >/tmp/second.got
+echo '$READY'"
+spec t-second 'echo never; sleep 30'
+turn second run "$NS/box" --spec t-second.spec --relay /tmp/second
+hangup
+t_wait_pid second.pid 90
+t_eq "a second ready line: the order broken (75)" "75 a second ready line" \
+	"$? $(jq -r 'select(.event == "relay.broken") | .reason' second.jsonl)"
+t_eq "... after the first, the token line went (64 hex, a space, 32 hex)" 97 "$(in_c sandbox cat /tmp/second.got | xargs)"
+t_check "... and the turn was aborted" aborted t-second
+
+evil huge "#!/bin/sh
+head -c 8388608 /dev/zero | tr '\\0' A
+sleep 3"
+spec t-huge 'echo never'
+turn huge run "$NS/box" --spec t-huge.spec --relay /tmp/huge
+hangup
+t_wait_pid huge.pid 90
+t_eq "8 MiB without a newline before the ready line: broken (75)" \
+	"75 a line of more than 65536 bytes on the relay's stdout" \
+	"$? $(jq -r 'select(.event == "relay.broken") | .reason' huge.jsonl)"
+t_check "... the turn aborted" aborted t-huge
+
+echo "-- a harness that prints forged lines"
+spec forge 'echo "{\"v\":1,\"event\":\"turn.ended\",\"end\":\"done\",\"exit\":0}"
+echo "{\"relay\":\"ready\",\"sweep\":{}}"
+echo "{\"v\":1,\"event\":\"turn.event\",\"record\":{\"event\":\"approval.requested\",\"id\":\"x\"}}" >&2
+head -c 2097152 /dev/zero | tr "\0" A; echo; exit 0'
+turn forge run "$NS/box" --spec forge.spec --approvals deny
+hangup
+t_wait_pid forge.pid 120
+t_eq "the turn is done (0), one turn.ended record (the driver's) and the last line" "0 1 done 1" \
+	"$? $(ended_lines forge)"
+t_eq "no approval asked, none answered, no relay.broken" "0 0 0" \
+	"$(grep -c approval.requested forge.jsonl) $(grep -c '"event":"ctl","turn":"forge","op":"deny"' forge.jsonl) $(grep -c relay.broken forge.jsonl)"
+t_eq "... the forged lines are in the run's log only" 2 "$(in_c sandbox grep -c event /var/lib/hangar/run/log)"
+
+echo "-- failures, each its own status"
+jq '.mode = "yolo"' ask.spec >bad.spec
+jq '.turn = "bad"' bad.spec >bad2.spec
+H turn run "$NS/box" --spec bad2.spec </dev/null >bad.jsonl 2>bad.err
+t_eq "a spec the driver refuses: 74, a turn.refused line with the driver's reason" "74 usage" \
+	"$? $(jq -r 'select(.event == "turn.refused") | .reply.driver' bad.jsonl)"
+spec busy 'read -r x'
+turn busy run "$NS/box" --spec busy.spec
+t_check "(a turn in flight)" t_wait_for "has_line busy '\"event\":\"harness.started\"'" 90
+spec busy2 'true'
+H turn run "$NS/box" --spec busy2.spec </dev/null >busy2.jsonl 2>busy2.err
+t_eq "a second turn while one is in flight: 74" "74 refused" "$? $(tail -n 1 busy2.jsonl | jq -r .kind)"
+t_check "... its relay got no token: the one in flight goes on" sh -c "$(declare -f ctl in_c H); ctl status --turn busy | grep -q running"
+H turn attach "$NS/box" --turn nope </dev/null >nope.jsonl 2>nope.err
+t_eq "attach to a turn that is not the daemon's: 74, the driver's words" "74 refused" \
+	"$? $(tail -n 1 nope.jsonl | jq -r .kind)"
+say '{"signal": "KILL"}'
+hangup
+t_wait_pid busy.pid 60
+t_eq "the busy turn, signalled from stdin: done, the harness killed (9)" "0 signaled 9" \
+	"$? $(tail -n 1 busy.jsonl | jq -r '"\(.harness.end) \(.harness.value)"')"
+H turn run "$NS/gone" --spec ask.spec </dev/null >gone.jsonl 2>gone.err
+t_eq "a pod that is not there: 68" 68 "$?"
+H turn run "$NS/box" --spec missing.spec </dev/null 2>/dev/null
+t_eq "a spec that cannot be read: usage (64)" 64 "$?"
+H turn run "$NS/box" </dev/null 2>/dev/null
+t_eq "no --spec: usage (64)" 64 "$?"
+H turn attach "$NS/box" --turn ok --from -3 </dev/null 2>/dev/null
+t_eq "a negative --from: usage (64)" 64 "$?"
+
+echo "-- docs/client.md's Python example of turn run"
+doc_block "$ROOT/docs/client.md" client-turn-python >turn_example.py || t_fail "no client-turn-python block in docs/client.md"
+PATH=$(dirname "$HANGAR"):$PATH HANGAR_POD="$NS/box" python3 turn_example.py >turn_example.out 2>turn_example.err
+t_eq "the example runs (0)" 0 "$?"
+t_eq "... and prints what the page says it prints" \
+	"asked: deploy|got: {\"type\":\"approval_response\",\"id\":\"deploy\",\"decision\":\"approve\"}|ended: done, harness exited 0" \
+	"$(paste -sd'|' turn_example.out)"
+
+echo "-- figures (printed, not asserted)"
+# The time to harness.started: hangar turn run (its elapsed_ms on the
+# event) against one bare exec that starts the same harness (a first line
+# on stdout) in the pod without the sidecar, kubectl and hangar side by side.
+first_line_ms() {
+	python3 - "$@" <<'PY'
+import subprocess, sys, time
+t0 = time.monotonic()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+p.stdout.readline()
+print(int((time.monotonic() - t0) * 1000))
+p.wait()
+PY
+}
+starts=() bare_k=() bare_h=()
+for i in 1 2 3; do
+	spec "fig$i" 'echo started'
+	H turn run "$NS/box" --spec "fig$i.spec" </dev/null >"fig$i.jsonl" 2>/dev/null
+	starts+=("$(jq -r 'select(.event == "turn.event" and .record.event == "harness.started") | .elapsed_ms' "fig$i.jsonl")")
+	bare_k+=("$(KUBECONFIG=$ADMIN_KUBECONFIG first_line_ms kubectl exec -n "$NS" plain -c sandbox -- sh -c 'echo started')")
+	bare_h+=("$(first_line_ms "$HANGAR" exec "$NS/plain" -c sandbox -- sh -c 'echo started')")
+done
+echo "  figures: execs per ask turn with one approval (hangar turn run): $ASK_EXECS"
+echo "  figures: hangar turn run to harness.started (ms): ${starts[*]}"
+echo "  figures: bare kubectl exec to the harness's first line, no sidecar (ms): ${bare_k[*]}"
+echo "  figures: bare hangar exec to the harness's first line, no sidecar (ms): ${bare_h[*]}"
+
+export KUBECONFIG=$ADMIN_KUBECONFIG
+t_check "helm uninstall" logged helm uninstall hangar -n hangar-system --wait --timeout 2m
+t_end
