@@ -9,6 +9,9 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libmicrohttpd-dev libgnutls28-dev libssl-dev libjansson-dev libyaml-dev
   libcurl4-openssl-dev check libwslay-dev
+  # a compiler cache for CI's builds (scripts/test-all.sh: a warm run compiles
+  # only what changed; docs/ci.md)
+  ccache
   # checks: sanitizers, fuzzing, formatting, shell scripts (scripts/lint.sh),
   # static analysis (scripts/analyze.sh: clang-tidy), coverage (gcovr)
   clang clang-format libclang-rt-14-dev shellcheck clang-tidy gcovr

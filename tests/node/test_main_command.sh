@@ -57,6 +57,10 @@ main=${commands[0]:-}
 # The host paths the node hides under tmpfs that exist before it starts
 # stay after it stops (as the shared node's fixture records them).
 for p in "${NODE_HIDDEN[@]}"; do [ ! -e "$p" ] || echo "$p"; done >"$T_TMP/hidden-before"
+# CI's compiler cache, when scripts/test-all.sh turned it on: paths taken
+# relative to this clone, so the clone's build hits what an earlier run of
+# this test compiled (docs/ci.md). The command itself is the README's.
+[ -z "${CCACHE_BASEDIR:-}" ] || export CCACHE_BASEDIR=$CLONE
 export HELM_CONFIG_HOME=$T_TMP/helm/config HELM_CACHE_HOME=$T_TMP/helm/cache HELM_DATA_HOME=$T_TMP/helm/data
 # Stopped on the way out whatever happened (a no-op once stopped).
 node_on_exit "cd '$CLONE' && HANGAR_LOCAL_DIR='$STATE' scripts/local-run.sh stop"
