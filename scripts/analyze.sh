@@ -13,6 +13,14 @@
 # reported as PENDING but do not fail the run. A finding is pending when its
 # file or the file being compiled is on the list.
 #
+# Results are cached by what they depend on (ANALYZE_CACHE, default
+# ~/.cache/hangar-analyze; off: ANALYZE_CACHE=off): the analyzer's own
+# binaries and options, the file's flags, and the path and bytes of every file
+# the translation unit reads, as that analyzer's compiler lists them (-M).
+# An analysis whose inputs are all the same is the same analysis, so a file
+# nothing it reads changed since is not analysed again (CI's warm run:
+# docs/ci.md); a cached result is replayed with this tree's paths.
+#
 # usage: scripts/analyze.sh [--build-dir DIR] [--jobs N] [--only REGEX] [gcc|clang|all]
 #   --only REGEX: just the files whose path (from the top) matches, e.g. after
 #   fixing one: --only '^common/conf/config\.c$'
@@ -47,7 +55,8 @@ mkdir -p "$out/gcc" "$out/clang"
 
 # One job per distinct (file, flags): replay.c is built once per fuzz target
 # with the same flags and is analysed once. Each line: index, directory, file,
-# the compiler's arguments without the compiler and its -o (shell-quoted).
+# the compiler's arguments without the compiler and its -o (shell-quoted),
+# then the build's own arguments (clang-tidy reads those: the cache key's).
 python3 - "$build_dir/compile_commands.json" "$root" "$only" >"$out/jobs.tsv" <<'EOF'
 import json, os, re, shlex, sys
 seen = set()
@@ -62,6 +71,7 @@ for e in json.load(open(sys.argv[1])):
     if "-o" in args:
         i = args.index("-o")
         del args[i:i + 2]
+    built = shlex.join(args[1:])
     # gcc's analyzer at -O0: at -O1 and above it follows the optimised code
     # and reports, for example, a cleanup variable's NULL initialiser as
     # missing (probe/observe.c's read_caps). _FORTIFY_SOURCE needs -O.
@@ -71,19 +81,69 @@ for e in json.load(open(sys.argv[1])):
     if key in seen:
         continue
     seen.add(key)
-    print("\t".join([str(len(seen)), e["directory"], e["file"], shlex.join(args[1:])]))
+    print("\t".join([str(len(seen)), e["directory"], e["file"], shlex.join(args[1:]), built]))
 EOF
+
+# The analyzers' options (part of the cache key).
+GCC_OPTS='-fanalyzer -Wno-error'
+TIDY_CHECKS='-*,clang-analyzer-*,-clang-analyzer-optin.performance.Padding,-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling,-clang-analyzer-unix.Malloc'
+TIDY_EXTRA='-Wno-unknown-warning-option -U_FORTIFY_SOURCE'
+# The analyzers themselves, by content (a package upgrade is a new analyzer).
+tool_id() { # TOOL
+        case "$1" in
+        gcc) sha256sum "$(readlink -f "$(command -v gcc)")" "$(gcc -print-prog-name=cc1)" ;;
+        clang) sha256sum "$(readlink -f "$(command -v clang-tidy)")" "$(readlink -f "$(command -v clang)")" ;;
+        esac | cut -d' ' -f1 | tr '\n' ' '
+}
+cache=${ANALYZE_CACHE:-$HOME/.cache/hangar-analyze}
+
+# cache_key TOOL DIR FILE CMD BUILT: the key of this analysis, or status 1 (not
+# cached) when the files it reads cannot be listed. The list is the one the
+# analyzer's compiler makes with the analyzer's flags (gcc's with the gcc
+# analysis's, clang's with the build's, as clang-tidy reads them); each file
+# by path and content, so a changed comment (a NOLINT) or column is a new key.
+cache_key() {
+        local tool=$1 dir=$2 file=$3 cmd=$4 built=$5 deps d
+        local - # a file that cannot be read is no key; -M's words are not globs
+        set -f -o pipefail
+        case "$tool" in
+        gcc) deps=$(cd "$dir" && eval "gcc $cmd -M" 2>/dev/null) || return 1 ;;
+        clang) deps=$(cd "$dir" && eval "clang $built $TIDY_EXTRA -M" 2>/dev/null) || return 1 ;;
+        esac
+        {
+                echo "$tool ${TOOL_IDS[$tool]}"
+                echo "$GCC_OPTS | $TIDY_CHECKS | $TIDY_EXTRA | $cmd | $built"
+                # clang-tidy reads a .clang-tidy from the file's directory up.
+                d=$(dirname "$file")
+                while :; do
+                        [ ! -f "$d/.clang-tidy" ] || { echo "$d/.clang-tidy"; cat "$d/.clang-tidy"; }
+                        [ "$d" != / ] || break
+                        d=$(dirname "$d")
+                done
+                # -M's rule: "x.o: a.c b.h \" lines; every word but the target.
+                # shellcheck disable=SC2086 # -M's words, one path each
+                printf '%s\n' $deps | grep -v -e ':$' -e '^\\$' | (cd "$dir" && xargs -r -d '\n' sha256sum --)
+        } | sed "s|$root|@ROOT@|g" | sha256sum | cut -d' ' -f1
+}
 
 # Runs one analyzer on one job line; its output goes to $out/<tool>/<index>.log
 # and its exit status to <index>.rc (a file that does not compile is a finding).
 run_one() {
-        local tool=$1 line=$2 idx dir file cmd rc=0
-        IFS=$'\t' read -r idx dir file cmd <<<"$line"
+        local tool=$1 line=$2 idx dir file cmd built rc=0 key=""
+        IFS=$'\t' read -r idx dir file cmd built <<<"$line"
         local log=$out/$tool/$idx.log
+        echo "$file" >"$out/$tool/$idx.file"
+        if [ "$cache" != off ] && key=$(cache_key "$tool" "$dir" "$file" "$cmd" "$built") &&
+                [ -f "$cache/$tool/$key.rc" ] && [ -f "$cache/$tool/$key.log" ]; then
+                sed "s|@ROOT@|$root|g" "$cache/$tool/$key.log" >"$log"
+                cp "$cache/$tool/$key.rc" "$out/$tool/$idx.rc"
+                echo "$idx" >>"$out/$tool/cached"
+                return
+        fi
         case "$tool" in
         gcc)
                 # -Wno-error: every warning is reported and counted, not only the first.
-                (cd "$dir" && eval "gcc $cmd -fanalyzer -Wno-error -o /dev/null") >"$log" 2>&1 || rc=$?
+                (cd "$dir" && eval "gcc $cmd $GCC_OPTS -o /dev/null") >"$log" 2>&1 || rc=$?
                 ;;
         clang)
                 # Three checks are off. optin.performance.Padding is about a
@@ -97,25 +157,41 @@ run_one() {
                 # runs in the ASan+UBSan stage. -U_FORTIFY_SOURCE: glibc's
                 # fortified vsnprintf wrappers make clang's va_list check see
                 # every va_start'ed list as uninitialised.
-                clang-tidy -p "$build_dir" --quiet \
-                        --checks='-*,clang-analyzer-*,-clang-analyzer-optin.performance.Padding,-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling,-clang-analyzer-unix.Malloc' \
-                        --header-filter="^$root/" --extra-arg=-Wno-unknown-warning-option \
-                        --extra-arg=-U_FORTIFY_SOURCE "$file" >"$log" 2>&1 || rc=$?
+                local extra
+                read -r -a extra <<<"$TIDY_EXTRA"
+                clang-tidy -p "$build_dir" --quiet --checks="$TIDY_CHECKS" --header-filter="^$root/" \
+                        "${extra[@]/#/--extra-arg=}" "$file" >"$log" 2>&1 || rc=$?
                 ;;
         esac
-        echo "$file" >"$out/$tool/$idx.file"
         echo "$rc" >"$out/$tool/$idx.rc"
+        # Kept for the next run: a finished analysis (0, or 1: findings or a
+        # file that does not compile), not one a signal or a crash ended.
+        if [ -n "$key" ] && { [ "$rc" = 0 ] || [ "$rc" = 1 ]; }; then
+                mkdir -p "$cache/$tool"
+                sed "s|$root|@ROOT@|g" "$log" >"$cache/$tool/$key.log.$$"
+                echo "$rc" >"$cache/$tool/$key.rc.$$"
+                mv "$cache/$tool/$key.log.$$" "$cache/$tool/$key.log"
+                mv "$cache/$tool/$key.rc.$$" "$cache/$tool/$key.rc"
+        fi
 }
-export -f run_one
-export out build_dir root
+export -f run_one cache_key
+export out build_dir root cache GCC_OPTS TIDY_CHECKS TIDY_EXTRA
 
 tools=(gcc clang)
 [ "$which" = all ] || tools=("$which")
+declare -A TOOL_IDS
+for tool in "${tools[@]}"; do
+        TOOL_IDS[$tool]=$(tool_id "$tool")
+done
+# Bash cannot export an array: each tool's id goes to the jobs as a string.
 for tool in "${tools[@]}"; do
         start=$(date +%s)
-        # shellcheck disable=SC2016 # $1 and $2 are the child shell's, expanded there
-        nice -n 10 xargs -d '\n' -P "$jobs" -I{} bash -c 'run_one "$1" "$2"' _ "$tool" {} <"$out/jobs.tsv"
-        echo "analyze: $tool over $(wc -l <"$out/jobs.tsv") files in $(($(date +%s) - start)) s"
+        # shellcheck disable=SC2016 # $1, $2 and $3 are the child shell's, expanded there
+        nice -n 10 xargs -d '\n' -P "$jobs" -I{} bash -c 'declare -A TOOL_IDS=(["$1"]="$2"); run_one "$1" "$3"' _ \
+                "$tool" "${TOOL_IDS[$tool]}" {} <"$out/jobs.tsv"
+        cached=0
+        [ ! -f "$out/$tool/cached" ] || cached=$(wc -l <"$out/$tool/cached")
+        echo "analyze: $tool over $(wc -l <"$out/jobs.tsv") files in $(($(date +%s) - start)) s ($cached of them cached)"
 done
 
 # Collects the findings, splits them into failing and pending, prints both.
