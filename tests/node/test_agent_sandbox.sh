@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016,SC1091 # single-quoted jq and container commands; testlib, nodelib, doclib are sourced
 # hangar beside kubernetes-sigs/agent-sandbox v1.0.1 on the real node
-# (docs/agent-sandbox.md), the chart installed with its defaults, the
-# suite's namespace opted in; every command the page gives is taken from it
-# (tests/lib/doclib.sh) and run here:
+# (docs/agent-sandbox.md), the chart installed with the page's values (the
+# integration mode: pods selected by agents.x-k8s.io/sandbox-name-hash's
+# presence, driver.uidSplit required), the suite's namespace opted in;
+# every command the page gives is taken from it (tests/lib/doclib.sh) and
+# run here:
 #   - scripts/agent-sandbox.sh install: the CRDs, the controller on the host
 #     as upstream's ServiceAccount, status says it runs;
-#   - the page's SandboxTemplate (gVisor, the agent container `sandbox`, the
-#     label hangar.dev/sandbox=true) and SandboxWarmPool of 2: both warm pods
-#     injected when the pool fills, Running under gVisor, hangar-driver Ready;
+#   - the page's SandboxTemplate (gVisor, the agent container `agent` named
+#     by hangar.dev/agent-container, no hangar label) and SandboxWarmPool of
+#     2: both warm pods injected when the pool fills, Running under gVisor,
+#     hangar-driver Ready, the default container the agent's, the driver's
+#     HANGAR_UID_SPLIT required;
 #   - two SandboxClaims adopt the two warm pods (the same pods: uid kept);
 #     the controller's adoption UPDATE passed hangar's guard (the pod's
 #     labels now say claim-uid, not warm-pool-sandbox) and hangar's shape is
@@ -19,13 +23,18 @@
 #     (checks in both containers, the spec through the API) delivered and a
 #     turn run through it as hangar runs one (ctl start, the relay in the
 #     agent's container); exec without -c reaches the agent's container
-#     (kubectl's "Defaulted container" note: the gap of the default-container
-#     annotation);
+#     (the default-container annotation: no "Defaulted container" note);
+#   - a Sandbox whose pod fails the probe (its agent runs as the driver's
+#     uid, its own environment says HANGAR_UID_SPLIT=off): injected and run
+#     by the kubelet, and `ctl start` refuses the turn (required, 4);
 #   - suspend and resume a claimed Sandbox (the page's commands): the pod
 #     deleted, a new one of the same name injected again, the old driver's
 #     state gone (its files, the old turn unknown to the new daemon);
 #   - templates out of hangar's shape (a container named hangar-driver; a
-#     volume named hangar-home): the pod is refused, the webhook's reason on
+#     volume named hangar-home; an annotation naming a missing container, an
+#     init container, hangar-driver; a default container of hangar-driver;
+#     no annotation and no container `sandbox`): the pod is refused, the
+#     webhook's reason on
 #     the Sandbox's Ready condition; how often the controller retried in a
 #     minute is printed (a figure, not asserted);
 #   - scripts/agent-sandbox.sh uninstall: no agent-sandbox object, pod,
@@ -52,8 +61,6 @@ node_identity "$NS"
 kubectl label namespace "$NS" hangar.dev/injection=enabled --overwrite >/dev/null
 node_chart hangar "$NS"
 logged() { "$@" >>commands.log 2>&1; }
-t_check "helm install (the chart's defaults, driver sidecar on)" logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
-t_check "the API server sends sandbox pods in $NS to the webhook" hangar_chart_ready hangar "$NS" 60
 
 # page NAME: the page's block NAME in the suite's namespace and image (its
 # text otherwise as the page has it), into NAME.page.
@@ -62,6 +69,22 @@ page() {
 	sed -i -e "s#namespace: sandboxes#namespace: $NS#; s#-n sandboxes #-n $NS #g" \
 		-e "s#REGISTRY/agent-env:TAG#$IMAGE#" "$1.page"
 }
+page agent-sandbox-values
+t_check "helm install (the page's values: selector Exists, uidSplit required)" \
+	logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}" -f agent-sandbox-values.page
+# (hangar_chart_ready's probe pod carries hangar.dev/sandbox, which this
+# release does not select: a pod with agent-sandbox's label instead.)
+asb_injected_dry() {
+	kubectl create --dry-run=server -o json -f - 2>/dev/null <<POD | jq -e '.spec.containers | map(.name) | index("hangar-driver")' >/dev/null
+{"apiVersion": "v1", "kind": "Pod",
+ "metadata": {"name": "asb-ready", "namespace": "$NS", "labels": {"agents.x-k8s.io/sandbox-name-hash": "0"},
+   "annotations": {"hangar.dev/agent-container": "agent"}},
+ "spec": {"containers": [{"name": "agent", "image": "$IMAGE", "command": ["sleep", "infinity"]}]}}
+POD
+}
+t_check "the API server sends pods with agent-sandbox's label in $NS to the webhook" t_wait_for asb_injected_dry 90
+# hangar-probe spec judges a pod by the settings that injected it.
+PROBE_SET=(--set driver.uidSplit=required)
 # run_page NAME: the page's shell block NAME, in the tree (bash -eu, pipefail).
 run_page() { page "$1" && (cd "$ROOT" && bash -euo pipefail "$T_TMP/$1.page") >"$1.out" 2>&1; }
 # ls_pods: the agent-sandbox pods in NS (name uid), sorted.
@@ -75,7 +98,7 @@ shape() {
 	kubectl get pod -n "$NS" "$1" -o json | jq -c '{c: [.spec.containers[] | {name, image, command, securityContext}],
 		v: [.spec.volumes[] | select(.name | startswith("hangar-"))], rc: .spec.runtimeClassName,
 		a: (.metadata.annotations | with_entries(select(.key | startswith("hangar.dev/")))),
-		l: .metadata.labels["hangar.dev/sandbox"]}'
+		l: .metadata.labels["agents.x-k8s.io/sandbox-name-hash"]}'
 }
 injected() { # POD: the driver's annotation and the containers, as the page's check prints them
 	kubectl get pod -n "$NS" "$1" -o jsonpath='{.metadata.annotations.hangar\.dev/driver-sidecar}{" "}{.spec.containers[*].name}'
@@ -85,7 +108,7 @@ ready_all() { # POD: Running, every container ready
 		jq -e '.status.phase == "Running" and ([.status.containerStatuses[]?.ready] | length == 2 and all)' >/dev/null
 }
 in_driver() { kubectl exec -i -n "$NS" "$1" -c hangar-driver --as "$HANGAR_ID" -- "${@:2}"; }
-in_agent() { kubectl exec -i -n "$NS" "$1" -c sandbox --as "$HANGAR_ID" -- "${@:2}"; }
+in_agent() { kubectl exec -i -n "$NS" "$1" -c agent --as "$HANGAR_ID" -- "${@:2}"; }
 # hooklog NAME: the webhook replicas' logs (every review, JSON a line) into NAME.hook.
 hooklog() {
 	kubectl logs -n "$NODE_SYSTEM_NS" -l app.kubernetes.io/instance=hangar --tail=-1 --prefix=false \
@@ -104,7 +127,7 @@ turn() {
 	: >"$p.relay.out"
 	{ t_wait_for "grep -q '\"relay\":' '$p.relay.out'" 120 && grep -q '"relay":"ready"' "$p.relay.out" &&
 		jq -r '"\(.token) \(.instance)"' <<<"$start"; } |
-		kubectl exec -i -n "$NS" "$p" -c sandbox --as "$HANGAR_ID" -- hangar-relay \
+		kubectl exec -i -n "$NS" "$p" -c agent --as "$HANGAR_ID" -- hangar-relay \
 			> >(exec cat >>"$p.relay.out") 2>"$p.relay.err" &
 	echo $! >"$p.relay.pid"
 	t_cleanup_pid "$(cat "$p.relay.pid")"
@@ -135,7 +158,11 @@ ls_pods >warm.list
 t_eq "two warm pods" 2 "$(wc -l <warm.list)"
 mapfile -t WARM < <(cut -d' ' -f1 warm.list)
 for p in "${WARM[@]}"; do
-	t_eq "warm pod $p: injected when the pool filled" "injected sandbox hangar-driver" "$(injected "$p")"
+	t_eq "warm pod $p: injected when the pool filled" "injected agent hangar-driver" "$(injected "$p")"
+	t_eq "  selected by agent-sandbox's own label (no hangar label); the agent named by the template" \
+		"true false agent" "$(kubectl get pod -n "$NS" "$p" -o json | jq -r '.metadata | "\(.labels | has("agents.x-k8s.io/sandbox-name-hash")) \(.labels | has("hangar.dev/sandbox")) \(.annotations["hangar.dev/agent-container"])"')"
+	t_eq "  the default container is the agent's; the driver's HANGAR_UID_SPLIT is required" "agent required" \
+		"$(kubectl get pod -n "$NS" "$p" -o json | jq -r '"\(.metadata.annotations["kubectl.kubernetes.io/default-container"]) \(.spec.containers[] | select(.name == "hangar-driver") | .env[]? | select(.name == "HANGAR_UID_SPLIT") | .value)"')"
 	t_check "  Running, both containers ready" ready_all "$p"
 	t_eq "  gVisor, the warm-pool label" "gvisor true" \
 		"$(kubectl get pod -n "$NS" "$p" -o json | jq -r '"\(.spec.runtimeClassName) \(.metadata.labels | has("agents.x-k8s.io/warm-pool-sandbox"))"')"
@@ -179,7 +206,7 @@ for p in "${CLAIMED[@]}"; do
 	t_eq "  ... and denied none" "" "$(jq -c 'select(.decision == "denied" or .decision == "rejected")' "$p.updates" 2>/dev/null)"
 done
 run_page agent-sandbox-check
-t_eq "the page's check prints the claimed pod injected" "0 injected sandbox hangar-driver" "$? $(cat agent-sandbox-check.out)"
+t_eq "the page's check prints the claimed pod injected" "0 injected agent hangar-driver" "$? $(cat agent-sandbox-check.out)"
 
 echo "-- the pool refills"
 t_check "the pool is back to 2 ready sandboxes" t_wait_for "pool_ready agent-pool 2" 400
@@ -187,7 +214,7 @@ kubectl get pods -n "$NS" -l agents.x-k8s.io/warm-pool-sandbox -o jsonpath='{ran
 t_eq "two new warm pods" 2 "$(wc -l <refill.list)"
 while read -r p; do
 	t_check "new warm pod $p is none of the claimed" sh -c "! printf '%s\n' ${CLAIMED[*]} | grep -qx '$p'"
-	t_eq "  injected" "injected sandbox hangar-driver" "$(injected "$p")"
+	t_eq "  injected" "injected agent hangar-driver" "$(injected "$p")"
 	t_check "  Running, both containers ready" ready_all "$p"
 done <refill.list
 
@@ -195,10 +222,10 @@ echo "-- each claimed pod: the driver, gVisor, the verdict, a turn, exec without
 for p in "${CLAIMED[@]}"; do
 	t_eq "$p: hangar-driver answers (ctl ping as hangar's identity)" true \
 		"$(in_driver "$p" hangar-driver ctl ping </dev/null | jq -r .ok)"
-	t_check "  the agent's container runs on gVisor's kernel" sh -c "kubectl exec -n $NS $p -c sandbox --as $HANGAR_ID -- dmesg 2>/dev/null | grep -q gVisor"
+	t_check "  the agent's container runs on gVisor's kernel" sh -c "kubectl exec -n $NS $p -c agent --as $HANGAR_ID -- dmesg 2>/dev/null | grep -q gVisor"
 	in_agent "$p" hangar-probe check --role agent </dev/null >"$p.agent.json" 2>"$p.agent.err"
 	in_driver "$p" hangar-probe check --role driver </dev/null >"$p.driver.json" 2>"$p.driver.err"
-	"$PROBE" spec --name "$p" --namespace "$NS" --kubeconfig "$KUBECONFIG" >"$p.spec.json" 2>"$p.spec.err"
+	"$PROBE" spec "${PROBE_SET[@]}" --name "$p" --namespace "$NS" --kubeconfig "$KUBECONFIG" >"$p.spec.json" 2>"$p.spec.err"
 	t_eq "  hangar-probe check (agent, driver) and spec on the adopted pod" "pass pass pass" \
 		"$(jq -r .result "$p.agent.json") $(jq -r .result "$p.driver.json") $(jq -r .result "$p.spec.json")"
 	for f in agent driver spec; do
@@ -217,8 +244,8 @@ for p in "${CLAIMED[@]}"; do
 	kubectl exec -n "$NS" "$p" -- sh -c 'cat /proc/1/cmdline | tr "\0" " "; id -u' >"$p.noc.out" 2>"$p.noc.err"
 	t_eq "  exec without -c reaches the agent's container (sleep infinity, uid 1000)" "sleep infinity 1000" \
 		"$(tr '\n' ' ' <"$p.noc.out" | sed 's/  */ /g; s/ $//')"
-	t_check "  ... with kubectl's 'Defaulted container' note (no default-container annotation)" \
-		grep -q 'Defaulted container "sandbox" out of: sandbox, hangar-driver' "$p.noc.err"
+	t_check "  ... without kubectl's 'Defaulted container' note (the default-container annotation)" \
+		sh -c "! grep -q 'Defaulted container' '$p.noc.err'"
 done
 
 echo "-- suspend and resume the first claim's sandbox (the page's commands)"
@@ -237,7 +264,7 @@ t_eq "the Sandbox's Suspended condition after the resume" "False NotSuspended" \
 t_check "a new pod of the same name, Running, both ready" t_wait_for "ready_all $P" 300
 new_uid=$(kubectl get pod -n "$NS" "$P" -o jsonpath='{.metadata.uid}')
 t_check "  not the old one (uid $old_uid)" test "$new_uid" != "$old_uid" -a -n "$new_uid"
-t_eq "  injected again at its CREATE" "injected sandbox hangar-driver" "$(injected "$P")"
+t_eq "  injected again at its CREATE" "injected agent hangar-driver" "$(injected "$P")"
 t_eq "  hangar's shape as before" "$(cat "$P.shape.before" 2>/dev/null)" "$(shape "$P")"
 t_eq "  the old driver's state is gone (hangar-home and hangar-ctl new)" "gone gone" \
 	"$(in_driver "$P" sh -c 'for f in /var/lib/hangar/marker /var/lib/hangar-ctl/marker; do [ -e $f ] && echo kept || echo gone; done' </dev/null | tr '\n' ' ' | sed 's/ $//')"
@@ -248,6 +275,43 @@ t_eq "  and knows nothing of the old turn t1 (ctl status --turn t1 fails)" "1 no
 t_eq "  nor the agent's side: the old turn's run/log is gone" gone \
 	"$(in_agent "$P" sh -c 'test -e /var/lib/hangar/run/log && echo kept || echo gone' </dev/null)"
 t_check "  the claim is Ready again" logged kubectl wait -n "$NS" --for=condition=Ready sandboxclaim/task-1 --timeout=120s
+
+echo "-- a pod that fails the probe, under driver.uidSplit required"
+# Its agent runs as the driver's uid and group (no split is possible), and
+# its own environment asks for HANGAR_UID_SPLIT=off: the driver's gate is
+# the chart's, and the pod cannot loosen it.
+jq -n --arg ns "$NS" --arg img "$IMAGE" '{apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox",
+	metadata: {name: "split-fail", namespace: $ns},
+	spec: {podTemplate: {metadata: {annotations: {"hangar.dev/agent-container": "agent"}},
+		spec: {runtimeClassName: "gvisor", terminationGracePeriodSeconds: 5,
+			containers: [{name: "agent", image: $img, command: ["sleep", "infinity"],
+				securityContext: {runAsUser: 1001, runAsGroup: 1001},
+				env: [{name: "HANGAR_UID_SPLIT", value: "off"}]}]}}}}' >split-fail.json
+t_check "the Sandbox is created" logged kubectl create -f split-fail.json
+t_check "its pod is injected and the kubelet runs it (both containers ready)" t_wait_for "ready_all split-fail" 300
+# (the daemon is not dumpable: its /proc/1/environ is closed even to its
+# own uid; an exec into the container gets the same environment)
+t_eq "  the agent's environment says off, the driver container's required" "off required" \
+	"$(in_agent split-fail printenv HANGAR_UID_SPLIT </dev/null) $(in_driver split-fail printenv HANGAR_UID_SPLIT </dev/null)"
+in_agent split-fail hangar-probe check --role agent </dev/null >split-fail.agent.json 2>split-fail.agent.err
+in_driver split-fail hangar-probe check --role driver </dev/null >split-fail.driver.json 2>split-fail.driver.err
+"$PROBE" spec "${PROBE_SET[@]}" --name split-fail --namespace "$NS" --kubeconfig "$KUBECONFIG" >split-fail.spec.json 2>split-fail.spec.err
+t_eq "  hangar-probe spec fails it" fail "$(jq -r .result split-fail.spec.json 2>/dev/null)"
+jq -r '.checks[]? | select(.status != "pass") | "    \(.status) \(.code // .id): \(.detail // "" | .[0:160])"' split-fail.spec.json 2>/dev/null | head -n 3
+"$PROBE" verdict --mode required --spec split-fail.spec.json --agent split-fail.agent.json --driver split-fail.driver.json \
+	--write split-fail.verdict.json >/dev/null 2>&1
+t_eq "  the verdict under required: refused" refused "$(jq -r .verdict split-fail.verdict.json 2>/dev/null)"
+in_driver split-fail sh -c 'cat >/var/lib/hangar-ctl/verdict.json && cp /var/lib/hangar-ctl/verdict.json /var/lib/hangar/verdict.json' \
+	<split-fail.verdict.json
+jq -n '{turn: "t1", mode: "ask", cwd: "/tmp", script: "id -u", run_key: "RUN-KEY-t1", linger_s: 2}' >split-fail.spec-turn.json
+in_driver split-fail hangar-driver ctl start --spec - <split-fail.spec-turn.json >split-fail.start.out 2>split-fail.start.err
+rc=$?
+echo "  ctl start: exit $rc, $(head -c 300 split-fail.start.out)"
+t_eq "  ctl start refuses the turn (exit 4, driver refused)" "4 refused false" \
+	"$rc $(jq -r '"\(.driver) \(.ok)"' split-fail.start.out 2>/dev/null)"
+t_check "  no turn was started (ctl status --turn t1 knows none)" sh -c \
+	"! kubectl exec -i -n $NS split-fail -c hangar-driver --as $HANGAR_ID -- hangar-driver ctl status --turn t1 </dev/null 2>/dev/null | grep -q '\"harness\"'"
+logged kubectl delete sandbox -n "$NS" split-fail --wait=false
 
 echo "-- templates out of hangar's shape: refused, the reason on the Sandbox"
 # A container named hangar-driver (through a warm pool), a volume named
@@ -272,8 +336,19 @@ jq -n --arg ns "$NS" --arg img "$IMAGE" '
 		metadata: {name: "bad-home", namespace: $ns}, spec: {warmPoolRef: {name: "bad-home"}}},
 	{apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox", metadata: {name: "bad-agent", namespace: $ns},
 		spec: {podTemplate: {metadata: {labels: {"hangar.dev/sandbox": "true"}},
-			spec: {runtimeClassName: "gvisor", containers: [{name: "agent", image: $img, command: ["sleep", "infinity"]}]}}}}' >bad.json
-t_check "the two templates, their pools, a claim and a Sandbox are created" logged kubectl create -f bad.json
+			spec: {runtimeClassName: "gvisor", containers: [{name: "agent", image: $img, command: ["sleep", "infinity"]}]}}}},
+	def sbx($name; $ann; $extra): {apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox",
+		metadata: {name: $name, namespace: $ns},
+		spec: {podTemplate: {metadata: {annotations: $ann},
+			spec: ({runtimeClassName: "gvisor", terminationGracePeriodSeconds: 5,
+				containers: [{name: "agent", image: $img, command: ["sleep", "infinity"]}]} + $extra)}}};
+	sbx("bad-ann-missing"; {"hangar.dev/agent-container": "python"}; {}),
+	sbx("bad-ann-init"; {"hangar.dev/agent-container": "setup"};
+		{initContainers: [{name: "setup", image: $img, command: ["true"]}]}),
+	sbx("bad-ann-driver"; {"hangar.dev/agent-container": "hangar-driver"}; {}),
+	sbx("bad-default-driver"; {"hangar.dev/agent-container": "agent",
+		"kubectl.kubernetes.io/default-container": "hangar-driver"}; {})' >bad.json
+t_check "the two templates, their pools, a claim and five Sandboxes are created" logged kubectl create -f bad.json
 # bad_sandbox NAME KIND: the Sandbox the pool or claim NAME made (for a Sandbox, NAME itself).
 bad_sandbox() {
 	if [ "$2" = Sandbox ]; then kubectl get sandbox -n "$NS" "$1" -o jsonpath='{.metadata.name}' 2>/dev/null; return; fi
@@ -284,7 +359,11 @@ ready_msg() {
 	kubectl get sandbox -n "$NS" "$1" -o json 2>/dev/null |
 		jq -r '.status.conditions[]? | select(.type == "Ready") | "\(.status) \(.reason) \(.message)"'
 }
-for b in "bad-driver SandboxWarmPool hangar-driver" "bad-home SandboxClaim hangar-home" 'bad-agent Sandbox "sandbox"'; do
+for b in "bad-driver SandboxWarmPool hangar-driver" "bad-home SandboxClaim hangar-home" 'bad-agent Sandbox "sandbox" (the agentContainer setting)' \
+	'bad-ann-missing Sandbox no container named "python" (annotation hangar.dev/agent-container)' \
+	'bad-ann-init Sandbox names "setup", which is in spec.initContainers' \
+	'bad-ann-driver Sandbox annotation hangar.dev/agent-container names "hangar-driver"' \
+	'bad-default-driver Sandbox kubectl.kubernetes.io/default-container names "hangar-driver"'; do
 	read -r name kind what <<<"$b"
 	t_check "$name: the $kind is there (a Sandbox)" t_wait_for "[ -n \"\$(bad_sandbox $name $kind)\" ]" 60
 	s=$(bad_sandbox "$name" "$kind")
@@ -293,7 +372,7 @@ for b in "bad-driver SandboxWarmPool hangar-driver" "bad-home SandboxClaim hanga
 		t_wait_for "ready_msg $s | grep -q '^False ReconcilerError .*denied the request'" 60
 	ready_msg "$s" >"$name.ready"
 	echo "  Ready: $(cut -c1-400 "$name.ready")"
-	t_check "  the reason names $what" grep -q "$what" "$name.ready"
+	t_check "  the reason names $what" grep -qF "$what" "$name.ready"
 	t_eq "  no pod was made for it" "" "$(kubectl get pod -n "$NS" "$s" -o name 2>/dev/null)"
 	kubectl get events -n "$NS" --field-selector "involvedObject.name=$s" -o json |
 		jq -r '.items[] | "\(.type) \(.reason) \(.count // 1) \(.message)"' >"$name.events"
