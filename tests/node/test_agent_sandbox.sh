@@ -27,6 +27,9 @@
 #   - a Sandbox whose pod fails the probe (its agent runs as the driver's
 #     uid, its own environment says HANGAR_UID_SPLIT=off): injected and run
 #     by the kubelet, and `ctl start` refuses the turn (required, 4);
+#   - a Sandbox whose image has none of hangar's binaries (pause): injected
+#     (the webhook cannot see the image's files), hangar-driver's failed
+#     start named on its container status, the pod and Sandbox not Ready;
 #   - suspend and resume a claimed Sandbox (the page's commands): the pod
 #     deleted, a new one of the same name injected again, the old driver's
 #     state gone (its files, the old turn unknown to the new daemon);
@@ -312,6 +315,40 @@ t_eq "  ctl start refuses the turn (exit 4, driver refused)" "4 refused false" \
 t_check "  no turn was started (ctl status --turn t1 knows none)" sh -c \
 	"! kubectl exec -i -n $NS split-fail -c hangar-driver --as $HANGAR_ID -- hangar-driver ctl status --turn t1 </dev/null 2>/dev/null | grep -q '\"harness\"'"
 logged kubectl delete sandbox -n "$NS" split-fail --wait=false
+
+echo "-- an environment image without hangar's binaries: what the pod and the Sandbox show"
+# registry.k8s.io/pause (the node has it: the kubelet's sandbox image) has
+# /pause and nothing else: the agent runs, hangar-driver's command is not
+# there. The webhook cannot see an image's files at admission; the kubelet
+# reports the failed start on the driver's container status.
+NOBIN_IMAGE=registry.k8s.io/pause:3.10.2
+jq -n --arg ns "$NS" --arg img "$NOBIN_IMAGE" '{apiVersion: "agents.x-k8s.io/v1beta1", kind: "Sandbox",
+	metadata: {name: "no-binaries", namespace: $ns},
+	spec: {podTemplate: {metadata: {annotations: {"hangar.dev/agent-container": "agent"}},
+		spec: {runtimeClassName: "gvisor", terminationGracePeriodSeconds: 5,
+			containers: [{name: "agent", image: $img}]}}}}' >no-binaries.json
+t_check "the Sandbox is created" logged kubectl create -f no-binaries.json
+# driver_failure: the driver container's failed start, "REASON MESSAGE", once the kubelet has one.
+driver_failure() {
+	kubectl get pod -n "$NS" no-binaries -o json 2>/dev/null | jq -r '.status.containerStatuses[]? |
+		select(.name == "hangar-driver") | (.state.waiting // .lastState.terminated // .state.terminated) |
+		select(. != null and (.message // "") != "") | "\(.reason) \(.message)"'
+}
+t_check "its pod is injected (the webhook cannot know the image lacks the binaries)" \
+	t_wait_for "[ \"\$(injected no-binaries 2>/dev/null)\" = 'injected agent hangar-driver' ]" 120
+t_check "the kubelet reports hangar-driver's failed start on its container status" \
+	t_wait_for "driver_failure | grep -q ." 180
+driver_failure | head -n 1 >no-binaries.failure
+echo "  hangar-driver: $(cut -c1-300 no-binaries.failure)"
+t_check "  the message names the missing command (hangar-driver, not found)" \
+	sh -c "grep -qi 'hangar-driver' no-binaries.failure && grep -Eqi 'not found|no such file' no-binaries.failure"
+t_eq "  the pod is not Ready, the agent's container runs" "False true" \
+	"$(kubectl get pod -n "$NS" no-binaries -o json | jq -r '"\(.status.conditions[]? | select(.type == "Ready") | .status) \(.status.containerStatuses[]? | select(.name == "agent") | .state.running != null)"')"
+kubectl get sandbox -n "$NS" no-binaries -o json | jq -r '.status.conditions[]? | select(.type == "Ready") |
+	"  the Sandbox: Ready \(.status) \(.reason) \(.message[0:200])"'
+t_eq "  the Sandbox is not Ready" False \
+	"$(kubectl get sandbox -n "$NS" no-binaries -o json | jq -r '.status.conditions[]? | select(.type == "Ready") | .status')"
+logged kubectl delete sandbox -n "$NS" no-binaries --wait=false
 
 echo "-- templates out of hangar's shape: refused, the reason on the Sandbox"
 # A container named hangar-driver (through a warm pool), a volume named
