@@ -22,6 +22,7 @@ typedef struct source {
         int64_t tokens;
         int64_t refilled_ms;
         int64_t seen_ms;
+        uint64_t body; /* request body bytes its counted connections hold */
 } source_t;
 
 typedef struct entry {
@@ -33,6 +34,7 @@ typedef struct entry {
         int64_t phase_start_ms;
         int64_t deadline_ms;
         intptr_t handle;
+        uint64_t body; /* request body bytes held (client entries only) */
 } entry_t;
 
 struct connguard {
@@ -45,6 +47,7 @@ struct connguard {
         size_t nsources;
         uint32_t counted;     /* live connections, both classes */
         uint32_t client_idle; /* idle client connections */
+        uint64_t client_body; /* request body bytes client entries hold */
         uint32_t counts[CONNGUARD_CLASS_COUNT][CONNGUARD_PHASE_COUNT];
 };
 
@@ -209,10 +212,15 @@ static void count(connguard_t *g, entry_t *e, int delta)
 }
 
 /* No longer counted: its socket is being shut down. */
+/* The entry's body bytes leave its source now (the source's slot may
+ * serve another address once it holds nothing); the table's total keeps
+ * them until the request ends or the entry closes. */
 static void doom(connguard_t *g, entry_t *e)
 {
         if (!e->counted)
                 return;
+        if (e->source >= 0)
+                g->sources[e->source].body -= e->body;
         count(g, e, -1);
         e->counted = false;
 }
@@ -384,7 +392,41 @@ void connguard_closed(connguard_t *g, int id)
         if (!e)
                 return;
         doom(g, e);
+        g->client_body -= e->body;
+        e->body = 0;
         e->used = false;
+}
+
+int connguard_hold_body(connguard_t *g, int id, uint64_t n)
+{
+        entry_t *e = entry_of(g, id);
+        if (!e || !e->counted)
+                return -ENOSPC; /* being shut down: nothing more for it */
+        if (e->cls != CONNGUARD_CLIENT)
+                return 0;
+        source_t *src = e->source >= 0 ? &g->sources[e->source] : NULL;
+        const connguard_limits_t *l = &g->limits;
+        if ((l->body_per_client && src && src->body + n > l->body_per_client) ||
+            (l->body_total && g->client_body + n > l->body_total))
+                return -ENOSPC;
+        if (src)
+                src->body += n;
+        e->body += n;
+        g->client_body += n;
+        return 0;
+}
+
+void connguard_release_body(connguard_t *g, int id, uint64_t n)
+{
+        entry_t *e = entry_of(g, id);
+        if (!e || e->cls != CONNGUARD_CLIENT)
+                return;
+        if (n > e->body)
+                n = e->body;
+        if (e->counted && e->source >= 0)
+                g->sources[e->source].body -= n;
+        e->body -= n;
+        g->client_body -= n;
 }
 
 void connguard_phase(connguard_t *g, int id, connguard_phase_t phase, int64_t now_ms,

@@ -63,6 +63,10 @@ typedef struct connguard_limits {
         uint32_t header_ms;    /* accept (or the first byte of a request) to its headers */
         uint32_t request_ms;   /* each of body, review and answer */
         uint32_t idle_ms;      /* between requests, absolute */
+        /* Request body bytes client connections may hold in memory, per
+         * source and in all (0: no cap); trusted sources are not counted. */
+        uint64_t body_per_client;
+        uint64_t body_total;
 } connguard_limits_t;
 
 typedef struct connguard_cidr {
@@ -104,6 +108,18 @@ intptr_t connguard_handle(const connguard_t *g, int id);
 bool connguard_live(const connguard_t *g, int id);
 /* The connection is gone: its entry is free. */
 void connguard_closed(connguard_t *g, int id);
+
+/* A request on entry id is about to hold n more bytes of its body in
+ * memory: 0 (counted), or -ENOSPC when its source would then hold more than
+ * body_per_client, or the client connections in all more than body_total,
+ * or the entry is being shut down. A client that trickles bodies on many
+ * connections would otherwise make the webhook hold maxBodyBytes on each
+ * (1.2 GB with the chart's table full: bench/webhook-memory.sh). Trusted
+ * entries are not counted. */
+int connguard_hold_body(connguard_t *g, int id, uint64_t n);
+/* n of them given back (the request ended, or its body was thrown away).
+ * connguard_closed gives back what is left. */
+void connguard_release_body(connguard_t *g, int id, uint64_t n);
 /* The entry enters phase at now_ms; deadline_ms 0 means the phase's own
  * (limits), else that absolute time. A doomed (evicted, expired) entry
  * stays as it is. */

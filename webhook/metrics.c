@@ -53,6 +53,7 @@ static const char *const error_names[METRICS_ERROR_COUNT] = {
     [METRICS_ERROR_TIMEOUT] = "timeout",
     [METRICS_ERROR_INTERNAL] = "internal",
     [METRICS_ERROR_CERT_RELOAD] = "cert_reload",
+    [METRICS_ERROR_BODY_BUDGET] = "body_budget",
 };
 
 void metrics_record_review(const mutate_result_t *result, double seconds)

@@ -16,6 +16,7 @@ typedef enum metrics_error {
         METRICS_ERROR_TIMEOUT,     /* 408: request took too long */
         METRICS_ERROR_INTERNAL,    /* allocation or encoding failure */
         METRICS_ERROR_CERT_RELOAD, /* a new certificate pair was refused */
+        METRICS_ERROR_BODY_BUDGET, /* 503: request bodies in memory at their cap */
         METRICS_ERROR_COUNT,
 } metrics_error_t;
 

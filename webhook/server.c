@@ -56,6 +56,17 @@
  * default, 32 KiB, was a measurable share of a review's time; a request's
  * headers here are well under 2 KiB and the body is copied out as it comes. */
 #define CONNECTION_MEMORY 16384
+/* A request body's first 16 KiB are not counted against the body caps
+ * (connguard_hold_body): every connection may hold that much (the table
+ * bounds it), and a review that small, most are, takes no lock for it. */
+#define BODY_UNCOUNTED 16384
+/* Body bytes one client source, and all of them, may hold in memory: two
+ * and four times server.maxBodyBytes (6 and 12 MiB with the chart's): far
+ * above what the API server's reviews hold at once, far below what a
+ * client trickling bodies on a full table made the webhook hold (1.2 GB,
+ * bench/webhook-memory.sh). */
+#define BODY_PER_CLIENT_FACTOR 2
+#define BODY_TOTAL_FACTOR      4
 /* The port-forward lookups' lane (podlookup.c): two threads, as the design
  * page says (a lookup waits on the API server, not on CPU), and a queue no
  * deeper than the reviews the API server could have in flight for it;
@@ -151,6 +162,7 @@ typedef struct request {
         size_t len;
         size_t cap;
         size_t drained;  /* body bytes thrown away after a refusal */
+        size_t held;     /* body bytes counted in the table (connguard_hold_body) */
         bool answer_now; /* refused with a body too large to drain */
         int corked_fd;   /* >= 0: TCP_CORK set on it for this answer */
         struct timespec started;
@@ -355,20 +367,59 @@ static void check_review_headers(const server_t *s, struct MHD_Connection *conn,
         }
 }
 
+/* The request's body bytes counted in its connection's table: n more, or
+ * all given back (n 0, back). */
+static int hold_body(request_t *req, size_t n)
+{
+        conn_t *c = req->conn;
+        if (!c)
+                return 0;
+        pthread_mutex_lock(&c->l->lock);
+        int r = 0;
+        if (n)
+                r = connguard_hold_body(c->l->table, c->id, n);
+        else
+                connguard_release_body(c->l->table, c->id, req->held);
+        pthread_mutex_unlock(&c->l->lock);
+        if (r == 0)
+                req->held = n ? req->held + n : 0;
+        return r;
+}
+
+static void drop_body(request_t *req)
+{
+        if (req->held)
+                (void)hold_body(req, 0);
+        free(req->body);
+        req->body = NULL;
+        req->len = req->cap = 0;
+}
+
 static int append_body(const server_t *s, request_t *req, const char *data, size_t n)
 {
         if (req->len + n > s->cfg->max_body_bytes) {
                 refuse(req, MHD_HTTP_CONTENT_TOO_LARGE, METRICS_ERROR_TOO_LARGE,
                        "request body exceeds the configured maximum");
-                free(req->body);
-                req->body = NULL;
-                req->len = req->cap = 0;
+                drop_body(req);
                 return 0;
         }
         if (req->len + n > req->cap) {
-                size_t cap = req->cap ? req->cap : 16384;
+                size_t cap = req->cap ? req->cap : BODY_UNCOUNTED;
                 while (cap < req->len + n)
                         cap *= 2;
+                /* Never more than a body may take (counted as it is). */
+                if (cap > s->cfg->max_body_bytes)
+                        cap = s->cfg->max_body_bytes;
+                size_t counted = cap > BODY_UNCOUNTED ? cap - BODY_UNCOUNTED : 0;
+                if (counted > req->held && hold_body(req, counted - req->held) < 0) {
+                        /* Answered once the rest is drained (bounded). */
+                        refuse(req, MHD_HTTP_SERVICE_UNAVAILABLE, METRICS_ERROR_BODY_BUDGET,
+                               "request bodies held in memory from this source, or from all, "
+                               "are at their cap; try again");
+                        drop_body(req);
+                        req->drained += n;
+                        return 0;
+                }
                 char *p = realloc(req->body, cap);
                 if (!p)
                         return -ENOMEM;
@@ -702,7 +753,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         /* The answer is all written (or the request is over): send it now. */
         uncork(req);
         free(req->response);
-        free(req->body);
+        drop_body(req);
         free(req);
         *con_cls = NULL;
 }
@@ -987,6 +1038,8 @@ static int listener_init(listener_t *l, server_t *s, bool tls, hg_error_t *err)
                          1000,
             .request_ms = cfg->request_timeout_seconds * 1000,
             .idle_ms = cfg->idle_timeout_seconds * 1000,
+            .body_per_client = BODY_PER_CLIENT_FACTOR * cfg->max_body_bytes,
+            .body_total = BODY_TOTAL_FACTOR * cfg->max_body_bytes,
         };
         if (!tls)
                 lim = (connguard_limits_t){

@@ -426,6 +426,53 @@ START_TEST(foreach_and_expire_one)
 }
 END_TEST
 
+/* Request bodies held in memory: per source and in all, trusted sources
+ * not counted, given back at the request's end and at close, and a source
+ * doomed (evicted) gives its share back at once. */
+START_TEST(body_bytes_capped_per_source_and_in_all)
+{
+        connguard_limits_t l = base_limits;
+        l.body_per_client = 100;
+        l.body_total = 150;
+        connguard_t *g = guard(&l, "10.0.0.0/8");
+        int a1 = admit(g, "192.0.2.1", 1).id, a2 = admit(g, "192.0.2.1", 2).id;
+        int b1 = admit(g, "192.0.2.2", 3).id, t = admit(g, "10.1.1.1", 4).id;
+        ck_assert_int_eq(connguard_hold_body(g, a1, 60), 0);
+        ck_assert_int_eq(connguard_hold_body(g, a2, 40), 0);
+        /* The source is at its 100. */
+        ck_assert_int_eq(connguard_hold_body(g, a2, 1), -ENOSPC);
+        ck_assert_int_eq(connguard_hold_body(g, b1, 50), 0);
+        /* All clients at their 150: another source is refused too. */
+        ck_assert_int_eq(connguard_hold_body(g, b1, 1), -ENOSPC);
+        /* The trusted source is not counted. */
+        ck_assert_int_eq(connguard_hold_body(g, t, 1000), 0);
+        /* A request's end gives its bytes back. */
+        connguard_release_body(g, a1, 60);
+        ck_assert_int_eq(connguard_hold_body(g, b1, 50), 0);
+        ck_assert_int_eq(connguard_hold_body(g, b1, 1), -ENOSPC);
+        /* Closing gives back what is left; an expired entry is refused. */
+        connguard_closed(g, b1);
+        ck_assert_int_eq(connguard_hold_body(g, a1, 60), 0);
+        ck_assert_int_eq(connguard_hold_body(g, a1, 1), -ENOSPC);
+        int ids[8];
+        connguard_phase_t phases[8];
+        size_t n = connguard_expired(g, 1 + l.header_ms + 1, ids, phases, 8);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_int_eq(connguard_hold_body(g, a1, 1), -ENOSPC);
+        /* Doomed, a1's and a2's bytes left their source: a new connection
+         * of it may hold its whole share, within the total. */
+        int a3 = admit(g, "192.0.2.1", 1 + l.header_ms + 2).id;
+        ck_assert_int_eq(connguard_hold_body(g, a3, 50), 0);
+        /* ... but the doomed entries' bytes still count in all (100 + 50). */
+        ck_assert_int_eq(connguard_hold_body(g, a3, 1), -ENOSPC);
+        connguard_closed(g, a1);
+        connguard_closed(g, a2);
+        ck_assert_int_eq(connguard_hold_body(g, a3, 50), 0);
+        ck_assert_int_eq(connguard_hold_body(g, a3, 1), -ENOSPC); /* its source's 100 */
+        connguard_free(g);
+}
+END_TEST
+
 START_TEST(names)
 {
         ck_assert_str_eq(connguard_phase_name(CONNGUARD_HEADERS), "headers");
@@ -455,6 +502,7 @@ static Suite *connguard_suite(void)
         tcase_add_test(tc, other_families_are_refused_by_the_caller);
         tcase_add_test(tc, sources_are_recycled_when_the_table_is_busy);
         tcase_add_test(tc, foreach_and_expire_one);
+        tcase_add_test(tc, body_bytes_capped_per_source_and_in_all);
         tcase_add_test(tc, names);
         suite_add_tcase(s, tc);
         return s;
