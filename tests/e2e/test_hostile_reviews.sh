@@ -91,8 +91,9 @@ out=$(raw_exec box "command=id&container=hangar-driver%00" 2>&1)
 t_check "container=hangar-driver%00: not the driver's name, the API server refuses it itself (got: $(head -c 200 <<<"$out" | tr -d '\0'))" \
         grep -aq 'container hangar-driver.* is not valid for pod box' <<<"$out"
 # Anyone who may patch the pod can point kubectl's default container at the
-# driver: kubectl then names it, and the guard refuses.
-kubectl annotate -n $NS pod box kubectl.kubernetes.io/default-container=hangar-driver "${M[@]}" >/dev/null
+# driver (over the agent the webhook named there): kubectl then names it,
+# and the guard refuses.
+kubectl annotate --overwrite -n $NS pod box kubectl.kubernetes.io/default-container=hangar-driver "${M[@]}" >/dev/null
 refused "kubectl exec without -c after default-container=hangar-driver" driver-exec \
         kubectl exec -n $NS box "${M[@]}" -- id
 refused "kubectl attach without -c after default-container=hangar-driver" driver-exec \
