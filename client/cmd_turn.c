@@ -41,6 +41,7 @@
 #include "fileio.h"
 #include "jsonx.h"
 #include "shape.h"
+#include "strparse.h"
 #include "turnexec.h"
 #include "turnlines.h"
 
@@ -49,6 +50,7 @@
 #define RELAY_END_WAIT_MS 10000             /* after the turn's end, for the relay's last line */
 #define TOKEN_LINE_MAX    128
 #define RELAY_WAIT_PORT_S "60" /* the relay's wait for the start's files */
+#define START_REPLY_MAX   (64 * 1024)
 
 /* Exit statuses of `turn run` and `turn attach` beyond cli.h's. */
 enum {
@@ -92,6 +94,13 @@ typedef struct turnrun {
         bool token_known, token_sent;
         bool relay_done;     /* its exec ended */
         bool relay_reported; /* its ready line printed */
+
+        /* The start (run only): its reply line, then the turn's events. */
+        strbuf_t start_reply;
+        bool reply_seen; /* the reply line is in */
+        bool started;    /* ... and it started the turn */
+        int start_status;
+        capture_t start_err;
         capture_t relay_err;
 
         /* The events. */
@@ -499,6 +508,7 @@ static void check_relay(turnrun_t *t, loop_state_t *ls, bool with_relay)
         if (!with_relay)
                 return;
         pthread_mutex_lock(&t->lock);
+        bool started = t->started;
         relaywatch_state_t s = t->relay.state;
         bool done = t->relay_done;
         bool report = s != RELAYWATCH_WAITING && s != RELAYWATCH_BROKEN && !t->relay_reported &&
@@ -516,6 +526,10 @@ static void check_relay(turnrun_t *t, loop_state_t *ls, bool with_relay)
         if (ready)
                 (void)emit(t, "relay.ready",
                            json_pack("{s:s, s:o}", "turn", t->turn, "ready", ready));
+        /* Before the start's reply there is no turn to end (and no token
+         * goes to a relay that broke the order: relay_stdin_step). */
+        if (!started)
+                return;
         if (s == RELAYWATCH_BROKEN) {
                 if (!ls->aborted)
                         (void)emit(t, "relay.broken",
@@ -694,15 +708,11 @@ static int parse_args(int argc, char **argv, bool run, turn_args_t *a)
                 case 't':
                         a->turn = optarg;
                         break;
-                case 'f': {
-                        char *end = NULL;
-                        errno = 0;
-                        unsigned long long v = strtoull(optarg, &end, 10);
-                        if (errno || !end || *end || optarg[0] == '-' || v > (1ULL << 53))
+                case 'f':
+                        /* The driver's bound on an offset: exact in JSON. */
+                        if (parse_u64(optarg, &a->from) < 0 || a->from > (UINT64_C(1) << 53))
                                 return -EINVAL;
-                        a->from = v;
                         break;
-                }
                 case 'c':
                         a->container = optarg;
                         break;
@@ -805,6 +815,10 @@ static void turn_free(turnrun_t *t, int wake_rd)
         json_decref(t->ended);
         capture_free(&t->relay_err);
         capture_free(&t->events_err);
+        capture_free(&t->start_err);
+        if (t->start_reply.data)
+                explicit_bzero(t->start_reply.data, t->start_reply.len);
+        strbuf_free(&t->start_reply);
         explicit_bzero(t->token_line, sizeof(t->token_line));
 }
 
@@ -826,24 +840,29 @@ static void events_start(turnrun_t *t, execjob_t *job, uint64_t from)
         execjob_start(job);
 }
 
-/* The start's reply: the token line for the relay, and a "turn.started"
- * line without the token. 0, or the exit status of a refusal. */
-static int read_start(turnrun_t *t, execjob_t *start, capture_t *cap)
+/* Under the lock: no token will come (the start failed or was refused):
+ * the relay sees its stdin end and stops, having swept nothing. */
+static void relay_no_token(turnrun_t *t)
 {
-        if (execjob_status(start) < 0)
-                return error_line(t, cli_exit_for(start->res.failure),
-                                  wsexec_failure_name(start->res.failure), start->err.message);
+        if (t->relay_in_wr >= 0) {
+                (void)close(t->relay_in_wr);
+                t->relay_in_wr = -1;
+        }
+}
+
+/* The start's reply line: the token line for the relay, and a
+ * "turn.started" line without the token. 0, or the exit status of a
+ * refusal (said on its lines). Runs on the start's exec thread. */
+static int start_reply(turnrun_t *t, const char *text, size_t len)
+{
         json_t *reply = NULL;
         hg_error_t err = {0};
-        const char *data = cap->out.data ? cap->out.data : "";
-        const char *nl = memchr(data, '\n', cap->out.len);
-        if (jsonx_load(data, nl ? (size_t)(nl - data) : cap->out.len, 16, &reply, &err) < 0 ||
-            !json_is_object(reply)) {
+        if (jsonx_load(text, len, 16, &reply, &err) < 0 || !json_is_object(reply)) {
                 json_decref(reply);
                 char msg[ERROR_MESSAGE_MAX + 64];
-                ctl_error_text(cap, &start->err, msg, sizeof(msg));
-                return error_line(t, CLI_EXIT_PROTOCOL, "protocol",
-                                  msg[0] ? msg : "ctl start gave no reply");
+                (void)snprintf(msg, sizeof(msg), "ctl start's reply is not a JSON object: %s",
+                               err.message);
+                return error_line(t, CLI_EXIT_PROTOCOL, "protocol", msg);
         }
         const char *token = json_string_value(json_object_get(reply, "token"));
         const char *instance = json_string_value(json_object_get(reply, "instance"));
@@ -851,7 +870,6 @@ static int read_start(turnrun_t *t, execjob_t *start, capture_t *cap)
         if (!ok || !token || !instance || strlen(token) != 64 || strlen(instance) != 32 ||
             strspn(token, "0123456789abcdef") != 64 || strspn(instance, "0123456789abcdef") != 32) {
                 (void)json_object_del(reply, "token");
-                (void)json_object_set_new(reply, "turn", json_string(t->turn));
                 (void)emit(t, "turn.refused",
                            json_pack("{s:s, s:o}", "turn", t->turn, "reply", json_incref(reply)));
                 const char *e = json_string_value(json_object_get(reply, "error"));
@@ -865,12 +883,57 @@ static int read_start(turnrun_t *t, execjob_t *start, capture_t *cap)
         pthread_mutex_lock(&t->lock);
         (void)snprintf(t->token_line, sizeof(t->token_line), "%s %s\n", token, instance);
         t->token_known = true;
+        t->started = true;
         relay_stdin_step(t);
         pthread_mutex_unlock(&t->lock);
         (void)json_object_del(reply, "token");
         (void)json_object_del(reply, "ok");
         (void)emit(t, "turn.started", reply);
         return 0;
+}
+
+/* `ctl start --follow`'s stdout: the reply line, then events.jsonl from 0,
+ * live, until the turn ends (one exec starts and follows the turn). */
+static int start_output(void *ud, int channel, const uint8_t *data, size_t len)
+{
+        turnrun_t *t = ud;
+        if (channel != EXS_CH_STDOUT)
+                return capture_output(&t->start_err, channel, data, len);
+        if (!t->reply_seen) {
+                const uint8_t *nl = memchr(data, '\n', len);
+                size_t take = nl ? (size_t)(nl - data) : len;
+                if (t->start_reply.len + take > START_REPLY_MAX) {
+                        t->reply_seen = true;
+                        t->start_status = error_line(t, CLI_EXIT_PROTOCOL, "protocol",
+                                                     "ctl start's reply is over 64 KiB");
+                        return -EPROTO;
+                }
+                if (strbuf_append(&t->start_reply, (const char *)data, take) < 0)
+                        return -ENOMEM;
+                if (!nl)
+                        return 0;
+                t->reply_seen = true;
+                t->start_status = start_reply(t, t->start_reply.data, t->start_reply.len);
+                /* The reply held the token. */
+                explicit_bzero(t->start_reply.data, t->start_reply.len);
+                strbuf_free(&t->start_reply);
+                if (t->start_status != 0)
+                        return 0;
+                data = nl + 1;
+                len -= take + 1;
+        }
+        return len ? linesplit_feed(&t->lines, data, len, on_event_line, t) : 0;
+}
+
+static void start_done(void *ud)
+{
+        turnrun_t *t = ud;
+        pthread_mutex_lock(&t->lock);
+        if (!t->started)
+                relay_no_token(t);
+        t->events_done = true;
+        wake(t);
+        pthread_mutex_unlock(&t->lock);
 }
 
 static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
@@ -905,42 +968,44 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
                            .done = relay_done,
                            .done_ud = t};
         execjob_start(&relay);
-        char *start_argv[] = {"hangar-driver", "ctl", "start", "--spec", "-", NULL};
-        capture_t start_cap = {0};
+        /* One exec starts the turn and follows its events. */
+        char *start_argv[] = {"hangar-driver", "ctl", "start", "--spec", "-", "--follow", NULL};
+        linesplit_init(&t->lines, TURNEVENT_LINE_MAX, 0);
         execjob_t start = {.k = t->k,
                            .req = {.ns = t->ns,
                                    .pod = t->pod,
                                    .container = SHAPE_DRIVER_CONTAINER,
                                    .argv = start_argv,
                                    .stdin_open = true},
-                           .io = {.in_fd = spec_fd, .output = capture_output, .ud = &start_cap}};
+                           .io = {.in_fd = spec_fd, .output = start_output, .ud = t},
+                           .done = start_done,
+                           .done_ud = t};
         execjob_start(&start);
-        execjob_join(&start);
-        int status = read_start(t, &start, &start_cap);
-        capture_free(&start_cap);
-        if (status != 0) {
-                /* No token: the relay reads the end of its stdin and stops. */
-                pthread_mutex_lock(&t->lock);
-                if (t->relay_in_wr >= 0) {
-                        (void)close(t->relay_in_wr);
-                        t->relay_in_wr = -1;
-                }
-                pthread_mutex_unlock(&t->lock);
-                execjob_join(&relay);
-                return status;
-        }
-        execjob_t events;
-        events_start(t, &events, 0);
         loop_state_t ls = {0};
         follow(t, &ls, wake_rd, true);
-        execjob_join(&events);
+        execjob_join(&start);
         pthread_mutex_lock(&t->lock);
-        bool relay_over = t->relay_done;
+        bool relay_over = t->relay_done, reply_seen = t->reply_seen;
         pthread_mutex_unlock(&t->lock);
         if (relay_over)
                 execjob_join(&relay);
-        check_relay(t, &ls, true);
-        status = finish_line(t, &ls, &events, true, &relay);
+        int status = t->start_status;
+        if (!reply_seen) {
+                char m[ERROR_MESSAGE_MAX + 64];
+                if (execjob_status(&start) < 0) {
+                        status =
+                            error_line(t, cli_exit_for(start.res.failure),
+                                       wsexec_failure_name(start.res.failure), start.err.message);
+                } else {
+                        ctl_error_text(&t->start_err, &start.err, m, sizeof(m));
+                        status = error_line(t, CLI_EXIT_PROTOCOL, "protocol",
+                                            m[0] ? m : "ctl start gave no reply");
+                }
+        }
+        if (status == 0) {
+                check_relay(t, &ls, true);
+                status = finish_line(t, &ls, &start, true, &relay);
+        }
         if (!relay_over) {
                 cli_error("turn run", "the relay's exec outlived the turn: not waited for");
                 fflush(NULL);

@@ -50,7 +50,7 @@ static const char usage[] =
     "JSON line. Exit: 0 the turn ran, 1 failed, 2 usage, 3 run it single-user,\n"
     "4 refused.\n"
     "\n"
-    "ctl OPs: ping | start --spec FILE|- | status [--turn ID] | token |\n"
+    "ctl OPs: ping | start --spec FILE|- [--follow] | status [--turn ID] | token |\n"
     "  events [--turn ID] [--from OFFSET] [--follow] | approvals | approve ID | deny ID |\n"
     "  steer TEXT | close-stdin | signal NAME | watch [--turn ID] [--from OFFSET] |\n"
     "  finish [--turn ID] [--abort REASON] |\n"
@@ -171,6 +171,29 @@ static int cmd_serve(int argc, char **argv)
 
 /* Sends one request and copies the reply to stdout. For run, prints the
  * tail and returns the command's status; otherwise 0 if the reply is ok. */
+/* The rest of a streamed reply (watch, events, approvals, start --follow),
+ * copied as it comes, whatever its size, until the daemon closes. A watch
+ * counts as whole however it ends (the log is the record: a watcher comes
+ * back with its offset); the others must end with the daemon's close. */
+static int copy_stream(int fd, const char *op)
+{
+        bool whole_anyway = strcmp(op, "watch") == 0;
+        char buf[16384];
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n == 0)
+                        return 0;
+                if (n < 0 || fd_write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
+                        break;
+        }
+        if (whole_anyway)
+                return 0;
+        fprintf(stderr, "hangar-driver ctl %s: the reply was cut short\n", op);
+        return 1;
+}
+
 static int ctl_request(const char *sock, json_t *req, bool is_run, bool is_start)
 {
         hg_error_t err = {0};
@@ -217,11 +240,20 @@ static int ctl_request(const char *sock, json_t *req, bool is_run, bool is_start
                 /* The reply is hangar's: the token and port, or the gate's
                  * outcome; the exit status as `hangar-driver relay`'s. */
                 (void)fd_write_all(STDOUT_FILENO, line, line_len + 1);
-                token_wipe(line, len);
                 json_t *st = json_object_get(reply, "status");
                 if (!ok)
                         fprintf(stderr, "hangar-driver ctl start: %s\n",
                                 json_string_value(json_object_get(reply, "error")) ?: "failed");
+                /* --follow: the turn's events come after the reply, as
+                 * `events --follow` streams them. */
+                if (ok && json_is_true(json_object_get(req, "follow"))) {
+                        int r = fd_write_all(STDOUT_FILENO, nl + 1, len - line_len - 1) < 0
+                                    ? 1
+                                    : copy_stream(fd, "start");
+                        token_wipe(line, len);
+                        return r;
+                }
+                token_wipe(line, len);
                 return ok ? 0 : json_is_integer(st) ? (int)json_integer_value(st) : 1;
         }
         if (!ok) {
@@ -246,24 +278,9 @@ static int ctl_request(const char *sock, json_t *req, bool is_run, bool is_start
         const char *op = json_string_value(json_object_get(req, "op"));
         if (op && (strcmp(op, "watch") == 0 || strcmp(op, "events") == 0 ||
                    strcmp(op, "approvals") == 0)) {
-                bool complete = strcmp(op, "watch") == 0;
                 if (fd_write_all(STDOUT_FILENO, nl + 1, len - line_len - 1) < 0)
                         return 1;
-                char buf[16384];
-                for (;;) {
-                        ssize_t n = read(fd, buf, sizeof(buf));
-                        if (n < 0 && errno == EINTR)
-                                continue;
-                        if (n == 0)
-                                complete = true;
-                        if (n <= 0 || fd_write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
-                                break;
-                }
-                if (!complete) {
-                        fprintf(stderr, "hangar-driver ctl %s: the reply was cut short\n", op);
-                        return 1;
-                }
-                return 0;
+                return copy_stream(fd, op);
         }
         /* ctl screen: the screen's text rows, not the JSON around them. */
         const char *screen = op && strcmp(op, "screen") == 0
@@ -326,8 +343,13 @@ static int cmd_ctl(int argc, char **argv)
                         json_array_append_new(av, json_string(argv[i]));
                 json_object_set_new(req, "argv", av);
         } else if (strcmp(op, "start") == 0) {
-                if (i + 2 != argc || strcmp(argv[i], "--spec") != 0) {
-                        fputs("hangar-driver ctl start: --spec FILE|-\n", stderr);
+                if (i + 3 == argc && strcmp(argv[i + 2], "--follow") == 0)
+                        json_object_set_new(req, "follow", json_true());
+                else if (i + 2 != argc) {
+                        i = argc; /* the usage below */
+                }
+                if (i + 2 > argc || strcmp(argv[i], "--spec") != 0) {
+                        fputs("hangar-driver ctl start: --spec FILE|- [--follow]\n", stderr);
                         return 2;
                 }
                 char *text = NULL;

@@ -24,7 +24,7 @@ static const struct {
         member_t members[MEMBERS_MAX];
 } ops[CTLREQ_OP_COUNT] = {
     [CTLREQ_PING] = {"ping", {{0}}},
-    [CTLREQ_START] = {"start", {{"spec", M_STRING, true}}},
+    [CTLREQ_START] = {"start", {{"spec", M_STRING, true}, {"follow", M_BOOL, false}}},
     [CTLREQ_STATUS] = {"status", {{"turn", M_STRING, false}}},
     [CTLREQ_TOKEN] = {"token", {{0}}},
     [CTLREQ_EVENTS] =

@@ -12,6 +12,7 @@
  *   {"op": "events", "turn": "t-42", "from": 0}      events.jsonl from byte 0
  *   ... "follow": true                               and on, live, until the turn ends
  *   {"op": "finish", "abort": "why"}                 end the turn now, in any state
+ *   {"op": "start", ..., "follow": true}             the reply, then the turn's events live
  *   ... and the turn's ops (docs/turn.md): token, approvals, approve, deny,
  *   steer, close-stdin, signal, finish, run, tree, verify, and a terminal
  *   turn's screen, send-keys, resize, type (docs/terminal.md), and the
@@ -60,7 +61,7 @@ typedef struct ctlreq {
         json_t *root;     /* the whole request (owned); the op's members as checked */
         const char *turn; /* "turn", or NULL: the daemon's current (or last) turn */
         uint64_t from;    /* "from" (watch, events), 0 if absent */
-        bool follow;      /* events: live until the turn ends, not up to its size now */
+        bool follow;      /* events, start: the events live until the turn ends */
         const char *spec; /* start: the spec's text (in root) */
         size_t spec_len;
 } ctlreq_t;

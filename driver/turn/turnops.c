@@ -93,6 +93,24 @@ static json_t *op_signal(turn_t *t, json_t *req)
         return json_pack("{s:b}", "ok", 1);
 }
 
+/* events.jsonl from "from" on, live, until the turn ends (as watch
+ * streams the log), after the reply already queued for c. */
+static json_t *follow_events(turn_t *t, ctlclient_t *c, uint64_t from)
+{
+        _cleanup_free_ char *path = record_path(t->cfg->ctl_path, LAYOUT_CTL_EVENTS);
+        int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+        if (fd < 0) {
+                /* The reply is out already: the stream just ends. */
+                c->state = CTLCLIENT_REPLYING;
+                return NULL;
+        }
+        c->stream_fd = fd;
+        c->watch_off = (off_t)from;
+        c->watch_gen = t->gen;
+        c->state = CTLCLIENT_WATCHING;
+        return NULL;
+}
+
 /* ctl events: a header line, then events.jsonl as it is now, streamed in
  * chunks (never one reply in memory: the file has no size bound but the
  * volume's). With "follow", the file from "from" on, live, until the turn
@@ -115,11 +133,7 @@ static json_t *op_events(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
                 ctlclient_reply(c, json_pack("{s:b, s:s, s:s, s:I, s:b}", "ok", 1, "stream",
                                              "events", "turn", t->spec->turn, "from",
                                              (json_int_t)q->from, "follow", 1));
-                c->stream_fd = TAKE_FD(fd);
-                c->watch_off = (off_t)q->from;
-                c->watch_gen = t->gen;
-                c->state = CTLCLIENT_WATCHING;
-                return NULL;
+                return follow_events(t, c, q->from);
         }
         ctlclient_reply(c, json_pack("{s:b, s:s, s:s, s:I, s:I}", "ok", 1, "stream", "events",
                                      "turn", t->spec->turn, "from", (json_int_t)q->from, "bytes",
@@ -178,8 +192,10 @@ static json_t *op_watch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 
 /* ctl start: a turn is a request to the daemon. The reply carries what
  * hangar needs to start the relay: the turn, the token, the port. One turn
- * at a time: a second is refused while the first is in flight. */
-static json_t *op_start(turn_t *t, const ctlreq_t *q)
+ * at a time: a second is refused while the first is in flight. With
+ * "follow", the same connection then streams the turn's events, live, until
+ * it ends: `hangar turn run` starts and follows a turn with one exec. */
+static json_t *op_start(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         if (t->once)
                 return reply_error("this driver runs one turn (hangar-driver relay): no start");
@@ -217,7 +233,10 @@ static json_t *op_start(turn_t *t, const ctlreq_t *q)
             json_pack("{s:b, s:s, s:s, s:i, s:s, s:I}", "ok", 1, "turn", t->spec->turn, "token",
                       hex, "port", t->lis.port, "instance", t->instance, "gen", (json_int_t)t->gen);
         token_wipe(hex, sizeof(hex));
-        return j;
+        if (!q->follow || !j)
+                return j;
+        ctlclient_reply(c, j);
+        return follow_events(t, c, 0);
 }
 
 static json_t *op_ping(turn_t *t)
@@ -445,7 +464,7 @@ json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         case CTLREQ_PING:
                 return op_ping(t);
         case CTLREQ_START:
-                return op_start(t, q);
+                return op_start(t, c, q);
         case CTLREQ_GRADE_BEGIN:
         case CTLREQ_GRADE_FINISH:
         case CTLREQ_GRADE_SHOW:

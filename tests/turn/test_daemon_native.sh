@@ -133,6 +133,23 @@ t_eq "... is ended by finish --abort: aborted, its port gone" "ended aborted abs
         "$(ctl status --turn ab2 | jq -r '"\(.state) \(.end.end)"') $(test -e home/relay.port && echo present || echo absent)"
 t_check "finish --abort of an ended turn is refused" sh -c "! setpriv --reuid 1001 --regid 1001 --clear-groups -- '$DRIVER' ctl finish --abort again >/dev/null 2>&1"
 
+# ---- ctl start --follow: the reply, then the turn's events, one request ----
+as_driver "$DRIVER" ctl start --spec - --follow <<<"$(spec sf 'echo followed; exit 4' '{"linger_s": 1}')" \
+        >sf.out 2>sf.err &
+SF=$!
+t_cleanup_pid $SF
+echo $SF >sf.pid
+t_check "start --follow: the reply line comes first" t_wait_for "grep -q '^{' sf.out" 10
+t_eq "... the reply: ok, the turn, its token" "true sf 64" \
+        "$(head -n 1 sf.out | jq -r '"\(.ok) \(.turn) \(.token | length)"')"
+host_relay sf "$(head -n 1 sf.out | jq -r '"\(.token) \(.instance)"')"
+t_wait_pid sf.relay.pid 20
+t_eq "... the turn runs (4)" 4 "$?"
+t_wait_pid sf.pid 20
+t_eq "... and the stream ends with the turn (0)" 0 "$?"
+t_check "... after the reply, every event of the turn, as the file has them" \
+        sh -c "tail -n +2 sf.out | cmp -s - ctl/events.jsonl && tail -n 1 sf.out | grep -q '\"event\":\"turn.ended\"'"
+
 # ---- the relay started before ctl start (`hangar turn run` starts both together) ----
 # relay_for NAME ID: the relay as the agent with --turn ID --wait-port 20,
 # its stdin the fifo NAME.in (held open on descriptor RIN).

@@ -99,6 +99,9 @@ START_TEST(members_read)
         q = parse_ok("{\"op\":\"events\",\"follow\":false}");
         ck_assert(!q.follow);
         ctlreq_free(&q);
+        q = parse_ok("{\"op\":\"start\",\"spec\":\"{}\",\"follow\":true}");
+        ck_assert(q.follow);
+        ctlreq_free(&q);
 }
 END_TEST
 
