@@ -30,12 +30,10 @@ static bool is_clone_safety(const char *s)
                strcmp(s, CONFIG_CLONE_SAFETY_REQUIRED) == 0;
 }
 
-/* "" as well: an empty HANGAR_UID_SPLIT has always meant the default
- * (split_mode_from_env), and the daemons read the same variable. */
 static bool is_split_mode(const char *s)
 {
         split_mode_t m;
-        return s[0] == '\0' || split_mode_parse(s, &m) == 0;
+        return split_mode_parse(s, &m) == 0;
 }
 
 #define OFF(field) offsetof(hg_config_t, field)
@@ -79,8 +77,11 @@ static const conf_setting_t settings[] = {
      OFF(driver_memory_limit), "", 0, 0, is_quantity_or_empty, "a quantity, or \"\" for none"},
     {"driver.cloneSafety", "HANGAR_DRIVER_CLONE_SAFETY", CONF_STRING, OFF(driver_clone_safety),
      CONFIG_CLONE_SAFETY_AUTO, 0, 0, is_clone_safety, "auto or required"},
-    {"driver.uidSplit", SPLIT_MODE_ENV, CONF_STRING, OFF(driver_uid_split),
-     CONFIG_UID_SPLIT_DEFAULT, 0, 0, is_split_mode, "off, auto or required (\"\": auto)"},
+    /* Not HANGAR_UID_SPLIT itself: that is the mode of whoever runs a
+     * binary (the probe's verdict, the relay's gate), never a statement of
+     * what the injected driver's environment holds. */
+    {"driver.uidSplit", "HANGAR_DRIVER_UID_SPLIT", CONF_STRING, OFF(driver_uid_split),
+     CONFIG_UID_SPLIT_DEFAULT, 0, 0, is_split_mode, "off, auto or required"},
     {"volumes.home.mountPath", "HANGAR_HOME_PATH", CONF_STRING, OFF(home_path), "/var/lib/hangar",
      0, 0, is_absolute_path, "a normalized absolute path"},
     {"volumes.ctl.mountPath", "HANGAR_CTL_PATH", CONF_STRING, OFF(ctl_path), "/var/lib/hangar-ctl",

@@ -354,7 +354,7 @@ static json_t *driver_env_json(const hg_config_t *cfg)
         json_t *env = json_array();
         int bad = 0;
         for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
-                if (!vars[i].value || !vars[i].value[0] || strcmp(vars[i].value, vars[i].dflt) == 0)
+                if (!vars[i].value || strcmp(vars[i].value, vars[i].dflt) == 0)
                         continue;
                 json_t *e = json_object();
                 int failed = put(e, "name", json_string_nocheck(vars[i].name));

@@ -78,29 +78,30 @@ START_TEST(webhook_environment_not_read)
 }
 END_TEST
 
-/* driver.uidSplit is HANGAR_UID_SPLIT, which the daemons read too: empty
- * is still the default, anything but off, auto or required an error. */
+/* driver.uidSplit (HANGAR_DRIVER_UID_SPLIT) is what the webhook writes as
+ * the injected driver's HANGAR_UID_SPLIT; the process's own HANGAR_UID_SPLIT
+ * (a probe's or relay's mode) never sets it. */
 START_TEST(uid_split_setting)
 {
         _cleanup_config_ hg_config_t c = {0};
         hg_error_t err = {0};
+        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "required", 1), 0);
         ck_assert_int_eq(config_load(&c, NULL, &err), 0);
         ck_assert_str_eq(c.driver_uid_split, "auto");
         config_free(&c);
-        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "", 1), 0);
-        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
-        ck_assert_str_eq(c.driver_uid_split, "");
-        config_free(&c);
-        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "required", 1), 0);
+        ck_assert_int_eq(setenv("HANGAR_DRIVER_UID_SPLIT", "required", 1), 0);
         ck_assert_int_eq(config_load(&c, NULL, &err), 0);
         ck_assert_str_eq(c.driver_uid_split, "required");
         config_free(&c);
-        ck_assert_int_eq(setenv("HANGAR_UID_SPLIT", "Required", 1), 0);
-        ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
-        ck_assert_msg(strstr(err.message, "HANGAR_UID_SPLIT") &&
-                          strstr(err.message, "off, auto or required"),
-                      "%s", err.message);
-        unsetenv("HANGAR_UID_SPLIT");
+        static const char *const bad[] = {"", "Required", "maybe"};
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                ck_assert_int_eq(setenv("HANGAR_DRIVER_UID_SPLIT", bad[i], 1), 0);
+                ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
+                ck_assert_msg(strstr(err.message, "HANGAR_DRIVER_UID_SPLIT") &&
+                                  strstr(err.message, "off, auto or required"),
+                              "%s", err.message);
+        }
+        unsetenv("HANGAR_DRIVER_UID_SPLIT");
         /* The file's scalars are strings: off is the mode, quoted or not. */
         ck_assert_int_eq(
             config_load(&c, unit_write_file(dir, "s.yaml", "driver: {uidSplit: off}\n"), &err), 0);
