@@ -399,10 +399,19 @@ rot_creator rotca-b 30 &
 ROT_CREATORS+=($!)
 t_cleanup_pid "${ROT_CREATORS[0]}"
 t_cleanup_pid "${ROT_CREATORS[1]}"
-t_check "rotation: a new CA is staged beside the expiring one" t_wait_for "[ -n \"\$(secret_key ca-next.crt)\" ]" 15
-secret_key ca-next.crt >newca.crt
+# The staged phase lasts one overlap (8 s): what is checked of it comes from
+# one read of the Secret. Reads one after another (each a kubectl, seconds
+# at load 38) straddled the switch, and the serving pair read last had
+# already been reissued by the new CA.
+staged_read() {
+        kubectl get secret -n hangar-system rot-tls -o json >staged.json &&
+                jq -e '.data["ca-next.crt"] // empty' staged.json >/dev/null
+}
+staged_key() { jq -r --arg k "$1" '.data[$k] // empty' staged.json | base64 -d; }
+t_check "rotation: a new CA is staged beside the expiring one" t_wait_for staged_read 15
+staged_key ca-next.crt >newca.crt
+staged_key tls.crt >staged.crt
 t_check "rotation: while staged, caBundle trusts both CAs" t_wait_for "[ \"\$(bundle_certs)\" = 2 ]" 10
-secret_key tls.crt >staged.crt
 t_check "rotation: the old CA still signs while staged" openssl verify -CAfile oldca/ca.crt staged.crt
 t_check "rotation: one overlap later the new CA signs and the old one is 'previous'" t_wait_for \
         "secret_key ca.crt | cmp -s - newca.crt && secret_key ca-previous.crt | cmp -s - oldca/ca.crt" 20
