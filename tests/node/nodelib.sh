@@ -128,6 +128,26 @@ node_chart() {
 		kubectl delete secret -n $NODE_SYSTEM_NS --all"
 }
 
+# node_chart_stop_unless_up: after a suite's install and readiness checks,
+# ends the suite if one failed, with why: the replicas' pods, their
+# containers' last end and logs. Without a webhook every later check fails
+# too and waits out its own deadline (node_daemon went on 15 minutes after
+# an install whose replicas exited on a config key their image did not
+# know, and its log never said so).
+node_chart_stop_unless_up() {
+	local pod
+	[ "$T_FAILURES" -gt 0 ] || return 0
+	echo "  the chart is not up: the replicas in $NODE_SYSTEM_NS, then the suite stops"
+	kubectl get pods -n "$NODE_SYSTEM_NS" -o wide 2>&1 | sed 's/^/    /'
+	for pod in $(kubectl get pods -n "$NODE_SYSTEM_NS" -o name 2>/dev/null); do
+		kubectl get -n "$NODE_SYSTEM_NS" "$pod" -o json 2>/dev/null |
+			jq -r '.status.containerStatuses[]? | "    \(.name): \(.state | keys[0]), restarts \(.restartCount), last end \(.lastState.terminated // {} | tojson)"'
+		kubectl logs -n "$NODE_SYSTEM_NS" "$pod" --all-containers --tail=5 2>&1 | sed "s|^|    $pod: |"
+		kubectl logs -n "$NODE_SYSTEM_NS" "$pod" --all-containers --previous --tail=5 2>/dev/null | sed "s|^|    $pod (previous): |"
+	done
+	t_end
+}
+
 # node_assert_clean DIR ID NETNS WHAT [HIDDEN_BEFORE_FILE]: what a stopped
 # node must not leave (every check says what it found). ID: the node's id
 # (node_id), NETNS: its network namespace (net:[INODE]) or "";

@@ -39,6 +39,7 @@ t_check "helm install (the chart's defaults: the driver is hangar-driver serve, 
 	logged hangar_chart_install hangar "${NODE_CHART_ARGS[@]}"
 t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
 	hangar_chart_ready hangar "$NS" 60
+node_chart_stop_unless_up
 
 # in_agent / in_driver CMD...: kubectl exec as hangar's identity (the guard
 # lets only it into hangar-driver); -i: stdin goes through.
