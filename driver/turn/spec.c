@@ -64,7 +64,8 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
                                             "handshake_timeout_ms",
                                             "linger_s",
                                             "terminal",
-                                            "keep_processes"};
+                                            "keep_processes",
+                                            "log_max_mib"};
         if (len > SPEC_MAX_BYTES)
                 return error_set(err, -EFBIG, "the turn spec is over %u bytes", SPEC_MAX_BYTES);
         _cleanup_json_ json_t *o = NULL;
@@ -93,7 +94,9 @@ int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err)
             (r = get_u32(o, "connect_timeout_s", 120, 1, 86400, &s.connect_timeout_s, err)) < 0 ||
             (r = get_u32(o, "handshake_timeout_ms", 2000, 50, 60000, &s.handshake_timeout_ms,
                          err)) < 0 ||
-            (r = get_u32(o, "linger_s", 300, 0, 86400, &s.linger_s, err)) < 0)
+            (r = get_u32(o, "linger_s", 300, 0, 86400, &s.linger_s, err)) < 0 ||
+            (r = get_u32(o, "log_max_mib", SPEC_LOG_MAX_MIB_DEFAULT, 1, SPEC_LOG_MAX_MIB_MAX,
+                         &s.log_max_mib, err)) < 0)
                 goto fail;
         r = -EINVAL;
         if (!scratch_turn_id_valid(s.turn)) {

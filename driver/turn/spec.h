@@ -27,6 +27,9 @@ typedef enum turn_mode {
         TURN_MODE_GOVERNED,   /* approvals come from hangar, under a policy */
 } turn_mode_t;
 
+#define SPEC_LOG_MAX_MIB_DEFAULT 64u
+#define SPEC_LOG_MAX_MIB_MAX     2047u /* its bytes fit the record.capped event's int */
+
 typedef struct turn_spec {
         char *turn; /* [A-Za-z0-9._-]{1,64} */
         turn_mode_t mode;
@@ -44,6 +47,10 @@ typedef struct turn_spec {
          * container before the token (docs/turn.md "sealed start"); the
          * token race is then detected only (token-misused). Default false. */
         bool keep_processes;
+        /* "log_max_mib": the run log's cap (1-2047, default 64): hangar-home
+         * is in the pod's memory under gVisor. Past it the harness's
+         * output is counted, not kept (docs/turn.md). */
+        uint32_t log_max_mib;
 } turn_spec_t;
 
 int spec_parse(const char *text, size_t len, turn_spec_t *ret, hg_error_t *err);

@@ -38,10 +38,12 @@ json_t *turnctx_status_json(const turn_t *t)
         if (j)
                 json_object_set_new(
                     j, "capped",
-                    json_pack("{s:I, s:I, s:I, s:I}", "relay_signals", (json_int_t)t->signals.count,
-                              "unrequested_run_results", (json_int_t)t->unrequested.count,
-                              "approvals_over_limit", (json_int_t)t->approvals.over_limit,
-                              "approvals_duplicate", (json_int_t)t->approvals.duplicates));
+                    json_pack("{s:I, s:I, s:I, s:I, s:I}", "relay_signals",
+                              (json_int_t)t->signals.count, "unrequested_run_results",
+                              (json_int_t)t->unrequested.count, "approvals_over_limit",
+                              (json_int_t)t->approvals.over_limit, "approvals_duplicate",
+                              (json_int_t)t->approvals.duplicates, "log_dropped",
+                              (json_int_t)t->log_dropped));
         if (j && t->have_exit)
                 json_object_set_new(j, "harness",
                                     json_pack("{s:s, s:i}", "end", frame_end_name(t->exit.end),

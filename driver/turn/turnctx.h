@@ -32,10 +32,6 @@
 #define TURN_RELAY_SIGNAL_EVENTS_MAX 64u  /* harness.signal events from the relay */
 #define TURN_UNREQUESTED_EVENTS_MAX  16u  /* run.unrequested events */
 #define TURN_REJECTED_EVENTS_MAX     256u /* relay.rejected events */
-/* A terminal turn's log: a full-screen program redraws without end, so its
- * raw stream is kept up to this much; past it the bytes are counted
- * (status capped.terminal_log_dropped) and the screen is the driver's own. */
-#define TURN_TERMINAL_LOG_MAX (64u * 1024u * 1024u)
 
 typedef struct turn {
         const hg_config_t *cfg;
@@ -74,7 +70,7 @@ typedef struct turn {
         bool term_open;
         uint64_t typed_bytes; /* ctl type: the pane's keys, counted, not recorded */
         uint64_t log_bytes;   /* of the terminal stream, kept in the log */
-        uint64_t log_dropped; /* past TURN_TERMINAL_LOG_MAX */
+        uint64_t log_dropped; /* past the spec's log_max_mib (turnrelay.c, log_bounded) */
         reccap_t log_cap;
 
         grade_ctx_t *grade; /* serve: sealed grades (docs/graders.md) */

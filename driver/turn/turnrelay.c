@@ -119,26 +119,43 @@ static void on_run_result(turn_t *t, const frame_t *f)
         }
 }
 
+/* The run log, bounded on every turn (the spec's log_max_mib, 64 MiB by
+ * default): under gVisor hangar-home lives in the pod's memory, and the
+ * harness's output is the agent's to make as large as it likes. Past the
+ * cap bytes are counted (status: capped.log_dropped), not kept, and the
+ * first time one record.capped event says so. The caller still scans the
+ * whole stream for approvals: a harness that floods its output is still
+ * asked and answered. */
+static int log_bounded(turn_t *t, const void *data, size_t len)
+{
+        uint64_t max = (uint64_t)t->spec->log_max_mib * 1024u * 1024u;
+        size_t keep = len;
+        if (t->log_bytes + keep > max)
+                keep = t->log_bytes >= max ? 0 : (size_t)(max - t->log_bytes);
+        int r = record_log(&t->rec, data, keep);
+        if (r < 0)
+                return r;
+        t->log_bytes += keep;
+        if (keep < len) {
+                t->log_dropped += len - keep;
+                if (t->term_open)
+                        t->term.log_capped = true;
+                if (reccap_note_once(&t->log_cap))
+                        turnctx_note_cap(t, t->term_open ? "terminal.log" : "run.log",
+                                         (unsigned)max);
+        }
+        return 0;
+}
+
 /* A terminal turn's STDOUT: its raw terminal stream. Into the log
  * (bounded), into the screen model; never scanned for approvals (those
  * come on ASK). The model's answers to the terminal's queries go back as
  * input when no tmux answers them. */
 static void terminal_stream(turn_t *t, const frame_t *f)
 {
-        size_t keep = f->length;
-        if (t->log_bytes + keep > TURN_TERMINAL_LOG_MAX)
-                keep = t->log_bytes >= TURN_TERMINAL_LOG_MAX ? 0
-                                                             : TURN_TERMINAL_LOG_MAX - t->log_bytes;
-        int r = record_log(&t->rec, f->payload, keep);
+        int r = log_bounded(t, f->payload, f->length);
         if (r < 0)
                 return turnctx_record_failed(t, LAYOUT_HOME_LOG, r);
-        t->log_bytes += keep;
-        if (keep < f->length) {
-                t->log_dropped += f->length - keep;
-                t->term.log_capped = true;
-                if (reccap_note_once(&t->log_cap))
-                        turnctx_note_cap(t, "terminal.log", TURN_TERMINAL_LOG_MAX);
-        }
         terminal_output(&t->term, f->payload, f->length);
         uint8_t reply[SCREEN_REPLY_MAX];
         size_t n = terminal_take_replies(&t->term, reply, sizeof(reply));
@@ -168,7 +185,7 @@ static void pump_relay_io(turn_t *t)
                         terminal_stream(t, &f);
                         continue;
                 }
-                if ((r = record_log(&t->rec, f.payload, f.length)) < 0)
+                if ((r = log_bounded(t, f.payload, f.length)) < 0)
                         return turnctx_record_failed(t, LAYOUT_HOME_LOG, r);
                 turnapproval_scan(t, f.payload, f.length);
         }
@@ -220,7 +237,7 @@ static void pump_relay_ctl(turn_t *t)
                         return turnstate_end(&t->ts, "protocol-error", "ctl: %s", err.message);
                 switch (f.type) {
                 case FRAME_STDERR:
-                        if ((r = record_log(&t->rec, f.payload, f.length)) < 0)
+                        if ((r = log_bounded(t, f.payload, f.length)) < 0)
                                 return turnctx_record_failed(t, LAYOUT_HOME_LOG, r);
                         break;
                 case FRAME_EXIT:

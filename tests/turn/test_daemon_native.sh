@@ -150,6 +150,25 @@ t_eq "... and the stream ends with the turn (0)" 0 "$?"
 t_check "... after the reply, every event of the turn, as the file has them" \
         sh -c "tail -n +2 sf.out | cmp -s - ctl/events.jsonl && tail -n 1 sf.out | grep -q '\"event\":\"turn.ended\"'"
 
+# ---- the run log's cap (log_max_mib): counted past it, approvals still read ----
+FLOOD='head -c 3145728 /dev/zero | tr "\0" x; echo; head -c 100000 /dev/zero | tr "\0" y >&2
+echo "{\"type\": \"approval_request\", \"id\": \"after-flood\"}"
+read -r a; case "$a" in *approve*) exit 0 ;; *) exit 9 ;; esac'
+host_start cap "$(spec cap "$FLOOD" '{"log_max_mib": 1, "close_stdin": false, "linger_s": 1}')"
+t_check "past the cap, the approval request is still read" \
+        t_wait_for "ctl approvals | grep -q '\"id\":\"after-flood\"'" 20
+ctl approve after-flood >/dev/null
+t_wait_pid cap.relay.pid 20
+t_eq "... and answered: the harness exits 0" 0 "$?"
+t_eq "the log holds exactly the cap (1 MiB)" 1048576 "$(stat -c %s home/run/log)"
+# (3 MiB and its newline, 100000 on stderr, the 50-byte request line)
+t_eq "... the rest is counted: status capped.log_dropped" $((3145728 + 1 + 100000 + 50 - 1048576)) \
+        "$(ctl status --turn cap | jq -r .capped.log_dropped)"
+t_eq "... one record.capped event says so (run.log, the limit in bytes)" "1 run.log 1048576" \
+        "$(grep -c '"event":"record.capped"' ctl/events.jsonl) $(jq -r 'select(.event == "record.capped") | "\(.what) \(.limit)"' ctl/events.jsonl)"
+ctl start --spec - <<<"$(spec cap2 'true' '{"log_max_mib": 0}')" >/dev/null 2>cap2.err
+t_check "log_max_mib out of its bounds (0) is refused" grep -q 'log_max_mib' cap2.err
+
 # ---- the relay started before ctl start (`hangar turn run` starts both together) ----
 # relay_for NAME ID: the relay as the agent with --turn ID --wait-port 20,
 # its stdin the fifo NAME.in (held open on descriptor RIN).

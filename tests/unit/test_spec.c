@@ -98,6 +98,7 @@ START_TEST(defaults)
         ck_assert_uint_eq(s.connect_timeout_s, 120);
         ck_assert_uint_eq(s.handshake_timeout_ms, 2000);
         ck_assert_uint_eq(s.linger_s, 300);
+        ck_assert_uint_eq(s.log_max_mib, 64);
         spec_free(&s);
         /* Whitespace around the object is fine. */
         s = parse_ok("\n  {" MINIMAL "}  \n");
@@ -351,6 +352,8 @@ START_TEST(integer_ranges)
             "\"handshake_timeout_ms\":60000",
             "\"linger_s\":0",
             "\"linger_s\":86400",
+            "\"log_max_mib\":1",
+            "\"log_max_mib\":2047",
         };
         for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
                 turn_spec_t s;
@@ -372,6 +375,8 @@ START_TEST(integer_ranges)
             {"\"linger_s\":-1", "\"linger_s\" must be an integer from 0 to 86400"},
             {"\"linger_s\":86401", "\"linger_s\""},
             {"\"linger_s\":true", "\"linger_s\""},
+            {"\"log_max_mib\":0", "\"log_max_mib\" must be an integer from 1 to 2047"},
+            {"\"log_max_mib\":2048", "\"log_max_mib\""},
         };
         for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
                 assert_refused_with(bad[i][0], bad[i][1]);
