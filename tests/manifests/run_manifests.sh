@@ -97,10 +97,11 @@ STRIP='
         def prune: with_entries(select(.value != null and .value != [] and .value != {}));
         .metadata.annotations |= ((. // {}) | with_entries(select(.key
                 | (startswith("hangar.dev/driver-sidecar") or startswith("dev.gvisor.spec.mount.hangar-")) | not)))
-        # the default container for kubectl: the webhook names the agent where the pod named none.
-        | if ($pod[0].metadata.annotations // {}) | has("kubectl.kubernetes.io/default-container") then .
-          else .metadata.annotations |= with_entries(select(.key != "kubectl.kubernetes.io/default-container"
-                or .value != ($pod[0].metadata.annotations["hangar.dev/agent-container"] // "sandbox"))) end
+        # the default container for kubectl, which the webhook sets to the agent
+        # where the pod names none: dropped on both sides when it names the agent
+        | (.metadata.annotations["hangar.dev/agent-container"] // "sandbox") as $agent
+        | .metadata.annotations |= with_entries(select(.key != "kubectl.kubernetes.io/default-container"
+                or .value != $agent))
         | .metadata |= prune
         | .spec.containers |= map(select(.name != "hangar-driver")
                 | .volumeMounts |= ((. // []) | map(select(.name != "hangar-home")))
