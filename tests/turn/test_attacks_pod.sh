@@ -306,13 +306,27 @@ thief_round() {
         t_cleanup_pid "$(cat "$name.thief.pid")"
         t_wait_for "in_agent grep -q ^start /tmp/turn/$name.thief 2>/dev/null" 20
         start_relay "$name"
-        t_wait_pid "$name.driver.pid" 60
-        t_wait_pid "$name.relay.pid" 20
+        # The rounds' connect deadline (60 s) is more than this suite's own
+        # steps before the relay starts (two ctl token, the thief's exec and
+        # start, the relay's exec): at load 40 under runsc those took over
+        # 20 s, the driver gave up first and the relay met no relay.port.
+        # A relay that ended without its done line (the thief read its
+        # token, or it refused an early one) ends the turn at once, as
+        # hangar does (finish --abort), not at that deadline; the answer is
+        # kept in NAME.abort. The next round starts only once this driver
+        # is gone: a driver still waiting took the next round's relay.
+        t_wait_pid "$name.relay.pid" 120
+        if ! relay_result "$name" | grep -q '"relay":"done"'; then
+                ctl finish --turn "$name" --abort "the relay ended without its done line" >"$name.abort" 2>&1
+        fi
+        t_wait_pid "$name.driver.pid" 90
+        [ $? != 255 ] || t_fail "$name: the driver did not end ($(cat "$name.abort" 2>/dev/null))"
         t_wait_pid "$name.thief.pid" 75
         THIEF_RC=$?
         in_agent cat "/tmp/turn/$name.thief" >"$name.thief" 2>/dev/null
         echo "  $name: thief exec $THIEF_RC, $(grep -c '^opened' "$name.thief") opened, $(grep -c '^stole' "$name.thief") reads," \
-                "relay: $(relay_result "$name" | jq -c '{relay, sealed, sweep}' 2>/dev/null)"
+                "relay: $(relay_result "$name" | jq -c '{relay, sealed, sweep}' 2>/dev/null)" \
+                "abort: $(tr '\n' ' ' <"$name.abort" 2>/dev/null), driver: $(jq -r .end "$name.driver.out" 2>/dev/null)"
 }
 # turn_done NAME: "true" when both the driver and the relay say done.
 turn_done() {
@@ -324,7 +338,7 @@ turn_done() {
 # Opened (in the window) and stolen counts over the sealed rounds.
 OPENED=0 STOLEN=0
 for r in 1 2 3; do
-        thief_round seal$r '{"linger_s": 1, "connect_timeout_s": 30}'
+        thief_round seal$r '{"linger_s": 1, "connect_timeout_s": 60}'
         OPENED=$((OPENED + $(grep -c '^opened 0' seal$r.thief)))
         STOLEN=$((STOLEN + $(grep -c '^stole' seal$r.thief)))
         held_eq "sealed round $r: the turn completes (driver done, relay done and sealed)" "done done true" \
@@ -351,7 +365,7 @@ echo "  note PID 1 under $RUNTIME: $(head -n 1 seal1.relay.out | jq -r '"\(.swee
 # gets it: the turn is not done, and the forgery shows as a second ready line
 # on the relay's stdout, which hangar's rule (protocol.md) turns into the end
 # of the turn. Which of the two happens is a race; both are checked.
-thief_round forge '{"linger_s": 1, "connect_timeout_s": 30}' forge
+thief_round forge '{"linger_s": 1, "connect_timeout_s": 60}' forge
 if grep -q '^forged' forge.thief; then
         # The relay's own ready line follows unless the early token beat it:
         # then the relay refuses that token before it says ready (125).
@@ -387,7 +401,7 @@ fi
 # read the token either leaves the relay without one (125) or used it first
 # (the driver ends the turn token-misused); either way the turn is not done.
 for r in 1 2; do
-        thief_round keep$r '{"linger_s": 1, "connect_timeout_s": 20, "keep_processes": true}'
+        thief_round keep$r '{"linger_s": 1, "connect_timeout_s": 60, "keep_processes": true}'
         t_eq "keep_processes round $r: the relay says it did not sweep" "false keep-processes" \
                 "$(head -n 1 keep$r.relay.out | jq -r '"\(.sealed) \(.sweep.skipped)"')"
         t_check "keep_processes round $r: the agent's thief outlived the turn (its end line)" grep -q '^end' keep$r.thief
