@@ -479,7 +479,7 @@ read -r bt_use _ bt_rss bt_cache _ <<<"$v"
 HZ=$(getconf CLK_TCK)
 cpu_pct() { awk -v t="$1" -v hz="$HZ" -v us="$2" 'BEGIN { printf "%.1f", t / hz / (us / 1e6) * 100 }'; }
 echo
-echo "(d) what the sidecar costs (design page: 50m CPU and 64 MiB, estimates; load $(load) after)"
+echo "(d) what the sidecar costs (the design's estimate: 50m CPU and 64 MiB; load $(load) after)"
 printf '%-58s %14s %14s %8s\n' "" "with sidecar" "without (ref)" ratio
 printf '%-58s %14s %14s %8s\n' "pod cgroup memory.usage_in_bytes, idle (MiB)" "$(mib "$it_use")" "$(mib "$ip_use")" "$(ratio "$it_use" "$ip_use")"
 printf '%-58s %14s %14s %8s\n' "  of which total_rss (MiB)" "$(mib "$it_rss")" "$(mib "$ip_rss")" "$(ratio "$it_rss" "$ip_rss")"

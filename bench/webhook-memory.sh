@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The webhook's memory with its connection table full, for the chart's
-# memory limit (docs/chart.md, "Resources"; issue 21). Starts hangar-webhook
+# memory limit (docs/chart.md, "Memory"). Starts hangar-webhook
 # with the chart's server settings (maxConnections 512, 128 per client) and
 # fills the client table from 8 sources (bench/webhook_memory.py):
 #   idle    512 kept-alive TLS connections, one review answered on each;

@@ -90,6 +90,17 @@ if hits=$(printf '%s\n' "${shell_files[@]}" | grep -E '^(scripts|bench)/' |
         echo "$hits"
         status=1
 fi
+# The repository explains itself: code, tests and docs cite docs/design/
+# and the other pages, not the design's source documents, notes or issue
+# numbers kept outside it. docs/status.md and docs/changelog.md are the
+# exception: the state and history of the issue tracker's issues, by number.
+outside='design page|seed 0[0-9]|\bissue [0-9]+|\.\./shared/|KAN-[0-9]' # lint:allow the pattern itself
+if hits=$(git ls-files 2>/dev/null | grep -vE '^docs/(status|changelog)\.md$' |
+        xargs -r grep -nIE "$outside" 2>/dev/null | grep -v 'lint:allow'); then
+        echo "lint: a reference to something outside the repository (cite docs/design/ or the page that says it):"
+        echo "$hits"
+        status=1
+fi
 # Commit messages (from the commit that brought this check on): a subject
 # of at most 72 characters, the why in a body after a blank line. Older
 # history is left as it is, and so are the four subjects that landed on

@@ -1,4 +1,4 @@
-/* The sidecar's shape (design page 000's pod table), defined once. The webhook
+/* The sidecar's shape (docs/design/driver-sidecar.md's pod table), defined once. The webhook
  * generates pods from it, the probe checks pods and containers against it, and
  * the chart's values feed the configuration it is built from. Nothing else
  * hard-codes the container's name, the volumes or who mounts what. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Port-forward lookups off the webhook's workers (issue 21, W13 of
+# Port-forward lookups off the webhook's workers (W13 of
 # docs/research/guard-safe-by-default.md; webhook/podlookup.c). The webhook
 # reads the pod a port-forward names from the API server; here it reads it
 # through a TCP proxy (freeze_proxy.py) in front of the real kube-apiserver,
