@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/node.md's usage block, taken from the page and run as it stands but
-# for two substitutions (build/ is this build, /tmp/node a directory of the
-# suite's): install, tools, images, a node of its own started with the
+# for three substitutions (build is this build, its images/ and /tmp/node
+# directories of the suite's): install, tools, images, a node of its own started with the
 # pause image, an image loaded, a gVisor pod run and exec'd into through the
 # API server, status, a command in the node's namespaces, stop. Checks what
 # the page's comments promise, and that stop leaves no node behind.
@@ -20,8 +20,11 @@ trap '"$ROOT/scripts/node.sh" stop "$NODE_DIR" >/dev/null 2>&1; t_cleanup' EXIT
 # page's next paragraph), as the node suites do.
 export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN PATH=$K8S_BIN:$PATH
 
-doc_script "$ROOT/docs/node.md" node-usage "$T_TMP/usage.sh" "s|build/|$BUILD/|g" "s|--build-dir build |--build-dir $BUILD |" \
-        "s|/tmp/node|$NODE_DIR|g" || t_fail "no node-usage block"
+# The archives go to a directory of the suite's (--out), not the build's
+# images/, which the node suites' shared node imports from.
+doc_script "$ROOT/docs/node.md" node-usage "$T_TMP/usage.sh" "s|build/images/|$T_TMP/images/|g" \
+        "s|--build-dir build |--build-dir $BUILD --out $T_TMP/images |" "s|/tmp/node|$NODE_DIR|g" ||
+        t_fail "no node-usage block"
 t_eq "the block ends with stop" 1 "$(tail -n 1 "$T_TMP/usage.sh" | grep -c 'node.sh stop ')"
 head -n -1 "$T_TMP/usage.sh" >"$T_TMP/up.sh"
 tail -n 1 "$T_TMP/usage.sh" >"$T_TMP/down.sh"
