@@ -9,6 +9,7 @@
 #     turn.ended), the harness read the approval, 4 execs;
 #   - a turn driven from stdin: a deny, a steer, a malformed command told
 #     and ignored, --hold, then a run and a tree through the turn, finish;
+#   - a terminal turn: keys, the screen and a resize through the turn;
 #   - the client SIGKILLed mid-turn, an approval asked while it was gone,
 #     `turn attach --from` the last line it printed: nothing lost or
 #     repeated (the record's seq 1..N exactly once across both);
@@ -112,7 +113,7 @@ turn() {
 }
 say() { printf '%s\n' "$1" >&"$TIN"; }
 hangup() { exec {TIN}>&-; }
-has_line() { grep -q -- "$2" "$1.jsonl"; }
+has_line() { grep -q -- "$2" "$1.jsonl" 2>/dev/null; }
 # contiguous FILE...: the turn.event lines of the files, in order, each
 # beginning where the one before ended.
 contiguous() {
@@ -193,6 +194,26 @@ t_eq "the harness read the deny and the steer" \
 	'got: {"type":"approval_response","id":"rm","decision":"deny"}|steered: left at the fork' \
 	"$(tail -n 2 steer.log | paste -sd'|')"
 t_check "... events contiguous" contiguous steer.jsonl
+
+echo "-- a terminal turn: keys, screen and resize through the turn"
+spec term 'printf "term-ready\n"; read -r x; echo "typed: $x"; read -r y' \
+	'{"terminal": {"rows": 24, "cols": 80, "term": "xterm-256color"}}'
+turn term run "$NS/box" --spec term.spec
+t_check "the terminal turn's harness runs" t_wait_for "has_line term '\"event\":\"harness.started\"'" 90
+say '{"keys": ["from-keys", "Enter"]}'
+t_check "keys sent through the turn (a ctl line, ok)" t_wait_for "has_line term '\"op\":\"send-keys\",.*\"ok\":true'" 30
+screen_shows() {
+	say '{"screen": true}'
+	sleep 0.5
+	jq -r 'select(.event == "ctl" and .op == "screen") | .screen' term.jsonl | grep -q 'typed: from-keys'
+}
+t_check "the screen, read through the turn, shows what the harness printed of them" t_wait_for screen_shows 30
+say '{"resize": [30, 100]}'
+t_check "a resize through the turn" t_wait_for "has_line term '\"op\":\"resize\",.*\"ok\":true'" 30
+say '{"keys": ["done", "Enter"]}'
+hangup
+t_wait_pid term.pid 60
+t_eq "the terminal turn ends done (0)" "0 done" "$? $(tail -n 1 term.jsonl | jq -r .end)"
 
 echo "-- the client killed mid-turn, then turn attach --from"
 spec away 'echo started; read -r go; echo "{\"type\": \"approval_request\", \"id\": \"away\"}"
