@@ -320,7 +320,7 @@ check_variant() {
         fi
         local list=${NATIVE[$config]:-containers}
         local strip_same="" annotated="" sandbox_image="" driver_image="" last_mount="" share="" gvisor_count="" gvisor="" runtime=""
-        jq -r --slurpfile pod "$pod" --argjson remove "$remove" --arg l "$list" "${FACTS/STRIP/$STRIP}" \
+        jq -r --slurpfile pod "$pod" --argjson remove "$remove" --arg l "$list" "${FACTS/STRIP/"$STRIP"}" \
                 "$w.patched.json" >"$w.facts" 2>/dev/null
         # shellcheck disable=SC1090 # the facts, just written
         . "$w.facts"
