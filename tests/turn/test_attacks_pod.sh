@@ -455,13 +455,16 @@ if pods_exec_as_other_uid; then
         ROOTSLEEP=$!
         t_cleanup_pid $ROOTSLEEP
         sleep 1
-        spec foreign ask 'echo harness-ran' '{"linger_s": 1, "connect_timeout_s": 10}' >foreign.spec
+        # 60 s, more than the two execs before the relay (as thief_round);
+        # the refused relay's turn is ended as hangar does (finish --abort).
+        spec foreign ask 'echo harness-ran' '{"linger_s": 1, "connect_timeout_s": 60}' >foreign.spec
         start_driver foreign foreign.spec
         start_relay foreign
         t_wait_pid foreign.relay.pid 30
         held_eq "a process of another uid in the agent's container: the relay refuses to seal (125, foreign-process)" \
                 "125 foreign-process" "$? $(relay_result foreign | jq -r .sweep.code)"
-        t_wait_pid foreign.driver.pid 30
+        ctl finish --turn foreign --abort "the relay ended without its done line" >foreign.abort 2>&1
+        t_wait_pid foreign.driver.pid 90
         t_check "... and the driver never saw a relay (the turn not done: $(jq -r .end foreign.driver.out 2>/dev/null))" \
                 sh -c "[ \"\$(jq -r .end foreign.driver.out 2>/dev/null)\" != done ]"
         "$PODRUN" exec --dir "$POD" --user 0 sandbox -- sh -c 'kill -9 -1' >/dev/null 2>&1
