@@ -747,6 +747,8 @@ static int parse_args(int argc, char **argv, bool run, turn_args_t *a)
         a->target = argv[optind];
         if (run ? !a->spec_path || a->turn || a->from : !a->turn || a->spec_path)
                 return -EINVAL;
+        if (!run && !turn_id_ok(a->turn))
+                return -EINVAL; /* before any credential is read */
         return 0;
 }
 

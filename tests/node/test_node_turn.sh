@@ -8,7 +8,8 @@
 #     the driver's record once, with contiguous offsets, the final
 #     turn.ended), the harness read the approval, 4 execs;
 #   - a turn driven from stdin: a deny, a steer, a malformed command told
-#     and ignored, --hold, then a run and a tree through the turn, finish;
+#     and ignored, --hold, then a run, a tree and the verify gate through
+#     the turn, finish;
 #   - a terminal turn: keys, the screen and a resize through the turn;
 #   - the client SIGKILLed mid-turn, an approval asked while it was gone,
 #     `turn attach --from` the last line it printed: nothing lost or
@@ -184,6 +185,10 @@ t_eq "... ran as the agent in the turn's directory" "ran-as-1000 in /tmp/turn 0"
 say '{"tree": true}'
 t_check "a tree through the turn" t_wait_for "has_line steer '\"op\":\"tree\"'" 60
 t_eq "... its reply ok" true "$(jq -r 'select(.event == "ctl" and .op == "tree") | .ok' steer.jsonl)"
+say '{"verify": ["sh", "-c", "test -d /tmp/turn"]}'
+t_check "the verify gate through the turn" t_wait_for "has_line steer '\"op\":\"verify\"'" 60
+t_eq "... its check passed (exit 0)" "true 0" \
+	"$(jq -r 'select(.event == "ctl" and .op == "verify") | "\(.ok) \(.exit)"' steer.jsonl)"
 say '{"finish": true}'
 hangup
 t_wait_pid steer.pid 60
@@ -334,6 +339,8 @@ H turn run "$NS/box" </dev/null 2>/dev/null
 t_eq "no --spec: usage (64)" 64 "$?"
 H turn attach "$NS/box" --turn ok --from -3 </dev/null 2>/dev/null
 t_eq "a negative --from: usage (64)" 64 "$?"
+H turn attach "$NS/box" --turn 'not/an id' --kubeconfig "$T_TMP/missing" </dev/null 2>/dev/null
+t_eq "a turn id that is not one: usage (64), before any credential is read" 64 "$?"
 
 echo "-- docs/client.md's Python example of turn run"
 doc_block "$ROOT/docs/client.md" client-turn-python >turn_example.py || t_fail "no client-turn-python block in docs/client.md"
