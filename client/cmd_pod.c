@@ -301,22 +301,30 @@ static int pod_check(int argc, char **argv)
                 return fatal(CLI_EXIT_CONFIG, "config", err.message);
         signal(SIGPIPE, SIG_IGN);
 
-        /* The probe in both containers at once, while the spec is read. */
+        /* The driver's probe at once, while the spec is read; the agent's as
+         * soon as the spec names it (a pod may name its agent container,
+         * shape_agent_name; a name that is none falls back to the setting's
+         * and the spec check says why the pod is out of shape). */
         probe_run_t runs[2] = {
             {.k = k, .ns = ns, .pod = pod, .container = cfg.agent_container, .role = "agent"},
             {.k = k, .ns = ns, .pod = pod, .container = SHAPE_DRIVER_CONTAINER, .role = "driver"},
         };
         pthread_t threads[2];
         bool started[2] = {false, false};
-        for (size_t i = 0; i < 2; i++)
-                started[i] = pthread_create(&threads[i], NULL, probe_thread, &runs[i]) == 0;
+        started[1] = pthread_create(&threads[1], NULL, probe_thread, &runs[1]) == 0;
         int status = 0;
         _cleanup_json_ json_t *pod_json = NULL;
         int read = read_pod(k, ns, pod, &pod_json, &status, &err);
+        if (read >= 0) {
+                const char *agent = shape_agent_name(&cfg, pod_json);
+                if (agent)
+                        runs[0].container = agent;
+                started[0] = pthread_create(&threads[0], NULL, probe_thread, &runs[0]) == 0;
+        }
         for (size_t i = 0; i < 2; i++) {
                 if (started[i])
                         (void)pthread_join(threads[i], NULL);
-                else
+                else if (read >= 0)
                         probe_thread(&runs[i]); /* no thread: in turn */
         }
         if (read < 0) {

@@ -61,7 +61,10 @@ pod() {
 pod box
 pod capped '.spec.containers[0].securityContext.capabilities.add = ["CHOWN"]'
 pod plain 'del(.metadata.labels)'
-for p in box capped plain; do
+# As agent-sandbox's templates name their containers: the agent named by
+# the pod's hangar.dev/agent-container.
+pod named '.metadata.annotations = {"hangar.dev/agent-container": "agent"} | .spec.containers[0].name = "agent"'
+for p in box capped plain named; do
 	kubectl wait -n "$NS" --for=condition=Ready "pod/$p" --timeout=300s >>wait.log 2>&1
 	t_eq "pod $p is Ready" 0 "$?"
 done
@@ -201,6 +204,11 @@ t_eq "... its driver check is an error: no such container" "driver error not-run
 	"$(jq -r 'select(.event == "check" and .role == "driver") | "\(.role) \(.result) \(.error.kind)"' plain.jsonl)"
 t_eq "... the spec says spec.no-driver" true \
 	"$(jq 'select(.event == "spec") | [.report.checks[].code] | index("spec.no-driver") != null' plain.jsonl)"
+
+H pod check "$NS/named" --mode required --no-deliver >named.jsonl 2>named.err
+t_eq "named (its agent is 'agent', by annotation): split-active (0)" 0 "$?"
+t_eq "... the agent's probe ran in the container the pod names" "agent agent driver hangar-driver" \
+	"$(jq -r 'select(.event == "check") | "\(.role) \(.container)"' named.jsonl | xargs)"
 
 H pod check "$NS/gone" >gone.jsonl 2>/dev/null
 t_eq "a pod that is not there: 68 and an error line" "68 error not-found" \
