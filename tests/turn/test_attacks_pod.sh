@@ -326,7 +326,7 @@ thief_round() {
         in_agent cat "/tmp/turn/$name.thief" >"$name.thief" 2>/dev/null
         echo "  $name: thief exec $THIEF_RC, $(grep -c '^opened' "$name.thief") opened, $(grep -c '^stole' "$name.thief") reads," \
                 "relay: $(relay_result "$name" | jq -c '{relay, sealed, sweep}' 2>/dev/null)" \
-                "abort: $(tr '\n' ' ' <"$name.abort" 2>/dev/null), driver: $(jq -r .end "$name.driver.out" 2>/dev/null)"
+                "abort: $(tr '\n' ' ' 2>/dev/null <"$name.abort"), driver: $(jq -r .end "$name.driver.out" 2>/dev/null)"
 }
 # turn_done NAME: "true" when both the driver and the relay say done.
 turn_done() {
