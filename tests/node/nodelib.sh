@@ -101,6 +101,39 @@ node_identity() {
 	fi
 }
 
+# node_sandbox_pod NS NAME [JQ_FILTER]: a gVisor sandbox pod in NS (the
+# example image, uid 1000, no capabilities), changed by JQ_FILTER, written
+# to NAME.json and created; hangar injects it when it keeps the sandbox label.
+node_sandbox_pod() {
+	jq -n --arg ns "$1" --arg n "$2" '{apiVersion: "v1", kind: "Pod",
+		metadata: {name: $n, namespace: $ns, labels: {"hangar.dev/sandbox": "true"}},
+		spec: {runtimeClassName: "gvisor", terminationGracePeriodSeconds: 2,
+			securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000},
+			containers: [{name: "sandbox", image: "localhost/hangar-sandbox:dev", imagePullPolicy: "Never",
+				command: ["sleep", "infinity"],
+				securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}}}]}}' |
+		jq "${3:-.}" >"$2.json"
+	t_check "pod $2 is created" t_wait_for "kubectl create -f $2.json >/dev/null 2>>create.err" 30
+}
+
+# node_identity_kubeconfig NS FILE: a kubeconfig (mode 0600) of hangar's
+# identity (a token of its ServiceAccount, an hour long, and the cluster's
+# CA, from the current admin kubeconfig), its context's namespace NS.
+node_identity_kubeconfig() {
+	local admin server ca token
+	admin=$(kubectl config view --raw --minify -o json)
+	server=$(jq -r '.clusters[0].cluster.server' <<<"$admin")
+	ca=$(jq -r '.clusters[0].cluster["certificate-authority-data"] // empty' <<<"$admin")
+	[ -n "$ca" ] || ca=$(base64 -w0 <"$(jq -r '.clusters[0].cluster["certificate-authority"]' <<<"$admin")")
+	token=$(kubectl create token hangar -n "$NODE_ID_NS" --duration=1h)
+	jq -n --arg s "$server" --arg ca "$ca" --arg t "$token" --arg ns "$1" '{apiVersion: "v1", kind: "Config",
+		clusters: [{name: "node", cluster: {server: $s, "certificate-authority-data": $ca}}],
+		users: [{name: "hangar", user: {token: $t}}],
+		contexts: [{name: "hangar", context: {cluster: "node", user: "hangar", namespace: $ns}}],
+		"current-context": "hangar"}' >"$2"
+	chmod 600 "$2"
+}
+
 # node_chart RELEASE NS: the suite installs the chart as RELEASE into
 # hangar-system (the fixture's namespace; the suite holds RESOURCE_LOCK
 # node_chart), with NODE_CHART_ARGS (helm flags) among its values: its

@@ -45,19 +45,7 @@ t_check "helm install (the chart's defaults)" logged hangar_chart_install hangar
 t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
 	hangar_chart_ready hangar "$NS" 60
 
-# pod NAME [JQ_FILTER]: a gVisor sandbox pod (the example image, uid 1000),
-# changed by JQ_FILTER; hangar injects it when it has the sandbox label.
-pod() {
-	jq -n --arg ns "$NS" --arg n "$1" '{apiVersion: "v1", kind: "Pod",
-		metadata: {name: $n, namespace: $ns, labels: {"hangar.dev/sandbox": "true"}},
-		spec: {runtimeClassName: "gvisor", terminationGracePeriodSeconds: 2,
-			securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000},
-			containers: [{name: "sandbox", image: "localhost/hangar-sandbox:dev", imagePullPolicy: "Never",
-				command: ["sleep", "infinity"],
-				securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}}}]}}' |
-		jq "${2:-.}" >"$1.json"
-	t_check "pod $1 is created" t_wait_for "kubectl create -f $1.json >/dev/null 2>>create.err" 30
-}
+pod() { node_sandbox_pod "$NS" "$@"; }
 pod box
 pod capped '.spec.containers[0].securityContext.capabilities.add = ["CHOWN"]'
 pod plain 'del(.metadata.labels)'
@@ -73,17 +61,7 @@ t_eq "box and capped carry hangar-driver, plain does not" "1 1 0" \
 		jq '[.spec.containers[] | select(.name == "hangar-driver")] | length'; done | xargs)"
 
 # hangar's identity: a token of its ServiceAccount, the cluster's CA.
-kubectl config view --raw --minify -o json >admin.json
-server=$(jq -r '.clusters[0].cluster.server' admin.json)
-ca=$(jq -r '.clusters[0].cluster["certificate-authority-data"] // empty' admin.json)
-[ -n "$ca" ] || ca=$(base64 -w0 <"$(jq -r '.clusters[0].cluster["certificate-authority"]' admin.json)")
-token=$(kubectl create token hangar -n "$NODE_ID_NS" --duration=1h)
-jq -n --arg s "$server" --arg ca "$ca" --arg t "$token" '{apiVersion: "v1", kind: "Config",
-	clusters: [{name: "node", cluster: {server: $s, "certificate-authority-data": $ca}}],
-	users: [{name: "hangar", user: {token: $t}}],
-	contexts: [{name: "hangar", context: {cluster: "node", user: "hangar", namespace: "client"}}],
-	"current-context": "hangar"}' >hangar.kubeconfig
-chmod 600 hangar.kubeconfig
+node_identity_kubeconfig "$NS" hangar.kubeconfig
 ADMIN_KUBECONFIG=$KUBECONFIG
 export KUBECONFIG=$T_TMP/hangar.kubeconfig
 H() { "$HANGAR" "$@"; }
@@ -126,7 +104,7 @@ printf '%s\n' '#!/bin/sh' 'n=$(($(cat "$0.runs" 2>/dev/null || echo 0) + 1)); ec
 	'printf "{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}\n" "$t"' \
 	>plugin.sh
 chmod 700 plugin.sh
-printf '%s' "$token" >plugin.sh.token
+jq -j '.users[0].user.token' hangar.kubeconfig >plugin.sh.token
 jq --arg cmd "$T_TMP/plugin.sh" '.users = [{name: "hangar", user: {exec: {apiVersion: "client.authentication.k8s.io/v1",
 	command: $cmd, interactiveMode: "Never"}}}]' <(kubectl config view --raw --kubeconfig hangar.kubeconfig -o json) >plugin.kubeconfig
 H exec --kubeconfig plugin.kubeconfig "$NS/box" -c sandbox -- echo through-the-plugin </dev/null >plugin.out 2>plugin.err

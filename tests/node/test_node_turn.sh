@@ -52,18 +52,7 @@ t_check "helm install (the chart's defaults)" logged hangar_chart_install hangar
 t_check "the replicas patched the caBundle and the API server sends sandbox pods to the webhook" \
 	hangar_chart_ready hangar "$NS" 60
 
-# pod NAME [JQ_FILTER]: a gVisor sandbox pod (the example image, uid 1000).
-pod() {
-	jq -n --arg ns "$NS" --arg n "$1" '{apiVersion: "v1", kind: "Pod",
-		metadata: {name: $n, namespace: $ns, labels: {"hangar.dev/sandbox": "true"}},
-		spec: {runtimeClassName: "gvisor", terminationGracePeriodSeconds: 2,
-			securityContext: {runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000},
-			containers: [{name: "sandbox", image: "localhost/hangar-sandbox:dev", imagePullPolicy: "Never",
-				command: ["sleep", "infinity"],
-				securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}}}]}}' |
-		jq "${2:-.}" >"$1.json"
-	t_check "pod $1 is created" t_wait_for "kubectl create -f $1.json >/dev/null 2>>create.err" 30
-}
+pod() { node_sandbox_pod "$NS" "$@"; }
 pod box
 pod plain 'del(.metadata.labels)'
 for p in box plain; do
@@ -72,17 +61,7 @@ for p in box plain; do
 done
 
 # hangar's identity: a token of its ServiceAccount, the cluster's CA.
-kubectl config view --raw --minify -o json >admin.json
-server=$(jq -r '.clusters[0].cluster.server' admin.json)
-ca=$(jq -r '.clusters[0].cluster["certificate-authority-data"] // empty' admin.json)
-[ -n "$ca" ] || ca=$(base64 -w0 <"$(jq -r '.clusters[0].cluster["certificate-authority"]' admin.json)")
-token=$(kubectl create token hangar -n "$NODE_ID_NS" --duration=1h)
-jq -n --arg s "$server" --arg ca "$ca" --arg t "$token" --arg ns "$NS" '{apiVersion: "v1", kind: "Config",
-	clusters: [{name: "node", cluster: {server: $s, "certificate-authority-data": $ca}}],
-	users: [{name: "hangar", user: {token: $t}}],
-	contexts: [{name: "hangar", context: {cluster: "node", user: "hangar", namespace: $ns}}],
-	"current-context": "hangar"}' >hangar.kubeconfig
-chmod 600 hangar.kubeconfig
+node_identity_kubeconfig "$NS" hangar.kubeconfig
 ADMIN_KUBECONFIG=$KUBECONFIG
 export KUBECONFIG=$T_TMP/hangar.kubeconfig
 H() { "$HANGAR" "$@"; }
