@@ -8,37 +8,8 @@
 
 ctlcheck_need_t ctlcheck_need(ctlreq_op_t op)
 {
-        switch (op) {
-        case CTLREQ_PING:
-        case CTLREQ_START:
-        case CTLREQ_GRADE_BEGIN:
-        case CTLREQ_GRADE_FINISH:
-        case CTLREQ_GRADE_SHOW:
-                return CTLCHECK_NOTHING;
-        case CTLREQ_STATUS:
-        case CTLREQ_WATCH:
-        case CTLREQ_EVENTS:
-                return CTLCHECK_NAMED;
-        case CTLREQ_APPROVALS:
-        case CTLREQ_SCREEN:
-                return CTLCHECK_A_TURN;
-        case CTLREQ_TOKEN:
-        case CTLREQ_APPROVE:
-        case CTLREQ_DENY:
-        case CTLREQ_STEER:
-        case CTLREQ_CLOSE_STDIN:
-        case CTLREQ_SIGNAL:
-        case CTLREQ_FINISH:
-        case CTLREQ_RUN:
-        case CTLREQ_TREE:
-        case CTLREQ_VERIFY:
-        case CTLREQ_SEND_KEYS:
-        case CTLREQ_RESIZE:
-        case CTLREQ_TYPE:
-        case CTLREQ_OP_COUNT:
-        default:
-                return CTLCHECK_IN_FLIGHT; /* the strictest for anything unlisted */
-        }
+        const ctlop_t *o = ctlop_get(op);
+        return o ? o->need : CTLCHECK_IN_FLIGHT; /* the strictest for anything unlisted */
 }
 
 int ctlcheck_turn(ctlreq_op_t op, const char *req_turn, const char *turn, bool active,

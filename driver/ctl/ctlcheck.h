@@ -11,14 +11,7 @@
 #include "ctlreq.h"
 #include "error.h"
 
-/* What an op needs of the daemon's turn. */
-typedef enum ctlcheck_need {
-        CTLCHECK_NOTHING,   /* ping, start, the grades: served whatever the turn */
-        CTLCHECK_NAMED,     /* status, watch, events: "--turn" must name the daemon's turn */
-        CTLCHECK_A_TURN,    /* approvals, screen: a turn, current or ended */
-        CTLCHECK_IN_FLIGHT, /* the rest: a turn in flight */
-} ctlcheck_need_t;
-
+/* What op needs of the daemon's turn: its row in ctlops.c. */
 ctlcheck_need_t ctlcheck_need(ctlreq_op_t op);
 
 /* May op (for req_turn, NULL: the daemon's) be served now? turn: the

@@ -7,55 +7,10 @@
 #include "jsonx.h"
 #include "scratch.h"
 
-/* What each op takes: a member's name and JSON type, and whether it must
- * be there. The table is the whole grammar: nothing else is accepted. */
-typedef enum member_type { M_STRING, M_UINT, M_ARGV, M_BOOL } member_type_t;
-
-typedef struct member {
-        const char *name;
-        member_type_t type;
-        bool required;
-} member_t;
-
-#define MEMBERS_MAX 4
-
-static const struct {
-        const char *name;
-        member_t members[MEMBERS_MAX];
-} ops[CTLREQ_OP_COUNT] = {
-    [CTLREQ_PING] = {"ping", {{0}}},
-    [CTLREQ_START] = {"start", {{"spec", M_STRING, true}, {"follow", M_BOOL, false}}},
-    [CTLREQ_STATUS] = {"status", {{"turn", M_STRING, false}}},
-    [CTLREQ_TOKEN] = {"token", {{0}}},
-    [CTLREQ_EVENTS] =
-        {"events", {{"turn", M_STRING, false}, {"from", M_UINT, false}, {"follow", M_BOOL, false}}},
-    [CTLREQ_APPROVALS] = {"approvals", {{0}}},
-    [CTLREQ_APPROVE] = {"approve", {{"id", M_STRING, true}}},
-    [CTLREQ_DENY] = {"deny", {{"id", M_STRING, true}}},
-    [CTLREQ_STEER] = {"steer", {{"text", M_STRING, true}}},
-    [CTLREQ_CLOSE_STDIN] = {"close-stdin", {{0}}},
-    [CTLREQ_SIGNAL] = {"signal", {{"signal", M_STRING, true}}},
-    [CTLREQ_WATCH] = {"watch", {{"turn", M_STRING, false}, {"from", M_UINT, false}}},
-    [CTLREQ_FINISH] = {"finish", {{"turn", M_STRING, false}, {"abort", M_STRING, false}}},
-    [CTLREQ_RUN] = {"run",
-                    {{"argv", M_ARGV, true},
-                     {"timeout_s", M_UINT, false},
-                     {"tail_max", M_UINT, false}}},
-    [CTLREQ_TREE] = {"tree", {{"timeout_s", M_UINT, false}}},
-    [CTLREQ_VERIFY] = {"verify", {{"argv", M_ARGV, true}, {"timeout_s", M_UINT, false}}},
-    [CTLREQ_SCREEN] = {"screen", {{"turn", M_STRING, false}}},
-    [CTLREQ_SEND_KEYS] = {"send-keys", {{"keys", M_ARGV, true}, {"turn", M_STRING, false}}},
-    [CTLREQ_RESIZE] = {"resize",
-                       {{"rows", M_UINT, true}, {"cols", M_UINT, true}, {"turn", M_STRING, false}}},
-    [CTLREQ_TYPE] = {"type", {{"data_base64", M_STRING, true}, {"turn", M_STRING, false}}},
-    [CTLREQ_GRADE_BEGIN] = {"grade-begin", {{"spec", M_STRING, true}}},
-    [CTLREQ_GRADE_FINISH] = {"grade-finish", {{"spec", M_STRING, true}}},
-    [CTLREQ_GRADE_SHOW] = {"grade-show", {{"grade", M_STRING, true}}},
-};
-
 const char *ctlreq_op_name(ctlreq_op_t op)
 {
-        return (unsigned)op < CTLREQ_OP_COUNT ? ops[op].name : "?";
+        const ctlop_t *o = ctlop_get(op);
+        return o ? o->name : "?";
 }
 
 bool ctlreq_turn_id_ok(const char *id)
@@ -63,25 +18,25 @@ bool ctlreq_turn_id_ok(const char *id)
         return id && scratch_turn_id_valid(id);
 }
 
-static int check_member(const member_t *m, json_t *v, hg_error_t *err)
+static int check_member(const ctlop_member_t *m, json_t *v, hg_error_t *err)
 {
         switch (m->type) {
-        case M_STRING:
+        case CTLOP_STRING:
                 if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
                         return error_set(err, -EINVAL, "\"%s\" must be a string without NUL",
                                          m->name);
                 return 0;
-        case M_UINT:
+        case CTLOP_UINT:
                 if (!json_is_integer(v) || json_integer_value(v) < 0 ||
                     (uint64_t)json_integer_value(v) > CTLREQ_FROM_MAX)
                         return error_set(err, -EINVAL, "\"%s\" must be a non-negative integer",
                                          m->name);
                 return 0;
-        case M_BOOL:
+        case CTLOP_BOOL:
                 if (!json_is_boolean(v))
                         return error_set(err, -EINVAL, "\"%s\" must be true or false", m->name);
                 return 0;
-        case M_ARGV: {
+        case CTLOP_ARGV: {
                 size_t i;
                 json_t *a;
                 if (!json_is_array(v) || json_array_size(v) == 0)
@@ -110,20 +65,17 @@ int ctlreq_parse(const char *text, size_t len, ctlreq_t *ret, hg_error_t *err)
         const char *op_name = json_string_value(json_object_get(root, "op"));
         if (!op_name)
                 return error_set(err, -EINVAL, "a request is {\"op\": ...}");
-        ctlreq_t q = {.op = CTLREQ_OP_COUNT};
-        for (size_t i = 0; i < CTLREQ_OP_COUNT; i++)
-                if (strcmp(op_name, ops[i].name) == 0)
-                        q.op = (ctlreq_op_t)i;
+        ctlreq_t q = {.op = ctlop_by_name(op_name)};
         if (q.op == CTLREQ_OP_COUNT)
                 return error_set(err, -EINVAL, "unknown op \"%.40s\"", op_name);
-        const member_t *members = ops[q.op].members;
+        const ctlop_member_t *members = ctlop_get(q.op)->members;
         const char *key;
         json_t *v;
         json_object_foreach (root, key, v) {
                 if (strcmp(key, "op") == 0)
                         continue;
-                const member_t *m = NULL;
-                for (size_t i = 0; i < MEMBERS_MAX && members[i].name && !m; i++)
+                const ctlop_member_t *m = NULL;
+                for (size_t i = 0; i < CTLOP_MEMBERS_MAX && members[i].name && !m; i++)
                         if (strcmp(key, members[i].name) == 0)
                                 m = &members[i];
                 if (!m)
@@ -132,7 +84,7 @@ int ctlreq_parse(const char *text, size_t len, ctlreq_t *ret, hg_error_t *err)
                 if ((r = check_member(m, v, err)) < 0)
                         return r;
         }
-        for (size_t i = 0; i < MEMBERS_MAX && members[i].name; i++)
+        for (size_t i = 0; i < CTLOP_MEMBERS_MAX && members[i].name; i++)
                 if (members[i].required && !json_object_get(root, members[i].name))
                         return error_set(err, -EINVAL, "%s needs \"%s\"", op_name, members[i].name);
         json_t *turn = json_object_get(root, "turn");

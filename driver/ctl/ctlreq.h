@@ -17,44 +17,18 @@
  *   steer, close-stdin, signal, finish, run, tree, verify, and a terminal
  *   turn's screen, send-keys, resize, type (docs/terminal.md), and the
  *   sealed grades' grade-begin, grade-finish (a spec each) and grade-show
- *   (docs/graders.md). */
+ *   (docs/graders.md). The ops and their members are ctlops.c's table. */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ctlops.h"
 #include "error.h"
 
 #define CTLREQ_DEPTH_MAX 4
 #define CTLREQ_FROM_MAX  (UINT64_C(1) << 53) /* exact in a JSON number */
-
-typedef enum ctlreq_op {
-        CTLREQ_PING,
-        CTLREQ_START,
-        CTLREQ_STATUS,
-        CTLREQ_TOKEN,
-        CTLREQ_EVENTS,
-        CTLREQ_APPROVALS,
-        CTLREQ_APPROVE,
-        CTLREQ_DENY,
-        CTLREQ_STEER,
-        CTLREQ_CLOSE_STDIN,
-        CTLREQ_SIGNAL,
-        CTLREQ_WATCH,
-        CTLREQ_FINISH,
-        CTLREQ_RUN,
-        CTLREQ_TREE,
-        CTLREQ_VERIFY,
-        CTLREQ_SCREEN,       /* a terminal turn's screen (docs/terminal.md) */
-        CTLREQ_SEND_KEYS,    /* tmux key names or text, typed into it */
-        CTLREQ_RESIZE,       /* its new size */
-        CTLREQ_TYPE,         /* raw bytes from the tmux pane (hangar-driver term-pane) */
-        CTLREQ_GRADE_BEGIN,  /* a sealed grade (docs/graders.md): its spec */
-        CTLREQ_GRADE_FINISH, /* the exec's status and output: the grade sealed */
-        CTLREQ_GRADE_SHOW,   /* a grade's record */
-        CTLREQ_OP_COUNT,
-} ctlreq_op_t;
 
 typedef struct ctlreq {
         ctlreq_op_t op;

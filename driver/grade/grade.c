@@ -758,36 +758,3 @@ int64_t grade_next_deadline(const grade_ctx_t *g)
         }
         return d;
 }
-
-/* ---- hangar-driver ctl grade ... (the client) ---- */
-
-int grade_ctl_args(int argc, char **argv, json_t *req)
-{
-        static const char usage[] = "hangar-driver ctl grade begin --spec FILE|- | "
-                                    "finish --spec FILE|- | show ID\n";
-        if (argc == 2 && strcmp(argv[0], "show") == 0) {
-                json_object_set_new(req, "op", json_string("grade-show"));
-                json_object_set_new(req, "grade", json_string(argv[1]));
-                return 0;
-        }
-        if (argc != 3 || strcmp(argv[1], "--spec") != 0 ||
-            (strcmp(argv[0], "begin") != 0 && strcmp(argv[0], "finish") != 0)) {
-                fputs(usage, stderr);
-                return 2;
-        }
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        int r = strcmp(argv[2], "-") == 0
-                    ? fd_read_bounded(STDIN_FILENO, GRADE_SPEC_MAX, &text, &len)
-                    : file_read_bounded(argv[2], GRADE_SPEC_MAX, &text, &len);
-        json_t *spec = r == 0 ? json_stringn(text, len) : NULL;
-        if (!spec) {
-                fprintf(stderr, "hangar-driver ctl grade %s: %s: %s\n", argv[0], argv[2],
-                        r < 0 ? strerror(-r) : "not UTF-8 text");
-                return 2;
-        }
-        json_object_set_new(req, "op",
-                            json_string(argv[0][0] == 'b' ? "grade-begin" : "grade-finish"));
-        json_object_set_new(req, "spec", spec);
-        return 0;
-}

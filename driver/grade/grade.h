@@ -47,7 +47,3 @@ json_t *grade_ctl(grade_ctx_t *g, const ctlreq_t *q, bool turn_active);
 void grade_pollfds(const grade_ctx_t *g, struct pollfd p[GRADE_POLLFDS]);
 void grade_process(grade_ctx_t *g, const struct pollfd p[GRADE_POLLFDS]);
 int64_t grade_next_deadline(const grade_ctx_t *g);
-
-/* `hangar-driver ctl grade ARGS...`: fills req (op, spec or grade) from
- * ARGS (begin|finish --spec FILE|-, show ID); 0, or 2 after a usage line. */
-int grade_ctl_args(int argc, char **argv, json_t *req);

@@ -57,15 +57,17 @@ static json_t *start_run(turn_t *t, ctlclient_t *c, json_t *req, json_t *argv_j,
 }
 
 /* tree: `hangar-driver tree --turn ID CWD` in the agent's container. */
-static json_t *op_tree(turn_t *t, ctlclient_t *c, json_t *req)
+static json_t *op_tree(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         _cleanup_json_ json_t *argv_j = runreq_tree_argv(t->spec->turn, t->spec->cwd);
         return start_run(t, c, req, argv_j, RUNREQ_TREE);
 }
 
 /* verify: the job's check, through `hangar-driver gate` (the agent's rounds file). */
-static json_t *op_verify(turn_t *t, ctlclient_t *c, json_t *req)
+static json_t *op_verify(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         _cleanup_json_ json_t *argv_j = NULL;
         hg_error_t err = {0};
         if (runreq_verify_argv(t->spec->turn, json_object_get(req, "argv"), &argv_j, &err) < 0)
@@ -73,8 +75,9 @@ static json_t *op_verify(turn_t *t, ctlclient_t *c, json_t *req)
         return start_run(t, c, req, argv_j, RUNREQ_VERIFY);
 }
 
-static json_t *op_signal(turn_t *t, json_t *req)
+static json_t *op_signal(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         int signo = ctlcheck_signal(json_string_value(json_object_get(req, "signal")));
         if (!signo)
                 return reply_error(
@@ -147,7 +150,7 @@ static json_t *op_events(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 
 /* ctl approvals: a header line, then the document (it can be large: 256
  * requests of up to 64 KiB each), written out as the client reads it. */
-static json_t *op_approvals(turn_t *t, ctlclient_t *c)
+static json_t *op_approvals(turn_t *t, ctlclient_t *c, const ctlreq_t *q _unused_)
 {
         _cleanup_json_ json_t *doc =
             json_pack("{s:b, s:o}", "ok", 1, "approvals", approvals_json(&t->approvals));
@@ -239,7 +242,7 @@ static json_t *op_start(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         return follow_events(t, c, 0);
 }
 
-static json_t *op_ping(turn_t *t)
+static json_t *op_ping(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
 {
         json_t *j =
             json_pack("{s:b, s:s, s:s?, s:i}", "ok", 1, "state", turnstate_name(t->ts.state),
@@ -248,7 +251,7 @@ static json_t *op_ping(turn_t *t)
         return j;
 }
 
-static json_t *op_status(turn_t *t)
+static json_t *op_status(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
 {
         json_t *s = turnctx_status_json(t);
         json_object_set_new(s, "ok", json_true());
@@ -257,7 +260,7 @@ static json_t *op_status(turn_t *t)
 
 /* ctl token (the older way, hangar-driver relay): only while the relay is
  * awaited; once it is in, the token is spent. */
-static json_t *op_token(turn_t *t)
+static json_t *op_token(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
 {
         if (t->ts.state != TURN_STATE_WAITING)
                 return reply_error("the relay has connected; the token is spent");
@@ -269,7 +272,7 @@ static json_t *op_token(turn_t *t)
         return j;
 }
 
-static json_t *op_decide(turn_t *t, json_t *req, bool approve)
+static json_t *decide(turn_t *t, json_t *req, bool approve)
 {
         const char *id = json_string_value(json_object_get(req, "id"));
         if (!id || !approvals_is_pending(&t->approvals, id))
@@ -288,8 +291,19 @@ static json_t *op_decide(turn_t *t, json_t *req, bool approve)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_steer(turn_t *t, json_t *req)
+static json_t *op_approve(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 {
+        return decide(t, q->root, true);
+}
+
+static json_t *op_deny(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+{
+        return decide(t, q->root, false);
+}
+
+static json_t *op_steer(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+{
+        json_t *req = q->root;
         json_t *text_j = json_object_get(req, "text");
         const char *text = json_string_value(text_j);
         if (!text)
@@ -313,7 +327,7 @@ static json_t *op_steer(turn_t *t, json_t *req)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_close_stdin(turn_t *t)
+static json_t *op_close_stdin(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
 {
         if (!t->stdin_closed)
                 t->stdin_close_pending = true;
@@ -337,8 +351,9 @@ static json_t *op_abort(turn_t *t, const char *why)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_finish(turn_t *t, json_t *req)
+static json_t *op_finish(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         const char *why = json_string_value(json_object_get(req, "abort"));
         if (why)
                 return op_abort(t, why);
@@ -350,7 +365,7 @@ static json_t *op_finish(turn_t *t, json_t *req)
 
 /* ---- a terminal turn's ops (docs/terminal.md) ---- */
 
-static json_t *op_screen(turn_t *t)
+static json_t *op_screen(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
 {
         if (!t->term_open)
                 return reply_error("turn \"%s\" has no terminal", t->spec->turn);
@@ -366,8 +381,9 @@ static json_t *op_screen(turn_t *t)
 
 /* Keys are hangar's commands, like steer: recorded first, typed only if
  * recorded. */
-static json_t *op_send_keys(turn_t *t, json_t *req)
+static json_t *op_send_keys(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         if (!t->term_open)
                 return reply_error("turn \"%s\" has no terminal", t->spec->turn);
         if (t->ts.state != TURN_STATE_RUNNING && t->ts.state != TURN_STATE_WAITING)
@@ -400,8 +416,9 @@ static json_t *op_send_keys(turn_t *t, json_t *req)
         return json_pack("{s:b, s:I}", "ok", 1, "bytes", (json_int_t)len);
 }
 
-static json_t *op_resize(turn_t *t, json_t *req)
+static json_t *op_resize(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         if (!t->term_open)
                 return reply_error("turn \"%s\" has no terminal", t->spec->turn);
         json_int_t rows = json_integer_value(json_object_get(req, "rows"));
@@ -429,8 +446,9 @@ static json_t *op_resize(turn_t *t, json_t *req)
 
 /* ctl type: the tmux pane's keys (hangar typing in an attached tmux), as
  * they came; counted in status, not recorded one by one. */
-static json_t *op_type(turn_t *t, json_t *req)
+static json_t *op_type(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 {
+        json_t *req = q->root;
         if (!t->term_open)
                 return reply_error("turn \"%s\" has no terminal", t->spec->turn);
         if (t->ts.state != TURN_STATE_RUNNING && t->ts.state != TURN_STATE_WAITING)
@@ -451,72 +469,66 @@ static json_t *op_type(turn_t *t, json_t *req)
         return json_pack("{s:b}", "ok", 1);
 }
 
+static json_t *op_run(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
+{
+        return start_run(t, c, q->root, json_object_get(q->root, "argv"), RUNREQ_PLAIN);
+}
+
+static json_t *op_grade(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+{
+        return t->grade ? grade_ctl(t->grade, q, turnstate_active(&t->ts))
+                        : reply_error("grades are the daemon's (hangar-driver serve)");
+}
+
+/* What each op does: one handler per row of ctlops.c (unit_ctlops checks
+ * that none is missing). */
+typedef json_t *handler_fn(turn_t *t, ctlclient_t *c, const ctlreq_t *q);
+static handler_fn *const handlers[CTLREQ_OP_COUNT] = {
+    [CTLREQ_PING] = op_ping,
+    [CTLREQ_START] = op_start,
+    [CTLREQ_STATUS] = op_status,
+    [CTLREQ_TOKEN] = op_token,
+    [CTLREQ_EVENTS] = op_events,
+    [CTLREQ_APPROVALS] = op_approvals,
+    [CTLREQ_APPROVE] = op_approve,
+    [CTLREQ_DENY] = op_deny,
+    [CTLREQ_STEER] = op_steer,
+    [CTLREQ_CLOSE_STDIN] = op_close_stdin,
+    [CTLREQ_SIGNAL] = op_signal,
+    [CTLREQ_WATCH] = op_watch,
+    [CTLREQ_FINISH] = op_finish,
+    [CTLREQ_RUN] = op_run,
+    [CTLREQ_TREE] = op_tree,
+    [CTLREQ_VERIFY] = op_verify,
+    [CTLREQ_SCREEN] = op_screen,
+    [CTLREQ_SEND_KEYS] = op_send_keys,
+    [CTLREQ_RESIZE] = op_resize,
+    [CTLREQ_TYPE] = op_type,
+    [CTLREQ_GRADE_BEGIN] = op_grade,
+    [CTLREQ_GRADE_FINISH] = op_grade,
+    [CTLREQ_GRADE_SHOW] = op_grade,
+};
+
+bool turnops_handles(ctlreq_op_t op)
+{
+        return (unsigned)op < CTLREQ_OP_COUNT && handlers[op] != NULL;
+}
+
 json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
-        json_t *req = q->root;
         hg_error_t err = {0};
         if (ctlcheck_turn(q->op, q->turn, t->spec ? t->spec->turn : NULL, turnstate_active(&t->ts),
                           &err) < 0)
                 return reply_error("%s", err.message);
-        /* The ops that need no turn (ctlcheck.h: nothing, or only --turn
-         * naming the daemon's own). */
-        switch (q->op) {
-        case CTLREQ_PING:
-                return op_ping(t);
-        case CTLREQ_START:
-                return op_start(t, c, q);
-        case CTLREQ_GRADE_BEGIN:
-        case CTLREQ_GRADE_FINISH:
-        case CTLREQ_GRADE_SHOW:
-                return t->grade ? grade_ctl(t->grade, q, turnstate_active(&t->ts))
-                                : reply_error("grades are the daemon's (hangar-driver serve)");
-        case CTLREQ_STATUS:
-                return op_status(t);
-        case CTLREQ_WATCH:
-                return op_watch(t, c, q);
-        case CTLREQ_EVENTS:
-                return op_events(t, c, q);
-        default:
-                break;
-        }
-        /* Every other op needs a turn: ctlcheck_turn has refused them without
-         * one already; said again here so that no handler below is reached
-         * with a NULL spec, whatever ctlcheck's table says. */
-        if (!t->spec)
-                return reply_error("no turn yet: %s needs one (ctl start)", ctlreq_op_name(q->op));
-        switch (q->op) {
-        case CTLREQ_APPROVALS:
-                return op_approvals(t, c);
-        case CTLREQ_SCREEN:
-                return op_screen(t);
-        case CTLREQ_SEND_KEYS:
-                return op_send_keys(t, req);
-        case CTLREQ_RESIZE:
-                return op_resize(t, req);
-        case CTLREQ_TYPE:
-                return op_type(t, req);
-        case CTLREQ_TOKEN:
-                return op_token(t);
-        case CTLREQ_APPROVE:
-        case CTLREQ_DENY:
-                return op_decide(t, req, q->op == CTLREQ_APPROVE);
-        case CTLREQ_STEER:
-                return op_steer(t, req);
-        case CTLREQ_CLOSE_STDIN:
-                return op_close_stdin(t);
-        case CTLREQ_SIGNAL:
-                return op_signal(t, req);
-        case CTLREQ_RUN:
-                return start_run(t, c, req, json_object_get(req, "argv"), RUNREQ_PLAIN);
-        case CTLREQ_TREE:
-                return op_tree(t, c, req);
-        case CTLREQ_VERIFY:
-                return op_verify(t, c, req);
-        case CTLREQ_FINISH:
-                return op_finish(t, req);
-        default:
+        if (!turnops_handles(q->op))
                 return reply_error("unknown op \"%.40s\"", ctlreq_op_name(q->op));
-        }
+        /* An op that needs a turn has been refused without one by
+         * ctlcheck_turn already; said again here so that no handler of
+         * those is reached with a NULL spec, whatever the table says. */
+        ctlcheck_need_t need = ctlcheck_need(q->op);
+        if (!t->spec && need != CTLCHECK_NOTHING && need != CTLCHECK_NAMED)
+                return reply_error("no turn yet: %s needs one (ctl start)", ctlreq_op_name(q->op));
+        return handlers[q->op](t, c, q);
 }
 
 void turnops_client_read(turn_t *t, ctlclient_t *c)

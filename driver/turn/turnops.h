@@ -7,6 +7,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "ctlclient.h"
 #include "ctlreq.h"
@@ -15,6 +16,9 @@
 /* One request from c: the reply, or NULL when it comes later (a run's
  * result, a stream: c's state says which). */
 json_t *turnops_dispatch(turn_t *t, ctlclient_t *c, const ctlreq_t *q);
+
+/* Has op a handler? (Every op of ctlops.c must: unit_ctlops.) */
+bool turnops_handles(ctlreq_op_t op);
 
 /* c is readable: its request read, and once whole parsed and dispatched. */
 void turnops_client_read(turn_t *t, ctlclient_t *c);
