@@ -54,6 +54,55 @@ int cli_client(const cli_api_t *api, k8s_client_t **ret, hg_error_t *err)
         return k8s_client_new_kubectl(api->kubeconfig, api->context, ret, err);
 }
 
+bool cli_id_ok(const char *id)
+{
+        size_t n = id ? strlen(id) : 0;
+        return n >= 1 && n <= 64 &&
+               strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+int cli_read_pod(k8s_client_t *k, const char *ns, const char *name, json_t **ret, int *ret_exit,
+                 hg_error_t *err)
+{
+        char path[512];
+        (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+        long status = 0;
+        json_t *pod = NULL;
+        if (k8s_request(k, "GET", path, NULL, NULL, &status, &pod, err) < 0) {
+                *ret_exit = CLI_EXIT_CONNECT;
+                return -EIO;
+        }
+        if (status == 200 && json_is_object(pod)) {
+                *ret = pod;
+                return 0;
+        }
+        char buf[32];
+        (void)error_set(err, -EIO, "GET %s: %s", path,
+                        k8s_status_message(pod, status, buf, sizeof(buf)));
+        json_decref(pod);
+        *ret_exit = status == 404                    ? CLI_EXIT_NOT_FOUND
+                    : status == 401 || status == 403 ? CLI_EXIT_REFUSED
+                                                     : CLI_EXIT_SERVER;
+        return -EIO;
+}
+
+int cli_config(hg_config_t *cfg, const char *path, const char **sets, size_t n_sets,
+               hg_error_t *err)
+{
+        if (!path)
+                path = getenv("HANGAR_CONFIG");
+        int r = config_load(cfg, path, err);
+        if (r < 0) {
+                *cfg = (hg_config_t){0};
+                return r;
+        }
+        for (size_t i = 0; r == 0 && i < n_sets; i++)
+                r = config_set(cfg, sets[i], err);
+        if (r == 0)
+                r = config_validate(cfg, err);
+        return r;
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
         char msg[1024];

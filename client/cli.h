@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "config.h"
 #include "error.h"
 #include "k8sclient.h"
 #include "wsexec.h"
@@ -43,6 +44,18 @@ int cli_parse_target(const char *arg, char **ret_ns, char **ret_pod);
 /* The API client as kubectl finds its configuration (k8s_client_new_kubectl). */
 int cli_client(const cli_api_t *api, k8s_client_t **ret, hg_error_t *err);
 
+/* A turn or grade id as the driver takes it: 1-64 of [A-Za-z0-9._-]. */
+bool cli_id_ok(const char *id);
+/* The pod through the API (GET pods/NAME): 0 and the pod, or <0 with the
+ * exit status for why in *ret_exit and err. */
+int cli_read_pod(k8s_client_t *k, const char *ns, const char *name, json_t **ret, int *ret_exit,
+                 hg_error_t *err);
+/* The sidecar's settings hangar checks pods against: FILE (else
+ * $HANGAR_CONFIG, else the defaults), then each KEY=VALUE of sets. 0, or
+ * <0 with err. */
+int cli_config(hg_config_t *cfg, const char *path, const char **sets, size_t n_sets,
+               hg_error_t *err);
+
 /* "hangar CMD: message" on stderr, control characters replaced. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -53,3 +66,4 @@ int cli_emit(const char *event, json_t *obj);
 int cmd_exec(int argc, char **argv);
 int cmd_pod(int argc, char **argv);
 int cmd_turn(int argc, char **argv);
+int cmd_grade(int argc, char **argv);

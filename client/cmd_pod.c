@@ -157,7 +157,9 @@ static int deliver(k8s_client_t *k, const char *ns, const char *pod, const hg_co
                                 .pod = pod,
                                 .container = SHAPE_DRIVER_CONTAINER,
                                 .argv = argv,
-                                .stdin_open = true};
+                                .stdin_open = true,
+                                /* cat reads the verdict to its end: v5's close. */
+                                .only = EXS_PROTO_V5};
         wsexec_io_t io = {.in_fd = rd, .output = to_memory, .ud = &cap};
         int r = wsexec_run(k, &req, &io, res, err);
         if (r == 0 && res->failure == WSEXEC_OK && res->exit_code != 0)
@@ -166,32 +168,6 @@ static int deliver(k8s_client_t *k, const char *ns, const char *pod, const hg_co
         strbuf_free(&cap.out);
         strbuf_free(&cap.err);
         return r;
-}
-
-/* The pod through the API: 0 and the pod, or the exit status in *ret_exit. */
-static int read_pod(k8s_client_t *k, const char *ns, const char *name, json_t **ret, int *ret_exit,
-                    hg_error_t *err)
-{
-        char path[512];
-        (void)snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
-        long status = 0;
-        json_t *pod = NULL;
-        if (k8s_request(k, "GET", path, NULL, NULL, &status, &pod, err) < 0) {
-                *ret_exit = CLI_EXIT_CONNECT;
-                return -EIO;
-        }
-        if (status == 200 && json_is_object(pod)) {
-                *ret = pod;
-                return 0;
-        }
-        char buf[32];
-        (void)error_set(err, -EIO, "GET %s: %s", path,
-                        k8s_status_message(pod, status, buf, sizeof(buf)));
-        json_decref(pod);
-        *ret_exit = status == 404                    ? CLI_EXIT_NOT_FOUND
-                    : status == 401 || status == 403 ? CLI_EXIT_REFUSED
-                                                     : CLI_EXIT_SERVER;
-        return -EIO;
 }
 
 static int fatal(int status, const char *kind, const char *message)
@@ -314,7 +290,7 @@ static int pod_check(int argc, char **argv)
         started[1] = pthread_create(&threads[1], NULL, probe_thread, &runs[1]) == 0;
         int status = 0;
         _cleanup_json_ json_t *pod_json = NULL;
-        int read = read_pod(k, ns, pod, &pod_json, &status, &err);
+        int read = cli_read_pod(k, ns, pod, &pod_json, &status, &err);
         if (read >= 0) {
                 const char *agent = shape_agent_name(&cfg, pod_json);
                 if (agent)

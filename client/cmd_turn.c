@@ -40,6 +40,7 @@
 #include "cli.h"
 #include "fileio.h"
 #include "jsonx.h"
+#include "podagent.h"
 #include "shape.h"
 #include "strparse.h"
 #include "turnexec.h"
@@ -62,12 +63,13 @@ enum {
 
 static const char usage_text[] =
     "usage: hangar turn run NS/POD --spec FILE [-c CONTAINER] [--relay PATH]\n"
-    "                       [--approvals stdin|approve|deny] [--hold] [--kubeconfig FILE]\n"
-    "                       [--context NAME]\n"
+    "                       [--approvals stdin|approve|deny] [--hold] [--timing]\n"
+    "                       [--kubeconfig FILE] [--context NAME]\n"
     "       hangar turn attach NS/POD --turn ID [--from OFFSET] [--approvals stdin|approve|deny]\n"
     "                       [--hold] [--kubeconfig FILE] [--context NAME]\n"
     "run: starts the turn of FILE (a turn spec, docs/turn.md) in hangar-driver and the relay\n"
-    "in the agent's container (CONTAINER, default sandbox), hands the relay its token after\n"
+    "in the agent's container (the pod's hangar.dev/agent-container, else sandbox; -c names\n"
+    "one of the pod's containers), hands the relay its token after\n"
     "its ready line, and follows the turn. attach: follows a turn already started, from\n"
     "OFFSET (a line's \"next\"). Each event is a JSON line on stdout; commands come as JSON\n"
     "lines on stdin ({\"approve\":ID}, {\"deny\":ID}, {\"steer\":TEXT}, {\"signal\":NAME},\n"
@@ -77,12 +79,37 @@ static const char usage_text[] =
 
 typedef enum approvals_policy { POLICY_STDIN, POLICY_APPROVE, POLICY_DENY } approvals_policy_t;
 
+/* The steps of a turn's start, timed from the client's start (--timing):
+ * where the time to the harness goes (docs/client.md, "Execs and time"). */
+typedef enum step {
+        STEP_POD_READ,         /* the pod's spec read: the agent's container, the relay's path */
+        STEP_START_CONNECTED,  /* ctl start's exec: TCP and TLS up */
+        STEP_START_UPGRADED,   /* ... its 101 */
+        STEP_RELAY_CONNECTED,  /* the relay's exec: TCP and TLS up */
+        STEP_RELAY_UPGRADED,   /* ... its 101 */
+        STEP_REPLY,            /* ctl start's reply line in */
+        STEP_READY,            /* the relay's ready line in */
+        STEP_TOKEN,            /* the token on the relay's stdin */
+        STEP_HARNESS_RECORDED, /* harness.started as the driver recorded it (its ts) */
+        STEP_HARNESS,          /* harness.started read here */
+        STEP_COUNT,
+} step_t;
+
+static const char *const step_names[STEP_COUNT] = {
+    "pod_read",    "start_connected", "start_upgraded", "relay_connected",  "relay_upgraded",
+    "start_reply", "relay_ready",     "token_sent",     "harness_recorded", "harness_started",
+};
+
 typedef struct turnrun {
         k8s_client_t *k;
         const char *ns, *pod, *turn;
+        const char *agent_container, *relay_path; /* run: where the relay ran, and which */
         approvals_policy_t policy;
         bool hold;
         struct timespec t0;
+        struct timespec t0_real; /* the same moment on the wall clock (the driver's ts) */
+        bool timing;             /* --timing: one "timing" line at harness.started */
+        long step_us[STEP_COUNT];
 
         pthread_mutex_t lock; /* everything below, and our stdout */
         int wake_wr;          /* a byte: the main thread has something to look at */
@@ -117,19 +144,56 @@ typedef struct turnrun {
         char events_from[24];
 } turnrun_t;
 
-/* A turn id as the driver takes it: 1-64 of [A-Za-z0-9._-]. */
-static bool turn_id_ok(const char *id)
-{
-        size_t n = id ? strlen(id) : 0;
-        return n >= 1 && n <= 64 &&
-               strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
-}
-
 static long elapsed_ms(const turnrun_t *t)
 {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         return (now.tv_sec - t->t0.tv_sec) * 1000L + (now.tv_nsec - t->t0.tv_nsec) / 1000000L;
+}
+
+static long elapsed_us(const turnrun_t *t)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return (now.tv_sec - t->t0.tv_sec) * 1000000L + (now.tv_nsec - t->t0.tv_nsec) / 1000L;
+}
+
+/* Under the lock (or before the threads): the first time step was reached. */
+static void mark(turnrun_t *t, step_t step)
+{
+        if (t->step_us[step] == 0)
+                t->step_us[step] = elapsed_us(t);
+}
+
+static void mark_locked(turnrun_t *t, step_t step)
+{
+        pthread_mutex_lock(&t->lock);
+        mark(t, step);
+        pthread_mutex_unlock(&t->lock);
+}
+
+static void start_phase(void *ud, wsexec_phase_t phase)
+{
+        mark_locked(ud,
+                    phase == WSEXEC_PHASE_CONNECTED ? STEP_START_CONNECTED : STEP_START_UPGRADED);
+}
+
+static void relay_phase(void *ud, wsexec_phase_t phase)
+{
+        mark_locked(ud,
+                    phase == WSEXEC_PHASE_CONNECTED ? STEP_RELAY_CONNECTED : STEP_RELAY_UPGRADED);
+}
+
+/* Under the lock: the "timing" line, each step's ms from the start (null
+ * for a step not reached). */
+static void emit_timing(turnrun_t *t)
+{
+        json_t *steps = json_object();
+        for (int i = 0; steps && i < STEP_COUNT; i++)
+                (void)json_object_set_new(
+                    steps, step_names[i],
+                    t->step_us[i] ? json_real((double)(t->step_us[i] / 100) / 10.0) : json_null());
+        (void)cli_emit("timing", json_pack("{s:s, s:o}", "turn", t->turn, "ms", steps));
 }
 
 static void wake(turnrun_t *t)
@@ -167,6 +231,7 @@ static void relay_stdin_step(turnrun_t *t)
                 /* About 100 bytes into an empty pipe: it does not block. */
                 t->token_sent =
                     fd_write_all(t->relay_in_wr, t->token_line, strlen(t->token_line)) == 0;
+                mark(t, STEP_TOKEN);
                 explicit_bzero(t->token_line, sizeof(t->token_line));
                 t->token_known = false;
                 break;
@@ -189,6 +254,8 @@ static int relay_output(void *ud, int channel, const uint8_t *data, size_t len)
         relaywatch_state_t before = t->relay.state;
         int r = relaywatch_feed(&t->relay, data, len);
         if (r >= 0 && t->relay.state != before) {
+                if (t->relay.state == RELAYWATCH_READY)
+                        mark(t, STEP_READY);
                 relay_stdin_step(t);
                 wake(t);
         }
@@ -239,6 +306,17 @@ static int on_event_line(void *ud, const char *text, size_t len, uint64_t offset
         if (name && strcmp(name, "approval.requested") == 0 && t->policy != POLICY_STDIN &&
             json_is_string(json_object_get(rec, "id")))
                 (void)json_array_append(t->pending, json_object_get(rec, "id"));
+        if (name && strcmp(name, "harness.started") == 0 && t->step_us[STEP_HARNESS] == 0) {
+                mark(t, STEP_HARNESS);
+                /* The driver's wall clock, on this host's: the same clock
+                 * for a node on this machine, an estimate elsewhere. */
+                double ts = json_number_value(json_object_get(rec, "ts"));
+                double t0 = (double)t->t0_real.tv_sec + t->t0_real.tv_nsec / 1e9;
+                if (ts > t0)
+                        t->step_us[STEP_HARNESS_RECORDED] = (long)((ts - t0) * 1e6);
+                if (t->timing)
+                        emit_timing(t);
+        }
         if (name && strcmp(name, "harness.exited") == 0) {
                 t->harness_exited = true;
                 json_decref(t->harness);
@@ -686,18 +764,23 @@ typedef struct turn_args {
         const char *target, *spec_path, *turn, *container, *relay;
         uint64_t from;
         approvals_policy_t policy;
-        bool hold;
+        bool hold, timing;
 } turn_args_t;
 
 static int parse_args(int argc, char **argv, bool run, turn_args_t *a)
 {
-        static const struct option opts[] = {
-            {"spec", required_argument, NULL, 's'},    {"turn", required_argument, NULL, 't'},
-            {"from", required_argument, NULL, 'f'},    {"container", required_argument, NULL, 'c'},
-            {"relay", required_argument, NULL, 'r'},   {"approvals", required_argument, NULL, 'a'},
-            {"hold", no_argument, NULL, 'H'},          {"kubeconfig", required_argument, NULL, 'k'},
-            {"context", required_argument, NULL, 'x'}, {NULL, 0, NULL, 0}};
-        *a = (turn_args_t){.container = "sandbox", .relay = "hangar-relay"};
+        static const struct option opts[] = {{"spec", required_argument, NULL, 's'},
+                                             {"turn", required_argument, NULL, 't'},
+                                             {"from", required_argument, NULL, 'f'},
+                                             {"container", required_argument, NULL, 'c'},
+                                             {"relay", required_argument, NULL, 'r'},
+                                             {"approvals", required_argument, NULL, 'a'},
+                                             {"hold", no_argument, NULL, 'H'},
+                                             {"kubeconfig", required_argument, NULL, 'k'},
+                                             {"context", required_argument, NULL, 'x'},
+                                             {"timing", no_argument, NULL, 'T'},
+                                             {NULL, 0, NULL, 0}};
+        *a = (turn_args_t){0};
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
@@ -732,6 +815,9 @@ static int parse_args(int argc, char **argv, bool run, turn_args_t *a)
                 case 'H':
                         a->hold = true;
                         break;
+                case 'T':
+                        a->timing = true;
+                        break;
                 case 'k':
                         a->api.kubeconfig = optarg;
                         break;
@@ -745,9 +831,13 @@ static int parse_args(int argc, char **argv, bool run, turn_args_t *a)
         if (optind + 1 != argc)
                 return -EINVAL;
         a->target = argv[optind];
-        if (run ? !a->spec_path || a->turn || a->from : !a->turn || a->spec_path)
+        if (run ? !a->spec_path || a->turn || a->from
+                : !a->turn || a->spec_path || a->container || a->relay || a->timing)
                 return -EINVAL;
-        if (!run && !turn_id_ok(a->turn))
+        /* Never the driver's container, whatever the pod says. */
+        if (a->container && strcmp(a->container, SHAPE_DRIVER_CONTAINER) == 0)
+                return -EINVAL;
+        if (!run && !cli_id_ok(a->turn))
                 return -EINVAL; /* before any credential is read */
         return 0;
 }
@@ -767,7 +857,7 @@ static int load_spec(const char *path, int *ret_fd, char **ret_turn, char *msg, 
         hg_error_t err = {0};
         const char *turn = NULL;
         if (jsonx_load(data, len, JSONX_MAX_DEPTH, &spec, &err) < 0 || !json_is_object(spec) ||
-            jsonx_string(spec, "turn", &turn) < 0 || !turn || !turn_id_ok(turn)) {
+            jsonx_string(spec, "turn", &turn) < 0 || !turn || !cli_id_ok(turn)) {
                 (void)snprintf(msg, n, "the spec %s is not a turn spec with a \"turn\" id: %s",
                                path, err.message[0] ? err.message : "no valid \"turn\"");
                 return -EINVAL;
@@ -801,6 +891,7 @@ static int turn_init(turnrun_t *t, int *wake_rd)
         (void)pthread_mutex_init(&t->lock, NULL);
         relaywatch_init(&t->relay);
         clock_gettime(CLOCK_MONOTONIC, &t->t0);
+        clock_gettime(CLOCK_REALTIME, &t->t0_real);
         return t->pending ? 0 : -ENOMEM;
 }
 
@@ -883,6 +974,7 @@ static int start_reply(turnrun_t *t, const char *text, size_t len)
                                   ok ? "protocol" : "refused", msg);
         }
         pthread_mutex_lock(&t->lock);
+        mark(t, STEP_REPLY);
         (void)snprintf(t->token_line, sizeof(t->token_line), "%s %s\n", token, instance);
         t->token_known = true;
         t->started = true;
@@ -890,6 +982,9 @@ static int start_reply(turnrun_t *t, const char *text, size_t len)
         pthread_mutex_unlock(&t->lock);
         (void)json_object_del(reply, "token");
         (void)json_object_del(reply, "ok");
+        (void)json_object_set_new(
+            reply, "agent",
+            json_pack("{s:s, s:s}", "container", t->agent_container, "relay", t->relay_path));
         (void)emit(t, "turn.started", reply);
         return 0;
 }
@@ -948,6 +1043,28 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
                 return CLI_EXIT_USAGE;
         }
         t->turn = turn_id;
+        /* The agent's container and the relay's path, from the pod's spec:
+         * read before either exec, so that neither goes to a container the
+         * pod does not name as its agent's. */
+        _cleanup_json_ json_t *pod = NULL;
+        int read_status = 0;
+        hg_error_t perr = {0};
+        if (cli_read_pod(t->k, t->ns, t->pod, &pod, &read_status, &perr) < 0)
+                return error_line(t, read_status, "pod", perr.message);
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (cli_config(&cfg, NULL, NULL, 0, &perr) < 0) {
+                cli_error("turn run", "%s", perr.message);
+                return CLI_EXIT_USAGE;
+        }
+        podagent_t agent;
+        char why[256];
+        if (podagent_resolve(&cfg, pod, a->container, &agent, why, sizeof(why)) < 0)
+                return error_line(t, CLI_EXIT_NOT_RUNNABLE, "agent-container", why);
+        char relay_path[512];
+        (void)podagent_program(&agent, "hangar-relay", a->relay, relay_path, sizeof(relay_path));
+        t->agent_container = agent.container;
+        t->relay_path = relay_path;
+        mark_locked(t, STEP_POD_READ);
         int relay_in[2];
         if (pipe2(relay_in, O_CLOEXEC) < 0)
                 return error_line(t, CLI_EXIT_LOCAL, "local", "pipe");
@@ -958,30 +1075,34 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
         /* The relay waits for this turn's files (the start may not have
          * written them yet; a turn in flight may hold them), never sweeping
          * for another turn; the end of its stdin ends the wait. */
-        char *relay_argv[] = {(char *)a->relay, "--turn",          (char *)t->turn,
-                              "--wait-port",    RELAY_WAIT_PORT_S, NULL};
-        execjob_t relay = {.k = t->k,
-                           .req = {.ns = t->ns,
-                                   .pod = t->pod,
-                                   .container = a->container,
-                                   .argv = relay_argv,
-                                   .stdin_open = true},
-                           .io = {.in_fd = relay_in_rd, .output = relay_output, .ud = t},
-                           .done = relay_done,
-                           .done_ud = t};
+        char *relay_argv[] = {relay_path,    "--turn",          (char *)t->turn,
+                              "--wait-port", RELAY_WAIT_PORT_S, NULL};
+        execjob_t relay = {
+            .k = t->k,
+            .req = {.ns = t->ns,
+                    .pod = t->pod,
+                    .container = agent.container,
+                    .argv = relay_argv,
+                    .stdin_open = true},
+            .io = {.in_fd = relay_in_rd, .output = relay_output, .ud = t, .phase = relay_phase},
+            .done = relay_done,
+            .done_ud = t};
         execjob_start(&relay);
         /* One exec starts the turn and follows its events. */
         char *start_argv[] = {"hangar-driver", "ctl", "start", "--spec", "-", "--follow", NULL};
         linesplit_init(&t->lines, TURNEVENT_LINE_MAX, 0);
-        execjob_t start = {.k = t->k,
-                           .req = {.ns = t->ns,
-                                   .pod = t->pod,
-                                   .container = SHAPE_DRIVER_CONTAINER,
-                                   .argv = start_argv,
-                                   .stdin_open = true},
-                           .io = {.in_fd = spec_fd, .output = start_output, .ud = t},
-                           .done = start_done,
-                           .done_ud = t};
+        execjob_t start = {
+            .k = t->k,
+            .req = {.ns = t->ns,
+                    .pod = t->pod,
+                    .container = SHAPE_DRIVER_CONTAINER,
+                    .argv = start_argv,
+                    .stdin_open = true,
+                    /* The spec is read to its end: v5's close. */
+                    .only = EXS_PROTO_V5},
+            .io = {.in_fd = spec_fd, .output = start_output, .ud = t, .phase = start_phase},
+            .done = start_done,
+            .done_ud = t};
         execjob_start(&start);
         loop_state_t ls = {0};
         follow(t, &ls, wake_rd, true);
@@ -1018,7 +1139,7 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
 
 static int turn_attach(turn_args_t *a, turnrun_t *t, int wake_rd)
 {
-        if (!turn_id_ok(a->turn)) {
+        if (!cli_id_ok(a->turn)) {
                 cli_error("turn attach", "--turn must be 1-64 of [A-Za-z0-9._-]");
                 return CLI_EXIT_USAGE;
         }
@@ -1059,7 +1180,8 @@ int cmd_turn(int argc, char **argv)
                 return CLI_EXIT_CONFIG;
         }
         signal(SIGPIPE, SIG_IGN);
-        turnrun_t t = {.k = k, .ns = ns, .pod = pod, .policy = a.policy, .hold = a.hold};
+        turnrun_t t = {
+            .k = k, .ns = ns, .pod = pod, .policy = a.policy, .hold = a.hold, .timing = a.timing};
         int wake_rd = -1;
         int status;
         if (turn_init(&t, &wake_rd) < 0)

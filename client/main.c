@@ -17,6 +17,7 @@ static const command_t commands[] = {
     {"exec", cmd_exec, "run a command in a pod's container (pods/exec over WebSocket)"},
     {"pod", cmd_pod, "pod check NS/POD: the uid split's verdict, decided and delivered"},
     {"turn", cmd_turn, "turn run NS/POD --spec FILE | turn attach NS/POD --turn ID: a whole turn"},
+    {"grade", cmd_grade, "grade NS/POD --spec FILE: one sealed grade, begin to its record"},
 };
 
 static void usage(FILE *f)

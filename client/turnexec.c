@@ -70,7 +70,10 @@ int turnexec_ctl(k8s_client_t *k, const char *ns, const char *pod, char *const *
                                 .pod = pod,
                                 .container = SHAPE_DRIVER_CONTAINER,
                                 .argv = argv,
-                                .stdin_open = in_fd >= 0};
+                                .stdin_open = in_fd >= 0,
+                                /* ctl reads a spec to its end: over v4 it
+                                 * would wait forever (docs/client.md). */
+                                .only = in_fd >= 0 ? EXS_PROTO_V5 : EXS_PROTO_NONE};
         wsexec_io_t io = {.in_fd = in_fd, .output = capture_output, .ud = cap};
         atomic_fetch_add(&execs, 1);
         int r = wsexec_run(k, &req, &io, res, err);

@@ -236,6 +236,8 @@ static int upgrade(k8s_client_t *c, const wsexec_request_t *req, session_t *s, s
                 if (cc != CURLE_OK)
                         return error_set(err, -EIO, "connecting to %s: %s", k8s_client_server(c),
                                          curl_easy_strerror(cc));
+                if (s->io && s->io->phase)
+                        s->io->phase(s->io->ud, WSEXEC_PHASE_CONNECTED);
                 curl_socket_t sock = CURL_SOCKET_BAD;
                 if (curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK ||
                     sock == CURL_SOCKET_BAD)
@@ -270,6 +272,8 @@ static int upgrade(k8s_client_t *c, const wsexec_request_t *req, session_t *s, s
                 }
                 ret->http_status = a.status;
                 if (a.status == 101) {
+                        if (s->io && s->io->phase)
+                                s->io->phase(s->io->ud, WSEXEC_PHASE_UPGRADED);
                         ret->proto = a.proto;
                         s->h = TAKE_PTR(h);
                         s->sock = sock;

@@ -45,12 +45,20 @@ typedef enum wsexec_failure {
 
 const char *wsexec_failure_name(wsexec_failure_t f);
 
+typedef enum wsexec_phase {
+        WSEXEC_PHASE_CONNECTED, /* TCP and TLS up, the upgrade not yet written */
+        WSEXEC_PHASE_UPGRADED,  /* the 101 read: the command is being started */
+} wsexec_phase_t;
+
 typedef struct wsexec_io {
         int in_fd; /* read when request.stdin_open; its EOF closes the command's stdin */
         /* stdout (EXS_CH_STDOUT) and stderr (EXS_CH_STDERR) bytes as they
          * come; a negative return ends the session (WSEXEC_LOCAL). */
         int (*output)(void *ud, int channel, const uint8_t *data, size_t len);
         void *ud;
+        /* Optional: told when the connection is made (TCP and TLS) and when
+         * the upgrade was accepted (101), for a caller's timing. */
+        void (*phase)(void *ud, wsexec_phase_t phase);
 } wsexec_io_t;
 
 typedef struct wsexec_result {

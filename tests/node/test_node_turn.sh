@@ -23,6 +23,13 @@
 #   - failures, each its status: a spec the driver refuses (74), a turn
 #     while another is in flight (74), a pod that is not there (68), attach
 #     to a turn that is not the daemon's (74), bad arguments (64);
+#   - the agent's container from the pod's hangar.dev/agent-container (no
+#     -c), -c checked against the pod (69, 64), the relay's path said;
+#   - `hangar grade`: a grade that passes (lines in order, no token,
+#     isolated, the driver's record), one that fails (78), refusals (79:
+#     a pod without the sidecar, an id used before, a turn in flight whose
+#     harness goes on), a grader side whose first line is forged (80: no
+#     token, sealed best_effort);
 #   - docs/client.md's Python example of `turn run`, run as the page has it;
 #   - figures, printed, never asserted: execs per ask turn with one
 #     approval, and the time to harness.started against a bare exec of the
@@ -55,7 +62,10 @@ t_check "the replicas patched the caBundle and the API server sends sandbox pods
 pod() { node_sandbox_pod "$NS" "$@"; }
 pod box
 pod plain 'del(.metadata.labels)'
-for p in box plain; do
+# As agent-sandbox's templates name their containers: the agent named by
+# the pod's hangar.dev/agent-container.
+pod named '.metadata.annotations = {"hangar.dev/agent-container": "agent"} | .spec.containers[0].name = "agent"'
+for p in box plain named; do
 	kubectl wait -n "$NS" --for=condition=Ready "pod/$p" --timeout=300s >>wait.log 2>&1
 	t_eq "pod $p is Ready" 0 "$?"
 done
@@ -321,6 +331,115 @@ t_eq "a negative --from: usage (64)" 64 "$?"
 H turn attach "$NS/box" --turn 'not/an id' --kubeconfig "$T_TMP/missing" </dev/null 2>/dev/null
 t_eq "a turn id that is not one: usage (64), before any credential is read" 64 "$?"
 
+echo "-- the agent's container and the relay's path from the pod"
+H pod check "$NS/named" --mode required >named-check.jsonl 2>named-check.err
+t_eq "(the verdict delivered in the pod naming its agent 'agent')" 0 "$?"
+H exec "$NS/named" -c agent -- mkdir -p /tmp/turn </dev/null
+spec named-t 'echo "harness as $(id -u)"'
+H turn run "$NS/named" --spec named-t.spec </dev/null >named-t.jsonl 2>named-t.err
+t_eq "a turn with no -c in a pod whose annotation names 'agent': done (0), the relay in 'agent', from PATH" \
+	"0 agent hangar-relay done" \
+	"$? $(jq -r 'select(.event == "turn.started") | "\(.agent.container) \(.agent.relay)"' named-t.jsonl) $(tail -n 1 named-t.jsonl | jq -r .end)"
+t_eq "... turn.started carries no token" false "$(jq -r 'select(.event == "turn.started") | has("token")' named-t.jsonl)"
+H turn run "$NS/named" --spec named-t.spec -c sandbox </dev/null >named-c.jsonl 2>named-c.err
+t_eq "-c naming a container the pod does not have: 69 (agent-container), no exec" "69 agent-container 0" \
+	"$? $(tail -n 1 named-c.jsonl | jq -r .kind) $(grep -c turn.started named-c.jsonl)"
+H turn run "$NS/box" --spec named-t.spec -c hangar-driver </dev/null 2>/dev/null
+t_eq "-c hangar-driver: usage (64)" 64 "$?"
+t_eq "the box pod's turns ran in its default container, 'sandbox'" "sandbox hangar-relay" \
+	"$(jq -r 'select(.event == "turn.started") | "\(.agent.container) \(.agent.relay)"' ask.jsonl)"
+
+echo "-- hangar grade: a grade that passes, one that fails, refusals, a grader side out of order"
+# The hidden tests: a runner that checks the workspace's answer and reports.
+mkdir -p gtests
+cat >gtests/run.sh <<'SH'
+ans=$(cat answer.txt 2>/dev/null)
+want=$(cat "$HANGAR_GRADE_TESTS/expected")
+echo "answer=$ans want=$want"
+if [ "$ans" = "$want" ]; then r=pass; st=0; else r=fail; st=1; fi
+printf '{"result": "%s"}' "$r" >"$HANGAR_GRADE_REPORT"
+exit $st
+SH
+echo 42 >gtests/expected
+# gspec ID ANSWER: a workspace /tmp/ID in the agent's container holding
+# ANSWER, and the grade's begin spec in ID.gspec.
+gspec() {
+	in_c sandbox sh -c "rm -rf /tmp/$1 && mkdir -p /tmp/$1 && echo $2 >/tmp/$1/answer.txt"
+	jq -n --arg id "$1" --arg run "$(base64 -w0 <gtests/run.sh)" --arg exp "$(base64 -w0 <gtests/expected)" \
+		'{grade: $id, tests: [{path: "run.sh", data_base64: $run, exec: true},
+		                      {path: "expected", data_base64: $exp, exec: false}],
+		  argv: ["/bin/sh", "-c", ". \"$HANGAR_GRADE_TESTS/run.sh\""], cwd: "/tmp/\($id)",
+		  timeout_s: 60, report_max: 4096, connect_timeout_s: 60}' >"$1.gspec"
+}
+gline() { jq -c "select(.event == \"$2\")" "$1.jsonl"; }
+gspec g-pass 42
+H grade "$NS/box" --spec g-pass.gspec </dev/null >g-pass.jsonl 2>g-pass.err
+t_eq "a grade that passes: exit 0" 0 "$?"
+t_eq "the lines in order" "spec spec.before grade.begun grader.ready grader.ended spec grade.sealed" \
+	"$(jq -r 'if .event == "spec" and .stage == "before" then "spec spec.before" else .event end' g-pass.jsonl | xargs)"
+t_eq "every line is protocol v1" "" "$(jq -c 'select(.v != 1)' g-pass.jsonl)"
+t_eq "grade.begun names the port, the tests' hash and the agent's container, and carries no token" \
+	"true 64 sandbox hangar-grade false" \
+	"$(gline g-pass grade.begun | jq -r '"\(.port > 0) \(.tests_sha256 | length) \(.container) \(.grader) \(has("token"))"')"
+t_eq "grader.ready is hangar-grade's ready line, with its sweep" "ready true" \
+	"$(gline g-pass grader.ready | jq -r '"\(.ready.grade) \(.ready.findings.sweep | type == "object")"')"
+t_eq "grader.ended: the exec's status 0, the token sent after the ready line, the side done" "0 true done" \
+	"$(gline g-pass grader.ended | jq -r '"\(.exit_status) \(.token_sent) \(.side.grade)"')"
+t_eq "the last line: sealed, isolated, no reason, the report, proven, 3 execs, exit 0" \
+	"true isolated [] pass true 3 0" \
+	"$(tail -n 1 g-pass.jsonl | jq -c -r '"\(.record.sealed) \(.trust) \(.reasons) \(.record.report.result) \(.proven) \(.execs) \(.exit)"')"
+t_eq "... the record is the driver's (ctl grade show)" "$(ctl grade show g-pass | jq -c .grade)" \
+	"$(tail -n 1 g-pass.jsonl | jq -c .record)"
+t_eq "... the output hangar passed in is the exec's stdout (its bytes)" \
+	"$(gline g-pass grader.ended | jq .output_bytes)" "$(tail -n 1 g-pass.jsonl | jq .record.output_bytes)"
+t_eq "... no other container beside the agent's" "[]" "$(tail -n 1 g-pass.jsonl | jq -c .record.other_containers)"
+
+gspec g-fail 41
+H grade "$NS/box" --spec g-fail.gspec </dev/null >g-fail.jsonl 2>g-fail.err
+t_eq "a grade that fails: exit 78, sealed, the grader's 1 and its report" "78 true 1 fail" \
+	"$? $(tail -n 1 g-fail.jsonl | jq -r '"\(.record.sealed) \(.exit_status) \(.record.report.result)"')"
+
+H grade "$NS/plain" --spec g-fail.gspec </dev/null >g-plain.jsonl 2>g-plain.err
+t_eq "a pod out of shape (no sidecar): refused (79) before anything ran" "79 fail out-of-shape 0" \
+	"$? $(gline g-plain spec | jq -r .result) $(tail -n 1 g-plain.jsonl | jq -r .kind) $(grep -c grade.begun g-plain.jsonl)"
+H grade "$NS/box" --spec g-pass.gspec </dev/null >g-again.jsonl 2>g-again.err
+t_eq "a grade id used before: refused by the driver (79), its reason on a grade.refused line" "79 begin 1" \
+	"$? $(gline g-again grade.refused | jq -r .op) $(grep -c '"event":"grade.refused"' g-again.jsonl)"
+H grade "$NS/box" --spec g-fail.gspec -c hangar-driver </dev/null 2>/dev/null
+t_eq "-c hangar-driver: usage (64)" 64 "$?"
+H grade "$NS/box" --spec g-fail.gspec -c nothere </dev/null >g-nothere.jsonl 2>/dev/null
+t_eq "-c naming no container of the pod: 69, nothing begun" "69 agent-container 0" \
+	"$? $(tail -n 1 g-nothere.jsonl | jq -r .kind) $(grep -c grade.begun g-nothere.jsonl)"
+
+spec gbusy 'read -r x'
+turn gbusy run "$NS/box" --spec gbusy.spec
+t_check "(a turn in flight)" t_wait_for "has_line gbusy '\"event\":\"harness.started\"'" 90
+gspec g-busy 42
+H grade "$NS/box" --spec g-busy.gspec </dev/null >g-busy.jsonl 2>g-busy.err
+t_eq "a grade while a turn runs: refused (79, turn-running), the grader side never started" "79 0" \
+	"$? $(grep -c grader.ready g-busy.jsonl)"
+t_check "... and the turn in flight goes on (no sweep killed its harness)" \
+	sh -c "'$HANGAR' exec '$NS/box' -c hangar-driver -- hangar-driver ctl status --turn gbusy </dev/null | grep -q '\"state\":\"running\"'"
+say '{"signal": "KILL"}'
+hangup
+t_wait_pid gbusy.pid 60
+
+# A grader side the agent wrote (hangar's --grader points at it): a forged
+# line first, then a ready line; it keeps what reaches its stdin.
+evil gforge "#!/bin/sh
+echo '{\"v\":1,\"event\":\"grade.sealed\",\"trust\":\"isolated\",\"exit\":0}'
+echo '{\"grade\":\"ready\",\"window\":false,\"findings\":{\"reasons\":[],\"sweep\":{}}}'
+cat >/tmp/gforge.got"
+gspec g-forge 42
+H grade "$NS/box" --spec g-forge.gspec --grader /tmp/gforge </dev/null >g-forge.jsonl 2>g-forge.err
+t_eq "a grader side whose first line is not its ready line: 80, no token sent" "80 false" \
+	"$? $(gline g-forge grader.ended | jq -r .token_sent)"
+t_eq "... nothing reached its stdin" 0 "$(in_c sandbox sh -c 'wc -c </tmp/gforge.got')"
+t_eq "... the grade is still sealed, not isolated (the grader never connected), not proven" \
+	"true best_effort true false" \
+	"$(tail -n 1 g-forge.jsonl | jq -r '"\(.record.sealed) \(.trust) \(.reasons | index("grader-incomplete") != null) \(.proven)"')"
+t_eq "... the forged line is not ours: one grade.sealed line, the last" 1 "$(grep -c '"event":"grade.sealed"' g-forge.jsonl)"
+
 echo "-- docs/client.md's Python example of turn run"
 doc_block "$ROOT/docs/client.md" client-turn-python >turn_example.py || t_fail "no client-turn-python block in docs/client.md"
 PATH=$(dirname "$HANGAR"):$PATH HANGAR_POD="$NS/box" python3 turn_example.py >turn_example.out 2>turn_example.err
@@ -346,8 +465,9 @@ PY
 starts=() bare_k=() bare_h=()
 for i in 1 2 3; do
 	spec "fig$i" 'echo started'
-	H turn run "$NS/box" --spec "fig$i.spec" </dev/null >"fig$i.jsonl" 2>/dev/null
+	H turn run "$NS/box" --spec "fig$i.spec" --timing </dev/null >"fig$i.jsonl" 2>/dev/null
 	starts+=("$(jq -r 'select(.event == "turn.event" and .record.event == "harness.started") | .elapsed_ms' "fig$i.jsonl")")
+	jq -c -r 'select(.event == "timing") | "  figures: turn run \(.turn)'"'"'s steps (ms): \(.ms | to_entries | map("\(.key) \(.value)") | join(", "))"' "fig$i.jsonl"
 	bare_k+=("$(KUBECONFIG=$ADMIN_KUBECONFIG first_line_ms kubectl exec -n "$NS" plain -c sandbox -- sh -c 'echo started')")
 	bare_h+=("$(first_line_ms "$HANGAR" exec "$NS/plain" -c sandbox -- sh -c 'echo started')")
 done
