@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "driverstart.h"
 #include "jsonx.h"
 #include "k8sclient.h"
 #include "mutate.h"
@@ -25,6 +26,8 @@ static const char *const state_names[AUDIT_STATE_COUNT] = {
     [AUDIT_STALE] = "stale",
     [AUDIT_DENIED] = "denied",
     [AUDIT_UNGUARDED] = "unguarded",
+    [AUDIT_DRIVER_FAILED] = "driver-failed",
+    [AUDIT_UNLABELLED] = "unlabelled",
     [AUDIT_SKIPPED] = "skipped",
     [AUDIT_EXCLUDED] = "excluded",
     [AUDIT_CURRENT] = "current",
@@ -46,10 +49,17 @@ bool audit_state_needs_action(audit_state_t state)
         case AUDIT_STALE:
         case AUDIT_DENIED:
         case AUDIT_UNGUARDED:
+        case AUDIT_DRIVER_FAILED:
+        case AUDIT_UNLABELLED:
         case AUDIT_STATE_COUNT:
         default:
                 return true;
         }
+}
+
+bool audit_state_broken(audit_state_t state)
+{
+        return state == AUDIT_DRIVER_FAILED || state == AUDIT_UNLABELLED;
 }
 
 static void set_verdict(audit_verdict_t *v, audit_state_t state, const char *code, const char *fmt,
@@ -98,12 +108,93 @@ static void explain_missing(json_t *pod, audit_verdict_t *v)
                             SHAPE_ANNOTATION_STATUS, status, SHAPE_DRIVER_CONTAINER);
 }
 
+/* Whether cfg's selector selects pod, as the webhook's is_selected reads it. */
+static bool pod_selected(const webhook_settings_t *cfg, json_t *pod)
+{
+        const char *value;
+        json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+        if (jsonx_string(labels, cfg->selector_key, &value) < 0)
+                return false;
+        return settings_selects_any_value(cfg) || strcmp(value, cfg->selector_value) == 0;
+}
+
+static bool has_driver_in(json_t *spec, const char *list)
+{
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(spec, list), i, c) {
+                const char *name = NULL;
+                if (jsonx_string(c, "name", &name) == 0 &&
+                    strcmp(name, SHAPE_DRIVER_CONTAINER) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* What of hangar's a pod carries: "driver" (a container named
+ * hangar-driver, regular or init), "record" (the injected annotation), or
+ * NULL for neither. */
+static const char *hangar_part(json_t *pod)
+{
+        json_t *spec = json_object_get(pod, "spec");
+        if (has_driver_in(spec, "containers") || has_driver_in(spec, "initContainers"))
+                return "driver";
+        const char *status = pod_annotation(pod, SHAPE_ANNOTATION_STATUS);
+        if (status && strcmp(status, SHAPE_STATUS_INJECTED) == 0)
+                return "record";
+        return NULL;
+}
+
+/* A copy of a sandbox pod without the selector's label (kubectl get -o
+ * yaml, the label dropped, created again): in shape, the guard's CREATE
+ * check lets it in, and nothing that selects by the label (injection, the
+ * chart's scope policy, the audit before this) counts it. */
+static void judge_copy(const webhook_settings_t *cfg, const char *part, audit_verdict_t *v)
+{
+        char selector[320];
+        if (settings_selects_any_value(cfg))
+                (void)snprintf(selector, sizeof(selector), "%s", cfg->selector_key);
+        else
+                (void)snprintf(selector, sizeof(selector), "%s=%s", cfg->selector_key,
+                               cfg->selector_value);
+        if (strcmp(part, "driver") == 0)
+                set_verdict(v, AUDIT_UNLABELLED, "driver-without-label",
+                            "carries a container named %s but not the label %s: a copy of a "
+                            "sandbox pod, which the webhook does not select (never injected "
+                            "again, not a sandbox pod to the label's scope policy, the probe "
+                            "or a label-based audit); delete it, or recreate it from its "
+                            "template with the label",
+                            SHAPE_DRIVER_CONTAINER, selector);
+        else
+                set_verdict(v, AUDIT_UNLABELLED, "record-without-label",
+                            "carries the %s: %s record but not the label %s: a copy of a "
+                            "sandbox pod, which the webhook does not select; delete it, or "
+                            "recreate it from its template with the label",
+                            SHAPE_ANNOTATION_STATUS, SHAPE_STATUS_INJECTED, selector);
+}
+
+/* An injected pod whose driver the kubelet cannot start (or that exited
+ * with a message) is driver-failed, whatever its shape: it does not work. */
+static void judge_driver_start(json_t *pod, audit_verdict_t *v)
+{
+        driver_start_t ds;
+        if (driver_start_failed(pod, &ds) != 1)
+                return;
+        set_verdict(v, AUDIT_DRIVER_FAILED, ds.reason, "%s cannot start (%s): %s; %s",
+                    SHAPE_DRIVER_CONTAINER, ds.reason, ds.message, ds.advice);
+}
+
 int audit_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
               audit_verdict_t *ret)
 {
         *ret = (audit_verdict_t){0};
         if (!json_is_object(pod)) {
                 set_verdict(ret, AUDIT_DENIED, "invalid-pod", "not a pod object");
+                return 0;
+        }
+        const char *part = hangar_part(pod);
+        if (part && !pod_selected(cfg, pod)) {
+                judge_copy(cfg, part, ret);
                 return 0;
         }
         const char *status = pod_annotation(pod, SHAPE_ANNOTATION_STATUS);
@@ -177,6 +268,8 @@ int audit_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_
                 break;
         }
         mutate_result_free(&res);
+        if (ret->state == AUDIT_CURRENT || ret->state == AUDIT_STALE)
+                judge_driver_start(pod, ret);
         return 0;
 }
 
@@ -374,10 +467,15 @@ static int judge(audit_run_ctx_t *a, json_t *pod, hg_error_t *err)
         (void)jsonx_string(meta, "namespace", &ns);
         (void)jsonx_string(meta, "name", &name);
         audit_verdict_t v;
+        /* Every pod is listed; only sandbox pods and copies of them are
+         * judged. A copy is one whatever its namespace (audit_pod). */
+        bool selected = pod_selected(a->cfg, pod);
+        if (!selected && !hangar_part(pod))
+                return 0;
+        int r = selected ? namespace_guarded(a, ns, &v, err) : 1;
         /* Out of the webhooks' sight first: whatever its shape, nothing
          * guards such a pod. */
-        int r = namespace_guarded(a, ns, &v, err);
-        if (r > 0 && a->webhook) {
+        if (r > 0 && selected && a->webhook) {
                 r = selector_matches(json_object_get(a->webhook, "objectSelector"),
                                      json_object_get(meta, "labels"), err);
                 if (r == 0)
@@ -402,14 +500,12 @@ static int judge(audit_run_ctx_t *a, json_t *pod, hg_error_t *err)
 
 /* One page of pods from the collection at base; *ret_next gets the continue
  * token ("" when this was the last page). */
-static int list_page(audit_run_ctx_t *a, const char *base, const char *selector, const char *cont,
-                     unsigned *limit, json_t **ret_items, char **ret_next, hg_error_t *err)
+static int list_page(audit_run_ctx_t *a, const char *base, const char *cont, unsigned *limit,
+                     json_t **ret_items, char **ret_next, hg_error_t *err)
 {
         for (;;) {
                 _cleanup_strbuf_ strbuf_t path = {0};
-                if (strbuf_printf(&path, "%s?labelSelector=", base) < 0 ||
-                    url_escape(&path, selector) < 0 ||
-                    strbuf_printf(&path, "&limit=%u", *limit) < 0)
+                if (strbuf_printf(&path, "%s?limit=%u", base, *limit) < 0)
                         return -ENOMEM;
                 if (cont[0] &&
                     (strbuf_printf(&path, "&continue=") < 0 || url_escape(&path, cont) < 0))
@@ -567,7 +663,7 @@ int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out
         do {
                 _cleanup_json_ json_t *items = NULL;
                 char *next = NULL;
-                r = list_page(&a, base.data, selector.data, cont, &limit, &items, &next, err);
+                r = list_page(&a, base.data, cont, &limit, &items, &next, err);
                 if (r < 0)
                         goto out;
                 free(cont);
@@ -610,7 +706,9 @@ int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out
         }
         r = 0;
         for (audit_state_t s = 0; s < AUDIT_STATE_COUNT; s++)
-                if (audit_state_needs_action(s) && a.counts[s])
+                if (a.counts[s] && audit_state_broken(s))
+                        r = AUDIT_FOUND_BROKEN;
+                else if (a.counts[s] && audit_state_needs_action(s) && r == 0)
                         r = 1;
 out:
         shape_values_free(values);

@@ -13,6 +13,9 @@
  *     still change it: injected by another configuration (stale);
  *   - it would refuse the pod now (denied), or skip it (skipped: privileged,
  *     host namespaces; the webhook's current answer, so not a problem);
+ *   - it is injected but its hangar-driver cannot start, or started and
+ *     exited with a message (driver-failed: the kubelet's reason and the
+ *     runtime's words from the pod's status, driverstart.c);
  *   - it lives where the webhooks are never called (unguarded): a
  *     namespace that has not opted in (the scope label, the chart's
  *     scope.namespaceLabel) or, given the webhook configuration, one its
@@ -20,6 +23,10 @@
  *     port-forwards, updates or ephemeral containers, and the scope policy
  *     would refuse it at creation now; it is reported whatever its shape;
  *   - otherwise the pod is current.
+ * A pod the selector does not select but that carries hangar-driver or
+ * hangar's `injected` record is a copy of a sandbox pod without its label
+ * (unlabelled): the webhook and the guard's selection never see it as a
+ * sandbox pod, so it is listed whatever its shape.
  * One judgement with the webhook: nothing here decides a shape itself.
  *
  * test-injection (the chart's `helm test` hook) creates a sandbox pod with
@@ -41,6 +48,8 @@ typedef enum audit_state {
         AUDIT_STALE,
         AUDIT_DENIED,
         AUDIT_UNGUARDED,
+        AUDIT_DRIVER_FAILED,
+        AUDIT_UNLABELLED,
         AUDIT_SKIPPED,
         AUDIT_EXCLUDED,
         AUDIT_CURRENT,
@@ -58,11 +67,19 @@ typedef struct audit_verdict {
 
 const char *audit_state_name(audit_state_t state);
 /* Whether a pod in this state needs an admin (recreate it, or opt its
- * namespace in): not injected, stale, denied or unguarded. */
+ * namespace in): not injected, stale, denied, unguarded, driver-failed or
+ * unlabelled. */
 bool audit_state_needs_action(audit_state_t state);
 
+/* Whether a pod in this state is broken now rather than out of date: its
+ * driver cannot start, or it is a copy no selection sees (driver-failed,
+ * unlabelled). audit_run's AUDIT_FOUND_BROKEN. */
+bool audit_state_broken(audit_state_t state);
+
 /* Judges one stored pod (left unchanged) against cfg with the webhook's
- * decision; cfg->driver_sidecar must be true. 0, or -ENOMEM. */
+ * decision and, for a pod injected, its driver's start; cfg->driver_sidecar
+ * must be true. A pod cfg does not select is judged too (excluded, or
+ * unlabelled when it carries hangar's parts). 0, or -ENOMEM. */
 int audit_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,
               audit_verdict_t *ret);
 
@@ -86,9 +103,14 @@ typedef struct audit_options {
         const char *scope_value;
 } audit_options_t;
 
-/* Lists the sandbox pods (cfg's selector) and judges each; writes a table or
- * JSON to out. Returns 1 when a pod needs action, 0 when none does, <0 with
- * err set when the audit could not finish. */
+/* audit_run's result when a pod is broken (audit_state_broken). */
+#define AUDIT_FOUND_BROKEN 2
+
+/* Lists the pods (all of them: a copy without the selector's label is
+ * found only so), judges the sandbox pods (cfg's selector) and the copies,
+ * and writes a table or JSON to out. Returns AUDIT_FOUND_BROKEN when a pod
+ * is broken, else 1 when a pod needs action, 0 when none does, <0 with err
+ * set when the audit could not finish. */
 int audit_run(const webhook_settings_t *cfg, const audit_options_t *o, FILE *out, hg_error_t *err);
 
 /* Creates a sandbox pod in ns with dryRun=All (image: its agent

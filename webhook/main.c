@@ -608,6 +608,9 @@ static int cmd_config(int argc, char **argv)
 
 /* audit's exit status when it could not finish (1 is "pods need action"). */
 #define EXIT_AUDIT_ERROR 3
+/* audit's exit status when a pod is broken now: its hangar-driver cannot
+ * start, or a copy carries hangar's parts without the selector's label. */
+#define EXIT_AUDIT_BROKEN 4
 
 static int cmd_audit(int argc, char **argv)
 {
@@ -710,7 +713,7 @@ static int cmd_audit(int argc, char **argv)
                 (void)fail("audit", r == -ENOMEM && !err.code ? strerror(ENOMEM) : err.message);
                 return EXIT_AUDIT_ERROR;
         }
-        return r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return r == AUDIT_FOUND_BROKEN ? EXIT_AUDIT_BROKEN : r == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 static int cmd_test_injection(int argc, char **argv)

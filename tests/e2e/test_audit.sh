@@ -4,10 +4,12 @@
 # annotation or a container of hangar's name, large enough that a page of
 # them is refused whole), pods injected under an older configuration and
 # under the current one, labelled pods in a namespace that has not opted in
-# or that the webhook configuration leaves out (unguarded), a namespace
-# unlabelled under its running sandbox pods, and the audit's failures (no
-# access, no such webhook configuration, a bad kubeconfig, a bad --scope),
-# each with its exit status.
+# or that the webhook configuration leaves out (unguarded), copies carrying
+# hangar-driver or hangar's record without the selector's label (unlabelled,
+# exit 4), a namespace unlabelled under its running sandbox pods, and the
+# audit's failures (no access, no such webhook configuration, a bad
+# kubeconfig, a bad --scope), each with its exit status. (A driver that
+# cannot start needs a kubelet: node_agent_sandbox.)
 # usage: test_audit.sh HANGAR_WEBHOOK TOOLS_BIN
 WEBHOOK=$(realpath "$1")
 TOOLS_BIN=$(realpath "$2")
@@ -32,6 +34,7 @@ pod() { # NAMESPACE NAME [EXTRA_JSON merged into the pod]
                         securityContext: {runAsUser: 1000, runAsGroup: 1000}}]}} * $extra'
 }
 create() { pod "$@" | kubectl create -f - >/dev/null 2>>create.err || t_fail "create $1/$2: $(tail -n 3 create.err)"; }
+logged_create() { kubectl create -f "$1" >>create.err 2>&1; }
 
 # ---- before the webhook exists -------------------------------------------------
 create sbx before-plain
@@ -43,6 +46,12 @@ create sbx no-agent '{"spec":{"containers":[{"name":"worker","image":"registry.e
 create hangar-system own-ns
 create kube-system sys-ns
 pod sbx unlabelled | jq 'del(.metadata.labels)' | kubectl create -f - >/dev/null
+# Copies of sandbox pods without the label: one with a container named
+# hangar-driver, one with only hangar's record, in a namespace not opted in.
+pod sbx copy-driver '{"spec":{"containers":[{"name":"sandbox","image":"registry.example/agent-env:1"},{"name":"hangar-driver","image":"registry.example/agent-env:1"}]}}' |
+        jq 'del(.metadata.labels)' | kubectl create -f - >/dev/null
+pod other copy-record '{"metadata":{"annotations":{"hangar.dev/driver-sidecar":"injected"}}}' |
+        jq 'del(.metadata.labels)' | kubectl create -f - >/dev/null
 # Nine pods of about 1 MiB each (a 1 MiB argument): a page of all of them
 # (9 MiB) is more than the client takes in one answer (8 MiB), so the audit
 # must ask for smaller pages and still see every one.
@@ -94,6 +103,12 @@ create sbx new-1
 t_eq "new-1 stored with the current driver" '["hangar-driver","serve"]' \
         "$(kubectl get pod -n sbx new-1 -o json | jq -c '.spec.containers[1].command')"
 
+# A copy of new-1 as `kubectl get -o json` gives it, its label taken off:
+# in shape, so the guard's CREATE check lets it in; only the audit finds it.
+kubectl get pod -n sbx new-1 -o json | jq '.metadata |= {name: "copy-new", namespace, annotations,
+        labels: (.labels | del(."hangar.dev/sandbox"))} | del(.status)' >copy-new.json
+t_check "a copy of new-1 without the label is admitted now" logged_create copy-new.json
+
 # ---- the audit ----------------------------------------------------------------------
 audit() { # OUTPUT_FILE ARGS...: runs the audit, prints its exit status
         local out=$1
@@ -101,7 +116,7 @@ audit() { # OUTPUT_FILE ARGS...: runs the audit, prints its exit status
         "$WEBHOOK" audit --kubeconfig "$KUBECONFIG" "$@" >"$out" 2>"$out.err"
         echo $?
 }
-t_eq "audit -A (current configuration) exits 1: pods need action" 1 "$(audit all.json --config new.yaml -A -o json)"
+t_eq "audit -A (current configuration) exits 4: copies without the label" 4 "$(audit all.json --config new.yaml -A -o json)"
 state() { jq -r --arg ns "$1" --arg n "$2" '.pods[] | select(.namespace == $ns and .name == $n) | "\(.state) \(.code)"' all.json; }
 t_eq "before-plain: not injected, never reviewed" "not-injected never-reviewed" "$(state sbx before-plain)"
 t_eq "before-heavy: the webhook would skip it now too (privileged)" "skipped privileged-container" "$(state sbx before-heavy)"
@@ -120,20 +135,26 @@ t_eq "sys-ns (kube-system, not opted in): unguarded" \
         "unguarded namespace-not-opted-in" "$(state kube-system sys-ns)"
 t_check "... the reason says how to opt in" \
         bash -c "jq -e '.pods[] | select(.name == \"own-ns\") | .reason | test(\"kubectl label namespace hangar-system hangar.dev/injection=enabled\")' all.json >/dev/null"
-t_eq "--scope all (the chart's scope.mode all): own-ns not injected, never reviewed" 1 \
+t_eq "--scope all (the chart's scope.mode all): exits 4 (the copies)" 4 \
         "$(audit scopeall.json --config new.yaml -A -o json --scope all)"
 t_eq "... own-ns not injected" "not-injected never-reviewed" \
         "$(jq -r '.pods[] | select(.name == "own-ns") | "\(.state) \(.code)"' scopeall.json)"
 t_eq "unlabelled pods are not sandbox pods: not listed" "" "$(state sbx unlabelled)"
+t_eq "copy-driver (hangar-driver, no label): unlabelled" "unlabelled driver-without-label" "$(state sbx copy-driver)"
+t_eq "copy-new (new-1 copied without its label): unlabelled" "unlabelled driver-without-label" "$(state sbx copy-new)"
+t_eq "copy-record (the injected record, no label, a namespace not opted in): unlabelled" \
+        "unlabelled record-without-label" "$(state other copy-record)"
+t_check "... the reason names the label it lacks" \
+        bash -c "jq -e '.pods[] | select(.name == \"copy-driver\") | .reason | test(\"not the label hangar.dev/sandbox=true\")' all.json >/dev/null"
 t_eq "all nine 1 MiB pods judged (pages refused whole were asked again smaller)" 9 \
         "$(jq '[.pods[] | select(.name | startswith("big-")) | select(.state == "not-injected")] | length' all.json)"
-t_eq "counts add up (20 sandbox pods)" 20 "$(jq '[.counts[]] | add' all.json)"
+t_eq "counts add up (20 sandbox pods, 3 copies)" "23 3" "$(jq -r '"\([.counts[]] | add) \(.counts.unlabelled)"' all.json)"
 t_eq "nothing on stderr but nothing wrong" "" "$(cat all.json.err)"
 
 # The release's namespace opted in by mistake: the webhooks still never see
 # it (the chart's namespaceSelector leaves it out whatever its labels).
 kubectl label namespace hangar-system hangar.dev/injection=enabled >/dev/null
-t_eq "with the webhook configuration: exits 1" 1 \
+t_eq "with the webhook configuration: exits 4 (the copies)" 4 \
         "$(audit wc.json --config new.yaml -A -o json --webhook-configuration "$MWC")"
 state() { jq -r --arg ns "$1" --arg n "$2" '.pods[] | select(.namespace == $ns and .name == $n) | "\(.state) \(.code)"' wc.json; }
 t_eq "own-ns, its namespace labelled: unguarded (the release namespace is never sent)" \
@@ -142,23 +163,23 @@ t_eq "sys-ns: unguarded (not opted in)" "unguarded namespace-not-opted-in" "$(st
 kubectl label namespace hangar-system hangar.dev/injection- >/dev/null
 t_eq "before-plain still not injected" "not-injected never-reviewed" "$(state sbx before-plain)"
 
-t_eq "with the older configuration: exits 1" 1 "$(audit oldcfg.json --config old.yaml -n sbx -o json)"
+t_eq "with the older configuration: exits 4" 4 "$(audit oldcfg.json --config old.yaml -n sbx -o json)"
 state() { jq -r --arg n "$1" '.pods[] | select(.name == $n) | "\(.state) \(.code)"' oldcfg.json; }
 t_eq "older configuration: old-1 current" "current already-injected" "$(state old-1)"
 t_eq "older configuration: new-1 stale" "stale shape" "$(state new-1)"
 t_eq "-n sbx: only that namespace" sbx "$(jq -r '[.pods[].namespace] | unique | join(",")' oldcfg.json)"
 
-t_eq "table output exits 1" 1 "$(audit table.txt --config new.yaml -n sbx)"
+t_eq "table output exits 4" 4 "$(audit table.txt --config new.yaml -n sbx)"
 t_check "table: a header and one line per pod needing action" \
-        bash -c "head -n1 table.txt | grep -q '^NAMESPACE *NAME *STATE *CODE *REASON' && [ \$(grep -c '^sbx ' table.txt) = 15 ]"
+        bash -c "head -n1 table.txt | grep -q '^NAMESPACE *NAME *STATE *CODE *REASON' && [ \$(grep -c '^sbx ' table.txt) = 17 ]"
 t_check "table: current and skipped pods left out without --all" bash -c "! grep -Eq '^sbx +(new-1|before-heavy|old-heavy) ' table.txt"
-t_check "table: a summary line" grep -q '^18 sandbox pods: 11 not-injected, 2 stale, 2 denied, 0 unguarded, 2 skipped, 0 excluded, 1 current$' table.txt
+t_check "table: a summary line" grep -q '^20 sandbox pods: 11 not-injected, 2 stale, 2 denied, 0 unguarded, 0 driver-failed, 2 unlabelled, 2 skipped, 0 excluded, 1 current$' table.txt
 audit tableall.txt --config new.yaml -n sbx --all >/dev/null
 t_check "--all lists the current pod too" grep -Eq '^sbx +new-1 +current ' tableall.txt
 
 # Recreate what needs it (what an admin does after the audit): the audit then passes.
 mapfile -t bigs < <(printf 'big-%s\n' $(seq 1 9))
-kubectl delete pod -n sbx --wait=false before-plain forged fake-driver forged-driver no-agent old-1 "${bigs[@]}" >/dev/null
+kubectl delete pod -n sbx --wait=false before-plain forged fake-driver forged-driver no-agent old-1 copy-driver copy-new "${bigs[@]}" >/dev/null
 t_check "pods deleted" t_wait_for "[ \$(kubectl get pods -n sbx -o name | wc -l) = 4 ]" 30
 create sbx before-plain
 t_eq "after recreating: the audit of sbx exits 0" 0 "$(audit clean.txt --config new.yaml -n sbx)"

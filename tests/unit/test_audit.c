@@ -174,6 +174,161 @@ START_TEST(skipped_and_denied)
 }
 END_TEST
 
+/* status.containerStatuses as the kubelet writes them for hangar-driver
+ * (the waiting message is gVisor's, as the node saw it for an image without
+ * hangar's binaries). */
+static void set_driver_status(json_t *pod, const char *list, const char *status_json)
+{
+        json_t *st = unit_json(status_json);
+        ck_assert_int_eq(json_object_set_new(st, "name", json_string("hangar-driver")), 0);
+        json_t *status = json_pack("{s:[o]}", list, st);
+        ck_assert_ptr_nonnull(status);
+        ck_assert_int_eq(json_object_set_new(pod, "status", status), 0);
+}
+
+#define GVISOR_NOT_FOUND                                                                      \
+        "failed to start containerd task \\\"hangar-driver\\\": OCI runtime start failed: "   \
+        "starting container: starting sub-container [hangar-driver serve]: error finding "    \
+        "executable \\\"hangar-driver\\\" in PATH [/usr/local/sbin /usr/local/bin]: no such " \
+        "file or directory"
+
+START_TEST(driver_that_cannot_start)
+{
+        _unit_json_ json_t *pod = sandbox_pod(NULL, NULL);
+        inject_with(&cfg, pod);
+        set_driver_status(pod, "containerStatuses",
+                          "{\"ready\": false, \"restartCount\": 3, \"state\": {\"waiting\": "
+                          "{\"reason\": \"RunContainerError\", \"message\": \"" GVISOR_NOT_FOUND
+                          "\"}}}");
+        audit_verdict_t v = judge(pod);
+        ck_assert_int_eq(v.state, AUDIT_DRIVER_FAILED);
+        ck_assert_str_eq(audit_state_name(v.state), "driver-failed");
+        ck_assert_str_eq(v.code, "RunContainerError");
+        ck_assert_msg(strstr(v.reason, "error finding executable \"hangar-driver\""), "%s",
+                      v.reason);
+        ck_assert_msg(strstr(v.reason, "lacks hangar's binaries"), "%s", v.reason);
+        ck_assert(audit_state_needs_action(v.state));
+        ck_assert(audit_state_broken(v.state));
+
+        /* Started and exited: the termination message and the exit, on one
+         * line, while the kubelet backs off. */
+        set_driver_status(pod, "containerStatuses",
+                          "{\"state\": {\"waiting\": {\"reason\": \"CrashLoopBackOff\", "
+                          "\"message\": \"back-off 20s restarting failed container\"}}, "
+                          "\"lastState\": {\"terminated\": {\"exitCode\": 2, \"reason\": "
+                          "\"Error\", \"message\": \"hangar-driver serve: hangar-ctl\\nis "
+                          "missing\"}}}");
+        v = judge(pod);
+        ck_assert_str_eq(v.code, "CrashLoopBackOff");
+        ck_assert_msg(strstr(v.reason, "last exit 2 (Error): hangar-driver serve: hangar-ctl is "
+                                       "missing"),
+                      "%s", v.reason);
+        ck_assert_msg(strstr(v.reason, "termination message"), "%s", v.reason);
+
+        /* The image cannot be pulled. */
+        set_driver_status(pod, "containerStatuses",
+                          "{\"state\": {\"waiting\": {\"reason\": \"ImagePullBackOff\", "
+                          "\"message\": \"Back-off pulling image\"}}}");
+        v = judge(pod);
+        ck_assert_str_eq(v.code, "ImagePullBackOff");
+        ck_assert_msg(strstr(v.reason, "cannot be pulled"), "%s", v.reason);
+
+        /* Stopped for good with a message (restartPolicy Never). */
+        set_driver_status(pod, "containerStatuses",
+                          "{\"state\": {\"terminated\": {\"exitCode\": 0, \"reason\": "
+                          "\"Completed\", \"message\": \"hangar-home is not writable\"}}}");
+        v = judge(pod);
+        ck_assert_int_eq(v.state, AUDIT_DRIVER_FAILED);
+        ck_assert_str_eq(v.code, "Completed");
+
+        /* A native sidecar's status is among the init containers'. */
+        set_driver_status(pod, "initContainerStatuses",
+                          "{\"state\": {\"waiting\": {\"reason\": \"CreateContainerError\"}}}");
+        v = judge(pod);
+        ck_assert_str_eq(v.code, "CreateContainerError");
+        ck_assert_msg(strstr(v.reason, "no message from the kubelet"), "%s", v.reason);
+}
+END_TEST
+
+START_TEST(driver_starting_or_running_is_not_a_failure)
+{
+        _unit_json_ json_t *pod = sandbox_pod(NULL, NULL);
+        inject_with(&cfg, pod);
+        const char *fine[] = {
+            "{\"state\": {\"waiting\": {\"reason\": \"ContainerCreating\"}}}",
+            "{\"state\": {\"waiting\": {\"reason\": \"PodInitializing\"}}}",
+            "{\"state\": {\"running\": {\"startedAt\": \"2026-12-07T15:00:00Z\"}}, \"lastState\": "
+            "{\"terminated\": {\"exitCode\": 1, \"message\": \"an earlier start\"}}}",
+            "{\"state\": {\"terminated\": {\"exitCode\": 0, \"reason\": \"Completed\"}}}",
+            "{\"state\": 7}",
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(fine); i++) {
+                set_driver_status(pod, "containerStatuses", fine[i]);
+                audit_verdict_t v = judge(pod);
+                ck_assert_msg(v.state == AUDIT_CURRENT, "case %zu: %s %s", i,
+                              audit_state_name(v.state), v.reason);
+        }
+        /* A pod on its way out stops its driver: not a failed start. */
+        set_driver_status(pod, "containerStatuses",
+                          "{\"state\": {\"waiting\": {\"reason\": \"RunContainerError\"}}}");
+        json_t *meta = json_object_get(pod, "metadata");
+        ck_assert_int_eq(
+            json_object_set_new(meta, "deletionTimestamp", json_string("2026-12-07T15:00:00Z")), 0);
+        ck_assert_int_eq(judge(pod).state, AUDIT_CURRENT);
+}
+END_TEST
+
+START_TEST(copies_without_the_label)
+{
+        /* An injected pod copied without the selector's label. */
+        _unit_json_ json_t *pod = sandbox_pod(NULL, NULL);
+        inject_with(&cfg, pod);
+        json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+        ck_assert_int_eq(json_object_del(labels, "hangar.dev/sandbox"), 0);
+        audit_verdict_t v = judge(pod);
+        ck_assert_int_eq(v.state, AUDIT_UNLABELLED);
+        ck_assert_str_eq(audit_state_name(v.state), "unlabelled");
+        ck_assert_str_eq(v.code, "driver-without-label");
+        ck_assert_msg(strstr(v.reason, "hangar.dev/sandbox=true"), "%s", v.reason);
+        ck_assert(audit_state_broken(v.state));
+
+        /* Another value than the selector's is no selection either. */
+        ck_assert_int_eq(json_object_set_new(labels, "hangar.dev/sandbox", json_string("no")), 0);
+        ck_assert_int_eq(judge(pod).state, AUDIT_UNLABELLED);
+
+        /* Only the record (the driver dropped too). */
+        _unit_json_ json_t *record =
+            sandbox_pod("{\"hangar.dev/driver-sidecar\": \"injected\"}", NULL);
+        ck_assert_int_eq(
+            json_object_del(json_object_get(json_object_get(record, "metadata"), "labels"),
+                            "hangar.dev/sandbox"),
+            0);
+        v = judge(record);
+        ck_assert_int_eq(v.state, AUDIT_UNLABELLED);
+        ck_assert_str_eq(v.code, "record-without-label");
+
+        /* The driver as an init container (a native sidecar's copy). */
+        _unit_json_ json_t *init = unit_json(
+            "{\"metadata\": {}, \"spec\": {\"initContainers\": [{\"name\": \"hangar-driver\", "
+            "\"image\": \"img:1\"}], \"containers\": [{\"name\": \"sandbox\", \"image\": "
+            "\"img:1\"}]}}");
+        ck_assert_str_eq(judge(init).code, "driver-without-label");
+
+        /* With selector.operator Exists any value selects. */
+        ck_assert_int_eq(json_object_set_new(labels, "hangar.dev/sandbox", json_string("x")), 0);
+        free(cfg.selector_operator);
+        cfg.selector_operator = strdup("Exists");
+        ck_assert_ptr_nonnull(cfg.selector_operator);
+        ck_assert_int_ne(judge(pod).state, AUDIT_UNLABELLED);
+
+        /* A skipped record is no copy of a sandbox pod. */
+        _unit_json_ json_t *skipped = unit_json(
+            "{\"metadata\": {\"annotations\": {\"hangar.dev/driver-sidecar\": \"skipped\"}}, "
+            "\"spec\": {\"containers\": [{\"name\": \"sandbox\", \"image\": \"img:1\"}]}}");
+        ck_assert_int_eq(judge(skipped).state, AUDIT_EXCLUDED);
+}
+END_TEST
+
 START_TEST(state_names)
 {
         for (audit_state_t s = 0; s < AUDIT_STATE_COUNT; s++)
@@ -200,6 +355,9 @@ static Suite *audit_suite(void)
         tcase_add_test(tc, older_configuration_is_stale);
         tcase_add_test(tc, token_removed_now_is_stale);
         tcase_add_test(tc, skipped_and_denied);
+        tcase_add_test(tc, driver_that_cannot_start);
+        tcase_add_test(tc, driver_starting_or_running_is_not_a_failure);
+        tcase_add_test(tc, copies_without_the_label);
         tcase_add_test(tc, state_names);
         suite_add_tcase(s, tc);
         return s;
