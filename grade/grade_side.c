@@ -266,37 +266,48 @@ typedef struct run_result {
         size_t report_len;
 } run_result_t;
 
-/* The grader: its own process group, stdin /dev/null, the report on
- * descriptor 3 (a pipe: HANGAR_GRADE_REPORT=/dev/fd/3 opens it), stdout
- * and stderr the exec's, the environment built here, the timeout. */
-static int run_grader(const grade_go_t *go, const char *path, run_result_t *ret, hg_error_t *err)
+/* The grader's environment, built here: nothing of the exec's. */
+typedef struct grader_env {
+        char *path, *home, *tests;
+        char *envp[9];
+} grader_env_t;
+
+static void grader_env_free(grader_env_t *e)
 {
-        char home[] = "/tmp/hangar-grade-XXXXXX";
-        if (!mkdtemp(home))
-                return error_set(err, -errno, "mkdtemp: %s", strerror(errno));
-        _cleanup_free_ char *prog = resolve(go->argv[0], path);
-        char *env_path = NULL, *env_home = NULL, *env_tests = NULL;
-        if (asprintf(&env_path, "PATH=%s", path) < 0 || asprintf(&env_home, "HOME=%s", home) < 0 ||
-            asprintf(&env_tests, "HANGAR_GRADE_TESTS=%s", go->tests) < 0)
-                return error_set(err, -ENOMEM, "out of memory");
-        char *envp[] = {env_path,
-                        env_home,
+        free(e->path);
+        free(e->home);
+        free(e->tests);
+        *e = (grader_env_t){0};
+}
+
+static int grader_env_init(grader_env_t *e, const char *path, const char *home, const char *tests)
+{
+        *e = (grader_env_t){0};
+        if (asprintf(&e->path, "PATH=%s", path) < 0 || asprintf(&e->home, "HOME=%s", home) < 0 ||
+            asprintf(&e->tests, "HANGAR_GRADE_TESTS=%s", tests) < 0)
+                return -ENOMEM;
+        char *envp[] = {e->path,
+                        e->home,
                         "LANG=C.UTF-8",
                         "LC_ALL=C.UTF-8",
                         "TERM=dumb",
-                        env_tests,
+                        e->tests,
                         "HANGAR_GRADE_REPORT=/dev/fd/3",
                         "PYTHONNOUSERSITE=1",
                         NULL};
-        int pfd[2];
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return error_set(err, -errno, "pipe: %s", strerror(errno));
+        memcpy(e->envp, envp, sizeof(envp));
+        return 0;
+}
+
+/* The grader: its own process group, stdin /dev/null, the report on
+ * descriptor 3 (the pipe's write end), stdout and stderr the exec's. */
+static int spawn_grader(const grade_go_t *go, const char *prog, char *const envp[], int report_w,
+                        pid_t *ret_pid, hg_error_t *err)
+{
         int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         pid_t pid = devnull < 0 ? -1 : fork();
         if (pid < 0) {
                 int e = errno;
-                (void)close(pfd[0]);
-                (void)close(pfd[1]);
                 if (devnull >= 0)
                         (void)close(devnull);
                 return error_set(err, -e, "fork: %s", strerror(e));
@@ -305,7 +316,7 @@ static int run_grader(const grade_go_t *go, const char *path, run_result_t *ret,
                 (void)setpgid(0, 0);
                 (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
                 umask(022);
-                if (chdir(go->cwd) < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(pfd[1], 3) < 0)
+                if (chdir(go->cwd) < 0 || dup2(devnull, STDIN_FILENO) < 0 || dup2(report_w, 3) < 0)
                         _exit(127);
                 for (int fd = 4; fd < 1024; fd++)
                         (void)close(fd);
@@ -316,125 +327,154 @@ static int run_grader(const grade_go_t *go, const char *path, run_result_t *ret,
                 _exit(127);
         }
         (void)setpgid(pid, pid);
-        (void)close(pfd[1]);
         (void)close(devnull);
-        free(env_path);
-        free(env_home);
-        free(env_tests);
-        size_t cap = (size_t)go->report_max + 1;
-        char *rep = malloc(cap);
-        size_t len = 0;
-        int rfd = pfd[0];
-        int64_t deadline = conn_now_ms() + (int64_t)go->timeout_s * 1000;
-        int status = 0;
-        bool exited = false, timed_out = false;
-        while (!exited) {
-                struct pollfd p = {.fd = rfd, .events = POLLIN};
+        *ret_pid = pid;
+        return 0;
+}
+
+/* The report as it comes, at most cap bytes kept (the rest read and
+ * dropped). */
+static void report_take(run_result_t *res, size_t cap, const char *buf, size_t k)
+{
+        if (!res->report)
+                return;
+        size_t take = k < cap - res->report_len ? k : cap - res->report_len;
+        memcpy(res->report + res->report_len, buf, take);
+        res->report_len += take;
+}
+
+/* Until the grader exits or the timeout: its report read as it comes.
+ * *ret_status: its wait status; true if it ran out of time (killed). */
+static bool await_grader(pid_t pid, int *rfd, int64_t deadline, run_result_t *res, size_t cap,
+                         int *ret_status)
+{
+        for (;;) {
+                struct pollfd p = {.fd = *rfd, .events = POLLIN};
                 int64_t left = deadline - conn_now_ms();
                 if (left <= 0) {
-                        timed_out = true;
                         (void)kill(-pid, SIGKILL);
                         (void)kill(pid, SIGKILL);
-                        (void)waitpid(pid, &status, 0);
-                        break;
+                        (void)waitpid(pid, ret_status, 0);
+                        return true;
                 }
-                int n = poll(rfd >= 0 ? &p : NULL, rfd >= 0 ? 1 : 0, left > 50 ? 50 : (int)left);
-                if (n > 0 && rfd >= 0) {
+                int n = poll(*rfd >= 0 ? &p : NULL, *rfd >= 0 ? 1 : 0, left > 50 ? 50 : (int)left);
+                if (n > 0 && *rfd >= 0) {
                         char buf[4096];
-                        ssize_t k = read(rfd, buf, sizeof(buf));
-                        if (k > 0 && rep) {
-                                size_t take = (size_t)k < cap - len ? (size_t)k : cap - len;
-                                memcpy(rep + len, buf, take);
-                                len += take;
-                        } else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
-                                (void)close(rfd);
-                                rfd = -1;
+                        ssize_t k = read(*rfd, buf, sizeof(buf));
+                        if (k > 0)
+                                report_take(res, cap, buf, (size_t)k);
+                        else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) {
+                                (void)close(*rfd);
+                                *rfd = -1;
                         }
                 }
-                pid_t w = waitpid(pid, &status, WNOHANG);
-                exited = w == pid;
+                if (waitpid(pid, ret_status, WNOHANG) == pid)
+                        return false;
         }
+}
+
+/* The grader run: its end and its report (descriptor 3; a pipe that
+ * HANGAR_GRADE_REPORT=/dev/fd/3 opens), in a HOME of its own, within
+ * the go's timeout. */
+static int run_grader(const grade_go_t *go, const char *path, run_result_t *ret, hg_error_t *err)
+{
+        char home[] = "/tmp/hangar-grade-XXXXXX";
+        if (!mkdtemp(home))
+                return error_set(err, -errno, "mkdtemp: %s", strerror(errno));
+        _cleanup_free_ char *prog = resolve(go->argv[0], path);
+        grader_env_t env;
+        int pfd[2];
+        if (grader_env_init(&env, path, home, go->tests) < 0) {
+                grader_env_free(&env);
+                return error_set(err, -ENOMEM, "out of memory");
+        }
+        if (pipe2(pfd, O_CLOEXEC) < 0) {
+                grader_env_free(&env);
+                return error_set(err, -errno, "pipe: %s", strerror(errno));
+        }
+        pid_t pid = -1;
+        int r = spawn_grader(go, prog, env.envp, pfd[1], &pid, err);
+        (void)close(pfd[1]);
+        grader_env_free(&env);
+        if (r < 0) {
+                (void)close(pfd[0]);
+                return r;
+        }
+        size_t cap = (size_t)go->report_max + 1;
+        run_result_t res = {.report = malloc(cap)};
+        int rfd = pfd[0], status = 0;
+        int64_t deadline = conn_now_ms() + (int64_t)go->timeout_s * 1000;
+        bool timed_out = await_grader(pid, &rfd, deadline, &res, cap, &status);
         /* What the grader wrote before it ended, if its descendants keep
          * the pipe open: what is there now, no more waiting. */
         if (rfd >= 0) {
                 (void)fcntl(rfd, F_SETFL, O_NONBLOCK);
                 char buf[4096];
                 ssize_t k;
-                while (rep && (k = read(rfd, buf, sizeof(buf))) > 0) {
-                        size_t take = (size_t)k < cap - len ? (size_t)k : cap - len;
-                        memcpy(rep + len, buf, take);
-                        len += take;
-                }
+                while (res.report && (k = read(rfd, buf, sizeof(buf))) > 0)
+                        report_take(&res, cap, buf, (size_t)k);
                 (void)close(rfd);
         }
         (void)kill(-pid, SIGKILL); /* what the grader left in its group */
         (void)rmdir(home);
         if (timed_out)
-                ret->end = (frame_exit_t){FRAME_END_TIMEOUT, EXIT_TIMEOUT};
+                res.end = (frame_exit_t){FRAME_END_TIMEOUT, EXIT_TIMEOUT};
         else if (WIFSIGNALED(status))
-                ret->end = (frame_exit_t){FRAME_END_SIGNALED, (uint8_t)WTERMSIG(status)};
+                res.end = (frame_exit_t){FRAME_END_SIGNALED, (uint8_t)WTERMSIG(status)};
         else if (WEXITSTATUS(status) == 127 && !prog)
-                ret->end = (frame_exit_t){FRAME_END_NOT_STARTED, 127};
+                res.end = (frame_exit_t){FRAME_END_NOT_STARTED, 127};
         else
-                ret->end = (frame_exit_t){FRAME_END_EXITED, (uint8_t)WEXITSTATUS(status)};
-        ret->report = rep;
-        ret->report_len = len;
+                res.end = (frame_exit_t){FRAME_END_EXITED, (uint8_t)WEXITSTATUS(status)};
+        *ret = res;
         return 0;
 }
 
-int main(int argc, char **argv)
+typedef struct grade_args {
+        const char *config_path;
+        uint32_t sweep_ms, connect_timeout_s;
+} grade_args_t;
+
+/* 0, or 2 after the usage. */
+static int parse_args(int argc, char **argv, grade_args_t *a)
 {
         static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                              {"sweep-ms", required_argument, NULL, 's'},
                                              {"connect-timeout", required_argument, NULL, 't'},
                                              {NULL, 0, NULL, 0}};
-        const char *config_path = getenv("HANGAR_CONFIG");
-        uint32_t sweep_ms = 10000, connect_timeout_s = 120;
+        *a = (grade_args_t){
+            .config_path = getenv("HANGAR_CONFIG"), .sweep_ms = 10000, .connect_timeout_s = 120};
         int c;
-        while ((c = getopt_long(argc, argv, "c:s:t:", opts, NULL)) != -1) {
+        bool ok = true;
+        while (ok && (c = getopt_long(argc, argv, "c:s:t:", opts, NULL)) != -1) {
                 switch (c) {
                 case 'c':
-                        config_path = optarg;
+                        a->config_path = optarg;
                         break;
                 case 's':
-                        if (parse_u32(optarg, &sweep_ms) < 0 || sweep_ms == 0 ||
-                            sweep_ms > SWEEP_DEADLINE_MAX_MS) {
-                                fputs(usage, stderr);
-                                return 2;
-                        }
+                        ok = parse_u32(optarg, &a->sweep_ms) == 0 && a->sweep_ms > 0 &&
+                             a->sweep_ms <= SWEEP_DEADLINE_MAX_MS;
                         break;
                 case 't':
-                        if (parse_u32(optarg, &connect_timeout_s) < 0 || connect_timeout_s == 0 ||
-                            connect_timeout_s > 3600) {
-                                fputs(usage, stderr);
-                                return 2;
-                        }
+                        ok = parse_u32(optarg, &a->connect_timeout_s) == 0 &&
+                             a->connect_timeout_s > 0 && a->connect_timeout_s <= 3600;
                         break;
                 default:
-                        fputs(usage, stderr);
-                        return 2;
+                        ok = false;
+                        break;
                 }
         }
-        if (optind != argc) {
+        if (!ok || optind != argc) {
                 fputs(usage, stderr);
                 return 2;
         }
-        struct rlimit core;
-        harden_now();
-        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0 || getrlimit(RLIMIT_CORE, &core) < 0 ||
-            core.rlim_cur != 0)
-                return fail("cannot make itself non-dumpable");
-        (void)signal(SIGPIPE, SIG_IGN);
-        hg_error_t err = {0};
-        _cleanup_config_ hg_config_t cfg = {0};
-        if (config_load(&cfg, config_path, &err) < 0)
-                return fail("%s", err.message);
-        /* The tests will be in hangar-home: it must be the driver's
-         * read-only mount (common/agent/home.h), not a directory of the agent's. */
-        _cleanup_close_ int home_fd = -1;
-        if (home_open(cfg.home_path, &home_fd, &err) < 0)
-                return fail("%s", err.message);
+        return 0;
+}
 
+/* What the grader side finds before the ready line: the sweep (every
+ * other process of the agent's killed), PID 1, a tracer, the PATH it will
+ * give the grader (path, cap bytes), the preload. The findings, or NULL. */
+static json_t *gather_findings(uint32_t sweep_ms, char *path, size_t cap)
+{
         uint32_t reasons = 0;
         if (tracer_pid() != 0)
                 reasons |= GRADE_R_GRADER_TRACED;
@@ -448,19 +488,88 @@ int main(int argc, char **argv)
                 reasons |= GRADE_R_SWEEP_FAILED;
         if (!sweep_pid1_proven(sw.pid1))
                 reasons |= GRADE_R_PID1_OPEN;
-        char path[256];
-        clean_path(path, sizeof(path), &reasons);
+        clean_path(path, cap, &reasons);
         if (!preload_safe())
                 reasons |= GRADE_R_PRELOAD_WRITABLE;
         if (tracer_pid() != 0)
                 reasons |= GRADE_R_GRADER_TRACED;
+        return json_pack("{s:o, s:o}", "reasons", grade_reasons_json(reasons), "sweep",
+                         sweep_report_json(&sw));
+}
 
-        _cleanup_json_ json_t *findings = json_pack(
-            "{s:o, s:o}", "reasons", grade_reasons_json(reasons), "sweep", sweep_report_json(&sw));
+/* The driver's go (or no) for the findings sent on ctl. */
+static int await_go(conn_t *ctl, json_t *findings, int64_t deadline, grade_go_t *go,
+                    hg_error_t *err)
+{
+        if (send_json(ctl, FRAME_ASK, findings, deadline) < 0)
+                return error_set(err, -EIO, "cannot send the findings");
+        frame_t f;
+        int r = conn_next_until(ctl, &f, conn_now_ms() + 60000, err);
+        if (r < 0) {
+                (void)error_prefix(err, "no go from the driver: ");
+                return r;
+        }
+        if (r == 0 || f.type != FRAME_ANSWER)
+                return error_set(err, -EPROTO, "no go from the driver");
+        if ((r = grade_go_parse(f.payload, f.length, go, err)) < 0) {
+                (void)error_prefix(err, "the driver's go: ");
+                return r;
+        }
+        if (!go->go) {
+                r = error_set(err, -EPERM, "the driver said no: %s", go->reason);
+                grade_go_free(go);
+                return r;
+        }
+        return 0;
+}
+
+/* The grader's end and report to the driver; waits for its close. 0 if
+ * all was sent. */
+static int send_result(conn_t *ctl, const run_result_t *res)
+{
+        uint8_t ex[FRAME_EXIT_SIZE];
+        frame_exit_encode(&res->end, ex);
+        int64_t deadline = conn_now_ms() + 10000;
+        int r = conn_queue(ctl, FRAME_STDOUT, res->report, res->report_len, NULL, 0);
+        if (r == 0)
+                r = conn_queue(ctl, FRAME_EXIT, ex, sizeof(ex), NULL, 0);
+        if (r == 0)
+                r = conn_flush_until(ctl, deadline);
+        /* The driver closes once it has the end. */
+        frame_t f;
+        while (r == 0 && conn_next_until(ctl, &f, deadline, NULL) == 1)
+                ;
+        return r;
+}
+
+/* The order hangar keeps (docs/graders.md): hardened, swept, stdin still
+ * empty, ready, then the token; the driver's go, the tree, the grader,
+ * its result. */
+int main(int argc, char **argv)
+{
+        grade_args_t a;
+        if (parse_args(argc, argv, &a) != 0)
+                return 2;
+        struct rlimit core;
+        harden_now();
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0 || getrlimit(RLIMIT_CORE, &core) < 0 ||
+            core.rlim_cur != 0)
+                return fail("cannot make itself non-dumpable");
+        (void)signal(SIGPIPE, SIG_IGN);
+        hg_error_t err = {0};
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (config_load(&cfg, a.config_path, &err) < 0)
+                return fail("%s", err.message);
+        /* The tests will be in hangar-home: it must be the driver's
+         * read-only mount (common/agent/home.h), not a directory of the agent's. */
+        _cleanup_close_ int home_fd = -1;
+        if (home_open(cfg.home_path, &home_fd, &err) < 0)
+                return fail("%s", err.message);
+
+        char path[256];
+        _cleanup_json_ json_t *findings = gather_findings(a.sweep_ms, path, sizeof(path));
         if (!findings)
                 return fail("out of memory");
-        /* The order hangar keeps: swept, stdin still empty, ready, then the
-         * token (docs/graders.md). */
         if (stdin_is_empty() < 0)
                 return fail("bytes on stdin before the ready line: refusing them");
         _cleanup_json_ json_t *ready = json_pack("{s:s, s:b, s:O}", "grade", "ready", "window",
@@ -468,7 +577,7 @@ int main(int argc, char **argv)
         _cleanup_free_ char *ready_text = ready ? jsonx_dumps(ready, JSON_COMPACT) : NULL;
         if (!ready_text || printf("%s\n", ready_text) < 0 || fflush(stdout) != 0)
                 return fail("cannot say ready on stdout");
-        int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
+        int64_t deadline = conn_now_ms() + (int64_t)a.connect_timeout_s * 1000;
         token_t token;
         uint16_t port = 0;
         if (read_token_port(deadline, &token, &port, &err) < 0)
@@ -487,21 +596,9 @@ int main(int argc, char **argv)
                 return r == RELAY_CHANNEL_UNPROVEN ? fail_as("driver-unproven", "%s", err.message)
                                                    : fail("%s", err.message);
         }
-        if (send_json(&ctl, FRAME_ASK, findings, deadline) < 0)
-                return fail("cannot send the findings");
-        frame_t f;
-        r = conn_next_until(&ctl, &f, conn_now_ms() + 60000, &err);
-        if (r <= 0 || f.type != FRAME_ANSWER)
-                return fail("no go from the driver%s%s", r < 0 ? ": " : "",
-                            r < 0 ? err.message : "");
-        grade_go_t go;
-        if (grade_go_parse(f.payload, f.length, &go, &err) < 0)
-                return fail("the driver's go: %s", err.message);
-        if (!go.go) {
-                int st = fail("the driver said no: %s", go.reason);
-                grade_go_free(&go);
-                return st;
-        }
+        grade_go_t go = {0};
+        if (await_go(&ctl, findings, deadline, &go, &err) < 0)
+                return fail("%s", err.message);
         /* The workspace as it is now: nothing of the trial runs any more. */
         char tree[TREEHASH_HEX_LEN + 1];
         treehash_stats_t ts;
@@ -522,18 +619,8 @@ int main(int argc, char **argv)
         /* Whatever the grader left behind (it ran the trial's code, maybe). */
         sweep_report_t after;
         (void)sweep_others(5000, &after);
-        uint8_t ex[FRAME_EXIT_SIZE];
-        frame_exit_encode(&res.end, ex);
-        int64_t d2 = conn_now_ms() + 10000;
-        r = conn_queue(&ctl, FRAME_STDOUT, res.report, res.report_len, NULL, 0);
-        if (r == 0)
-                r = conn_queue(&ctl, FRAME_EXIT, ex, sizeof(ex), NULL, 0);
-        if (r == 0)
-                r = conn_flush_until(&ctl, d2);
+        r = send_result(&ctl, &res);
         free(res.report);
-        /* The driver closes once it has the end. */
-        while (r == 0 && conn_next_until(&ctl, &f, d2, NULL) == 1)
-                ;
         conn_close(&io);
         conn_close(&ctl);
         int status = res.end.end == FRAME_END_SIGNALED ? 128 + res.end.value : res.end.value;

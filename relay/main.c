@@ -35,6 +35,7 @@
 #include "strparse.h"
 #include "sweep.h"
 #include "token.h"
+#include "turnfiles.h"
 
 /* Exit statuses of the relay itself; otherwise it exits as the harness did. */
 #define EXIT_SINGLE_USER 3   /* the gate says: run this turn single-user */
@@ -197,19 +198,6 @@ static int stdin_is_empty(hg_error_t *err)
         return 0;
 }
 
-/* The daemon's instance id: 32 lowercase hex digits (driver/turn/turn.c). */
-#define INSTANCE_HEX_LEN 32
-
-static bool instance_ok(const char *s, size_t len)
-{
-        if (len != INSTANCE_HEX_LEN)
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-                        return false;
-        return true;
-}
-
 /* One line from stdin: the token's 64 hex digits, or those, one space and
  * the instance id of the daemon that started the turn (ctl start's or ctl
  * token's "instance"), then "\n"; nothing else. At most that many bytes:
@@ -243,7 +231,7 @@ static int read_token(int64_t deadline, token_t *ret, char ret_instance[INSTANCE
         ret_instance[0] = '\0';
         if (len == sizeof(buf) || (len > TOKEN_HEX_LEN + 1 && buf[TOKEN_HEX_LEN] == ' ')) {
                 if (len != sizeof(buf) || buf[TOKEN_HEX_LEN] != ' ' || buf[len - 1] != '\n' ||
-                    !instance_ok(buf + TOKEN_HEX_LEN + 1, INSTANCE_HEX_LEN)) {
+                    !turnfiles_instance_ok(buf + TOKEN_HEX_LEN + 1, INSTANCE_HEX_LEN)) {
                         token_wipe(buf, sizeof(buf));
                         return error_set(err, -EINVAL,
                                          "expected the token (64 hex digits), optionally a space "
@@ -259,191 +247,14 @@ static int read_token(int64_t deadline, token_t *ret, char ret_instance[INSTANCE
         return r;
 }
 
-static int read_port(int home_fd, uint16_t *ret, hg_error_t *err)
-{
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        uint32_t port = 0;
-        int r = home_read(home_fd, LAYOUT_HOME_PORT, 16, &text, &len, err);
-        if (r < 0)
-                return r;
-        if (len && text[len - 1] == '\n')
-                text[--len] = '\0';
-        if (parse_u32(text, &port) < 0 || port == 0 || port > 65535)
-                return error_set(err, -EINVAL, "hangar-home/%s: not a port number",
-                                 LAYOUT_HOME_PORT);
-        *ret = (uint16_t)port;
-        return 0;
-}
+/* The command line. Returns -1 to go on, or the status to exit with. */
+typedef struct relay_args {
+        const char *config_path;
+        uint32_t connect_timeout_s, wait_port_s;
+        const char *want_turn;
+} relay_args_t;
 
-/* "terminal" in the turn file: absent (pipes), or exactly rows, cols and
- * term within the protocol's bounds; anything else refuses the turn. */
-static int read_terminal(const json_t *turn, session_term_t *ret, bool *ret_on, hg_error_t *err)
-{
-        static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
-        json_t *t = json_object_get(turn, "terminal");
-        *ret_on = false;
-        if (!t)
-                return 0;
-        json_t *rows = json_object_get(t, "rows"), *cols = json_object_get(t, "cols");
-        const char *term = json_string_value(json_object_get(t, "term"));
-        if (!json_is_object(t) || json_object_size(t) != 3 || !json_is_integer(rows) ||
-            !json_is_integer(cols) || !term)
-                return error_set(err, -EINVAL,
-                                 "%s: \"terminal\" needs exactly \"rows\", \"cols\" and \"term\"",
-                                 path);
-        json_int_t r = json_integer_value(rows), c = json_integer_value(cols);
-        if (r < FRAME_TERM_ROWS_MIN || r > FRAME_TERM_ROWS_MAX || c < FRAME_TERM_COLS_MIN ||
-            c > FRAME_TERM_COLS_MAX || !frame_term_name_ok(term))
-                return error_set(err, -EINVAL, "%s: \"terminal\" is out of bounds", path);
-        *ret = (session_term_t){.rows = (unsigned)r, .cols = (unsigned)c};
-        (void)snprintf(ret->term, sizeof(ret->term), "%s", term);
-        *ret_on = true;
-        return 0;
-}
-
-/* The turn's id and directory, and its terminal, from the driver's turn file. */
-static int read_turn(int home_fd, char **ret_turn, char **ret_cwd, session_term_t *ret_term,
-                     bool *ret_term_on, bool *ret_keep, char ret_instance[INSTANCE_HEX_LEN + 1],
-                     hg_error_t *err)
-{
-        static const char path[] = "hangar-home/" LAYOUT_HOME_TURN;
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        _cleanup_json_ json_t *turn = NULL;
-        int r = home_read(home_fd, LAYOUT_HOME_TURN, 64 * 1024, &text, &len, err);
-        if (r < 0)
-                return r;
-        if (jsonx_load(text, len, 8, &turn, err) < 0)
-                return error_prefix(err, "%s: ", path);
-        const char *cwd = json_string_value(json_object_get(turn, "cwd"));
-        const char *id = json_string_value(json_object_get(turn, "turn"));
-        if (!cwd || cwd[0] != '/' || !id)
-                return error_set(err, -EINVAL, "%s: needs \"turn\" and an absolute \"cwd\"", path);
-        if ((r = read_terminal(turn, ret_term, ret_term_on, err)) < 0)
-                return r;
-        /* Absent: sealed (the default); anything but a boolean refuses. */
-        json_t *keep = json_object_get(turn, "keep_processes");
-        if (keep && !json_is_boolean(keep))
-                return error_set(err, -EINVAL, "%s: \"keep_processes\" must be true or false",
-                                 path);
-        *ret_keep = keep && json_is_true(keep);
-        /* The daemon that wrote the file: absent (an older driver) or its id. */
-        json_t *inst = json_object_get(turn, "instance");
-        ret_instance[0] = '\0';
-        if (inst && (!json_is_string(inst) ||
-                     !instance_ok(json_string_value(inst), json_string_length(inst))))
-                return error_set(err, -EINVAL, "%s: \"instance\" is not an instance id", path);
-        if (inst)
-                memcpy(ret_instance, json_string_value(inst), INSTANCE_HEX_LEN + 1);
-        _cleanup_free_ char *c = strdup(cwd), *t = strdup(id);
-        if (!c || !t)
-                return -ENOMEM;
-        *ret_cwd = TAKE_PTR(c);
-        *ret_turn = TAKE_PTR(t);
-        return 0;
-}
-
-/* hangar named the daemon instance that started the turn: the port and the
- * turn file are read again now (the daemon may have restarted since the
- * relay read them) and must be that instance's, the port and turn those
- * read before. Otherwise the port may be a dead daemon's, free for any
- * process of the agent's to listen on: the relay does not connect. */
-static int check_instance(int home_fd, const char *want, uint16_t port, const char *turn,
-                          hg_error_t *err)
-{
-        uint16_t port_now = 0;
-        _cleanup_free_ char *cwd_now = NULL, *turn_now = NULL;
-        session_term_t term;
-        bool term_on = false, keep = false;
-        char have[INSTANCE_HEX_LEN + 1] = ""; /* read_turn fills it; empty means none */
-        int r = read_port(home_fd, &port_now, err);
-        if (r == 0)
-                r = read_turn(home_fd, &turn_now, &cwd_now, &term, &term_on, &keep, have, err);
-        if (r < 0)
-                return error_prefix(err, "daemon %s: ", want);
-        if (!have[0])
-                return error_set(err, -ESTALE,
-                                 "hangar-home/%s names no daemon instance; hangar expects %s",
-                                 LAYOUT_HOME_TURN, want);
-        if (strcmp(have, want) != 0)
-                return error_set(err, -ESTALE,
-                                 "hangar-home/%s is daemon %s's, not %s's (the one that started "
-                                 "the turn): not connecting",
-                                 LAYOUT_HOME_TURN, have, want);
-        if (port_now != port || !turn_now || !turn || strcmp(turn_now, turn) != 0)
-                return error_set(err, -ESTALE,
-                                 "the turn in hangar-home changed while the relay waited for its "
-                                 "token: not connecting");
-        return 0;
-}
-
-/* What the relay reads of its turn before it sweeps: the port and the turn
- * file. */
-typedef struct turn_files {
-        uint16_t port;
-        char *turn, *cwd;
-        session_term_t term;
-        bool term_on, keep_processes;
-        char instance[INSTANCE_HEX_LEN + 1];
-} turn_files_t;
-
-static void turn_files_free(turn_files_t *f)
-{
-        free(f->turn);
-        free(f->cwd);
-        f->turn = f->cwd = NULL;
-}
-
-static int read_turn_files(int home_fd, turn_files_t *f, hg_error_t *err)
-{
-        turn_files_free(f);
-        int r = read_port(home_fd, &f->port, err);
-        if (r == 0)
-                r = read_turn(home_fd, &f->turn, &f->cwd, &f->term, &f->term_on, &f->keep_processes,
-                              f->instance, err);
-        return r;
-}
-
-/* --turn ID --wait-port S: `hangar turn run` starts the relay together
- * with `ctl start` (docs/client.md), so the driver may not have written
- * the turn's files yet (the port last, after the turn file), and a turn
- * still in flight may hold them. The relay waits, in short steps and up to
- * S seconds, for a port file and a turn file naming ID, before it sweeps:
- * a relay started for a turn the driver then refuses never sweeps another
- * turn's processes. hangar gives up by ending the relay's stdin (nothing
- * else may be on it before the ready line): the wait then ends at once. */
-#define WAIT_STEP_MS 20
-
-static int wait_turn_files(int home_fd, const char *want, uint32_t wait_s, turn_files_t *f,
-                           hg_error_t *err)
-{
-        int64_t deadline = conn_now_ms() + (int64_t)wait_s * 1000;
-        for (;;) {
-                hg_error_t e = {0};
-                int r = read_turn_files(home_fd, f, &e);
-                bool mine = r == 0 && (!want || (f->turn && strcmp(f->turn, want) == 0));
-                if (mine)
-                        return 0;
-                if ((r < 0 && r != -ENOENT) || conn_now_ms() >= deadline) {
-                        if (r < 0) {
-                                *err = e;
-                                return r;
-                        }
-                        return error_set(
-                            err, -ESRCH, "hangar-home/%s names turn \"%.64s\", not \"%s\"",
-                            LAYOUT_HOME_TURN, f->turn ? f->turn : "?", want ? want : "?");
-                }
-                struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
-                if (poll(&in, 1, WAIT_STEP_MS) > 0)
-                        return error_set(err, -ECANCELED,
-                                         "stdin ended or was written before the turn \"%s\" was "
-                                         "up: hangar gave up",
-                                         want ? want : "?");
-        }
-}
-
-int main(int argc, char **argv)
+static int parse_args(int argc, char **argv, relay_args_t *a)
 {
         static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
                                              {"connect-timeout", required_argument, NULL, 't'},
@@ -451,25 +262,23 @@ int main(int argc, char **argv)
                                              {"turn", required_argument, NULL, 'T'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-        const char *config_path = getenv("HANGAR_CONFIG");
-        uint32_t connect_timeout_s = 10, wait_port_s = 0;
-        const char *want_turn = NULL;
+        *a = (relay_args_t){.config_path = getenv("HANGAR_CONFIG"), .connect_timeout_s = 10};
         int c;
         while ((c = getopt_long(argc, argv, "c:t:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'c':
-                        config_path = optarg;
+                        a->config_path = optarg;
                         break;
                 case 't':
-                        if (parse_u32(optarg, &connect_timeout_s) < 0 || connect_timeout_s == 0 ||
-                            connect_timeout_s > 3600) {
+                        if (parse_u32(optarg, &a->connect_timeout_s) < 0 ||
+                            a->connect_timeout_s == 0 || a->connect_timeout_s > 3600) {
                                 fputs("hangar-relay: --connect-timeout takes 1-3600 seconds\n",
                                       stderr);
                                 return 2;
                         }
                         break;
                 case 'w':
-                        if (parse_u32(optarg, &wait_port_s) < 0 || wait_port_s > 3600) {
+                        if (parse_u32(optarg, &a->wait_port_s) < 0 || a->wait_port_s > 3600) {
                                 fputs("hangar-relay: --wait-port takes 0-3600 seconds\n", stderr);
                                 return 2;
                         }
@@ -479,7 +288,7 @@ int main(int argc, char **argv)
                                 fputs("hangar-relay: --turn takes a turn id\n", stderr);
                                 return 2;
                         }
-                        want_turn = optarg;
+                        a->want_turn = optarg;
                         break;
                 case 'h':
                         fputs(usage, stdout);
@@ -493,115 +302,79 @@ int main(int argc, char **argv)
                 fputs(usage, stderr);
                 return 2;
         }
-        if (harden() < 0)
-                return fail("cannot make the relay non-dumpable; refusing to read the token");
+        return -1;
+}
 
-        hg_error_t err = {0};
-        _cleanup_config_ hg_config_t cfg = {0};
-        if (config_load(&cfg, config_path, &err) < 0)
-                return fail("%s", err.message);
-        const char *home = cfg.home_path;
-
-        split_mode_t mode;
-        if (split_mode_from_env(&mode, &err) < 0)
-                return fail("%s", err.message);
-        /* Nothing in hangar-home is believed before it is known to be the
-         * driver's read-only mount; then it is read through that directory. */
-        _cleanup_close_ int home_fd = -1;
-        if (home_open(home, &home_fd, &err) < 0)
-                return fail("%s", err.message);
+/* HANGAR_UID_SPLIT against the probe's verdict in hangar-home. Returns -1
+ * when the turn may run split, or the status to exit with (its line said). */
+static int split_gate(split_mode_t mode, int home_fd)
+{
         _cleanup_free_ char *verdict_path = NULL;
         if (asprintf(&verdict_path, "/proc/self/fd/%d/%s", home_fd, LAYOUT_HOME_VERDICT) < 0)
                 return fail("out of memory");
         split_decision_t gate;
         split_gate_decide(mode, verdict_path, &gate);
-        if (gate.gate != SPLIT_GATE_SPLIT) {
-                bool single = gate.gate == SPLIT_GATE_SINGLE_USER;
-                fprintf(stderr, "hangar-relay: %s: %s\n", split_gate_name(gate.gate), gate.reason);
-                return report(single ? EXIT_SINGLE_USER : EXIT_REFUSED, split_gate_name(gate.gate),
-                              gate.reason, NULL);
-        }
-        turn_files_t files = {0};
-        if (wait_turn_files(home_fd, want_turn, wait_port_s, &files, &err) < 0) {
-                turn_files_free(&files);
-                return fail("%s", err.message);
-        }
-        uint16_t port = files.port;
-        _cleanup_free_ char *cwd = TAKE_PTR(files.cwd), *turn = TAKE_PTR(files.turn);
-        session_term_t term = files.term;
-        bool term_on = files.term_on, keep_processes = files.keep_processes;
-        char turn_instance[INSTANCE_HEX_LEN + 1];
-        memcpy(turn_instance, files.instance, sizeof(turn_instance));
+        if (gate.gate == SPLIT_GATE_SPLIT)
+                return -1;
+        bool single = gate.gate == SPLIT_GATE_SINGLE_USER;
+        fprintf(stderr, "hangar-relay: %s: %s\n", split_gate_name(gate.gate), gate.reason);
+        return report(single ? EXIT_SINGLE_USER : EXIT_REFUSED, split_gate_name(gate.gate),
+                      gate.reason, NULL);
+}
 
-        /* The order hangar keeps (docs/protocol.md): the relay is hardened
-         * (above), sweeps, finds stdin still empty, says ready, and only then
-         * does hangar write the token. */
-        bool sealed = false;
-        _cleanup_json_ json_t *sweep = NULL;
-        bool window = dumpable_at_exec != 0;
-        int sr = seal(keep_processes, window, &sealed, &sweep, &err);
-        if (sr == -ENOMEM)
-                return fail("out of memory");
-        if (sr < 0) {
-                fprintf(stderr, "hangar-relay: %s\n", err.message);
-                _cleanup_json_ json_t *extra = json_pack("{s:O}", "sweep", sweep);
-                return report(EXIT_RELAY_FAIL, "failed", err.message, extra);
-        }
-        _cleanup_json_ json_t *sealed_extra =
-            json_pack("{s:b, s:O}", "sealed", sealed, "sweep", sweep);
-        seal_report = sealed_extra;
-        int64_t deadline = conn_now_ms() + (int64_t)connect_timeout_s * 1000;
-        if (stdin_is_empty(&err) < 0)
-                return fail("%s", err.message);
-        /* "window": whether the relay was dumpable for a moment after execve
-         * (a readable binary), when another process of the agent's could have
-         * opened its stdin (docs/security-model.md); "sealed": whether every
-         * process that could have done so is dead now. */
-        if (say_ready(window, sealed, sweep) < 0)
-                return fail("cannot say ready on stdout");
+/* The token from stdin, then both channels to the driver (io, then ctl).
+ * The driver proves it holds the token before the relay sends anything made
+ * with it (common/agent/channel.h): a listener that is not the turn's
+ * driver (the agent's, on a dead daemon's port) learns nothing. Returns -1
+ * with io and ctl open, or the status to exit with. */
+static int connect_driver(int home_fd, const turn_files_t *f, int64_t deadline, conn_t *io,
+                          conn_t *ctl)
+{
+        hg_error_t err = {0};
         token_t token;
         char instance[INSTANCE_HEX_LEN + 1];
         if (read_token(deadline, &token, instance, &err) < 0)
                 return fail("stdin: %s", err.message);
-        if (instance[0] && check_instance(home_fd, instance, port, turn, &err) < 0) {
+        if (instance[0] && turnfiles_check_instance(home_fd, instance, f, &err) < 0) {
                 token_wipe(&token, sizeof(token));
                 fprintf(stderr, "hangar-relay: %s\n", err.message);
                 return report(EXIT_RELAY_FAIL, "driver-instance", err.message, NULL);
         }
-        /* The driver proves it holds the token before the relay sends
-         * anything made with it (common/agent/channel.h): a listener that is not the
-         * turn's driver (the agent's, on a dead daemon's port) learns nothing. */
-        conn_t io = {.fd = -1}, ctl = {.fd = -1};
         const char *want = instance[0] ? instance : NULL;
-        int r = relay_open_channel(port, &token, want, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
-                                   deadline, &io, &err);
+        int r = relay_open_channel(f->port, &token, want, FRAME_CHANNEL_IO, FRAME_MAX_PAYLOAD,
+                                   deadline, io, &err);
         if (r == 0)
-                r = relay_open_channel(port, &token, want, FRAME_CHANNEL_CTL, FRAME_MAX_PAYLOAD,
-                                       deadline, &ctl, &err);
+                r = relay_open_channel(f->port, &token, want, FRAME_CHANNEL_CTL, FRAME_MAX_PAYLOAD,
+                                       deadline, ctl, &err);
         token_wipe(&token, sizeof(token));
-        if (r < 0) {
-                conn_close(&io);
-                const char *outcome = r == RELAY_CHANNEL_UNPROVEN         ? "driver-unproven"
-                                      : r == RELAY_CHANNEL_OTHER_INSTANCE ? "driver-instance"
-                                      : r == RELAY_CHANNEL_TAKEN          ? "token-taken"
-                                                                          : NULL;
-                if (!outcome)
-                        return fail("%s", err.message);
-                fprintf(stderr, "hangar-relay: %s\n", err.message);
-                return report(EXIT_RELAY_FAIL, outcome, err.message, seal_report);
-        }
+        if (r == 0)
+                return -1;
+        conn_close(io);
+        const char *outcome = r == RELAY_CHANNEL_UNPROVEN         ? "driver-unproven"
+                              : r == RELAY_CHANNEL_OTHER_INSTANCE ? "driver-instance"
+                              : r == RELAY_CHANNEL_TAKEN          ? "token-taken"
+                                                                  : NULL;
+        if (!outcome)
+                return fail("%s", err.message);
+        fprintf(stderr, "hangar-relay: %s\n", err.message);
+        return report(EXIT_RELAY_FAIL, outcome, err.message, seal_report);
+}
 
+/* The run's script with /bin/sh from the turn's directory, relayed until it
+ * ends; the outcome line and the status (the harness's). */
+static int relay_harness(const char *home, const turn_files_t *f, conn_t *io, conn_t *ctl,
+                         bool sealed, json_t *sweep)
+{
         _cleanup_free_ char *script = NULL;
         if (asprintf(&script, "%s/%s", home, LAYOUT_HOME_SCRIPT) < 0)
                 return fail("out of memory");
         char *harness_argv[] = {"/bin/sh", script, NULL};
         session_result_t res;
-        session_run(&io, &ctl, harness_argv, cwd, term_on ? &term : NULL, &res);
+        session_run(io, ctl, harness_argv, f->cwd, f->term_on ? &f->term : NULL, &res);
         /* The turn's scratch (tree manifests, the gate's rounds) goes with it. */
-        (void)scratch_remove(turn);
-        conn_close(&io);
-        conn_close(&ctl);
-
+        (void)scratch_remove(f->turn);
+        conn_close(io);
+        conn_close(ctl);
         _cleanup_json_ json_t *extra =
             json_pack("{s:s, s:i, s:b, s:O}", "end", session_end_name(res.end), "harness_value",
                       res.harness.value, "sealed", sealed, "sweep", sweep);
@@ -612,4 +385,69 @@ int main(int argc, char **argv)
         int status =
             res.harness.end == FRAME_END_SIGNALED ? 128 + res.harness.value : res.harness.value;
         return report(status, "done", res.detail, extra);
+}
+
+static void turnfiles_freep(turn_files_t *f)
+{
+        turnfiles_free(f);
+}
+
+/* The order hangar keeps (docs/protocol.md), step by step: hardened, the
+ * gate, the turn's files, the sweep, stdin still empty, ready, and only
+ * then the token (written by hangar after the ready line), the driver. */
+int main(int argc, char **argv)
+{
+        relay_args_t a;
+        int st = parse_args(argc, argv, &a);
+        if (st >= 0)
+                return st;
+        if (harden() < 0)
+                return fail("cannot make the relay non-dumpable; refusing to read the token");
+
+        hg_error_t err = {0};
+        _cleanup_config_ hg_config_t cfg = {0};
+        if (config_load(&cfg, a.config_path, &err) < 0)
+                return fail("%s", err.message);
+        split_mode_t mode;
+        if (split_mode_from_env(&mode, &err) < 0)
+                return fail("%s", err.message);
+        /* Nothing in hangar-home is believed before it is known to be the
+         * driver's read-only mount; then it is read through that directory. */
+        _cleanup_close_ int home_fd = -1;
+        if (home_open(cfg.home_path, &home_fd, &err) < 0)
+                return fail("%s", err.message);
+        if ((st = split_gate(mode, home_fd)) >= 0)
+                return st;
+        _cleanup_(turnfiles_freep) turn_files_t files = {0};
+        if (turnfiles_wait(home_fd, a.want_turn, a.wait_port_s, &files, &err) < 0)
+                return fail("%s", err.message);
+
+        bool sealed = false;
+        _cleanup_json_ json_t *sweep = NULL;
+        bool window = dumpable_at_exec != 0;
+        int sr = seal(files.keep_processes, window, &sealed, &sweep, &err);
+        if (sr == -ENOMEM)
+                return fail("out of memory");
+        if (sr < 0) {
+                fprintf(stderr, "hangar-relay: %s\n", err.message);
+                _cleanup_json_ json_t *extra = json_pack("{s:O}", "sweep", sweep);
+                return report(EXIT_RELAY_FAIL, "failed", err.message, extra);
+        }
+        _cleanup_json_ json_t *sealed_extra =
+            json_pack("{s:b, s:O}", "sealed", sealed, "sweep", sweep);
+        seal_report = sealed_extra;
+        int64_t deadline = conn_now_ms() + (int64_t)a.connect_timeout_s * 1000;
+        if (stdin_is_empty(&err) < 0)
+                return fail("%s", err.message);
+        /* "window": whether the relay was dumpable for a moment after execve
+         * (a readable binary), when another process of the agent's could have
+         * opened its stdin (docs/security-model.md); "sealed": whether every
+         * process that could have done so is dead now. */
+        if (say_ready(window, sealed, sweep) < 0)
+                return fail("cannot say ready on stdout");
+
+        conn_t io = {.fd = -1}, ctl = {.fd = -1};
+        if ((st = connect_driver(home_fd, &files, deadline, &io, &ctl)) >= 0)
+                return st;
+        return relay_harness(cfg.home_path, &files, &io, &ctl, sealed, sweep);
 }

@@ -59,7 +59,4 @@ static inline void cleanup_json_decrefp(json_t **j)
                 _v;                \
         })
 
-/* A parameter a handler table's signature gives but this handler needs not. */
-#define _unused_ __attribute__((unused))
-
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

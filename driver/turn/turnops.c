@@ -75,7 +75,7 @@ static json_t *op_verify(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         return start_run(t, c, req, argv_j, RUNREQ_VERIFY);
 }
 
-static json_t *op_signal(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_signal(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *req = q->root;
         int signo = ctlcheck_signal(json_string_value(json_object_get(req, "signal")));
@@ -150,7 +150,7 @@ static json_t *op_events(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 
 /* ctl approvals: a header line, then the document (it can be large: 256
  * requests of up to 64 KiB each), written out as the client reads it. */
-static json_t *op_approvals(turn_t *t, ctlclient_t *c, const ctlreq_t *q _unused_)
+static json_t *op_approvals(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         _cleanup_json_ json_t *doc =
             json_pack("{s:b, s:o}", "ok", 1, "approvals", approvals_json(&t->approvals));
@@ -242,7 +242,7 @@ static json_t *op_start(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         return follow_events(t, c, 0);
 }
 
-static json_t *op_ping(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
+static json_t *op_ping(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *j =
             json_pack("{s:b, s:s, s:s?, s:i}", "ok", 1, "state", turnstate_name(t->ts.state),
@@ -251,7 +251,7 @@ static json_t *op_ping(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _un
         return j;
 }
 
-static json_t *op_status(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
+static json_t *op_status(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *s = turnctx_status_json(t);
         json_object_set_new(s, "ok", json_true());
@@ -260,7 +260,7 @@ static json_t *op_status(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _
 
 /* ctl token (the older way, hangar-driver relay): only while the relay is
  * awaited; once it is in, the token is spent. */
-static json_t *op_token(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
+static json_t *op_token(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         if (t->ts.state != TURN_STATE_WAITING)
                 return reply_error("the relay has connected; the token is spent");
@@ -291,17 +291,17 @@ static json_t *decide(turn_t *t, json_t *req, bool approve)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_approve(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_approve(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         return decide(t, q->root, true);
 }
 
-static json_t *op_deny(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_deny(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         return decide(t, q->root, false);
 }
 
-static json_t *op_steer(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_steer(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *req = q->root;
         json_t *text_j = json_object_get(req, "text");
@@ -327,7 +327,7 @@ static json_t *op_steer(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_close_stdin(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
+static json_t *op_close_stdin(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         if (!t->stdin_closed)
                 t->stdin_close_pending = true;
@@ -351,7 +351,7 @@ static json_t *op_abort(turn_t *t, const char *why)
         return json_pack("{s:b}", "ok", 1);
 }
 
-static json_t *op_finish(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_finish(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *req = q->root;
         const char *why = json_string_value(json_object_get(req, "abort"));
@@ -365,7 +365,7 @@ static json_t *op_finish(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 
 /* ---- a terminal turn's ops (docs/terminal.md) ---- */
 
-static json_t *op_screen(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _unused_)
+static json_t *op_screen(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         if (!t->term_open)
                 return reply_error("turn \"%s\" has no terminal", t->spec->turn);
@@ -381,7 +381,7 @@ static json_t *op_screen(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q _
 
 /* Keys are hangar's commands, like steer: recorded first, typed only if
  * recorded. */
-static json_t *op_send_keys(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_send_keys(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *req = q->root;
         if (!t->term_open)
@@ -416,7 +416,7 @@ static json_t *op_send_keys(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *
         return json_pack("{s:b, s:I}", "ok", 1, "bytes", (json_int_t)len);
 }
 
-static json_t *op_resize(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_resize(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *req = q->root;
         if (!t->term_open)
@@ -446,7 +446,7 @@ static json_t *op_resize(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 
 /* ctl type: the tmux pane's keys (hangar typing in an attached tmux), as
  * they came; counted in status, not recorded one by one. */
-static json_t *op_type(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_type(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         json_t *req = q->root;
         if (!t->term_open)
@@ -474,7 +474,7 @@ static json_t *op_run(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
         return start_run(t, c, q->root, json_object_get(q->root, "argv"), RUNREQ_PLAIN);
 }
 
-static json_t *op_grade(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
+static json_t *op_grade(turn_t *t, ctlclient_t *c, const ctlreq_t *q)
 {
         return t->grade ? grade_ctl(t->grade, q, turnstate_active(&t->ts))
                         : reply_error("grades are the daemon's (hangar-driver serve)");
@@ -483,6 +483,7 @@ static json_t *op_grade(turn_t *t, ctlclient_t *c _unused_, const ctlreq_t *q)
 /* What each op does: one handler per row of ctlops.c (unit_ctlops checks
  * that none is missing). */
 typedef json_t *handler_fn(turn_t *t, ctlclient_t *c, const ctlreq_t *q);
+// clang-format off
 static handler_fn *const handlers[CTLREQ_OP_COUNT] = {
     [CTLREQ_PING] = op_ping,
     [CTLREQ_START] = op_start,
@@ -508,6 +509,7 @@ static handler_fn *const handlers[CTLREQ_OP_COUNT] = {
     [CTLREQ_GRADE_FINISH] = op_grade,
     [CTLREQ_GRADE_SHOW] = op_grade,
 };
+// clang-format on
 
 bool turnops_handles(ctlreq_op_t op)
 {
