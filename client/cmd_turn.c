@@ -103,7 +103,14 @@ static const char *const step_names[STEP_COUNT] = {
 typedef struct turnrun {
         k8s_client_t *k;
         const char *ns, *pod, *turn;
-        const char *agent_container, *relay_path; /* run: where the relay ran, and which */
+        /* run: where the relay runs, and which; read from the pod while
+         * ctl start's exec opens (agent_known, under the lock, then
+         * agent_cond); agent_why when the pod names no agent it can be. */
+        const char *agent_container, *relay_path;
+        bool agent_known;
+        pthread_cond_t agent_cond;
+        int agent_status;
+        char agent_why[300];
         approvals_policy_t policy;
         bool hold;
         struct timespec t0;
@@ -608,6 +615,16 @@ static void check_relay(turnrun_t *t, loop_state_t *ls, bool with_relay)
          * goes to a relay that broke the order: relay_stdin_step). */
         if (!started)
                 return;
+        pthread_mutex_lock(&t->lock);
+        int agent_status = t->agent_status;
+        char agent_why[sizeof(t->agent_why)];
+        (void)snprintf(agent_why, sizeof(agent_why), "%s", t->agent_why);
+        pthread_mutex_unlock(&t->lock);
+        if (agent_status) {
+                /* No relay was started: the turn it began is ended. */
+                abort_turn(t, ls, agent_status, agent_why);
+                return;
+        }
         if (s == RELAYWATCH_BROKEN) {
                 if (!ls->aborted)
                         (void)emit(t, "relay.broken",
@@ -889,6 +906,7 @@ static int turn_init(turnrun_t *t, int *wake_rd)
         t->relay_in_wr = -1;
         t->pending = json_array();
         (void)pthread_mutex_init(&t->lock, NULL);
+        (void)pthread_cond_init(&t->agent_cond, NULL);
         relaywatch_init(&t->relay);
         clock_gettime(CLOCK_MONOTONIC, &t->t0);
         clock_gettime(CLOCK_REALTIME, &t->t0_real);
@@ -975,6 +993,12 @@ static int start_reply(turnrun_t *t, const char *text, size_t len)
         }
         pthread_mutex_lock(&t->lock);
         mark(t, STEP_REPLY);
+        /* The pod's read is a round trip, the start an exec: it is in. */
+        while (!t->agent_known)
+                pthread_cond_wait(&t->agent_cond, &t->lock);
+        json_t *agent = t->agent_why[0] ? json_null()
+                                        : json_pack("{s:s, s:s}", "container", t->agent_container,
+                                                    "relay", t->relay_path);
         (void)snprintf(t->token_line, sizeof(t->token_line), "%s %s\n", token, instance);
         t->token_known = true;
         t->started = true;
@@ -982,9 +1006,7 @@ static int start_reply(turnrun_t *t, const char *text, size_t len)
         pthread_mutex_unlock(&t->lock);
         (void)json_object_del(reply, "token");
         (void)json_object_del(reply, "ok");
-        (void)json_object_set_new(
-            reply, "agent",
-            json_pack("{s:s, s:s}", "container", t->agent_container, "relay", t->relay_path));
+        (void)json_object_set_new(reply, "agent", agent);
         (void)emit(t, "turn.started", reply);
         return 0;
 }
@@ -1043,52 +1065,19 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
                 return CLI_EXIT_USAGE;
         }
         t->turn = turn_id;
-        /* The agent's container and the relay's path, from the pod's spec:
-         * read before either exec, so that neither goes to a container the
-         * pod does not name as its agent's. */
-        _cleanup_json_ json_t *pod = NULL;
-        int read_status = 0;
-        hg_error_t perr = {0};
-        if (cli_read_pod(t->k, t->ns, t->pod, &pod, &read_status, &perr) < 0)
-                return error_line(t, read_status, "pod", perr.message);
         _cleanup_config_ hg_config_t cfg = {0};
+        hg_error_t perr = {0};
         if (cli_config(&cfg, NULL, NULL, 0, &perr) < 0) {
                 cli_error("turn run", "%s", perr.message);
                 return CLI_EXIT_USAGE;
         }
-        podagent_t agent;
-        char why[256];
-        if (podagent_resolve(&cfg, pod, a->container, &agent, why, sizeof(why)) < 0)
-                return error_line(t, CLI_EXIT_NOT_RUNNABLE, "agent-container", why);
-        char relay_path[512];
-        (void)podagent_program(&agent, "hangar-relay", a->relay, relay_path, sizeof(relay_path));
-        t->agent_container = agent.container;
-        t->relay_path = relay_path;
-        mark_locked(t, STEP_POD_READ);
         int relay_in[2];
         if (pipe2(relay_in, O_CLOEXEC) < 0)
                 return error_line(t, CLI_EXIT_LOCAL, "local", "pipe");
         _cleanup_close_ int relay_in_rd = relay_in[0];
         t->relay_in_wr = relay_in[1];
-        /* The relay and the start together: the relay sweeps and says ready
-         * while the driver writes the turn's files. */
-        /* The relay waits for this turn's files (the start may not have
-         * written them yet; a turn in flight may hold them), never sweeping
-         * for another turn; the end of its stdin ends the wait. */
-        char *relay_argv[] = {relay_path,    "--turn",          (char *)t->turn,
-                              "--wait-port", RELAY_WAIT_PORT_S, NULL};
-        execjob_t relay = {
-            .k = t->k,
-            .req = {.ns = t->ns,
-                    .pod = t->pod,
-                    .container = agent.container,
-                    .argv = relay_argv,
-                    .stdin_open = true},
-            .io = {.in_fd = relay_in_rd, .output = relay_output, .ud = t, .phase = relay_phase},
-            .done = relay_done,
-            .done_ud = t};
-        execjob_start(&relay);
-        /* One exec starts the turn and follows its events. */
+        /* One exec starts the turn and follows its events: at once, as it
+         * goes to hangar-driver whatever the pod's agent is. */
         char *start_argv[] = {"hangar-driver", "ctl", "start", "--spec", "-", "--follow", NULL};
         linesplit_init(&t->lines, TURNEVENT_LINE_MAX, 0);
         execjob_t start = {
@@ -1104,6 +1093,57 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
             .done = start_done,
             .done_ud = t};
         execjob_start(&start);
+        /* Meanwhile the agent's container and the relay's path, from the
+         * pod's spec, before any exec into the agent's container (the
+         * relay waits for the start's files anyway: this read is off the
+         * way to the token). A pod that names no agent the relay may run
+         * in gets no relay, so no token: the turn the start began is
+         * ended (check_relay). */
+        _cleanup_json_ json_t *pod = NULL;
+        podagent_t agent = {0};
+        char relay_path[512] = "";
+        int agent_status = 0;
+        char why[sizeof(t->agent_why)] = "";
+        if (cli_read_pod(t->k, t->ns, t->pod, &pod, &agent_status, &perr) < 0)
+                (void)snprintf(why, sizeof(why), "the pod's spec: %s", perr.message);
+        else if (podagent_resolve(&cfg, pod, a->container, &agent, why, sizeof(why)) < 0)
+                agent_status = CLI_EXIT_NOT_RUNNABLE;
+        else
+                (void)podagent_program(&agent, "hangar-relay", a->relay, relay_path,
+                                       sizeof(relay_path));
+        pthread_mutex_lock(&t->lock);
+        mark(t, STEP_POD_READ);
+        t->agent_container = agent.container;
+        t->relay_path = relay_path;
+        t->agent_status = agent_status;
+        (void)snprintf(t->agent_why, sizeof(t->agent_why), "%s", why);
+        t->agent_known = true;
+        if (agent_status) {
+                t->relay_done = true; /* there is none */
+                relay_no_token(t);
+        }
+        pthread_cond_broadcast(&t->agent_cond);
+        pthread_mutex_unlock(&t->lock);
+        if (agent_status)
+                cli_error("turn run", "%s", why);
+        /* The relay waits for this turn's files (the start may not have
+         * written them yet; a turn in flight may hold them), never sweeping
+         * for another turn; the end of its stdin ends the wait. */
+        char *relay_argv[] = {relay_path,    "--turn",          (char *)t->turn,
+                              "--wait-port", RELAY_WAIT_PORT_S, NULL};
+        execjob_t relay = {
+            .k = t->k,
+            .req = {.ns = t->ns,
+                    .pod = t->pod,
+                    .container = agent.container,
+                    .argv = relay_argv,
+                    .stdin_open = true},
+            .io = {.in_fd = relay_in_rd, .output = relay_output, .ud = t, .phase = relay_phase},
+            .done = relay_done,
+            .done_ud = t,
+            .r = -1};
+        if (agent_status == 0)
+                execjob_start(&relay);
         loop_state_t ls = {0};
         follow(t, &ls, wake_rd, true);
         execjob_join(&start);

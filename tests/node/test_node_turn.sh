@@ -65,7 +65,26 @@ pod plain 'del(.metadata.labels)'
 # As agent-sandbox's templates name their containers: the agent named by
 # the pod's hangar.dev/agent-container.
 pod named '.metadata.annotations = {"hangar.dev/agent-container": "agent"} | .spec.containers[0].name = "agent"'
-for p in box plain named; do
+# As the webhook delivers the binaries into images without them: a volume
+# hangar-bin that the agent's container mounts read-only at /opt/hangar.
+# Here an init container writes into it hangar-relay and hangar-grade that
+# say they ran (into /tmp/bundle-used) and exec the image's own.
+BUNDLE_INIT=$(cat <<'SH'
+set -e
+mkdir -p /mnt/b/bin
+for p in relay grade; do
+	printf '#!/bin/sh\necho bundle-%s >>/tmp/bundle-used\nexec /usr/bin/hangar-%s "$@"\n' "$p" "$p" >/mnt/b/bin/hangar-$p
+	chmod 755 /mnt/b/bin/hangar-$p
+done
+SH
+)
+export BUNDLE_INIT
+pod bundled '.spec.volumes = [{name: "hangar-bin", emptyDir: {}}]
+	| .spec.initContainers = [{name: "copy-bin", image: "localhost/hangar-sandbox:dev", imagePullPolicy: "Never",
+		command: ["sh", "-c", $ENV.BUNDLE_INIT], volumeMounts: [{name: "hangar-bin", mountPath: "/mnt/b"}],
+		securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}}}]
+	| .spec.containers[0].volumeMounts = [{name: "hangar-bin", mountPath: "/opt/hangar", readOnly: true}]'
+for p in box plain named bundled; do
 	kubectl wait -n "$NS" --for=condition=Ready "pod/$p" --timeout=300s >>wait.log 2>&1
 	t_eq "pod $p is Ready" 0 "$?"
 done
@@ -341,13 +360,30 @@ t_eq "a turn with no -c in a pod whose annotation names 'agent': done (0), the r
 	"0 agent hangar-relay done" \
 	"$? $(jq -r 'select(.event == "turn.started") | "\(.agent.container) \(.agent.relay)"' named-t.jsonl) $(tail -n 1 named-t.jsonl | jq -r .end)"
 t_eq "... turn.started carries no token" false "$(jq -r 'select(.event == "turn.started") | has("token")' named-t.jsonl)"
-H turn run "$NS/named" --spec named-t.spec -c sandbox </dev/null >named-c.jsonl 2>named-c.err
-t_eq "-c naming a container the pod does not have: 69 (agent-container), no exec" "69 agent-container 0" \
-	"$? $(tail -n 1 named-c.jsonl | jq -r .kind) $(grep -c turn.started named-c.jsonl)"
+jq '.turn = "named-c"' named-t.spec >named-c.spec
+H turn run "$NS/named" --spec named-c.spec -c sandbox </dev/null >named-c.jsonl 2>named-c.err
+t_eq "-c naming a container the pod does not have: 69, no relay started, the turn the start began aborted" \
+	"69 0 aborted null" \
+	"$? $(grep -c relay.ready named-c.jsonl) $(tail -n 1 named-c.jsonl | jq -r .end) $(jq -c 'select(.event == "turn.started") | .agent' named-c.jsonl)"
+t_check "... the driver's record says why" sh -c "tail -n 1 named-c.jsonl | jq -r .reason | grep -q 'no container \"sandbox\"'"
 H turn run "$NS/box" --spec named-t.spec -c hangar-driver </dev/null 2>/dev/null
 t_eq "-c hangar-driver: usage (64)" 64 "$?"
 t_eq "the box pod's turns ran in its default container, 'sandbox'" "sandbox hangar-relay" \
 	"$(jq -r 'select(.event == "turn.started") | "\(.agent.container) \(.agent.relay)"' ask.jsonl)"
+
+echo "-- the relay's and the grader side's path: hangar-bin at /opt/hangar"
+H pod check "$NS/bundled" --mode required >bundled-check.jsonl 2>bundled-check.err
+t_eq "(the verdict delivered in the pod mounting hangar-bin)" 0 "$?"
+H exec "$NS/bundled" -c sandbox -- mkdir -p /tmp/turn </dev/null
+spec bundled-t 'echo "harness as $(id -u)"'
+H turn run "$NS/bundled" --spec bundled-t.spec </dev/null >bundled-t.jsonl 2>bundled-t.err
+t_eq "a turn in a pod whose agent mounts hangar-bin at /opt/hangar: done (0), the bundle's relay" \
+	"0 sandbox /opt/hangar/bin/hangar-relay done" \
+	"$? $(jq -r 'select(.event == "turn.started") | "\(.agent.container) \(.agent.relay)"' bundled-t.jsonl) $(tail -n 1 bundled-t.jsonl | jq -r .end)"
+jq '.turn = "bundled-r"' bundled-t.spec >bundled-r.spec
+H turn run "$NS/bundled" --spec bundled-r.spec --relay hangar-relay </dev/null >bundled-r.jsonl 2>bundled-r.err
+t_eq "... --relay overrides it" "0 hangar-relay" \
+	"$? $(jq -r 'select(.event == "turn.started") | .agent.relay' bundled-r.jsonl)"
 
 echo "-- hangar grade: a grade that passes, one that fails, refusals, a grader side out of order"
 # The hidden tests: a runner that checks the workspace's answer and reports.
@@ -440,6 +476,15 @@ t_eq "... the grade is still sealed, not isolated (the grader never connected), 
 	"$(tail -n 1 g-forge.jsonl | jq -r '"\(.record.sealed) \(.trust) \(.reasons | index("grader-incomplete") != null) \(.proven)"')"
 t_eq "... the forged line is not ours: one grade.sealed line, the last" 1 "$(grep -c '"event":"grade.sealed"' g-forge.jsonl)"
 
+gspec g-bundled 42
+H exec "$NS/bundled" -c sandbox -- sh -c 'mkdir -p /tmp/g-bundled && echo 42 >/tmp/g-bundled/answer.txt' </dev/null
+H grade "$NS/bundled" --spec g-bundled.gspec </dev/null >g-bundled.jsonl 2>g-bundled.err
+t_eq "a grade in the pod mounting hangar-bin: sealed, passed (0), the bundle's grader side" \
+	"0 /opt/hangar/bin/hangar-grade true" \
+	"$? $(gline g-bundled grade.begun | jq -r .grader) $(tail -n 1 g-bundled.jsonl | jq -r .record.sealed)"
+t_eq "... the bundle's relay and grader side are the ones that ran" "bundle-grade bundle-relay" \
+	"$(H exec "$NS/bundled" -c sandbox -- sort -u /tmp/bundle-used </dev/null | xargs)"
+
 echo "-- docs/client.md's Python example of turn run"
 doc_block "$ROOT/docs/client.md" client-turn-python >turn_example.py || t_fail "no client-turn-python block in docs/client.md"
 PATH=$(dirname "$HANGAR"):$PATH HANGAR_POD="$NS/box" python3 turn_example.py >turn_example.out 2>turn_example.err
@@ -447,6 +492,12 @@ t_eq "the example runs (0)" 0 "$?"
 t_eq "... and prints what the page says it prints" \
 	"asked: deploy|got: {\"type\":\"approval_response\",\"id\":\"deploy\",\"decision\":\"approve\"}|ended: done, harness exited 0" \
 	"$(paste -sd'|' turn_example.out)"
+
+echo "-- docs/client.md's Python example of grade"
+doc_block "$ROOT/docs/client.md" client-grade-python >grade_example.py || t_fail "no client-grade-python block in docs/client.md"
+PATH=$(dirname "$HANGAR"):$PATH HANGAR_POD="$NS/box" python3 grade_example.py >grade_example.out 2>grade_example.err
+t_eq "the example runs (0)" 0 "$?"
+t_eq "... and prints what the page says it prints" "exit 0: pass, trust isolated" "$(cat grade_example.out)"
 
 echo "-- figures (printed, not asserted)"
 # The time to harness.started: hangar turn run (its elapsed_ms on the
