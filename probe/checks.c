@@ -258,6 +258,8 @@ static void check_mounts(report_t *r, const hg_config_t *cfg, shape_role_t role,
                          const observation_t *o)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                if (!shape_volume_used(cfg, v))
+                        continue; /* hangar-bin, where the binaries are the image's */
                 shape_access_t want = shape_mount_access(role, v);
                 char name[64];
                 (void)snprintf(name, sizeof(name), "mounts.%s", shape_volume_name(v));
@@ -280,6 +282,11 @@ static void check_mounts(report_t *r, const hg_config_t *cfg, shape_role_t role,
                 add(r, name, want != SHAPE_ACCESS_UNCHECKED, ok ? CHECK_PASS : CHECK_FAIL, observed,
                     json_string(shape_access_name(want)), "/proc/self/mountinfo");
                 /* hangar-ctl holds secrets: in memory, never on the node's disk. */
+                /* What the driver runs, delivered: nobody's to write, in both. */
+                if (v == SHAPE_VOLUME_BIN && m)
+                        add(r, "mounts.hangar-bin.memory", true,
+                            strcmp(m->fstype, "tmpfs") == 0 ? CHECK_PASS : CHECK_FAIL,
+                            json_string(m->fstype), json_string("tmpfs"), "/proc/self/mountinfo");
                 if (v == SHAPE_VOLUME_CTL && role == SHAPE_ROLE_DRIVER && m)
                         add(r, "mounts.hangar-ctl.memory", true,
                             strcmp(m->fstype, "tmpfs") == 0 ? CHECK_PASS : CHECK_FAIL,

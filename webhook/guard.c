@@ -566,13 +566,27 @@ static changed_t changed_member(const webhook_settings_t *cfg, json_t *old, json
         static const char *const volumes[SHAPE_VOLUME_COUNT] = {
             [SHAPE_VOLUME_HOME] = "volume " SHAPE_HOME_VOLUME,
             [SHAPE_VOLUME_CTL] = "volume " SHAPE_CTL_VOLUME,
+            [SHAPE_VOLUME_BIN] = "volume " SHAPE_BIN_VOLUME,
         };
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                 json_t *vol_old = find_volume(old, shape_volume_name(v));
                 json_t *vol_new = find_volume(new, shape_volume_name(v));
+                /* hangar-bin is there only where the binaries were delivered;
+                 * either way it stays as it was. */
+                if (v == SHAPE_VOLUME_BIN && !vol_old && !vol_new)
+                        continue;
                 if (!vol_old || !vol_new || !json_equal(vol_old, vol_new))
                         return (changed_t){volumes[v], REASON_DRIVER_CHANGED, fixed_shape};
         }
+        /* The bundle's copier likewise: an update may change an init
+         * container's image, and another image would write what the driver
+         * runs in the next sandbox. */
+        json_t *copier_old = find_container(old, SHAPE_BIN_CONTAINER);
+        json_t *copier_new = find_container(new, SHAPE_BIN_CONTAINER);
+        if ((copier_old || copier_new) &&
+            (!copier_old || !copier_new || !json_equal(copier_old, copier_new)))
+                return (changed_t){"container " SHAPE_BIN_CONTAINER, REASON_DRIVER_CHANGED,
+                                   fixed_shape};
         /* The driver runs the agent's image: a new one would split them.
          * The agent is the one the pod names (its annotation is unchanged,
          * above); a pod that names none has no image to keep. */

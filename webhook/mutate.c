@@ -145,6 +145,8 @@ static int find_conflicting_mount(json_t *c, const char *cname, podview_list_t l
                 const char *name = json_string_value(json_object_get(m, "name"));
                 const char *path = json_string_value(json_object_get(m, "mountPath"));
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                        if (!shape_volume_used(&cc->cfg->sidecar, v))
+                                continue;
                         if (strcmp(name, shape_volume_name(v)) == 0)
                                 return error_set(cc->err, -EEXIST,
                                                  "container \"%s\" already mounts volume \"%s\", "
@@ -178,7 +180,8 @@ static int check_conflicts(const webhook_settings_t *cfg, const pod_view_t *view
         json_array_foreach (view->volumes, i, vol) {
                 const char *name = json_string_value(json_object_get(vol, "name"));
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                        if (strcmp(name, shape_volume_name(v)) == 0)
+                        if (shape_volume_used(&cfg->sidecar, v) &&
+                            strcmp(name, shape_volume_name(v)) == 0)
                                 return error_set(err, -EEXIST,
                                                  "the pod already has a volume named \"%s\", "
                                                  "which hangar reserves for the driver sidecar",
@@ -189,6 +192,12 @@ static int check_conflicts(const webhook_settings_t *cfg, const pod_view_t *view
                                  "the pod already has a container named \"%s\" that hangar did not "
                                  "inject",
                                  SHAPE_DRIVER_CONTAINER);
+        if (shape_delivers_binaries(&cfg->sidecar) &&
+            podview_has_container(view, SHAPE_BIN_CONTAINER))
+                return error_set(err, -EEXIST,
+                                 "the pod already has a container named \"%s\", which hangar "
+                                 "reserves for the init container that delivers its binaries",
+                                 SHAPE_BIN_CONTAINER);
         if (podview_for_each_container(view, find_targeting_driver, NULL))
                 return error_set(err, -EEXIST,
                                  "a container of the pod targets \"%s\", which hangar reserves "
@@ -252,6 +261,16 @@ static int decide_already_injected(const webhook_settings_t *cfg, const pod_view
                 if (r < 0)
                         return r;
         }
+        /* The bundle's copier, an init container, gets the plugin's mount
+         * as well; it needs no API access either. */
+        if (shape_delivers_binaries(&cfg->sidecar))
+                json_array_foreach (view->lists[PODVIEW_INIT], i, c) {
+                        const char *name = json_string_value(json_object_get(c, "name"));
+                        if (strcmp(name, SHAPE_BIN_CONTAINER) == 0)
+                                r = remove_token_mounts(p, view, PODVIEW_INIT, i, true, &err);
+                        if (r < 0)
+                                return r;
+                }
         /* NULL: the pod names no agent (the spec check below denies it). */
         const char *agent = shape_agent_name(&cfg->sidecar, p->doc);
         json_array_foreach (view->lists[PODVIEW_CONTAINERS], i, c) {
@@ -344,6 +363,8 @@ static bool runs_under_gvisor(const webhook_settings_t *cfg, const pod_view_t *v
 static int annotate_gvisor_mounts(const webhook_settings_t *cfg, patch_t *p, hg_error_t *err)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                if (!shape_volume_used(&cfg->sidecar, v))
+                        continue;
                 for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
                         const char *key;
                         char value[96];
@@ -547,6 +568,8 @@ static int inject(const webhook_settings_t *cfg, const shape_values_t *values, p
                         return r;
         }
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                if (!values->volume[v])
+                        continue; /* not used (hangar-bin where nothing is delivered) */
                 r = patch_append_known(p, "/spec", "volumes", json_incref(values->volume[v]),
                                        values->volume_text[v], err);
                 if (r < 0)
@@ -571,6 +594,16 @@ static int inject(const webhook_settings_t *cfg, const shape_values_t *values, p
         if (!driver_text.data)
                 return -ENOMEM;
         driver_text.data[0] = '\0';
+        /* The bundle's copy first: an init container, it has ended before
+         * the driver starts, a native sidecar (later in the same list)
+         * included. */
+        if (values->bin_container) {
+                r = patch_append_known(p, "/spec", "initContainers",
+                                       json_incref(values->bin_container),
+                                       values->bin_container_text, err);
+                if (r < 0)
+                        return r;
+        }
         json_t *driver = shape_values_driver(values, image, &driver_text);
         r = patch_append_known(p, "/spec", shape_driver_list(&cfg->sidecar), driver,
                                driver_text.data, err);

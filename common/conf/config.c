@@ -30,6 +30,24 @@ static bool is_clone_safety(const char *s)
                strcmp(s, CONFIG_CLONE_SAFETY_REQUIRED) == 0;
 }
 
+static bool is_binaries_from(const char *s)
+{
+        return strcmp(s, CONFIG_BINARIES_AGENT_IMAGE) == 0 ||
+               strcmp(s, CONFIG_BINARIES_INIT_CONTAINER) == 0;
+}
+
+/* An image reference as a pod's container takes it: not empty, no
+ * whitespace or control characters (the API server refuses those). */
+static bool is_image_reference(const char *s)
+{
+        if (!s[0] || strlen(s) > 512)
+                return false;
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+                if (*c <= ' ' || *c == 0x7f)
+                        return false;
+        return true;
+}
+
 static bool is_split_mode(const char *s)
 {
         split_mode_t m;
@@ -82,6 +100,11 @@ static const conf_setting_t settings[] = {
      * what the injected driver's environment holds. */
     {"driver.uidSplit", "HANGAR_DRIVER_UID_SPLIT", CONF_STRING, OFF(driver_uid_split),
      CONFIG_UID_SPLIT_DEFAULT, 0, 0, is_split_mode, "off, auto or required"},
+    {"driver.binaries.from", "HANGAR_DRIVER_BINARIES_FROM", CONF_STRING, OFF(driver_binaries_from),
+     CONFIG_BINARIES_AGENT_IMAGE, 0, 0, is_binaries_from, "agentImage or initContainer"},
+    {"driver.binaries.bundleImage", "HANGAR_DRIVER_BUNDLE_IMAGE", CONF_STRING,
+     OFF(driver_bundle_image), "localhost/hangar-bin:" HANGAR_VERSION, 0, 0, is_image_reference,
+     "an image reference without whitespace"},
     {"volumes.home.mountPath", "HANGAR_HOME_PATH", CONF_STRING, OFF(home_path), "/var/lib/hangar",
      0, 0, is_absolute_path, "a normalized absolute path"},
     {"volumes.ctl.mountPath", "HANGAR_CTL_PATH", CONF_STRING, OFF(ctl_path), "/var/lib/hangar-ctl",
@@ -154,6 +177,16 @@ int config_validate(const hg_config_t *cfg, hg_error_t *err)
                                  "volumes.home.mountPath '%s' and volumes.ctl.mountPath '%s' must "
                                  "not be equal or nested",
                                  cfg->home_path, cfg->ctl_path);
+        /* The bundle's loader and RPATH are absolute paths under it. */
+        static const char bin_path[] = CONFIG_BUNDLE_PATH;
+        if (strcmp(cfg->driver_binaries_from, CONFIG_BINARIES_INIT_CONTAINER) == 0 &&
+            (path_within(cfg->home_path, bin_path) || path_within(bin_path, cfg->home_path) ||
+             path_within(cfg->ctl_path, bin_path) || path_within(bin_path, cfg->ctl_path)))
+                return error_set(err, -EINVAL,
+                                 "with driver.binaries.from initContainer the bundle is mounted at "
+                                 "%s: volumes.home.mountPath '%s' and volumes.ctl.mountPath '%s' "
+                                 "must not be it, nor be nested with it",
+                                 bin_path, cfg->home_path, cfg->ctl_path);
         return 0;
 }
 

@@ -55,6 +55,13 @@ typedef struct hg_config {
          * "required" (split.h). The shape sets it in the driver's own
          * environment, where the agent's spec cannot reach it. */
         char *driver_uid_split;
+        /* Where the driver's and relay's binaries come from
+         * (CONFIG_BINARIES_*): the agent's own image (baked in, the .deb),
+         * or hangar's bundle image copied by an init container into a
+         * memory volume mounted read-only at /opt/hangar (shape.h) */
+        char *driver_binaries_from;
+        /* the bundle image (localhost/hangar-bin:VERSION) for initContainer */
+        char *driver_bundle_image;
 
         /* the two volumes */
         char *home_path;
@@ -66,13 +73,19 @@ typedef struct hg_config {
         strlist_t gvisor_runtime_classes;
 } hg_config_t;
 
-#define CONFIG_TOKEN_KEEP            "keep"
-#define CONFIG_TOKEN_REMOVE          "remove"
+#define CONFIG_TOKEN_KEEP              "keep"
+#define CONFIG_TOKEN_REMOVE            "remove"
 
-#define CONFIG_CLONE_SAFETY_AUTO     "auto"
-#define CONFIG_CLONE_SAFETY_REQUIRED "required"
+#define CONFIG_CLONE_SAFETY_AUTO       "auto"
+#define CONFIG_CLONE_SAFETY_REQUIRED   "required"
 
-#define CONFIG_UID_SPLIT_DEFAULT     "auto" /* split_mode_name(SPLIT_MODE_DEFAULT) */
+#define CONFIG_BINARIES_AGENT_IMAGE    "agentImage"
+#define CONFIG_BINARIES_INIT_CONTAINER "initContainer"
+/* Where the bundle is mounted: its loader and RPATH are absolute paths
+ * under it (scripts/images/bundle.sh), so it is no setting. */
+#define CONFIG_BUNDLE_PATH       "/opt/hangar"
+
+#define CONFIG_UID_SPLIT_DEFAULT "auto" /* split_mode_name(SPLIT_MODE_DEFAULT) */
 
 /* Bound on the configuration file's size. */
 #define CONFIG_MAX_FILE_BYTES CONF_MAX_FILE_BYTES

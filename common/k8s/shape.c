@@ -16,17 +16,40 @@
  * may read hangar-home (it could not write what the driver reads); an init
  * or ephemeral container mounts neither: the one runs before the driver has
  * written anything worth reading, the other is added to a running pod by
- * whoever can update it, and is the driver's neighbour no one injected. */
+ * whoever can update it, and is the driver's neighbour no one injected.
+ * hangar-bin (delivered binaries) is written once, by hangar's own init
+ * container, before either runs; from then on no container may write it:
+ * the driver runs what is in it. */
 static const shape_access_t mount_table[SHAPE_ROLE_COUNT][SHAPE_VOLUME_COUNT] = {
-    [SHAPE_ROLE_AGENT] =
-        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_ONLY, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
+    [SHAPE_ROLE_AGENT] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_ONLY,
+                          [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT,
+                          [SHAPE_VOLUME_BIN] = SHAPE_ACCESS_READ_ONLY},
     [SHAPE_ROLE_DRIVER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_READ_WRITE,
-                           [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_READ_WRITE},
-    [SHAPE_ROLE_OTHER] =
-        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_NOT_WRITABLE, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
-    [SHAPE_ROLE_INIT_EPHEMERAL] =
-        {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_ABSENT, [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT},
+                           [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_READ_WRITE,
+                           [SHAPE_VOLUME_BIN] = SHAPE_ACCESS_READ_ONLY},
+    [SHAPE_ROLE_OTHER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_NOT_WRITABLE,
+                          [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT,
+                          [SHAPE_VOLUME_BIN] = SHAPE_ACCESS_NOT_WRITABLE},
+    [SHAPE_ROLE_INIT_EPHEMERAL] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_ABSENT,
+                                   [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT,
+                                   [SHAPE_VOLUME_BIN] = SHAPE_ACCESS_ABSENT},
+    [SHAPE_ROLE_BIN_COPIER] = {[SHAPE_VOLUME_HOME] = SHAPE_ACCESS_ABSENT,
+                               [SHAPE_VOLUME_CTL] = SHAPE_ACCESS_ABSENT,
+                               [SHAPE_VOLUME_BIN] = SHAPE_ACCESS_READ_WRITE},
 };
+
+bool shape_delivers_binaries(const hg_config_t *cfg)
+{
+        return cfg->driver_binaries_from &&
+               strcmp(cfg->driver_binaries_from, CONFIG_BINARIES_INIT_CONTAINER) == 0;
+}
+
+bool shape_volume_used(const hg_config_t *cfg, shape_volume_t volume)
+{
+        if ((unsigned)volume >= SHAPE_VOLUME_COUNT)
+                return false;
+        return volume != SHAPE_VOLUME_BIN || shape_delivers_binaries(cfg);
+}
 
 shape_access_t shape_mount_access(shape_role_t role, shape_volume_t volume)
 {
@@ -123,6 +146,8 @@ const char *shape_volume_name(shape_volume_t volume)
                 return SHAPE_HOME_VOLUME;
         case SHAPE_VOLUME_CTL:
                 return SHAPE_CTL_VOLUME;
+        case SHAPE_VOLUME_BIN:
+                return SHAPE_BIN_VOLUME;
         default:
                 return "?";
         }
@@ -135,6 +160,8 @@ const char *shape_volume_path(const hg_config_t *cfg, shape_volume_t volume)
                 return cfg->home_path;
         case SHAPE_VOLUME_CTL:
                 return cfg->ctl_path;
+        case SHAPE_VOLUME_BIN:
+                return CONFIG_BUNDLE_PATH;
         default:
                 return "";
         }
@@ -151,6 +178,8 @@ const char *shape_role_name(shape_role_t role)
                 return "other";
         case SHAPE_ROLE_INIT_EPHEMERAL:
                 return "init/ephemeral";
+        case SHAPE_ROLE_BIN_COPIER:
+                return "bundle copier";
         default:
                 return "?";
         }
@@ -209,6 +238,9 @@ int shape_gvisor_annotation(const hg_config_t *cfg, shape_volume_t volume, unsig
             [SHAPE_VOLUME_CTL] = {{GVISOR_MOUNT(SHAPE_CTL_VOLUME, "share"), "pod"},
                                   {GVISOR_MOUNT(SHAPE_CTL_VOLUME, "type"), "tmpfs"},
                                   {GVISOR_MOUNT(SHAPE_CTL_VOLUME, "options"), "rw,rprivate"}},
+            [SHAPE_VOLUME_BIN] = {{GVISOR_MOUNT(SHAPE_BIN_VOLUME, "share"), "pod"},
+                                  {GVISOR_MOUNT(SHAPE_BIN_VOLUME, "type"), "tmpfs"},
+                                  {GVISOR_MOUNT(SHAPE_BIN_VOLUME, "options"), "rw,rprivate"}},
         };
 #undef GVISOR_MOUNT
         if ((unsigned)volume >= SHAPE_VOLUME_COUNT || i >= SHAPE_GVISOR_ANNOTATIONS)
@@ -216,10 +248,12 @@ int shape_gvisor_annotation(const hg_config_t *cfg, shape_volume_t volume, unsig
         *ret_key = table[volume][i][0];
         const char *base = table[volume][i][1];
         int w;
-        if (volume == SHAPE_VOLUME_CTL && i == 2) {
+        if (volume != SHAPE_VOLUME_HOME && i == 2) {
+                /* The memory volumes carry their size (a tmpfs in the sandbox). */
+                const char *limit =
+                    volume == SHAPE_VOLUME_CTL ? cfg->ctl_size_limit : SHAPE_BIN_SIZE_LIMIT;
                 long double bytes;
-                if (k8s_quantity_value(cfg->ctl_size_limit, &bytes) < 0 || bytes < 1 ||
-                    bytes > 1e15L)
+                if (k8s_quantity_value(limit, &bytes) < 0 || bytes < 1 || bytes > 1e15L)
                         return -EINVAL;
                 /* Whole bytes, rounded up ("0.5Ki" is 512; "1.3" would be 2). */
                 unsigned long long whole = (unsigned long long)bytes;
@@ -245,6 +279,12 @@ json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)
                 bad |= put(empty_dir, "medium", json_string_nocheck("Memory"));
                 bad |= put(empty_dir, "sizeLimit", json_string(cfg->ctl_size_limit));
                 break;
+        case SHAPE_VOLUME_BIN:
+                /* In memory too: nothing of the node's disk, and under gVisor
+                 * a tmpfs inside the sandbox the agent cannot reach. */
+                bad |= put(empty_dir, "medium", json_string_nocheck("Memory"));
+                bad |= put(empty_dir, "sizeLimit", json_string_nocheck(SHAPE_BIN_SIZE_LIMIT));
+                break;
         default:
                 bad = 1;
                 break;
@@ -255,8 +295,10 @@ json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)
 
 /* Whether the shape gives role a mount of volume (shape_mount_json builds
  * it): tells a mount the role has none of from one that failed to build. */
-static bool role_mounts(shape_role_t role, shape_volume_t volume)
+static bool role_mounts(const hg_config_t *cfg, shape_role_t role, shape_volume_t volume)
 {
+        if (!shape_volume_used(cfg, volume))
+                return false;
         shape_access_t access = shape_mount_access(role, volume);
         return access == SHAPE_ACCESS_READ_ONLY || access == SHAPE_ACCESS_READ_WRITE;
 }
@@ -264,11 +306,14 @@ static bool role_mounts(shape_role_t role, shape_volume_t volume)
 json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume_t volume)
 {
         shape_access_t access = shape_mount_access(role, volume);
-        if (!role_mounts(role, volume))
+        if (!role_mounts(cfg, role, volume))
                 return NULL;
         json_t *m = json_object();
         int bad = put(m, "name", json_string_nocheck(shape_volume_name(volume)));
-        bad |= put(m, "mountPath", json_string(shape_volume_path(cfg, volume)));
+        /* The copier's own CONFIG_BUNDLE_PATH is the bundle it copies. */
+        const char *path =
+            role == SHAPE_ROLE_BIN_COPIER ? SHAPE_BIN_COPY_PATH : shape_volume_path(cfg, volume);
+        bad |= put(m, "mountPath", json_string(path));
         /* readOnly: false is the API's default and is omitted, as the API server
          * stores it. */
         if (access == SHAPE_ACCESS_READ_ONLY)
@@ -320,11 +365,24 @@ static json_t *security_context_json(const hg_config_t *cfg)
  * (the command's own binary) connects, sends one request, reads one line:
  * the daemon's loop is alive and serving. All four numbers are set, so the
  * stored pod has exactly these (the API server's defaults add nothing). */
+/* The driver's program, driver.command's first word: where the binaries
+ * are delivered, a bare name is the bundle's (CONFIG_BUNDLE_PATH/bin/NAME),
+ * since the image it runs in may have none on its PATH; a path is kept.
+ * A new string, or NULL when out of memory. */
+static json_t *driver_program(const hg_config_t *cfg)
+{
+        const char *word = cfg->driver_command.n ? cfg->driver_command.items[0] : "hangar-driver";
+        if (!shape_delivers_binaries(cfg) || strchr(word, '/'))
+                return json_string(word);
+        char path[4096];
+        int w = snprintf(path, sizeof(path), "%s/bin/%s", CONFIG_BUNDLE_PATH, word);
+        return w < 0 || (size_t)w >= sizeof(path) ? NULL : json_string(path);
+}
+
 static json_t *probe_json(const hg_config_t *cfg, const hg_probe_timing_t *timing)
 {
         json_t *p = json_object(), *exec = json_object(), *command = json_array();
-        int bad = push(command, json_string(cfg->driver_command.n ? cfg->driver_command.items[0]
-                                                                  : "hangar-driver"));
+        int bad = push(command, driver_program(cfg));
         bad |= push(command, json_string_nocheck("ctl"));
         bad |= push(command, json_string_nocheck("ping"));
         bad |= put(exec, "command", command);
@@ -350,6 +408,9 @@ static json_t *driver_env_json(const hg_config_t *cfg)
         } vars[] = {
             {SPLIT_MODE_ENV, cfg->driver_uid_split, CONFIG_UID_SPLIT_DEFAULT},
             {"HANGAR_DRIVER_CLONE_SAFETY", cfg->driver_clone_safety, CONFIG_CLONE_SAFETY_AUTO},
+            /* So a probe run in the driver's container judges the pod's
+             * own delivery without being told. */
+            {"HANGAR_DRIVER_BINARIES_FROM", cfg->driver_binaries_from, CONFIG_BINARIES_AGENT_IMAGE},
         };
         json_t *env = json_array();
         int bad = 0;
@@ -374,9 +435,10 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
         json_t *c = json_object(), *command = json_array(), *mounts = json_array();
         int bad = 0;
         for (size_t i = 0; i < cfg->driver_command.n; i++)
-                bad |= push(command, json_string(cfg->driver_command.items[i]));
+                bad |= push(command, i == 0 ? driver_program(cfg)
+                                            : json_string(cfg->driver_command.items[i]));
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                if (role_mounts(SHAPE_ROLE_DRIVER, v)) /* NULL: out of memory */
+                if (role_mounts(cfg, SHAPE_ROLE_DRIVER, v)) /* NULL: out of memory */
                         bad |= push(mounts, shape_mount_json(cfg, SHAPE_ROLE_DRIVER, v));
         bad |= put(c, "name", json_string_nocheck(SHAPE_DRIVER_CONTAINER));
         bad |= put(c, "image", json_string(image));
@@ -408,6 +470,33 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
         return built(c, bad);
 }
 
+json_t *shape_bin_container_json(const hg_config_t *cfg)
+{
+        if (!shape_delivers_binaries(cfg))
+                return NULL;
+        json_t *c = json_object(), *command = json_array(), *mounts = json_array();
+        /* busybox is the bundle image's own (static); cp -R keeps each file's
+         * mode (binaries 0555, libraries 0444) and makes the copy the
+         * driver's uid's: nobody else's to change. */
+        static const char *const argv[] = {"/bin/busybox", "cp", "-R", CONFIG_BUNDLE_PATH "/.",
+                                           SHAPE_BIN_COPY_PATH "/"};
+        int bad = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(argv); i++)
+                bad |= push(command, json_string_nocheck(argv[i]));
+        bad |= push(mounts, shape_mount_json(cfg, SHAPE_ROLE_BIN_COPIER, SHAPE_VOLUME_BIN));
+        bad |= put(c, "name", json_string_nocheck(SHAPE_BIN_CONTAINER));
+        bad |= put(c, "image", json_string(cfg->driver_bundle_image));
+        bad |= put(c, "imagePullPolicy", json_string_nocheck("IfNotPresent"));
+        bad |= put(c, "command", command);
+        /* The driver's requests: a cp of 25 MB needs less, and the pod's
+         * effective request is the larger of an init container's and the
+         * sum of the others', so this adds nothing to it. */
+        bad |= put(c, "resources", resources_json(cfg));
+        bad |= put(c, "securityContext", security_context_json(cfg));
+        bad |= put(c, "volumeMounts", mounts);
+        return built(c, bad);
+}
+
 void shape_values_free(shape_values_t *sv)
 {
         if (!sv)
@@ -420,6 +509,8 @@ void shape_values_free(shape_values_t *sv)
         }
         json_decref(sv->driver_rest);
         free(sv->driver_rest_text);
+        json_decref(sv->bin_container);
+        free(sv->bin_container_text);
         free(sv);
 }
 
@@ -438,9 +529,11 @@ int shape_values_new(const hg_config_t *cfg, shape_values_t **ret)
                 return -ENOMEM;
         int r = 0;
         for (shape_volume_t v = 0; r == 0 && v < SHAPE_VOLUME_COUNT; v++) {
+                if (!shape_volume_used(cfg, v))
+                        continue;
                 r = with_text(shape_volume_json(cfg, v), &sv->volume[v], &sv->volume_text[v]);
                 /* A mount the agent has must be there: NULL is then out of memory. */
-                if (r == 0 && role_mounts(SHAPE_ROLE_AGENT, v))
+                if (r == 0 && role_mounts(cfg, SHAPE_ROLE_AGENT, v))
                         r = with_text(shape_mount_json(cfg, SHAPE_ROLE_AGENT, v),
                                       &sv->agent_mount[v], &sv->agent_mount_text[v]);
         }
@@ -454,6 +547,9 @@ int shape_values_new(const hg_config_t *cfg, shape_values_t **ret)
         }
         if (r == 0)
                 r = with_text(rest, &sv->driver_rest, &sv->driver_rest_text);
+        if (r == 0 && shape_delivers_binaries(cfg))
+                r = with_text(shape_bin_container_json(cfg), &sv->bin_container,
+                              &sv->bin_container_text);
         if (r < 0) {
                 shape_values_free(sv);
                 return r;

@@ -14,6 +14,15 @@
 #define SHAPE_DRIVER_CONTAINER "hangar-driver"
 #define SHAPE_HOME_VOLUME      "hangar-home"
 #define SHAPE_CTL_VOLUME       "hangar-ctl"
+/* With driver.binaries.from initContainer: the bundle's memory volume, at
+ * CONFIG_BUNDLE_PATH in the driver and the agent (read-only), filled by the
+ * init container of the same name, which mounts it at SHAPE_BIN_COPY_PATH
+ * (its own CONFIG_BUNDLE_PATH is the bundle image's). */
+#define SHAPE_BIN_VOLUME    "hangar-bin"
+#define SHAPE_BIN_CONTAINER "hangar-bin"
+#define SHAPE_BIN_COPY_PATH "/mnt/hangar-bin"
+/* The bundle is about 25 MB (docs/images.md); room for a larger build. */
+#define SHAPE_BIN_SIZE_LIMIT "64Mi"
 
 /* What the webhook did to a pod: "injected" or "skipped", and a reason code. */
 #define SHAPE_ANNOTATION_STATUS "hangar.dev/driver-sidecar"
@@ -33,12 +42,14 @@ typedef enum shape_role {
         SHAPE_ROLE_DRIVER,         /* hangar-driver */
         SHAPE_ROLE_OTHER,          /* every other container of spec.containers */
         SHAPE_ROLE_INIT_EPHEMERAL, /* init and ephemeral containers */
+        SHAPE_ROLE_BIN_COPIER,     /* the init container hangar-bin (initContainer delivery) */
         SHAPE_ROLE_COUNT,
 } shape_role_t;
 
 typedef enum shape_volume {
         SHAPE_VOLUME_HOME, /* run scripts, logs, harness settings: driver writes, agent reads */
         SHAPE_VOLUME_CTL,  /* run key, token, approvals: the driver's alone, in memory */
+        SHAPE_VOLUME_BIN,  /* the binaries, delivered: the copier writes, the rest read */
         SHAPE_VOLUME_COUNT,
 } shape_volume_t;
 
@@ -66,6 +77,13 @@ const char *shape_agent_name(const hg_config_t *cfg, json_t *pod);
  * chose the agent and nothing of the request, so a controller that retries
  * a refused CREATE sees the same message every time. */
 const char *shape_agent_problem(const hg_config_t *cfg, json_t *pod, char *buf, size_t size);
+
+/* Whether the shape has volume under cfg: hangar-bin only where the
+ * binaries are delivered (driver.binaries.from initContainer). A volume not
+ * in use is not hangar's: neither injected nor checked nor reserved. */
+bool shape_volume_used(const hg_config_t *cfg, shape_volume_t volume);
+/* Whether cfg delivers the binaries (an init container and hangar-bin). */
+bool shape_delivers_binaries(const hg_config_t *cfg);
 
 const char *shape_volume_name(shape_volume_t volume);
 const char *shape_volume_path(const hg_config_t *cfg, shape_volume_t volume);
@@ -98,6 +116,11 @@ const char *shape_driver_list(const hg_config_t *cfg);
 
 /* The hangar-driver container, running the agent's image. */
 json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image);
+/* The init container that copies the bundle into hangar-bin (only where
+ * shape_delivers_binaries): the bundle image, the driver's uid, no
+ * capabilities, a read-only root, busybox's cp. NULL when not delivered
+ * or out of memory (tell them apart with shape_delivers_binaries). */
+json_t *shape_bin_container_json(const hg_config_t *cfg);
 
 /* What the webhook adds to every pod it injects, built once for a
  * configuration, each with its JSON text (what jsondump writes for it), and
@@ -116,6 +139,10 @@ typedef struct shape_values {
          * and their text ("{...}"). */
         json_t *driver_rest;
         char *driver_rest_text;
+        /* The bundle's init container; NULL where the binaries are the
+         * agent image's. */
+        json_t *bin_container;
+        char *bin_container_text;
 } shape_values_t;
 
 int shape_values_new(const hg_config_t *cfg, shape_values_t **ret);

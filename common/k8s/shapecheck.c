@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -113,6 +114,10 @@ static shape_role_t role_beside(const hg_config_t *cfg, const char *agent, const
         /* The driver in its list (initContainers for a native sidecar). */
         if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 && strcmp(list, shape_driver_list(cfg)) == 0)
                 return SHAPE_ROLE_DRIVER;
+        /* The bundle's copier, where the binaries are delivered. */
+        if (shape_delivers_binaries(cfg) && strcmp(name, SHAPE_BIN_CONTAINER) == 0 &&
+            strcmp(list, "initContainers") == 0)
+                return SHAPE_ROLE_BIN_COPIER;
         if (strcmp(list, "containers") != 0)
                 return SHAPE_ROLE_INIT_EPHEMERAL;
         return agent && strcmp(name, agent) == 0           ? SHAPE_ROLE_AGENT
@@ -301,9 +306,82 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
         }
 }
 
+/* Where the binaries are delivered: one container named hangar-bin, an
+ * init container as the shape writes it (the bundle image, its command, the
+ * driver's uid, only its mount of hangar-bin), ended before hangar-driver
+ * starts (earlier in initContainers where the driver is a native sidecar).
+ * Replaced by another image or command it could write anything into what
+ * the driver runs. */
+static void check_copier(const hg_config_t *cfg, findings_t *f, json_t *pod)
+{
+        if (!shape_delivers_binaries(cfg))
+                return;
+        size_t named = 0;
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+                size_t i;
+                json_t *c;
+                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c)
+                        named += strcmp(name_of(c), SHAPE_BIN_CONTAINER) == 0;
+        }
+        json_t *copier = find_container(pod, "initContainers", SHAPE_BIN_CONTAINER);
+        if (!copier) {
+                add(f, "spec.no-bin-copier", SHAPECHECK_SIDECAR, false,
+                    "the pod has no init container " SHAPE_BIN_CONTAINER
+                    " to deliver the driver's binaries (driver.binaries.from is initContainer)");
+                return;
+        }
+        add(f, "spec.bin-copier", SHAPECHECK_SIDECAR, named == 1,
+            "one container is named " SHAPE_BIN_CONTAINER " (%zu are)", named);
+        _cleanup_json_ json_t *want = shape_bin_container_json(cfg);
+        if (!want) {
+                f->oom = true;
+                return;
+        }
+        const char *key;
+        json_t *v;
+        json_object_foreach (want, key, v) {
+                json_t *have = json_object_get(copier, key);
+                bool ok = strcmp(key, "resources") == 0         ? same_resources(v, have)
+                          : strcmp(key, "imagePullPolicy") == 0 ? same_pull_policy(v, have)
+                                                                : json_equal(v, have);
+                add(f, "spec.bin-copier", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_BIN_CONTAINER,
+                    key,
+                    ok      ? "as the shape says"
+                    : !have ? "is missing"
+                            : "differs from the shape");
+        }
+        json_object_foreach (copier, key, v) {
+                if (json_object_get(want, key))
+                        continue;
+                bool ok = is_api_default(key, v);
+                add(f, "spec.bin-copier", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_BIN_CONTAINER,
+                    key,
+                    ok ? "is the API server's default"
+                       : "is not part of the shape (only the API server's defaults may be added)");
+        }
+        /* Init containers run in their order, a native sidecar's start
+         * included: the copy must have ended before the driver runs it. */
+        if (strcmp(shape_driver_list(cfg), "initContainers") == 0) {
+                size_t i, at_copier = SIZE_MAX, at_driver = SIZE_MAX;
+                json_t *c;
+                json_array_foreach (json_object_get(spec_of(pod), "initContainers"), i, c) {
+                        if (strcmp(name_of(c), SHAPE_BIN_CONTAINER) == 0 && at_copier == SIZE_MAX)
+                                at_copier = i;
+                        if (strcmp(name_of(c), SHAPE_DRIVER_CONTAINER) == 0 &&
+                            at_driver == SIZE_MAX)
+                                at_driver = i;
+                }
+                add(f, "spec.bin-copier", SHAPECHECK_SIDECAR, at_copier < at_driver,
+                    "%s comes before %s in initContainers", SHAPE_BIN_CONTAINER,
+                    SHAPE_DRIVER_CONTAINER);
+        }
+}
+
 static void check_volumes(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                if (!shape_volume_used(cfg, v))
+                        continue;
                 _cleanup_json_ json_t *want = shape_volume_json(cfg, v);
                 if (!want) {
                         f->oom = true;
@@ -327,35 +405,47 @@ static void check_volumes(const hg_config_t *cfg, findings_t *f, json_t *pod)
         }
 }
 
-/* The agent's mounts at or under hangar's paths: only hangar-home, as the
- * shape mounts it (read-only, at its path, nothing more); anything else
- * there would hide part of what the relay reads behind the agent's own
- * files. Compared in canonical form; a path too long for that fails. */
+/* The agent's mounts at or under hangar's paths: only hangar-home (and
+ * hangar-bin where the binaries are delivered), as the shape mounts them
+ * (read-only, at their paths, nothing more); anything else there would
+ * hide part of what the relay reads, or the relay itself, behind the
+ * agent's own files. Compared in canonical form; a path too long for that
+ * fails. */
 static void check_agent_paths(const hg_config_t *cfg, findings_t *f, json_t *agent)
 {
-        _cleanup_json_ json_t *home = shape_mount_json(cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_HOME);
-        if (!home) {
-                f->oom = true;
-                return;
+        json_t *own[SHAPE_VOLUME_COUNT] = {0};
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                if (!shape_volume_used(cfg, v) ||
+                    shape_mount_access(SHAPE_ROLE_AGENT, v) != SHAPE_ACCESS_READ_ONLY)
+                        continue;
+                own[v] = shape_mount_json(cfg, SHAPE_ROLE_AGENT, v);
+                if (!own[v])
+                        f->oom = true;
         }
         const char *agent_name = name_of(agent);
         size_t i;
         json_t *m;
-        bool clean = true;
-        json_array_foreach (json_object_get(agent, "volumeMounts"), i, m) {
+        bool clean = !f->oom;
+        json_array_foreach (f->oom ? NULL : json_object_get(agent, "volumeMounts"), i, m) {
                 const char *name = name_of(m), *path = "";
                 (void)jsonx_string(m, "mountPath", &path);
-                if (strcmp(name, SHAPE_HOME_VOLUME) == 0) {
-                        bool ok = json_equal(m, home);
+                int mine = -1;
+                for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                        if (own[v] && strcmp(name, shape_volume_name(v)) == 0)
+                                mine = (int)v;
+                if (mine >= 0) {
+                        bool ok = json_equal(m, own[mine]);
                         clean &= ok;
                         if (!ok)
                                 add(f, "spec.mount", SHAPECHECK_SIDECAR, false,
                                     "container \"%s\" (agent) mounts %s otherwise than the shape "
                                     "(read-only at %s, nothing more)",
-                                    agent_name, SHAPE_HOME_VOLUME, cfg->home_path);
+                                    agent_name, name, shape_volume_path(cfg, mine));
                         continue;
                 }
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                        if (!shape_volume_used(cfg, v))
+                                continue;
                         int within = pathnorm_within(path, shape_volume_path(cfg, v));
                         if (within == 0)
                                 continue;
@@ -374,6 +464,8 @@ static void check_agent_paths(const hg_config_t *cfg, findings_t *f, json_t *age
                         break;
                 }
         }
+        for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
+                json_decref(own[v]);
         if (clean)
                 add(f, "spec.mount", SHAPECHECK_SIDECAR, true,
                     "container \"%s\" (agent) mounts nothing else at or under hangar's paths",
@@ -389,6 +481,8 @@ static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
                         const char *name = name_of(c);
                         shape_role_t role = role_in(cfg, pod, lists[l], name);
                         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                                if (!shape_volume_used(cfg, v))
+                                        continue;
                                 shape_access_t want = shape_mount_access(role, v);
                                 shape_access_t have = shapecheck_mount_access(c, v);
                                 add(f, "spec.mount", SHAPECHECK_SIDECAR,
@@ -516,7 +610,7 @@ static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
                 json_t *c;
                 json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
                         shape_role_t role = role_in(cfg, pod, lists[l], name_of(c));
-                        if (role != SHAPE_ROLE_DRIVER)
+                        if (role != SHAPE_ROLE_DRIVER && role != SHAPE_ROLE_BIN_COPIER)
                                 check_identity(cfg, f, pod, c, role == SHAPE_ROLE_AGENT);
                 }
         }
@@ -546,6 +640,7 @@ static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
                 return;
         }
         check_driver(cfg, f, pod, agent);
+        check_copier(cfg, f, pod);
         check_volumes(cfg, f, pod);
         check_mounts(cfg, f, pod, agent);
         check_pod_level(f, pod);
@@ -616,12 +711,13 @@ static bool starts_with(const char *s, const char *prefix)
 /* The hangar volume a key of the form PREFIX NAME.FIELD is for (NAME as the
  * shim splits it, up to the first dot), else -1; *ret_field is the rest
  * after that dot ("" when there is none), which may hold more dots. */
-static int hinted_hangar_volume(const char *key, const char *prefix, const char **ret_field)
+static int hinted_hangar_volume(const hg_config_t *cfg, const char *key, const char *prefix,
+                                const char **ret_field)
 {
         const char *name = key + strlen(prefix);
         size_t len = strcspn(name, ".");
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                if (strlen(shape_volume_name(v)) == len &&
+                if (shape_volume_used(cfg, v) && strlen(shape_volume_name(v)) == len &&
                     strncmp(name, shape_volume_name(v), len) == 0) {
                         *ret_field = name[len] == '.' ? name + len + 1 : name + len;
                         return (int)v;
@@ -655,7 +751,7 @@ static bool option_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const c
         if ((len == 2 && strncmp(opt, "rw", len) == 0) ||
             (len == 8 && strncmp(opt, "rprivate", len) == 0))
                 return true;
-        if (v != SHAPE_VOLUME_CTL)
+        if (v == SHAPE_VOLUME_HOME)
                 return false;
         const char *key;
         char ours[96];
@@ -676,7 +772,7 @@ static bool option_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const c
 static bool hint_keeps_shape(const hg_config_t *cfg, shape_volume_t v, const char *field,
                              const char *value, const char **ret_why)
 {
-        bool ctl = v == SHAPE_VOLUME_CTL;
+        bool ctl = v != SHAPE_VOLUME_HOME; /* a memory volume: hangar-ctl, hangar-bin */
         if (strcmp(field, "share") == 0) {
                 /* container or pod: at this runsc one sentry-owned mount
                  * either way, shared by every container that mounts the
@@ -753,13 +849,14 @@ static bool runs_under_gvisor(const hg_config_t *cfg, json_t *pod)
 /* Whether path has a component that is a hangar volume's name: the
  * kubelet's directory of one (.../volumes/kubernetes.io~empty-dir/hangar-ctl)
  * or anything under it. */
-static bool names_hangar_volume_path(const char *path)
+static bool names_hangar_volume_path(const hg_config_t *cfg, const char *path)
 {
         while (*path) {
                 path += strspn(path, "/");
                 size_t len = strcspn(path, "/");
                 for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                        if (len && strlen(shape_volume_name(v)) == len &&
+                        if (len && shape_volume_used(cfg, v) &&
+                            strlen(shape_volume_name(v)) == len &&
                             strncmp(path, shape_volume_name(v), len) == 0)
                                 return true;
                 path += len;
@@ -774,7 +871,7 @@ static void check_annotation(const hg_config_t *cfg, findings_t *f, hint_reading
         const char *text = json_string_value(value);
         const char *field = "";
         if (starts_with(key, GVISOR_MOUNT_PREFIX)) {
-                int v = hinted_hangar_volume(key, GVISOR_MOUNT_PREFIX, &field);
+                int v = hinted_hangar_volume(cfg, key, GVISOR_MOUNT_PREFIX, &field);
                 size_t len = strlen(key);
                 const char *why = NULL;
                 if (v >= 0 && !(gvisor && written_by_webhook(cfg, v, key)))
@@ -789,13 +886,13 @@ static void check_annotation(const hg_config_t *cfg, findings_t *f, hint_reading
                             key, text ? text : "not a string", shape_volume_name(v),
                             why ? why : "a hint's value is a string");
                 else if (v < 0 && len > 7 && strcmp(key + len - 7, ".source") == 0 &&
-                         (!text || names_hangar_volume_path(text)))
+                         (!text || names_hangar_volume_path(cfg, text)))
                         add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
                             "annotation \"%s\" points a gVisor mount hint at a hangar "
                             "volume's directory",
                             key);
         } else if (starts_with(key, GVISOR_EMPTY_DIR_PREFIX)) {
-                int v = hinted_hangar_volume(key, GVISOR_EMPTY_DIR_PREFIX, &field);
+                int v = hinted_hangar_volume(cfg, key, GVISOR_EMPTY_DIR_PREFIX, &field);
                 if (v >= 0 && !(strcmp(field, "force-shared") == 0 && text && is_false(text)))
                         add(f, "spec.annotations", SHAPECHECK_SIDECAR, false,
                             "annotation \"%s\" turns the shim's emptyDir handling of %s off "
@@ -826,11 +923,11 @@ static void check_annotation(const hg_config_t *cfg, findings_t *f, hint_reading
  * (hangar-ctl's secrets in the node's tmpfs). Options may be missing: the
  * mount is then rw, without hangar-ctl's size= (its pages still count
  * against the pod's memory). */
-static void check_hints_present(findings_t *f, json_t *annotations)
+static void check_hints_present(const hg_config_t *cfg, findings_t *f, json_t *annotations)
 {
         static const char *const needed[] = {"share", "type"};
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                for (size_t i = 0; i < ARRAY_SIZE(needed); i++) {
+                for (size_t i = 0; shape_volume_used(cfg, v) && i < ARRAY_SIZE(needed); i++) {
                         char key[96];
                         (void)snprintf(key, sizeof(key), GVISOR_MOUNT_PREFIX "%s.%s",
                                        shape_volume_name(v), needed[i]);
@@ -865,7 +962,7 @@ static void check_annotations(const hg_config_t *cfg, findings_t *f, json_t *pod
                         break;
         }
         if (!f->found && gvisor && reading == HINTS_AS_STORED)
-                check_hints_present(f, annotations);
+                check_hints_present(cfg, f, annotations);
         /* A pod-level profile is every container's without one of its own,
          * the driver's included (the kubelet applies it). */
         if (!f->found && profile && !json_is_null(profile) && !pod_default)

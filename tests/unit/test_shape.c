@@ -235,6 +235,11 @@ static void assert_values_match_builders(void)
         __attribute__((cleanup(values_freep))) shape_values_t *sv = NULL;
         ck_assert_int_eq(shape_values_new(&cfg, &sv), 0);
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
+                if (!shape_volume_used(&cfg, v)) {
+                        ck_assert_ptr_null(sv->volume[v]);
+                        ck_assert_ptr_null(sv->agent_mount[v]);
+                        continue;
+                }
                 _unit_json_ json_t *want = shape_volume_json(&cfg, v);
                 _cleanup_free_ char *want_text = text_of(want);
                 ck_assert_str_eq(sv->volume_text[v], want_text);
@@ -264,6 +269,13 @@ static void assert_values_match_builders(void)
                 ck_assert_str_eq(have_text, want_text); /* same members, same order */
                 ck_assert_str_eq(text.data + strlen("prefix,"), want_text);
         }
+        _unit_json_ json_t *copier = shape_bin_container_json(&cfg);
+        if (!copier) {
+                ck_assert_ptr_null(sv->bin_container);
+        } else {
+                _cleanup_free_ char *copier_text = text_of(copier);
+                ck_assert_str_eq(sv->bin_container_text, copier_text);
+        }
         /* No image, no container, and nothing written. */
         _cleanup_strbuf_ strbuf_t none = {0};
         ck_assert_ptr_null(shape_values_driver(sv, NULL, &none));
@@ -282,6 +294,94 @@ START_TEST(values_match_builders)
         set_string(&cfg.ctl_path, "/c");
         set_string(&cfg.ctl_size_limit, "1Gi");
         assert_values_match_builders();
+        set_string(&cfg.driver_binaries_from, CONFIG_BINARIES_INIT_CONTAINER);
+        assert_values_match_builders();
+}
+END_TEST
+
+/* Delivered binaries: hangar-bin in memory, read-only at /opt/hangar in
+ * the driver and the agent, written by the copier alone; the driver runs
+ * the bundle's program and its probes too, and says so in its env. */
+START_TEST(delivered_binaries)
+{
+        ck_assert(!shape_delivers_binaries(&cfg));
+        ck_assert(!shape_volume_used(&cfg, SHAPE_VOLUME_BIN));
+        ck_assert(shape_volume_used(&cfg, SHAPE_VOLUME_HOME));
+        ck_assert_ptr_null(shape_bin_container_json(&cfg));
+        ck_assert_ptr_null(shape_mount_json(&cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_BIN));
+        set_string(&cfg.driver_binaries_from, CONFIG_BINARIES_INIT_CONTAINER);
+        ck_assert(shape_delivers_binaries(&cfg));
+        ck_assert(shape_volume_used(&cfg, SHAPE_VOLUME_BIN));
+        ck_assert(!shape_volume_used(&cfg, SHAPE_VOLUME_COUNT));
+
+        static const shape_access_t want[SHAPE_ROLE_COUNT] = {
+            [SHAPE_ROLE_AGENT] = SHAPE_ACCESS_READ_ONLY,
+            [SHAPE_ROLE_DRIVER] = SHAPE_ACCESS_READ_ONLY,
+            [SHAPE_ROLE_OTHER] = SHAPE_ACCESS_NOT_WRITABLE,
+            [SHAPE_ROLE_INIT_EPHEMERAL] = SHAPE_ACCESS_ABSENT,
+            [SHAPE_ROLE_BIN_COPIER] = SHAPE_ACCESS_READ_WRITE,
+        };
+        for (shape_role_t r = 0; r < SHAPE_ROLE_COUNT; r++)
+                ck_assert_int_eq(shape_mount_access(r, SHAPE_VOLUME_BIN), want[r]);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_BIN_COPIER, SHAPE_VOLUME_HOME),
+                         SHAPE_ACCESS_ABSENT);
+        ck_assert_int_eq(shape_mount_access(SHAPE_ROLE_BIN_COPIER, SHAPE_VOLUME_CTL),
+                         SHAPE_ACCESS_ABSENT);
+
+        _unit_json_ json_t *vol = shape_volume_json(&cfg, SHAPE_VOLUME_BIN);
+        _cleanup_free_ char *vol_text = text_of(vol);
+        ck_assert_str_eq(vol_text, "{\"name\":\"hangar-bin\",\"emptyDir\":{\"medium\":\"Memory\","
+                                   "\"sizeLimit\":\"64Mi\"}}");
+        _unit_json_ json_t *agent = shape_mount_json(&cfg, SHAPE_ROLE_AGENT, SHAPE_VOLUME_BIN);
+        _cleanup_free_ char *agent_text = text_of(agent);
+        ck_assert_str_eq(
+            agent_text,
+            "{\"name\":\"hangar-bin\",\"mountPath\":\"/opt/hangar\",\"readOnly\":true}");
+
+        _unit_json_ json_t *copier = shape_bin_container_json(&cfg);
+        ck_assert_ptr_nonnull(copier);
+        ck_assert_str_eq(json_string_value(json_object_get(copier, "name")), "hangar-bin");
+        ck_assert_str_eq(json_string_value(json_object_get(copier, "image")),
+                         "localhost/hangar-bin:" HANGAR_VERSION);
+        _cleanup_free_ char *command = text_of(json_object_get(copier, "command"));
+        ck_assert_str_eq(command,
+                         "[\"/bin/busybox\",\"cp\",\"-R\",\"/opt/hangar/.\",\"/mnt/hangar-bin/\"]");
+        _cleanup_free_ char *mounts = text_of(json_object_get(copier, "volumeMounts"));
+        ck_assert_str_eq(mounts, "[{\"name\":\"hangar-bin\",\"mountPath\":\"/mnt/hangar-bin\"}]");
+        json_t *sc = json_object_get(copier, "securityContext");
+        ck_assert_int_eq(json_integer_value(json_object_get(sc, "runAsUser")), 1001);
+        ck_assert(json_is_true(json_object_get(sc, "readOnlyRootFilesystem")));
+        ck_assert_ptr_null(json_object_get(copier, "restartPolicy"));
+
+        _unit_json_ json_t *driver = shape_driver_container_json(&cfg, "img");
+        _cleanup_free_ char *dcmd = text_of(json_object_get(driver, "command"));
+        ck_assert_str_eq(dcmd, "[\"/opt/hangar/bin/hangar-driver\",\"serve\"]");
+        json_t *probe_cmd = json_object_get(
+            json_object_get(json_object_get(driver, "livenessProbe"), "exec"), "command");
+        ck_assert_str_eq(json_string_value(json_array_get(probe_cmd, 0)),
+                         "/opt/hangar/bin/hangar-driver");
+        _cleanup_free_ char *dmounts = text_of(json_object_get(driver, "volumeMounts"));
+        ck_assert_ptr_nonnull(strstr(dmounts, "{\"name\":\"hangar-bin\",\"mountPath\":\"/opt/"
+                                              "hangar\",\"readOnly\":true}"));
+        _cleanup_free_ char *env = text_of(json_object_get(driver, "env"));
+        ck_assert_str_eq(env, "[{\"name\":\"HANGAR_DRIVER_BINARIES_FROM\",\"value\":"
+                              "\"initContainer\"}]");
+        /* A path in driver.command is kept as it is. */
+        set_string(&cfg.driver_command.items[0], "/usr/local/bin/hangar-driver");
+        _unit_json_ json_t *kept = shape_driver_container_json(&cfg, "img");
+        ck_assert_str_eq(json_string_value(json_array_get(json_object_get(kept, "command"), 0)),
+                         "/usr/local/bin/hangar-driver");
+
+        /* Its gVisor hints: a tmpfs in the sandbox, with its size. */
+        const char *key;
+        char value[96];
+        ck_assert_int_eq(
+            shape_gvisor_annotation(&cfg, SHAPE_VOLUME_BIN, 1, &key, value, sizeof(value)), 0);
+        ck_assert_str_eq(key, "dev.gvisor.spec.mount.hangar-bin.type");
+        ck_assert_str_eq(value, "tmpfs");
+        ck_assert_int_eq(
+            shape_gvisor_annotation(&cfg, SHAPE_VOLUME_BIN, 2, &key, value, sizeof(value)), 0);
+        ck_assert_str_eq(value, "rw,rprivate,size=67108864");
 }
 END_TEST
 
@@ -317,6 +417,7 @@ static Suite *shape_suite(void)
         tcase_add_test(tc, driver_container_follows_config);
         tcase_add_test(tc, values_match_builders);
         tcase_add_test(tc, values_are_shared_not_copied);
+        tcase_add_test(tc, delivered_binaries);
         suite_add_tcase(s, tc);
         return s;
 }
