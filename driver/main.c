@@ -7,11 +7,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -111,6 +113,67 @@ static int cmd_relay(int argc, char **argv)
         return status;
 }
 
+/* Where the kubelet reads a container's termination message (the default
+ * terminationMessagePath); HANGAR_TERMINATION_LOG names another. */
+#define TERMINATION_LOG "/dev/termination-log"
+
+/* Why serve cannot run, on stderr (the container's log) and as the
+ * termination message, which the kubelet puts on hangar-driver's container
+ * status, where `kubectl describe pod` and `hangar-webhook audit` show it:
+ * the one place an admin looks for a sidecar that keeps exiting. Only a file
+ * that is there is written (the kubelet makes it; outside a pod there is
+ * none, and none is created). */
+static void serve_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void serve_refuse(const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        (void)vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "hangar-driver serve: %s\n", msg);
+        const char *path = getenv("HANGAR_TERMINATION_LOG");
+        const char *where = path && path[0] ? path : TERMINATION_LOG;
+        int fd = open(where, O_WRONLY | O_TRUNC | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        dprintf(fd, "hangar-driver serve: %s\n", msg);
+        (void)close(fd);
+}
+
+/* One of the daemon's volumes: a directory it can write into as the uid it
+ * runs as. A pod built wrong (the volume not mounted into hangar-driver,
+ * the driver run as another uid than the one the volume was made for)
+ * would otherwise fail later, on a socket or a turn's first file, with a
+ * line only its log has. */
+static int check_volume(const char *what, const char *path)
+{
+        struct stat st;
+        if (stat(path, &st) < 0) {
+                serve_refuse("%s (%s): %s: is the volume mounted into hangar-driver?", what, path,
+                             strerror(errno));
+                return -1;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                serve_refuse("%s (%s) is not a directory", what, path);
+                return -1;
+        }
+        if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) < 0) {
+                serve_refuse("%s (%s) is not writable by uid %u gid %u (it is %u:%u, mode %03o): "
+                             "the driver runs as another uid than the volume was made for "
+                             "(driver.uid, the pod's securityContext)",
+                             what, path, (unsigned)geteuid(), (unsigned)getegid(),
+                             (unsigned)st.st_uid, (unsigned)st.st_gid,
+                             (unsigned)(st.st_mode & 07777));
+                return -1;
+        }
+        return 0;
+}
+
+/* The daemon's start: its configuration, then its two volumes. What fails
+ * is said by serve_refuse; a failure of the daemon itself after this is
+ * left to its log (the message stays empty, so terminationMessagePolicy
+ * FallbackToLogsOnError shows the log's last lines instead). */
 static int cmd_serve(int argc, char **argv)
 {
         const char *config_path = getenv("HANGAR_CONFIG");
@@ -121,8 +184,14 @@ static int cmd_serve(int argc, char **argv)
                 return 2;
         }
         _cleanup_config_ hg_config_t cfg = {0};
-        if (driver_load_config(config_path, &cfg) < 0)
+        hg_error_t err = {0};
+        if (config_load(&cfg, config_path, &err) < 0) {
+                serve_refuse("%s", err.message);
                 return 2;
+        }
+        if (check_volume("hangar-ctl", cfg.ctl_path) < 0 ||
+            check_volume("hangar-home", cfg.home_path) < 0)
+                return 1;
         return turn_serve(&cfg, NULL) == 0 ? 0 : 1;
 }
 
@@ -246,7 +315,11 @@ int main(int argc, char **argv)
          * core dump may hold them. Checked: a driver that stays dumpable
          * refuses to run. */
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0) {
-                fputs("hangar-driver: cannot make itself non-dumpable; refusing to run\n", stderr);
+                if (argc > 1 && strcmp(argv[1], "serve") == 0)
+                        serve_refuse("cannot make itself non-dumpable; refusing to run");
+                else
+                        fputs("hangar-driver: cannot make itself non-dumpable; refusing to run\n",
+                              stderr);
                 return 1;
         }
         json_set_alloc_funcs(wiping_malloc, wiping_free);
