@@ -176,7 +176,27 @@ const char *tmux_find(void)
                 }
                 path += dlen + (colon ? 1 : 0);
         }
-        return NULL;
+        /* Beside the driver's own program: a bundle delivered into an image
+         * with no tmux (/opt/hangar/bin, docs/images.md) carries its own. */
+        ssize_t n = readlink("/proc/self/exe", found, sizeof(found) - 6);
+        if (n <= 0 || (size_t)n >= sizeof(found) - 6)
+                return NULL;
+        found[n] = '\0';
+        char *slash = strrchr(found, '/');
+        if (!slash)
+                return NULL;
+        memcpy(slash, "/tmux", 6);
+        if (access(found, X_OK) < 0)
+                return NULL;
+        /* tmux refuses to start without a UTF-8 locale, and an image with
+         * no tmux may have no locale either: the bundle's C.UTF-8, beside
+         * its libraries, unless the environment names a locale path. */
+        static char locpath[4096 + 16];
+        int w =
+            snprintf(locpath, sizeof(locpath), "%.*s/../lib/locale", (int)(slash - found), found);
+        if (w > 0 && (size_t)w < sizeof(locpath) && access(locpath, R_OK | X_OK) == 0)
+                (void)setenv("LOCPATH", locpath, 0);
+        return found;
 }
 
 static int64_t now_ms(void)

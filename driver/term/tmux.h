@@ -31,7 +31,8 @@ int tmux_keys_encode(char *const keys[], size_t n, uint8_t *out, size_t cap, siz
 int tmux_keys_encode_mode(char *const keys[], size_t n, bool app_cursor, uint8_t *out, size_t cap,
                           size_t *ret_len, hg_error_t *err);
 
-/* The tmux binary's path (searched in PATH, or HANGAR_TMUX), or NULL. */
+/* The tmux binary's path (HANGAR_TMUX, else searched in PATH, else the one
+ * beside the running program: a delivered bundle's), or NULL. */
 const char *tmux_find(void);
 
 /* Runs `tmux -S socket -f /dev/null ARGS...` and waits for it (at most

@@ -15,6 +15,10 @@
 # dpkg-query, strip. Same binaries and host packages give the same bytes.
 
 BUNDLE_BINARIES=(driver/hangar-driver relay/hangar-relay probe/hangar-probe grade/hangar-grade)
+# Programs of the host's Debian the driver runs, bundled the same way:
+# tmux for terminal turns (the driver looks for it beside its own program
+# when the image has none on its PATH).
+BUNDLE_HOST_PROGRAMS=(/usr/bin/tmux)
 
 # bundle_libs BINARY...: the resolved paths of every shared library the
 # binaries load (the loader included), one per line, sorted. ldd's "not
@@ -38,6 +42,10 @@ img_bundle() {
         for b in "${BUNDLE_BINARIES[@]}"; do
                 [ -x "$build/$b" ] || img_die "$build/$b missing: build first"
                 bins+=("$build/$b")
+        done
+        for b in "${BUNDLE_HOST_PROGRAMS[@]}"; do
+                [ -x "$b" ] || img_die "$b missing (scripts/install-deps.sh installs it)"
+                bins+=("$b")
         done
         mkdir -p "$dest/bin" "$dest/lib" "$dest/share/doc"
         local libs
@@ -64,6 +72,18 @@ img_bundle() {
                         cp "/usr/share/doc/$pkg/copyright" "$dest/share/doc/$pkg/copyright"
                 fi
         done <<<"$libs"
+        # tmux needs a UTF-8 locale: glibc's C.UTF-8 (libc-bin's), found
+        # through LOCPATH, which the driver sets for the bundle's tmux.
+        if [ -d /usr/lib/locale/C.utf8 ]; then
+                mkdir -p "$dest/lib/locale"
+                cp -R /usr/lib/locale/C.utf8 "$dest/lib/locale/C.utf8"
+                chmod -R a-w,a+rX "$dest/lib/locale/C.utf8"
+                dpkg-query -W -f='${Package}=${Version}\n' libc-bin >>"$dest/bundle.packages.tmp"
+                mkdir -p "$dest/share/doc/libc-bin"
+                cp /usr/share/doc/libc-bin/copyright "$dest/share/doc/libc-bin/copyright"
+        else
+                img_die "/usr/lib/locale/C.utf8 missing (libc-bin): tmux needs a UTF-8 locale"
+        fi
         sort -u "$dest/bundle.packages.tmp" >"$dest/bundle.packages"
         rm -f "$dest/bundle.packages.tmp"
         [ -n "$loader" ] || img_die "no dynamic loader among the libraries"
@@ -77,5 +97,8 @@ img_bundle() {
                 # own dependencies, so none is looked up in the image.
                 patchelf --set-interpreter "$prefix/lib/$loader" --force-rpath --set-rpath "$prefix/lib" \
                         "$dest/bin/$name" || img_die "patchelf $name failed"
+                # Read and run, never written: the copy an init container
+                # makes keeps the mode (docs/images.md).
+                chmod 0555 "$dest/bin/$name"
         done
 }

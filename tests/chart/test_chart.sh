@@ -477,6 +477,34 @@ expect_refused "selector.operator NotIn" "/selector/operator" --set selector.ope
 expect_refused "driver.uidSplit maybe" "/driver/uidSplit" --set driver.uidSplit=maybe
 expect_refused "driver.cloneSafety off" "/driver/cloneSafety" --set driver.cloneSafety=off
 
+# Delivered binaries: the value reaches the webhook, with the bundle image
+# named from the chart's appVersion or pinned by digest.
+echo "-- driver.binaries"
+jq -r '.[] | select(.kind=="ConfigMap") | .data["config.yaml"]' default.json >config-default.yaml
+if "$WEBHOOK" config --config config-default.yaml >effective-default.json 2>effective-default.err; then
+        jq_check "driver.binaries.from is agentImage by default (the binaries are the agent image's)" \
+                effective-default.json '."driver.binaries.from" == "agentImage"'
+else
+        t_fail "hangar-webhook config refuses the default values: $(cat effective-default.err)"
+fi
+bundle_digest=sha256:$(printf '%064d' 7)
+render deliver.json --set driver.binaries.from=initContainer
+render deliver-digest.json --set driver.binaries.from=initContainer \
+        --set driver.binaries.bundle.repository=registry.example/hangar-bin --set driver.binaries.bundle.digest="$bundle_digest"
+app_version=$("$HELM" show chart "$CHART" | sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p')
+for r in deliver deliver-digest; do
+        jq -r '.[] | select(.kind=="ConfigMap") | .data["config.yaml"]' $r.json >config-$r.yaml
+        if ! "$WEBHOOK" config --config config-$r.yaml >effective-$r.json 2>effective-$r.err; then
+                t_fail "hangar-webhook config refuses driver.binaries ($r): $(cat effective-$r.err)"
+        fi
+done
+jq_check "initContainer, the bundle image at the chart's appVersion ($app_version)" effective-deliver.json \
+        "(.\"driver.binaries.from\" == \"initContainer\") and (.\"driver.binaries.bundleImage\" == \"localhost/hangar-bin:$app_version\")"
+jq_check "a digest pins the bundle image" effective-deliver-digest.json \
+        ".\"driver.binaries.bundleImage\" == \"registry.example/hangar-bin@$bundle_digest\""
+expect_refused "driver.binaries.from baked" "/driver/binaries/from" --set driver.binaries.from=baked
+expect_refused "a bundle digest that is no sha256" "/driver/binaries/bundle/digest" --set driver.binaries.bundle.digest=latest
+
 NP='(map(select(.kind=="NetworkPolicy")) | .[0])'
 HOOKS='map(select(.metadata.annotations["helm.sh/hook"] == "test"))'
 TPOD="($HOOKS | map(select(.kind==\"Pod\")) | .[0])"

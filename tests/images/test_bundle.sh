@@ -6,8 +6,9 @@
 # bundled binary asks for the bundle's loader and library path and nothing
 # else; every library's Debian package and copyright are there; bare has no
 # shared object; under crun, bin's busybox copies the bundle out as uid 1001
-# (what an init container does) and, in bare as the agent (1000) with that
-# copy mounted read-only at /opt/hangar, every binary runs.
+# (what an init container does, each program mode 0555) and, in bare as
+# the agent (1000) with that copy mounted read-only at /opt/hangar, every
+# binary runs, tmux's detached session too.
 # usage: test_bundle.sh BUILD_DIR
 # shellcheck disable=SC2016 # sh -c scripts expand in the container
 BUILD_DIR=$(realpath "$1")
@@ -18,7 +19,7 @@ OUT=""
 . "$(dirname "$0")/imagelib.sh"
 im_need umoci jq crun unshare patchelf readelf
 t_begin images_bundle
-BINARIES=(hangar-driver hangar-relay hangar-probe hangar-grade)
+BINARIES=(hangar-driver hangar-relay hangar-probe hangar-grade tmux)
 
 build() { # OUT_DIR
         SOURCE_DATE_EPOCH=1700000000 HANGAR_IMAGE_REVISION=test "$BUILD_IMAGES" --build-dir "$BUILD_DIR" \
@@ -71,6 +72,10 @@ t_eq "bin's busybox copies the bundle out as 1001" 0 "$?"
 t_eq "... every file, the same bytes" "$(cd "$B/opt/hangar" && find . -type f -exec sha256sum {} + | sort)" \
         "$(cd "$T_TMP/volume" && find . -type f -exec sha256sum {} + | sort)"
 t_check "... the loader still executable" test -x "$T_TMP/volume/lib/$loader"
+for b in "${BINARIES[@]}"; do
+        t_eq "... $b: the copy is 1001's, mode 0555 (nobody's to write)" "1001 555" \
+                "$(stat -c '%u %a' "$T_TMP/volume/bin/$b")"
+done
 export IM_CRUN_MOUNTS
 IM_CRUN_MOUNTS=$(jq -cn --arg src "$T_TMP/volume" '[{destination: "/opt/hangar", type: "bind", source: $src,
         options: ["rbind", "ro"]}]')
@@ -84,6 +89,12 @@ t_check "in bare as the agent: hangar-relay --help" \
 # every library was loaded) and exits non-zero.
 t_check "in bare as the agent: hangar-grade runs (its usage for an unknown option)" \
         grep -q '^usage: hangar-grade ' <<<"$(in_crun "$T_TMP/bare" /opt/hangar/bin/hangar-grade --help 2>&1)"
+# Terminal turns: the bundle's tmux in an image with none, no terminfo
+# either (the driver's sessions are detached), its UTF-8 locale the
+# bundle's (LOCPATH, as the driver sets it for this tmux).
+t_eq "in bare: the bundle's tmux runs a detached session and lists it" "t" \
+        "$(in_crun "$T_TMP/bare" sh -c 'cd /tmp && export LOCPATH=/opt/hangar/lib/locale && /opt/hangar/bin/tmux -S /tmp/s -f /dev/null new-session -d -s t "sleep 30" &&
+                /opt/hangar/bin/tmux -S /tmp/s list-sessions -F "#{session_name}"; /opt/hangar/bin/tmux -S /tmp/s kill-server' 2>&1)"
 t_eq "in bare: the agent is uid 1000 and there is no libc" "uid=1000 none" \
         "$(in_crun "$T_TMP/bare" sh -c 'echo "uid=$(id -u) $(ls /lib /usr/lib 2>/dev/null || echo none)"' 2>&1)"
 t_end

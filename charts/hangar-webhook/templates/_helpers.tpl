@@ -189,6 +189,16 @@ caBundle: {{ $v.certificates.provided.caBundle | quote }}
 {{- end }}
 {{- end }}
 
+{{/* The bundle image the init container hangar-bin copies from. */}}
+{{- define "hangar-webhook.bundleImage" -}}
+{{- $b := .Values.driver.binaries.bundle }}
+{{- if $b.digest }}
+{{- printf "%s@%s" $b.repository $b.digest }}
+{{- else }}
+{{- printf "%s:%s" $b.repository (default .Chart.AppVersion $b.tag) }}
+{{- end }}
+{{- end }}
+
 {{/* The Service's DNS names, as the API server resolves them. */}}
 {{- define "hangar-webhook.serviceDNSNames" -}}
 {{- $svc := include "hangar-webhook.fullname" . }}
@@ -282,6 +292,9 @@ driver:
   nativeSidecar: {{ $v.driver.nativeSidecar }}
   uidSplit: {{ $v.driver.uidSplit | default "auto" | toJson }}
   cloneSafety: {{ $v.driver.cloneSafety | default "auto" | toJson }}
+  binaries:
+    from: {{ $v.driver.binaries.from | default "agentImage" | toJson }}
+    bundleImage: {{ include "hangar-webhook.bundleImage" . | toJson }}
   probes:
     enabled: {{ $v.driver.probes.enabled }}
     startup:
