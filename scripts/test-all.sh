@@ -20,10 +20,14 @@
 #      variants labelled outside_ci. The ASan+UBSan build and the fuzz
 #      targets are built meanwhile, at the lowest priority;
 #   3. that ASan+UBSan build running unit, fuzz replays, server, golden and
-#      integration tests, the native turn included (LeakSanitizer on); it is
-#      also the coverage build: line and branch coverage per module printed;
-#   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30 s
-#      each, FUZZ_JOBS at a time, default the cores: scripts/fuzz.sh).
+#      integration tests, the native turn included (LeakSanitizer on), as
+#      soon as the other release tests are done (beside the node lane's
+#      last suites); it is also the coverage build: line and branch coverage
+#      per module printed;
+#   4. a short libFuzzer run of every target (FUZZ_SECONDS, default 30 s of
+#      CPU each, FUZZ_JOBS at a time, default the cores: scripts/fuzz.sh
+#      --cpu), started at the lowest priority as soon as the targets are
+#      built, so it fuzzes in the CPU the tests leave and finishes after them.
 # Each stage prints its wall time; docs/ci.md has the figures and how to run
 # a part alone.
 set -euo pipefail
@@ -127,6 +131,11 @@ cmake -S . -B build -G Ninja -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_RUNSC_CURR
 ninja -C build
 
 stage "ASan+UBSan build and the fuzz targets started, at the lowest priority, in the background of the tests"
+# Fuzzing starts in the background once they are built, at the lowest
+# priority too: the tests wait on pods and API servers much of the time, and
+# each target gets FUZZ_SECONDS of CPU however long it waits for it (fuzz.sh
+# --cpu), so the fuzzing is the same as on cores of its own.
+fuzz_seconds=${FUZZ_SECONDS:-30}
 cmake -S . -B build-asan -G Ninja -DHANGAR_SANITIZE=ON -DHANGAR_COVERAGE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER_LAUNCHER= \
         -DHANGAR_TOOLS_BIN="$TOOLS_BIN" -DHANGAR_PROM_BIN="$PROM_BIN" >/dev/null
 lowest bash -c 'ninja -C build-asan && scripts/fuzz.sh --build-only' \
@@ -150,35 +159,69 @@ lane() {
 node_lane() {
         ctest --test-dir build --output-on-failure -L '^(node|images)$' -j "$node_jobs" -O build/ctest-node.log
 }
-set -m # the lane in a process group of its own
+set -m # each lane in a process group of its own
 lane node node_lane &
 node_lane_pid=$!
-set +m
-bg_pids+=("$node_lane_pid")
-main_rc=0
 # outside_ci: the pod suites' variants CI leaves out (docs/ci.md, "The pod
 # matrix in CI"); `ctest -L outside_ci` runs them.
 lane main ctest --test-dir build --output-on-failure -j "$ctest_jobs" -LE '^(images|node|outside_ci)$' \
-        -O build/ctest-main.log || main_rc=$?
-node_rc=0
-wait "$node_lane_pid" || node_rc=$?
+        -O build/ctest-main.log &
+main_lane_pid=$!
+set +m
+bg_pids+=("$node_lane_pid" "$main_lane_pid")
+# The fuzzing, as soon as its targets are built (the lanes go on meanwhile).
+builds_rc=0
+wait "$builds_pid" || builds_rc=$?
+fuzz_pid=""
+if [ "$builds_rc" = 0 ]; then
+        echo "== fuzzing started ($fuzz_seconds s of CPU per target), at the lowest priority, in the background of the tests"
+        lowest env FUZZ_SECONDS="$fuzz_seconds" scripts/fuzz.sh --cpu >build-asan/fuzz.log 2>&1 &
+        fuzz_pid=$!
+        bg_pids+=("$fuzz_pid")
+fi
+# The ASan+UBSan tests as soon as one lane is done, beside the other's last
+# suites (as the release tests ran beside each other: nothing of theirs is
+# on the node). A failure is reported once both lanes are done: the node
+# lane's fixture stops the node.
+main_rc=0 node_rc=0 first_rc=0 first=""
+wait -n -p first "$main_lane_pid" "$node_lane_pid" || first_rc=$?
+if [ "$first" = "$main_lane_pid" ]; then
+        main_rc=$first_rc first_name=main other_name=node other_pid=$node_lane_pid
+else
+        node_rc=$first_rc first_name=node other_name=main other_pid=$main_lane_pid
+fi
+if kill -0 "$other_pid" 2>/dev/null; then
+        stage "lane [$first_name] done (lane [$other_name] goes on)"
+else
+        stage "both lanes done"
+fi
+asan_rc=0
+if [ "$first_rc" = 0 ] && [ "$builds_rc" = 0 ]; then
+        stage "ASan+UBSan: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
+        # This run's counts only, from every uid, into a directory each can
+        # reach (the clone may be in one only root can enter).
+        gcov_prefix=$(scripts/coverage.sh --prepare build-asan)
+        GCOV_PREFIX=$gcov_prefix ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+                lane asan ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods" \
+                -O build-asan/ctest-asan.log || asan_rc=$?
+fi
+stage "lane [$other_name] finishing"
+other_rc=0
+wait "$other_pid" || other_rc=$?
+if [ "$other_name" = main ]; then main_rc=$other_rc; else node_rc=$other_rc; fi
 if [ "$main_rc" != 0 ] || [ "$node_rc" != 0 ]; then
         echo "release tests failed: lane main $main_rc, lane node $node_rc (build/ctest-main.log, build/ctest-node.log)" >&2
         exit 1
 fi
-
-stage "ASan+UBSan build (started in the background) finishing"
-if ! wait "$builds_pid"; then
+if [ "$builds_rc" != 0 ]; then
         cat build-asan/background-build.log
         echo "the ASan+UBSan or the fuzz build failed" >&2
         exit 1
 fi
-stage "ASan+UBSan: every test but the end-to-end and pod suites (turn_native sanitizes the turn)"
-# This run's counts only, from every uid, into a directory each can reach
-# (the clone may be in one only root can enter).
-gcov_prefix=$(scripts/coverage.sh --prepare build-asan)
-GCOV_PREFIX=$gcov_prefix ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "e2e|pods"
+if [ "$asan_rc" != 0 ]; then
+        echo "ASan+UBSan tests failed (build-asan/ctest-asan.log)" >&2
+        exit 1
+fi
 stage "coverage of that run"
 scripts/coverage.sh --report-only build-asan
 
@@ -197,6 +240,9 @@ if ! wait "$matrix_pid"; then
 fi
 tail -n 3 build-analysis/build-matrix.log
 
-stage "fuzzing"
-scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
+stage "fuzzing (started in the background when its targets were built) finishing"
+fuzz_rc=0
+wait "$fuzz_pid" || fuzz_rc=$?
+cat build-asan/fuzz.log
+[ "$fuzz_rc" = 0 ] || { echo "fuzzing failed: above (scripts/fuzz.sh)" >&2; exit 1; }
 stage "all tests passed"
