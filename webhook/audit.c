@@ -180,8 +180,8 @@ static void judge_driver_start(json_t *pod, audit_verdict_t *v)
         driver_start_t ds;
         if (driver_start_failed(pod, &ds) != 1)
                 return;
-        set_verdict(v, AUDIT_DRIVER_FAILED, ds.reason, "%s cannot start (%s): %s; %s",
-                    SHAPE_DRIVER_CONTAINER, ds.reason, ds.message, ds.advice);
+        set_verdict(v, AUDIT_DRIVER_FAILED, ds.reason, "%s cannot start (%s): %s; %s", ds.container,
+                    ds.reason, ds.message, ds.advice);
 }
 
 int audit_pod(const webhook_settings_t *cfg, const shape_values_t *values, json_t *pod,

@@ -1,5 +1,6 @@
-/* Whether the kubelet could start a pod's hangar-driver, read from the
- * pod's status as the API server stores it.
+/* Whether the kubelet could start a pod's hangar-driver (and, with the
+ * binaries delivered by an init container, hangar-bin, which copies them
+ * first), read from the pod's status as the API server stores it.
  *
  * The webhook injects hangar-driver at CREATE without seeing the image's
  * files, so a driver whose binaries are missing from the image, built for
@@ -20,6 +21,8 @@
 #include "error.h"
 
 typedef struct driver_start {
+        /* The container that cannot run: hangar-bin or hangar-driver. */
+        const char *container;
         /* The kubelet's reason (RunContainerError, CrashLoopBackOff, Error,
          * ...), as written on the status. */
         char reason[64];
@@ -30,7 +33,8 @@ typedef struct driver_start {
         const char *advice;
 } driver_start_t;
 
-/* 1 when pod's status says hangar-driver cannot start or exited with a
- * message (ret filled), 0 when it says nothing of the kind (no status yet,
- * creating, running, a pod being deleted). pod is only read. */
+/* 1 when pod's status says hangar-bin's copy or hangar-driver cannot start
+ * or exited with a message (ret filled; hangar-bin first: the driver waits
+ * for it), 0 when it says nothing of the kind (no status yet, creating,
+ * running, a copy that completed, a pod being deleted). pod is only read. */
 int driver_start_failed(json_t *pod, driver_start_t *ret);

@@ -225,6 +225,18 @@ START_TEST(driver_that_cannot_start)
                       "%s", v.reason);
         ck_assert_msg(strstr(v.reason, "termination message"), "%s", v.reason);
 
+        /* The back-off after a start that never ran (the runtime's
+         * StartError as the last state): still the image's binaries. */
+        set_driver_status(pod, "containerStatuses",
+                          "{\"state\": {\"waiting\": {\"reason\": \"CrashLoopBackOff\"}}, "
+                          "\"lastState\": {\"terminated\": {\"exitCode\": 128, \"reason\": "
+                          "\"StartError\", \"message\": \"" GVISOR_NOT_FOUND "\"}}}");
+        v = judge(pod);
+        ck_assert_str_eq(v.code, "CrashLoopBackOff");
+        ck_assert_msg(strstr(v.reason, "last exit 128 (StartError): failed to start") &&
+                          strstr(v.reason, "lacks hangar's binaries"),
+                      "%s", v.reason);
+
         /* The image cannot be pulled. */
         set_driver_status(pod, "containerStatuses",
                           "{\"state\": {\"waiting\": {\"reason\": \"ImagePullBackOff\", "
@@ -247,6 +259,37 @@ START_TEST(driver_that_cannot_start)
         v = judge(pod);
         ck_assert_str_eq(v.code, "CreateContainerError");
         ck_assert_msg(strstr(v.reason, "no message from the kubelet"), "%s", v.reason);
+
+        /* hangar-bin, which copies the bundle before the driver starts,
+         * failing to pull or to copy: named first, with its own advice. */
+        json_t *status =
+            json_pack("{s:[{s:s, s:{s:{s:s, s:s}}}, {s:s, s:{s:{s:s}}}]}", "initContainerStatuses",
+                      "name", "hangar-bin", "state", "waiting", "reason", "ImagePullBackOff",
+                      "message", "Back-off pulling image \"localhost/hangar-bin:dev\"", "name",
+                      "hangar-driver", "state", "waiting", "reason", "PodInitializing");
+        ck_assert_ptr_nonnull(status);
+        ck_assert_int_eq(json_object_set_new(pod, "status", status), 0);
+        v = judge(pod);
+        ck_assert_str_eq(v.code, "ImagePullBackOff");
+        ck_assert_msg(strstr(v.reason, "hangar-bin cannot start") &&
+                          strstr(v.reason, "driver.binaries.bundleImage"),
+                      "%s", v.reason);
+        set_driver_status(pod, "initContainerStatuses",
+                          "{\"state\": {\"terminated\": {\"exitCode\": 0, \"reason\": "
+                          "\"Completed\"}}}");
+        json_t *bin = json_array_get(
+            json_object_get(json_object_get(pod, "status"), "initContainerStatuses"), 0);
+        ck_assert_int_eq(json_object_set_new(bin, "name", json_string("hangar-bin")), 0);
+        ck_assert_int_eq(judge(pod).state, AUDIT_CURRENT);
+        ck_assert_int_eq(json_object_set_new(json_object_get(bin, "state"), "terminated",
+                                             json_pack("{s:i, s:s, s:s}", "exitCode", 1, "reason",
+                                                       "Error", "message", "cp: out of space")),
+                         0);
+        v = judge(pod);
+        ck_assert_str_eq(v.code, "Error");
+        ck_assert_msg(strstr(v.reason, "exit 1 (Error): cp: out of space") &&
+                          strstr(v.reason, "hangar-bin's copy"),
+                      "%s", v.reason);
 }
 END_TEST
 
