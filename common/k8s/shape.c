@@ -414,6 +414,15 @@ static json_t *driver_env_json(const hg_config_t *cfg)
         };
         json_t *env = json_array();
         int bad = 0;
+        /* Delivered, the bundle's programs come first on the driver's PATH:
+         * an exec of `hangar-driver ctl ...` or `hangar-probe` into the
+         * driver's container finds the daemon's own, in an image with none. */
+        if (shape_delivers_binaries(cfg)) {
+                json_t *e = json_object();
+                int failed = put(e, "name", json_string_nocheck("PATH"));
+                failed |= put(e, "value", json_string_nocheck(SHAPE_BIN_DRIVER_PATH));
+                bad |= push(env, built(e, failed));
+        }
         for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
                 if (!vars[i].value || strcmp(vars[i].value, vars[i].dflt) == 0)
                         continue;

@@ -23,6 +23,10 @@
 #define SHAPE_BIN_COPY_PATH "/mnt/hangar-bin"
 /* The bundle is about 25 MB (docs/images.md); room for a larger build. */
 #define SHAPE_BIN_SIZE_LIMIT "64Mi"
+/* The driver's PATH where the binaries are delivered: the bundle's, then
+ * the usual directories of an image (the image's own PATH is replaced). */
+#define SHAPE_BIN_DRIVER_PATH \
+        CONFIG_BUNDLE_PATH "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* What the webhook did to a pod: "injected" or "skipped", and a reason code. */
 #define SHAPE_ANNOTATION_STATUS "hangar.dev/driver-sidecar"

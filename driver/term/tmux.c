@@ -156,6 +156,31 @@ int tmux_keys_encode_mode(char *const keys[], size_t n, bool app_cursor, uint8_t
         return 0;
 }
 
+/* In path's directory (a buffer of PATH_MAX), the program tmux, or NULL. */
+static const char *in_dir(char *path, size_t dlen, size_t size)
+{
+        if (dlen == 0 || dlen + 6 > size)
+                return NULL;
+        memcpy(path + dlen, "/tmux", 6);
+        return access(path, X_OK) == 0 ? path : NULL;
+}
+
+/* tmux refuses to start without a UTF-8 locale, and an image with no tmux
+ * may have no locale either: a bundle's tmux (/opt/hangar/bin) has glibc's
+ * C.UTF-8 beside its libraries (../lib/locale), used unless the
+ * environment names a locale path. For a Debian image's /usr/bin/tmux
+ * that is /usr/lib/locale, glibc's own default. */
+static void bundle_locale(const char *tmux)
+{
+        static char locpath[4096 + 16];
+        const char *slash = strrchr(tmux, '/');
+        if (!slash)
+                return;
+        int w = snprintf(locpath, sizeof(locpath), "%.*s/../lib/locale", (int)(slash - tmux), tmux);
+        if (w > 0 && (size_t)w < sizeof(locpath) && access(locpath, R_OK | X_OK) == 0)
+                (void)setenv("LOCPATH", locpath, 0);
+}
+
 const char *tmux_find(void)
 {
         static char found[4096];
@@ -165,38 +190,27 @@ const char *tmux_find(void)
         const char *path = getenv("PATH");
         if (!path || !path[0])
                 path = "/usr/local/bin:/usr/bin:/bin";
-        while (*path) {
+        const char *hit = NULL;
+        while (*path && !hit) {
                 const char *colon = strchr(path, ':');
                 size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
-                if (dlen > 0 && path[0] == '/' && dlen + 6 < sizeof(found)) {
+                if (path[0] == '/' && dlen < sizeof(found)) {
                         memcpy(found, path, dlen);
-                        memcpy(found + dlen, "/tmux", 6);
-                        if (access(found, X_OK) == 0)
-                                return found;
+                        hit = in_dir(found, dlen, sizeof(found));
                 }
                 path += dlen + (colon ? 1 : 0);
         }
-        /* Beside the driver's own program: a bundle delivered into an image
-         * with no tmux (/opt/hangar/bin, docs/images.md) carries its own. */
-        ssize_t n = readlink("/proc/self/exe", found, sizeof(found) - 6);
-        if (n <= 0 || (size_t)n >= sizeof(found) - 6)
-                return NULL;
-        found[n] = '\0';
-        char *slash = strrchr(found, '/');
-        if (!slash)
-                return NULL;
-        memcpy(slash, "/tmux", 6);
-        if (access(found, X_OK) < 0)
-                return NULL;
-        /* tmux refuses to start without a UTF-8 locale, and an image with
-         * no tmux may have no locale either: the bundle's C.UTF-8, beside
-         * its libraries, unless the environment names a locale path. */
-        static char locpath[4096 + 16];
-        int w =
-            snprintf(locpath, sizeof(locpath), "%.*s/../lib/locale", (int)(slash - found), found);
-        if (w > 0 && (size_t)w < sizeof(locpath) && access(locpath, R_OK | X_OK) == 0)
-                (void)setenv("LOCPATH", locpath, 0);
-        return found;
+        /* Else beside the driver's own program: a bundle delivered into an
+         * image with no tmux (docs/images.md) carries its own. */
+        if (!hit) {
+                ssize_t n = readlink("/proc/self/exe", found, sizeof(found) - 1);
+                char *slash = n > 0 ? memrchr(found, '/', (size_t)n) : NULL;
+                if (slash)
+                        hit = in_dir(found, (size_t)(slash - found), sizeof(found));
+        }
+        if (hit)
+                bundle_locale(hit);
+        return hit;
 }
 
 static int64_t now_ms(void)

@@ -364,8 +364,9 @@ START_TEST(delivered_binaries)
         ck_assert_ptr_nonnull(strstr(dmounts, "{\"name\":\"hangar-bin\",\"mountPath\":\"/opt/"
                                               "hangar\",\"readOnly\":true}"));
         _cleanup_free_ char *env = text_of(json_object_get(driver, "env"));
-        ck_assert_str_eq(env, "[{\"name\":\"HANGAR_DRIVER_BINARIES_FROM\",\"value\":"
-                              "\"initContainer\"}]");
+        ck_assert_str_eq(env, "[{\"name\":\"PATH\",\"value\":\"/opt/hangar/bin:/usr/local/sbin:"
+                              "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"},{\"name\":"
+                              "\"HANGAR_DRIVER_BINARIES_FROM\",\"value\":\"initContainer\"}]");
         /* A path in driver.command is kept as it is. */
         set_string(&cfg.driver_command.items[0], "/usr/local/bin/hangar-driver");
         _unit_json_ json_t *kept = shape_driver_container_json(&cfg, "img");
