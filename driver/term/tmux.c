@@ -165,19 +165,22 @@ static const char *in_dir(char *path, size_t dlen, size_t size)
         return access(path, X_OK) == 0 ? path : NULL;
 }
 
+/* The delivered bundle's programs (CONFIG_BUNDLE_PATH/bin): the bundle's
+ * loader is an absolute path there, so it is no setting. */
+#define BUNDLE_BIN "/opt/hangar/bin/"
+
 /* tmux refuses to start without a UTF-8 locale, and an image with no tmux
- * may have no locale either: a bundle's tmux (/opt/hangar/bin) has glibc's
- * C.UTF-8 beside its libraries (../lib/locale), used unless the
- * environment names a locale path. For a Debian image's /usr/bin/tmux
- * that is /usr/lib/locale, glibc's own default. */
+ * may have no locale either: the bundle's tmux has glibc's C.UTF-8 beside
+ * its libraries, used unless the environment names a locale path. Only for
+ * the bundle's: LOCPATH turns glibc's locale archive off, and an image's
+ * own tmux (and what its panes run) keeps the image's locales. */
 static void bundle_locale(const char *tmux)
 {
-        static char locpath[4096 + 16];
-        const char *slash = strrchr(tmux, '/');
-        if (!slash)
+        static const char locpath[] = BUNDLE_BIN "../lib/locale";
+        if (strncmp(tmux, BUNDLE_BIN, strlen(BUNDLE_BIN)) != 0 ||
+            strchr(tmux + strlen(BUNDLE_BIN), '/'))
                 return;
-        int w = snprintf(locpath, sizeof(locpath), "%.*s/../lib/locale", (int)(slash - tmux), tmux);
-        if (w > 0 && (size_t)w < sizeof(locpath) && access(locpath, R_OK | X_OK) == 0)
+        if (access(locpath, R_OK | X_OK) == 0)
                 (void)setenv("LOCPATH", locpath, 0);
 }
 
