@@ -18,13 +18,23 @@ int64_t conn_now_ms(void)
 
 int conn_init(conn_t *c, int fd, uint32_t max_payload)
 {
-        if (max_payload > FRAME_MAX_PAYLOAD)
+        /* in_cap 0: one frame of the max_payload of the moment (a handshake
+         * lowers it while it waits for a small frame). */
+        int r = conn_init_sized(c, fd, max_payload, FRAME_HEADER_SIZE + (size_t)max_payload);
+        if (r == 0)
+                c->in_cap = 0;
+        return r;
+}
+
+int conn_init_sized(conn_t *c, int fd, uint32_t max_payload, size_t in_cap)
+{
+        if (max_payload > FRAME_MAX_PAYLOAD || in_cap < FRAME_HEADER_SIZE + (size_t)max_payload)
                 return -EINVAL;
         int flags = fcntl(fd, F_GETFL);
         if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
                 return -errno;
-        conn_t n = {.fd = fd, .max_payload = max_payload};
-        n.in = malloc(FRAME_HEADER_SIZE + (size_t)max_payload);
+        conn_t n = {.fd = fd, .max_payload = max_payload, .in_cap = in_cap};
+        n.in = malloc(in_cap);
         n.out = malloc(CONN_OUT_MAX);
         if (!n.in || !n.out) {
                 free(n.in);
@@ -44,7 +54,8 @@ void conn_close(conn_t *c)
         *c = (conn_t){.fd = -1};
 }
 
-/* Drops the frame returned last time. */
+/* Drops the frames returned so far: what is left (a frame in part, or
+ * frames not yet taken) moves to the front. */
 static void conn_compact(conn_t *c)
 {
         if (c->in_used == 0)
@@ -57,7 +68,7 @@ static void conn_compact(conn_t *c)
 int conn_fill(conn_t *c)
 {
         conn_compact(c);
-        size_t cap = FRAME_HEADER_SIZE + (size_t)c->max_payload;
+        size_t cap = c->in_cap ? c->in_cap : FRAME_HEADER_SIZE + (size_t)c->max_payload;
         while (c->in_len < cap && !c->eof) {
                 ssize_t n = recv(c->fd, c->in + c->in_len, cap - c->in_len, 0);
                 if (n > 0) {
@@ -79,11 +90,13 @@ int conn_fill(conn_t *c)
 
 int conn_next(conn_t *c, frame_t *ret, hg_error_t *err)
 {
-        conn_compact(c);
+        if (c->in_used == c->in_len) /* all taken: the buffer starts again */
+                c->in_used = c->in_len = 0;
         size_t used = 0;
-        int r = frame_parse(c->in, c->in_len, c->max_payload, ret, &used, err);
+        int r = frame_parse(c->in + c->in_used, c->in_len - c->in_used, c->max_payload, ret, &used,
+                            err);
         if (r == 1)
-                c->in_used = used;
+                c->in_used += used;
         return r;
 }
 

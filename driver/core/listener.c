@@ -334,7 +334,9 @@ static void check_proof(listener_t *l, listener_pending_t *p, const frame_t *f,
         int fd = TAKE_FD(p->c.fd);
         forget(p);
         conn_t *c = channel == FRAME_CHANNEL_IO ? &l->io : &l->ctl;
-        if (conn_init(c, fd, FRAME_MAX_PAYLOAD) < 0 ||
+        size_t in_cap = channel == FRAME_CHANNEL_IO ? LISTENER_IO_IN_MAX
+                                                    : FRAME_HEADER_SIZE + FRAME_MAX_PAYLOAD;
+        if (conn_init_sized(c, fd, FRAME_MAX_PAYLOAD, in_cap) < 0 ||
             conn_queue(c, FRAME_WELCOME, NULL, 0, NULL, 0) < 0) {
                 (void)close(fd);
                 l->rejected[LISTENER_REJECT_CLOSED]++;

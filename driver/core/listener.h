@@ -28,6 +28,10 @@
 #include "token.h"
 
 #define LISTENER_PENDING_MAX 16
+/* The io channel's input buffer once accepted: the harness's output comes
+ * there, and one read of many frames costs far less than a read per frame
+ * (under gVisor every syscall is a trip through the sandbox's kernel). */
+#define LISTENER_IO_IN_MAX (512u * 1024u)
 
 typedef enum listener_reject {
         LISTENER_REJECT_BAD_TOKEN, /* its PROOF was not made with the turn's token */

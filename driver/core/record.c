@@ -93,6 +93,7 @@ int record_event(record_t *r, const char *event, json_t *fields)
         if (e < 0)
                 return e;
         r->seq++;
+        r->appends++;
         return 0;
 }
 
@@ -100,7 +101,38 @@ int record_log(record_t *r, const void *data, size_t n)
 {
         if (r->log_fd < 0)
                 return -EBADF;
-        return n ? fd_write_all(r->log_fd, data, n) : 0;
+        int e = n ? fd_write_all(r->log_fd, data, n) : 0;
+        if (e == 0 && n)
+                r->appends++;
+        return e;
+}
+
+int record_logv(record_t *r, const struct iovec *iov, int n)
+{
+        if (r->log_fd < 0)
+                return -EBADF;
+        /* Past a short write the rest goes piece by piece (a rare case: a
+         * regular file writes it all or fails). */
+        size_t done = 0;
+        ssize_t w = 0;
+        while ((w = writev(r->log_fd, iov, n)) < 0 && errno == EINTR)
+                ;
+        if (w < 0)
+                return -errno;
+        done = (size_t)w;
+        for (int i = 0; i < n; i++) {
+                if (done >= iov[i].iov_len) {
+                        done -= iov[i].iov_len;
+                        continue;
+                }
+                int e = fd_write_all(r->log_fd, (const char *)iov[i].iov_base + done,
+                                     iov[i].iov_len - done);
+                if (e < 0)
+                        return e;
+                done = 0;
+        }
+        r->appends++;
+        return 0;
 }
 
 int record_append_json(const char *dir, const char *name, json_t *j)

@@ -6,13 +6,15 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 typedef struct record {
-        char *home;    /* hangar-home mount path */
-        char *ctl;     /* hangar-ctl mount path */
-        int events_fd; /* O_APPEND */
-        int log_fd;    /* O_APPEND */
-        uint64_t seq;  /* events written */
+        char *home;       /* hangar-home mount path */
+        char *ctl;        /* hangar-ctl mount path */
+        int events_fd;    /* O_APPEND */
+        int log_fd;       /* O_APPEND */
+        uint64_t seq;     /* events written */
+        uint64_t appends; /* lines and log writes so far: followers have more to read */
 } record_t;
 
 /* Opens the events file (0600) and a fresh log (0644). */
@@ -25,6 +27,9 @@ void record_close(record_t *r);
 int record_event(record_t *r, const char *event, json_t *fields);
 /* Appends harness output to the run's log. 0 or -errno. */
 int record_log(record_t *r, const void *data, size_t n);
+/* The same for n pieces in order, one writev for all of them (the frames
+ * of one read from the relay). iov is left as it was. 0 or -errno. */
+int record_logv(record_t *r, const struct iovec *iov, int n);
 /* Appends j as one line to dir/name (0600), whole or not at all. */
 int record_append_json(const char *dir, const char *name, json_t *j);
 /* Writes a JSON file under home or ctl atomically (mode as given). */

@@ -43,14 +43,6 @@ ctlclient_t *ctlclient_free_slot(ctlclient_t *clients, size_t n)
         return NULL;
 }
 
-bool ctlclient_any_watching(const ctlclient_t *clients, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (clients[i].used && clients[i].state == CTLCLIENT_WATCHING)
-                        return true;
-        return false;
-}
-
 short ctlclient_poll_events(const ctlclient_t *c)
 {
         if (!c->used)

@@ -47,8 +47,6 @@ void ctlclient_init(ctlclient_t *c);
 void ctlclient_close(ctlclient_t *c);
 /* A free slot of clients[n], or NULL. */
 ctlclient_t *ctlclient_free_slot(ctlclient_t *clients, size_t n);
-/* Whether any of clients[n] watches the log (the loop then polls it often). */
-bool ctlclient_any_watching(const ctlclient_t *clients, size_t n);
 /* What to poll c's descriptor for: 0 leaves it out of the poll. */
 short ctlclient_poll_events(const ctlclient_t *c);
 

@@ -65,6 +65,24 @@ static bool log_done(const turn_t *t, const ctlclient_t *c)
         return c->watch_gen != t->gen || (!turnstate_active(&t->ts) && t->end_recorded);
 }
 
+/* Followers (`ctl watch`, `ctl events --follow`) wake on change, not on a
+ * timer: the daemon is the one writer of the log and the events, so when
+ * its record has grown (or another turn started), each follower that had
+ * read everything reads on now; one with bytes still to send is woken by
+ * its socket. Called before every poll, after whatever wrote this round. */
+static void wake_followers(turn_t *t)
+{
+        if (t->rec.appends == t->followed_appends && t->gen == t->followed_gen)
+                return;
+        t->followed_appends = t->rec.appends;
+        t->followed_gen = t->gen;
+        for (size_t i = 0; i < CTLCLIENT_MAX; i++) {
+                ctlclient_t *c = &t->clients[i];
+                if (c->used && c->state == CTLCLIENT_WATCHING && c->out_off == c->out_len)
+                        ctlclient_write(c, log_done(t, c));
+        }
+}
+
 /* A new instance id: 16 bytes of the kernel's, as 32 hex digits. */
 static int new_instance(turn_t *t)
 {
@@ -167,6 +185,22 @@ static void conn_events(conn_t *c, short revents)
                 c->eof = true;
 }
 
+/* The io channel: after a read that left the socket empty and the buffer
+ * not full, io rests TURN_IO_REST_MS. A harness writing in small pieces
+ * (8 KiB for `head`, a line for many) would otherwise wake the loop, and
+ * cost a poll, a read and a log write, for every frame; under gVisor each
+ * of those is a trip through the sandbox's kernel. Resting, the next read
+ * takes what came meanwhile in one go. A full buffer means more is waiting:
+ * no rest. */
+static void io_events(turn_t *t, short revents)
+{
+        size_t before = t->io.in_len - t->io.in_used;
+        conn_events(&t->io, revents);
+        size_t after = t->io.in_len - t->io.in_used;
+        if (after > before && !conn_in_full(&t->io) && !t->io.eof)
+                t->io_rest_until = conn_now_ms() + TURN_IO_REST_MS;
+}
+
 /* PID 1 in the sidecar: whatever an exec left behind comes back to it. */
 static void reap_children(void)
 {
@@ -208,6 +242,7 @@ static void loop(turn_t *t)
                         turnsetup_finish(t);
                 if (t->stop || (t->once && t->ts.state == TURN_STATE_ENDED))
                         break;
+                wake_followers(t);
 
                 struct pollfd p[P_COUNT];
                 for (size_t i = 0; i < P_COUNT; i++)
@@ -216,9 +251,10 @@ static void loop(turn_t *t)
                 p[P_CTLSOCK] = (struct pollfd){.fd = t->ctl_lfd, .events = POLLIN};
                 p[P_RESTORE] =
                     (struct pollfd){.fd = restore_watch_fd(&t->restore), .events = POLLIN};
+                bool io_rests = t->io_open && now < t->io_rest_until;
                 if (t->io_open) {
-                        short ev =
-                            (t->io.eof ? 0 : POLLIN) | (conn_out_pending(&t->io) ? POLLOUT : 0);
+                        short ev = (t->io.eof || io_rests ? 0 : POLLIN) |
+                                   (conn_out_pending(&t->io) ? POLLOUT : 0);
                         p[P_IO] = (struct pollfd){.fd = ev ? t->io.fd : -1, .events = ev};
                 }
                 if (t->ctl_open) {
@@ -238,14 +274,13 @@ static void loop(turn_t *t)
                 int64_t deadline = turnstate_next_deadline(&t->ts, INT64_MAX);
                 if (listener_next_deadline(&t->lis) < deadline)
                         deadline = listener_next_deadline(&t->lis);
-                /* watchers poll the log at least once a second */
                 int timeout = timeout_towards(1000, deadline, now);
                 if (t->grade) {
                         grade_pollfds(t->grade, &p[P_GRADE]);
                         timeout = timeout_towards(timeout, grade_next_deadline(t->grade), now);
                 }
-                if (ctlclient_any_watching(t->clients, CTLCLIENT_MAX) && timeout > 100)
-                        timeout = 100;
+                if (io_rests)
+                        timeout = timeout_towards(timeout, t->io_rest_until, now);
                 int n = poll(p, t->grade ? P_COUNT : P_LISTENER + nl, timeout);
                 if (n < 0 && errno != EINTR) {
                         turnstate_end(&t->ts, "driver-failed", "poll: %s", strerror(errno));
@@ -264,7 +299,7 @@ static void loop(turn_t *t)
                         listener_process(&t->lis, &p[P_LISTENER], nl, turnrelay_on_accept,
                                          turnrelay_on_reject, t);
                 if (p[P_IO].revents)
-                        conn_events(&t->io, p[P_IO].revents);
+                        io_events(t, p[P_IO].revents);
                 if (p[P_CTL].revents)
                         conn_events(&t->ctl, p[P_CTL].revents);
                 if (p[P_CTLSOCK].revents)
@@ -276,6 +311,10 @@ static void loop(turn_t *t)
                                 continue;
                         if (c->state == CTLCLIENT_READING && p[P_CLIENTS + i].revents)
                                 turnops_client_read(t, c);
+                        /* A follower with nothing to send waits for its
+                         * file to grow (wake_followers), not for any wake. */
+                        else if (c->state == CTLCLIENT_WATCHING && !p[P_CLIENTS + i].revents)
+                                continue;
                         else if (c->used && (c->state == CTLCLIENT_REPLYING ||
                                              c->state == CTLCLIENT_WATCHING ||
                                              c->state == CTLCLIENT_STREAMING))

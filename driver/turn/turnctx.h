@@ -28,6 +28,11 @@
 #include "turnstate.h"
 
 #define TURN_STDIN_Q_MAX (4u * 1024u * 1024u) /* input plus steer commands not yet sent */
+/* After a read that emptied the io socket, the loop leaves io unread this
+ * long, so a harness that writes in small pieces is read many frames at a
+ * time (turn.c, "the loop"): output reaches the log and approvals are seen
+ * at most this much later. */
+#define TURN_IO_REST_MS 5
 /* The caps on what the relay can make the driver record (reccap.h). */
 #define TURN_RELAY_SIGNAL_EVENTS_MAX 64u  /* harness.signal events from the relay */
 #define TURN_UNREQUESTED_EVENTS_MAX  16u  /* run.unrequested events */
@@ -48,6 +53,7 @@ typedef struct turn {
         listener_t lis;
         conn_t io, ctl; /* valid from running */
         bool io_open, ctl_open;
+        int64_t io_rest_until; /* io not read before (conn_now_ms), TURN_IO_REST_MS */
         int ctl_lfd;
         int sigfd;
 
@@ -61,6 +67,7 @@ typedef struct turn {
         approvals_t approvals;
         runreq_pending_t runs;
         ctlclient_t clients[CTLCLIENT_MAX];
+        uint64_t followed_gen, followed_appends; /* what followers were last woken for (turn.c) */
 
         /* Relay-originated events past their caps (reported in status). */
         reccap_t signals, unrequested, rejections, approvals_cap, duplicates;

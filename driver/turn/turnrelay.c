@@ -125,14 +125,23 @@ static void on_run_result(turn_t *t, const frame_t *f)
  * cap bytes are counted (status: capped.log_dropped), not kept, and the
  * first time one record.capped event says so. The caller still scans the
  * whole stream for approvals: a harness that floods its output is still
- * asked and answered. */
-static int log_bounded(turn_t *t, const void *data, size_t len)
+ * asked and answered. The n pieces go in one write (iov is cut to the cap). */
+static int log_bounded_v(turn_t *t, struct iovec *iov, int n)
 {
         uint64_t max = (uint64_t)t->spec->log_max_mib * 1024u * 1024u;
+        size_t len = 0;
+        for (int i = 0; i < n; i++)
+                len += iov[i].iov_len;
         size_t keep = len;
         if (t->log_bytes + keep > max)
                 keep = t->log_bytes >= max ? 0 : (size_t)(max - t->log_bytes);
-        int r = record_log(&t->rec, data, keep);
+        int k = 0;
+        for (size_t left = keep; k < n && left > 0; k++) {
+                if (iov[k].iov_len > left)
+                        iov[k].iov_len = left;
+                left -= iov[k].iov_len;
+        }
+        int r = keep ? record_logv(&t->rec, iov, k) : 0;
         if (r < 0)
                 return r;
         t->log_bytes += keep;
@@ -145,6 +154,12 @@ static int log_bounded(turn_t *t, const void *data, size_t len)
                                          (unsigned)max);
         }
         return 0;
+}
+
+static int log_bounded(turn_t *t, const void *data, size_t len)
+{
+        struct iovec one = {.iov_base = (void *)data, .iov_len = len};
+        return log_bounded_v(t, &one, 1);
 }
 
 /* A terminal turn's STDOUT: its raw terminal stream. Into the log
@@ -163,13 +178,51 @@ static void terminal_stream(turn_t *t, const frame_t *f)
                 (void)turnctx_stdin_append(t, (const char *)reply, n);
 }
 
+/* Output frames of one read from the relay, logged together. */
+#define RELAY_IO_BATCH 64
+
+/* The batch's n frames into the log in one write, then scanned for
+ * approval requests in order (each request is in the log before its
+ * event). false when the log failed: the turn is told, pumping stops. */
+static bool io_batch_flush(turn_t *t, const struct iovec *batch, int *n)
+{
+        if (*n == 0)
+                return true;
+        struct iovec w[RELAY_IO_BATCH];
+        memcpy(w, batch, sizeof(*w) * (size_t)*n);
+        int count = *n, r = log_bounded_v(t, w, count);
+        *n = 0;
+        if (r < 0) {
+                turnctx_record_failed(t, LAYOUT_HOME_LOG, r);
+                return false;
+        }
+        for (int i = 0; i < count && t->ts.state != TURN_STATE_ENDED; i++)
+                turnapproval_scan(t, batch[i].iov_base, batch[i].iov_len);
+        return true;
+}
+
+/* The frames conn_fill read stay valid until the next fill (conn.h), so a
+ * read's STDOUT frames are gathered and written to the log at once: one
+ * write per read, not per frame. */
 static void pump_relay_io(turn_t *t)
 {
+        struct iovec batch[RELAY_IO_BATCH];
+        int n = 0;
         while (t->io_open && t->ts.state != TURN_STATE_ENDED) {
                 frame_t f;
                 hg_error_t err = {0};
                 int r = conn_next(&t->io, &f, &err);
                 if (r == 0)
+                        break;
+                if (r == 1 && f.type == FRAME_STDOUT && f.length > 0 && !t->term_open) {
+                        batch[n++] =
+                            (struct iovec){.iov_base = (void *)f.payload, .iov_len = f.length};
+                        if (n == RELAY_IO_BATCH && !io_batch_flush(t, batch, &n))
+                                return;
+                        continue;
+                }
+                /* Anything else after what came before it. */
+                if (!io_batch_flush(t, batch, &n))
                         return;
                 if (r < 0)
                         return turnstate_end(&t->ts, "protocol-error", "io: %s", err.message);
@@ -181,14 +234,9 @@ static void pump_relay_io(turn_t *t)
                         t->ts.io_eof_seen = true;
                         continue;
                 }
-                if (t->term_open) {
-                        terminal_stream(t, &f);
-                        continue;
-                }
-                if ((r = log_bounded(t, f.payload, f.length)) < 0)
-                        return turnctx_record_failed(t, LAYOUT_HOME_LOG, r);
-                turnapproval_scan(t, f.payload, f.length);
+                terminal_stream(t, &f); /* a terminal turn's */
         }
+        (void)io_batch_flush(t, batch, &n);
 }
 
 static void on_exit_frame(turn_t *t, const frame_t *f)

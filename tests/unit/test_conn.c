@@ -201,6 +201,57 @@ START_TEST(fill_stops_at_one_frame_of_room)
 }
 END_TEST
 
+/* A sized buffer takes many frames in one fill; every frame of that fill
+ * stays where it was until the next fill (the driver logs them together),
+ * a frame cut at the buffer's end is finished by the next fill, and a
+ * buffer smaller than one frame is refused. */
+START_TEST(sized_fill_takes_many_frames)
+{
+        int sv[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        conn_t c;
+        ck_assert_int_eq(conn_init_sized(&c, sv[0], 16, FRAME_HEADER_SIZE + 15), -EINVAL);
+        size_t cap = 3 * (FRAME_HEADER_SIZE + 16) + FRAME_HEADER_SIZE + 5;
+        ck_assert_int_eq(conn_init_sized(&c, sv[0], 16, cap), 0);
+        uint8_t buf[10 * (FRAME_HEADER_SIZE + 16)];
+        for (size_t i = 0; i < 10; i++) {
+                uint8_t *p = buf + i * (FRAME_HEADER_SIZE + 16);
+                put_header(p, FRAME_STDOUT, 16);
+                memset(p + FRAME_HEADER_SIZE, 'a' + (int)i, 16);
+        }
+        write_raw(sv[1], buf, sizeof(buf));
+        close(sv[1]);
+        ck_assert_int_eq(conn_fill(&c), 0);
+        ck_assert(conn_in_full(&c));
+        const uint8_t *got[4];
+        frame_t f;
+        for (size_t i = 0; i < 3; i++) {
+                ck_assert_int_eq(conn_next(&c, &f, NULL), 1);
+                got[i] = f.payload;
+        }
+        ck_assert_int_eq(conn_next(&c, &f, NULL), 0); /* the fourth is cut */
+        for (size_t i = 0; i < 3; i++) {
+                ck_assert_int_eq(got[i][0], 'a' + (int)i);
+                ck_assert_int_eq(got[i][15], 'a' + (int)i);
+        }
+        size_t seen = 3;
+        while (!c.eof || c.in_len > c.in_used) {
+                ck_assert_int_eq(conn_fill(&c), 0);
+                while (conn_next(&c, &f, NULL) == 1) {
+                        ck_assert_uint_eq(f.length, 16);
+                        ck_assert_int_eq(f.payload[0], 'a' + (int)seen);
+                        ck_assert_int_eq(f.payload[15], 'a' + (int)seen);
+                        seen++;
+                }
+                if (c.eof && conn_next(&c, &f, NULL) == 0)
+                        break;
+        }
+        ck_assert_uint_eq(seen, 10);
+        ck_assert(!conn_in_full(&c));
+        conn_close(&c);
+}
+END_TEST
+
 START_TEST(can_queue_limits)
 {
         conn_t a, b;
@@ -478,6 +529,7 @@ static Suite *conn_suite(void)
         tcase_add_test(tc, round_trip_several_frames);
         tcase_add_test(tc, frames_split_across_reads);
         tcase_add_test(tc, fill_stops_at_one_frame_of_room);
+        tcase_add_test(tc, sized_fill_takes_many_frames);
         tcase_add_test(tc, can_queue_limits);
         tcase_add_test(tc, flush_partial_then_rest);
         tcase_add_test(tc, flush_until_times_out);

@@ -241,11 +241,7 @@ START_TEST(slots_and_events)
         ck_assert_ptr_eq(ctlclient_free_slot(cs, 3), &cs[2]);
         cs[2].used = true;
         ck_assert_ptr_null(ctlclient_free_slot(cs, 3));
-        ck_assert(!ctlclient_any_watching(cs, 3));
-        cs[1].state = CTLCLIENT_WATCHING;
-        ck_assert(ctlclient_any_watching(cs, 3));
         cs[1].used = false;
-        ck_assert(!ctlclient_any_watching(cs, 3));
         ck_assert_int_eq(ctlclient_poll_events(&cs[1]), 0); /* unused */
         cs[0].state = CTLCLIENT_READING;
         ck_assert_int_eq(ctlclient_poll_events(&cs[0]), POLLIN);

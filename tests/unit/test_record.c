@@ -101,6 +101,35 @@ START_TEST(full_volume_reported_whole_lines)
 }
 END_TEST
 
+/* Pieces go to the log in order, in one call, and each append (an event,
+ * a log write) is counted: followers wake on that count. */
+START_TEST(logv_writes_pieces_in_order)
+{
+        record_t r;
+        ck_assert_int_eq(record_open(&r, dir, dir), 0);
+        ck_assert_uint_eq(r.appends, 0);
+        struct iovec v[3] = {{.iov_base = "one ", .iov_len = 4},
+                             {.iov_base = "", .iov_len = 0},
+                             {.iov_base = "two\n", .iov_len = 4}};
+        ck_assert_int_eq(record_logv(&r, v, 3), 0);
+        ck_assert_str_eq(v[0].iov_base, "one "); /* left as it was */
+        ck_assert_uint_eq(r.appends, 1);
+        ck_assert_int_eq(record_log(&r, "three", 5), 0);
+        ck_assert_int_eq(record_event(&r, "e", NULL), 0);
+        ck_assert_uint_eq(r.appends, 3);
+        ck_assert_int_eq(record_log(&r, "", 0), 0);
+        ck_assert_uint_eq(r.appends, 3); /* nothing written, nothing to read */
+        record_close(&r);
+        _cleanup_free_ char *path = record_path(dir, LAYOUT_HOME_LOG);
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(file_read_bounded(path, 1 << 20, &text, &len), 0);
+        ck_assert_uint_eq(len, 13);
+        ck_assert(memcmp(text, "one two\nthree", 13) == 0);
+        ck_assert_int_eq(record_logv(&r, v, 3), -EBADF);
+}
+END_TEST
+
 START_TEST(closed_record_refuses)
 {
         record_t r = {.events_fd = -1, .log_fd = -1};
@@ -130,6 +159,7 @@ static Suite *record_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, events_are_lines);
         tcase_add_test(tc, full_volume_reported_whole_lines);
+        tcase_add_test(tc, logv_writes_pieces_in_order);
         tcase_add_test(tc, closed_record_refuses);
         tcase_add_test(tc, append_json_line);
         suite_add_tcase(s, tc);
