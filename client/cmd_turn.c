@@ -131,8 +131,9 @@ typedef struct turnrun {
 
         /* The start (run only): its reply line, then the turn's events. */
         strbuf_t start_reply;
-        bool reply_seen; /* the reply line is in */
-        bool started;    /* ... and it started the turn */
+        bool reply_seen;   /* the reply line is in */
+        bool started;      /* ... and it started the turn */
+        bool started_said; /* ... and its turn.started line is out: relay.ready comes after */
         int start_status;
         capture_t start_err;
         capture_t relay_err;
@@ -597,7 +598,7 @@ static void check_relay(turnrun_t *t, loop_state_t *ls, bool with_relay)
         relaywatch_state_t s = t->relay.state;
         bool done = t->relay_done;
         bool report = s != RELAYWATCH_WAITING && s != RELAYWATCH_BROKEN && !t->relay_reported &&
-                      t->relay.ready;
+                      t->relay.ready && t->started_said;
         json_t *ready = report ? json_incref(t->relay.ready) : NULL;
         if (report)
                 t->relay_reported = true;
@@ -1008,6 +1009,12 @@ static int start_reply(turnrun_t *t, const char *text, size_t len)
         (void)json_object_del(reply, "ok");
         (void)json_object_set_new(reply, "agent", agent);
         (void)emit(t, "turn.started", reply);
+        /* The relay's ready line may be in first (the driver writes the
+         * files it waits for before it replies): it is told after this. */
+        pthread_mutex_lock(&t->lock);
+        t->started_said = true;
+        wake(t);
+        pthread_mutex_unlock(&t->lock);
         return 0;
 }
 
