@@ -81,6 +81,49 @@ END_TEST
 /* driver.uidSplit (HANGAR_DRIVER_UID_SPLIT) is what the webhook writes as
  * the injected driver's HANGAR_UID_SPLIT; the process's own HANGAR_UID_SPLIT
  * (a probe's or relay's mode) never sets it. */
+/* driver.binaries: agentImage by default, initContainer by file or
+ * environment, anything else refused by name; delivered, the bundle's
+ * fixed path may not hold or nest hangar's volumes. */
+START_TEST(binaries_setting)
+{
+        _cleanup_config_ hg_config_t c = {0};
+        hg_error_t err = {0};
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert_str_eq(c.driver_binaries_from, "agentImage");
+        ck_assert_str_eq(c.driver_bundle_image, "localhost/hangar-bin:" HANGAR_VERSION);
+        config_free(&c);
+        ck_assert_int_eq(setenv("HANGAR_DRIVER_BINARIES_FROM", "initContainer", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), 0);
+        ck_assert_str_eq(c.driver_binaries_from, "initContainer");
+        config_free(&c);
+        ck_assert_int_eq(setenv("HANGAR_DRIVER_BINARIES_FROM", "baked", 1), 0);
+        ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
+        ck_assert_msg(strstr(err.message, "HANGAR_DRIVER_BINARIES_FROM") &&
+                          strstr(err.message, "agentImage or initContainer"),
+                      "%s", err.message);
+        unsetenv("HANGAR_DRIVER_BINARIES_FROM");
+        ck_assert_int_eq(
+            config_load(
+                &c, unit_write_file(dir, "b.yaml", "driver: {binaries: {bundleImage: \"a b\"}}\n"),
+                &err),
+            -EINVAL);
+        ck_assert_int_eq(
+            config_load(&c,
+                        unit_write_file(dir, "n.yaml",
+                                        "driver: {binaries: {from: initContainer}}\n"
+                                        "volumes: {home: {mountPath: /opt/hangar/home}}\n"),
+                        &err),
+            -EINVAL);
+        ck_assert_msg(strstr(err.message, "/opt/hangar"), "%s", err.message);
+        /* The same paths with the binaries in the agent's image: no clash. */
+        ck_assert_int_eq(config_load(&c,
+                                     unit_write_file(dir, "i.yaml",
+                                                     "volumes: {home: {mountPath: /opt/hangar}}\n"),
+                                     &err),
+                         0);
+}
+END_TEST
+
 START_TEST(uid_split_setting)
 {
         _cleanup_config_ hg_config_t c = {0};
@@ -183,6 +226,7 @@ int main(void)
         tcase_add_test(tc, mount_paths_must_not_nest);
         tcase_add_test(tc, dump_holds_only_the_sidecars_settings);
         tcase_add_test(tc, uid_split_setting);
+        tcase_add_test(tc, binaries_setting);
         suite_add_tcase(s, tc);
         return unit_run(s);
 }
