@@ -127,7 +127,8 @@ relay_throughput() {
         local name=tput$1 t0
         rm -f "$LOG"
         jq -nc --arg id "$name" --arg cwd "$T_TMP/turn" --arg script "head -c $BYTES /dev/zero" \
-                '{turn: $id, mode: "ask", cwd: $cwd, script: $script, run_key: "k", linger_s: 1}' >"$name.spec"
+                --argjson mib $((BYTES / 1048576 + 1)) \
+                '{turn: $id, mode: "ask", cwd: $cwd, script: $script, run_key: "k", linger_s: 1, log_max_mib: $mib}' >"$name.spec"
         ctl start --spec - <"$name.spec" >"$name.start" 2>"$name.start.err" ||
                 die "$name: ctl start: $(cat "$name.start.err")"
         t0=$(now)
