@@ -62,7 +62,8 @@ typedef struct audit_verdict {
          * ("spec.driver"), or how a pod came to lack the sidecar
          * ("never-reviewed", "skipped-at-creation", "marked-without-driver"). */
         char code[64];
-        char reason[ERROR_MESSAGE_MAX];
+        /* Room for the runtime's words and what to do (driver-failed). */
+        char reason[2 * ERROR_MESSAGE_MAX + 256];
 } audit_verdict_t;
 
 const char *audit_state_name(audit_state_t state);

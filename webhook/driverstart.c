@@ -139,10 +139,14 @@ static int container_failed(json_t *status, const char *container, driver_start_
                 const char *advice = waiting_advice(container, reason, last);
                 if (!advice)
                         return 0;
-                char exit[ERROR_MESSAGE_MAX / 2] = "";
+                char exit[DRIVER_START_MESSAGE_MAX / 2] = "";
                 if (json_is_object(last))
                         describe_exit(last, exit, sizeof(exit));
-                const char *msg = string_or(waiting, "message", "");
+                /* The back-off's own message only repeats the container's
+                 * and pod's names: the last exit says why. */
+                const char *msg = strcmp(reason, "CrashLoopBackOff") == 0 && exit[0]
+                                      ? ""
+                                      : string_or(waiting, "message", "");
                 (void)snprintf(ret->message, sizeof(ret->message), "%s%s%s%s", msg,
                                msg[0] && exit[0] ? "; " : "", exit[0] ? "last " : "", exit);
                 (void)snprintf(ret->reason, sizeof(ret->reason), "%s", reason);

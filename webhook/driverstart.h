@@ -18,7 +18,8 @@
 
 #include <jansson.h>
 
-#include "error.h"
+/* The runtime's words can be long (gVisor names the whole PATH searched). */
+#define DRIVER_START_MESSAGE_MAX 768
 
 typedef struct driver_start {
         /* The container that cannot run: hangar-bin or hangar-driver. */
@@ -28,7 +29,7 @@ typedef struct driver_start {
         char reason[64];
         /* The runtime's words or the driver's termination message, and the
          * last exit when the kubelet is backing off a restart; one line. */
-        char message[ERROR_MESSAGE_MAX];
+        char message[DRIVER_START_MESSAGE_MAX];
         /* What to do about it: fixed text per reason. */
         const char *advice;
 } driver_start_t;

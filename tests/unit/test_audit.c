@@ -220,8 +220,8 @@ START_TEST(driver_that_cannot_start)
                           "missing\"}}}");
         v = judge(pod);
         ck_assert_str_eq(v.code, "CrashLoopBackOff");
-        ck_assert_msg(strstr(v.reason, "last exit 2 (Error): hangar-driver serve: hangar-ctl is "
-                                       "missing"),
+        ck_assert_msg(strstr(v.reason, "(CrashLoopBackOff): last exit 2 (Error): hangar-driver "
+                                       "serve: hangar-ctl is missing"),
                       "%s", v.reason);
         ck_assert_msg(strstr(v.reason, "termination message"), "%s", v.reason);
 
