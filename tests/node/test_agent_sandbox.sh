@@ -29,7 +29,9 @@
 #     by the kubelet, and `ctl start` refuses the turn (required, 4);
 #   - a Sandbox whose image has none of hangar's binaries (pause): injected
 #     (the webhook cannot see the image's files), hangar-driver's failed
-#     start named on its container status, the pod and Sandbox not Ready;
+#     start named on its container status, the pod and Sandbox not Ready,
+#     and `hangar-webhook audit` (the release's configuration) lists the pod
+#     driver-failed with the runtime's words and what to do, exit 4;
 #   - suspend and resume a claimed Sandbox (the page's commands): the pod
 #     deleted, a new one of the same name injected again, the old driver's
 #     state gone (its files, the old turn unknown to the new daemon);
@@ -42,7 +44,7 @@
 #     minute is printed (a figure, not asserted);
 #   - scripts/agent-sandbox.sh uninstall: no agent-sandbox object, pod,
 #     CRD or controller process left.
-# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN HANGAR_PROBE
+# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN HANGAR_PROBE HANGAR_WEBHOOK
 # Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace
 # "agentsbx"); holds RESOURCE_LOCK node_chart. T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -54,8 +56,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/doclib.sh"
 t_begin "agent-sandbox v1.0.1 and hangar on the node: warm pool, claims, suspend, a refused template"
 
-K8S_BIN=${1:-} AS_BIN=${2:-} PROBE=$(realpath -m "${3:-.}")
-node_attach "$K8S_BIN" "$K8S_BIN/helm" "$AS_BIN/agent-sandbox-controller" "$PROBE"
+K8S_BIN=${1:-} AS_BIN=${2:-} PROBE=$(realpath -m "${3:-.}") WEBHOOK=$(realpath -m "${4:-.}")
+node_attach "$K8S_BIN" "$K8S_BIN/helm" "$AS_BIN/agent-sandbox-controller" "$PROBE" "$WEBHOOK"
 export HANGAR_AGENT_SANDBOX_BIN=$AS_BIN HANGAR_NODE_DIR=$D
 NS=agentsbx PAGE=$ROOT/docs/agent-sandbox.md IMAGE=localhost/hangar-sandbox:dev
 cd "$T_TMP" || exit 1
@@ -348,6 +350,20 @@ kubectl get sandbox -n "$NS" no-binaries -o json | jq -r '.status.conditions[]? 
 	"  the Sandbox: Ready \(.status) \(.reason) \(.message[0:200])"'
 t_eq "  the Sandbox is not Ready" False \
 	"$(kubectl get sandbox -n "$NS" no-binaries -o json | jq -r '.status.conditions[]? | select(.type == "Ready") | .status')"
+# The audit with the release's configuration, as docs/chart.md runs it.
+kubectl get configmap -n "$NODE_SYSTEM_NS" -l app.kubernetes.io/instance=hangar \
+	-o jsonpath='{.items[0].data.config\.yaml}' >release-config.yaml
+"$WEBHOOK" audit --config release-config.yaml -n "$NS" -o json >audit.json 2>audit.err
+t_eq "hangar-webhook audit: exits 4 (a driver that cannot start)" 4 "$?"
+jq -r '.pods[] | select(.name == "no-binaries") | "\(.state) \(.code) \(.reason)"' audit.json >audit.line
+echo "  audit: $(cut -c1-400 audit.line)"
+# (RunContainerError while the kubelet retries; CrashLoopBackOff in its
+# back-off, the runtime's words then on the last state)
+t_check "  it lists the pod driver-failed, the kubelet's reason as the code" \
+	grep -Eq '^driver-failed (RunContainerError|CreateContainerError|StartError|CrashLoopBackOff) ' audit.line
+t_check "  with the runtime's words (hangar-driver not found) and what to do" \
+	sh -c "grep -qi 'hangar-driver' audit.line && grep -Eqi 'not found|no such file' audit.line && grep -q \"lacks hangar's binaries\" audit.line"
+t_eq "  the running sandbox pods are not listed as failed" 1 "$(jq '[.pods[] | select(.state == "driver-failed")] | length' audit.json)"
 logged kubectl delete sandbox -n "$NS" no-binaries --wait=false
 
 echo "-- templates out of hangar's shape: refused, the reason on the Sandbox"
