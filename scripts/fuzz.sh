@@ -48,7 +48,7 @@ mkdir -p "$bd/artifacts"
 # 12th, stime the 13th (proc(5)).
 cpu_ticks() {
         local stat rest f
-        read -r stat <"/proc/$1/stat" 2>/dev/null || return 0
+        read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
         rest=${stat##*) }
         read -ra f <<<"$rest"
         [ "${f[0]}" != Z ] || return 0
