@@ -159,13 +159,15 @@ lane() {
 node_lane() {
         ctest --test-dir build --output-on-failure -L '^(node|images)$' -j "$node_jobs" -O build/ctest-node.log
 }
-set -m # each lane in a process group of its own
-lane node node_lane &
+# Each lane in a process group of its own (set -m), its input /dev/null: a
+# background group that read the terminal would be stopped (SIGTTIN).
+set -m
+lane node node_lane </dev/null &
 node_lane_pid=$!
 # outside_ci: the pod suites' variants CI leaves out (docs/ci.md, "The pod
 # matrix in CI"); `ctest -L outside_ci` runs them.
 lane main ctest --test-dir build --output-on-failure -j "$ctest_jobs" -LE '^(images|node|outside_ci)$' \
-        -O build/ctest-main.log &
+        -O build/ctest-main.log </dev/null &
 main_lane_pid=$!
 set +m
 bg_pids+=("$node_lane_pid" "$main_lane_pid")
