@@ -283,7 +283,7 @@ static void check_mounts(report_t *r, const hg_config_t *cfg, shape_role_t role,
                     json_string(shape_access_name(want)), "/proc/self/mountinfo");
                 /* hangar-ctl holds secrets: in memory, never on the node's disk. */
                 /* What the driver runs, delivered: nobody's to write, in both. */
-                if (v == SHAPE_VOLUME_BIN && m)
+                if (v == SHAPE_VOLUME_BIN && m && shape_copies_binaries(cfg))
                         add(r, "mounts.hangar-bin.memory", true,
                             strcmp(m->fstype, "tmpfs") == 0 ? CHECK_PASS : CHECK_FAIL,
                             json_string(m->fstype), json_string("tmpfs"), "/proc/self/mountinfo");

@@ -263,7 +263,7 @@ static int decide_already_injected(const webhook_settings_t *cfg, const pod_view
         }
         /* The bundle's copier, an init container, gets the plugin's mount
          * as well; it needs no API access either. */
-        if (shape_delivers_binaries(&cfg->sidecar))
+        if (shape_copies_binaries(&cfg->sidecar))
                 json_array_foreach (view->lists[PODVIEW_INIT], i, c) {
                         const char *name = json_string_value(json_object_get(c, "name"));
                         if (strcmp(name, SHAPE_BIN_CONTAINER) == 0)
@@ -363,7 +363,7 @@ static bool runs_under_gvisor(const webhook_settings_t *cfg, const pod_view_t *v
 static int annotate_gvisor_mounts(const webhook_settings_t *cfg, patch_t *p, hg_error_t *err)
 {
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                if (!shape_volume_used(&cfg->sidecar, v))
+                if (!shape_volume_hinted(&cfg->sidecar, v))
                         continue;
                 for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
                         const char *key;

@@ -35,6 +35,7 @@ static const jsonparse_proj_t present = {.members = no_members, .items = &presen
 static const jsonparse_member_t volume_members[] = {
     JSONPARSE_MEMBER("name", NULL),
     JSONPARSE_MEMBER("emptyDir", NULL),
+    JSONPARSE_MEMBER("image", NULL), /* hangar-bin as an image volume: judged by value */
     JSONPARSE_MEMBERS_END,
 };
 static const jsonparse_proj_t volume_proj = {.members = volume_members, .others = &present};

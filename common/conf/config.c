@@ -33,7 +33,8 @@ static bool is_clone_safety(const char *s)
 static bool is_binaries_from(const char *s)
 {
         return strcmp(s, CONFIG_BINARIES_AGENT_IMAGE) == 0 ||
-               strcmp(s, CONFIG_BINARIES_INIT_CONTAINER) == 0;
+               strcmp(s, CONFIG_BINARIES_INIT_CONTAINER) == 0 ||
+               strcmp(s, CONFIG_BINARIES_IMAGE_VOLUME) == 0;
 }
 
 /* An image reference as a pod's container takes it: not empty, no
@@ -101,7 +102,8 @@ static const conf_setting_t settings[] = {
     {"driver.uidSplit", "HANGAR_DRIVER_UID_SPLIT", CONF_STRING, OFF(driver_uid_split),
      CONFIG_UID_SPLIT_DEFAULT, 0, 0, is_split_mode, "off, auto or required"},
     {"driver.binaries.from", "HANGAR_DRIVER_BINARIES_FROM", CONF_STRING, OFF(driver_binaries_from),
-     CONFIG_BINARIES_AGENT_IMAGE, 0, 0, is_binaries_from, "agentImage or initContainer"},
+     CONFIG_BINARIES_AGENT_IMAGE, 0, 0, is_binaries_from,
+     "agentImage, initContainer or imageVolume"},
     {"driver.binaries.bundleImage", "HANGAR_DRIVER_BUNDLE_IMAGE", CONF_STRING,
      OFF(driver_bundle_image), "localhost/hangar-bin:" HANGAR_VERSION, 0, 0, is_image_reference,
      "an image reference without whitespace"},
@@ -179,14 +181,15 @@ int config_validate(const hg_config_t *cfg, hg_error_t *err)
                                  cfg->home_path, cfg->ctl_path);
         /* The bundle's loader and RPATH are absolute paths under it. */
         static const char bin_path[] = CONFIG_BUNDLE_PATH;
-        if (strcmp(cfg->driver_binaries_from, CONFIG_BINARIES_INIT_CONTAINER) == 0 &&
+        if (strcmp(cfg->driver_binaries_from, CONFIG_BINARIES_AGENT_IMAGE) != 0 &&
             (path_within(cfg->home_path, bin_path) || path_within(bin_path, cfg->home_path) ||
              path_within(cfg->ctl_path, bin_path) || path_within(bin_path, cfg->ctl_path)))
                 return error_set(err, -EINVAL,
-                                 "with driver.binaries.from initContainer the bundle is mounted at "
+                                 "with driver.binaries.from %s the bundle is mounted at "
                                  "%s: volumes.home.mountPath '%s' and volumes.ctl.mountPath '%s' "
                                  "must not be it, nor be nested with it",
-                                 bin_path, cfg->home_path, cfg->ctl_path);
+                                 cfg->driver_binaries_from, bin_path, cfg->home_path,
+                                 cfg->ctl_path);
         return 0;
 }
 

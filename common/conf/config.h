@@ -58,9 +58,10 @@ typedef struct hg_config {
         /* Where the driver's and relay's binaries come from
          * (CONFIG_BINARIES_*): the agent's own image (baked in, the .deb),
          * or hangar's bundle image copied by an init container into a
-         * memory volume mounted read-only at /opt/hangar (shape.h) */
+         * memory volume mounted read-only at /opt/hangar, or that image
+         * mounted there as an image volume (shape.h) */
         char *driver_binaries_from;
-        /* the bundle image (localhost/hangar-bin:VERSION) for initContainer */
+        /* the bundle image (localhost/hangar-bin:VERSION) for both */
         char *driver_bundle_image;
 
         /* the two volumes */
@@ -81,6 +82,7 @@ typedef struct hg_config {
 
 #define CONFIG_BINARIES_AGENT_IMAGE    "agentImage"
 #define CONFIG_BINARIES_INIT_CONTAINER "initContainer"
+#define CONFIG_BINARIES_IMAGE_VOLUME   "imageVolume"
 /* Where the bundle is mounted: its loader and RPATH are absolute paths
  * under it (scripts/images/bundle.sh), so it is no setting. */
 #define CONFIG_BUNDLE_PATH       "/opt/hangar"

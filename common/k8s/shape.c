@@ -41,7 +41,19 @@ static const shape_access_t mount_table[SHAPE_ROLE_COUNT][SHAPE_VOLUME_COUNT] = 
 bool shape_delivers_binaries(const hg_config_t *cfg)
 {
         return cfg->driver_binaries_from &&
+               strcmp(cfg->driver_binaries_from, CONFIG_BINARIES_AGENT_IMAGE) != 0;
+}
+
+bool shape_copies_binaries(const hg_config_t *cfg)
+{
+        return cfg->driver_binaries_from &&
                strcmp(cfg->driver_binaries_from, CONFIG_BINARIES_INIT_CONTAINER) == 0;
+}
+
+bool shape_volume_hinted(const hg_config_t *cfg, shape_volume_t volume)
+{
+        return shape_volume_used(cfg, volume) &&
+               (volume != SHAPE_VOLUME_BIN || shape_copies_binaries(cfg));
 }
 
 bool shape_volume_used(const hg_config_t *cfg, shape_volume_t volume)
@@ -280,6 +292,16 @@ json_t *shape_volume_json(const hg_config_t *cfg, shape_volume_t volume)
                 bad |= put(empty_dir, "sizeLimit", json_string(cfg->ctl_size_limit));
                 break;
         case SHAPE_VOLUME_BIN:
+                if (!shape_copies_binaries(cfg)) {
+                        /* The bundle image itself (ImageVolume): read-only
+                         * by nature, no copy, no pod memory. */
+                        json_decref(empty_dir);
+                        json_t *image = json_object();
+                        bad |= put(image, "reference", json_string(cfg->driver_bundle_image));
+                        bad |= put(image, "pullPolicy", json_string_nocheck("IfNotPresent"));
+                        bad |= put(v, "image", image);
+                        return built(v, bad);
+                }
                 /* In memory too: nothing of the node's disk, and under gVisor
                  * a tmpfs inside the sandbox the agent cannot reach. */
                 bad |= put(empty_dir, "medium", json_string_nocheck("Memory"));
@@ -318,6 +340,9 @@ json_t *shape_mount_json(const hg_config_t *cfg, shape_role_t role, shape_volume
          * stores it. */
         if (access == SHAPE_ACCESS_READ_ONLY)
                 bad |= put(m, "readOnly", json_true());
+        /* An image volume holds the whole bundle image: its opt/hangar. */
+        if (volume == SHAPE_VOLUME_BIN && !shape_copies_binaries(cfg))
+                bad |= put(m, "subPath", json_string_nocheck(SHAPE_BIN_SUBPATH));
         return built(m, bad);
 }
 
@@ -481,7 +506,7 @@ json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image)
 
 json_t *shape_bin_container_json(const hg_config_t *cfg)
 {
-        if (!shape_delivers_binaries(cfg))
+        if (!shape_copies_binaries(cfg))
                 return NULL;
         json_t *c = json_object(), *command = json_array(), *mounts = json_array();
         /* busybox is the bundle image's own (static); cp -R keeps each file's
@@ -556,7 +581,7 @@ int shape_values_new(const hg_config_t *cfg, shape_values_t **ret)
         }
         if (r == 0)
                 r = with_text(rest, &sv->driver_rest, &sv->driver_rest_text);
-        if (r == 0 && shape_delivers_binaries(cfg))
+        if (r == 0 && shape_copies_binaries(cfg))
                 r = with_text(shape_bin_container_json(cfg), &sv->bin_container,
                               &sv->bin_container_text);
         if (r < 0) {

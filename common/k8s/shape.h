@@ -21,6 +21,8 @@
 #define SHAPE_BIN_VOLUME    "hangar-bin"
 #define SHAPE_BIN_CONTAINER "hangar-bin"
 #define SHAPE_BIN_COPY_PATH "/mnt/hangar-bin"
+/* The bundle's directory in the bundle image: an image volume's subPath. */
+#define SHAPE_BIN_SUBPATH "opt/hangar"
 /* The bundle is about 25 MB (docs/images.md); room for a larger build. */
 #define SHAPE_BIN_SIZE_LIMIT "64Mi"
 /* The driver's PATH where the binaries are delivered: the bundle's, then
@@ -86,8 +88,16 @@ const char *shape_agent_problem(const hg_config_t *cfg, json_t *pod, char *buf, 
  * binaries are delivered (driver.binaries.from initContainer). A volume not
  * in use is not hangar's: neither injected nor checked nor reserved. */
 bool shape_volume_used(const hg_config_t *cfg, shape_volume_t volume);
-/* Whether cfg delivers the binaries (an init container and hangar-bin). */
+/* Whether cfg delivers the binaries (hangar-bin at CONFIG_BUNDLE_PATH):
+ * initContainer or imageVolume. */
 bool shape_delivers_binaries(const hg_config_t *cfg);
+/* Whether they are copied by the init container hangar-bin into a memory
+ * volume (initContainer); with imageVolume hangar-bin is the bundle image
+ * itself, mounted read-only (its opt/hangar), and nothing is copied. */
+bool shape_copies_binaries(const hg_config_t *cfg);
+/* Whether the webhook writes gVisor's mount hints for volume: the
+ * emptyDirs it uses, not an image volume (which the shim leaves alone). */
+bool shape_volume_hinted(const hg_config_t *cfg, shape_volume_t volume);
 
 const char *shape_volume_name(shape_volume_t volume);
 const char *shape_volume_path(const hg_config_t *cfg, shape_volume_t volume);
@@ -121,7 +131,7 @@ const char *shape_driver_list(const hg_config_t *cfg);
 /* The hangar-driver container, running the agent's image. */
 json_t *shape_driver_container_json(const hg_config_t *cfg, const char *image);
 /* The init container that copies the bundle into hangar-bin (only where
- * shape_delivers_binaries): the bundle image, the driver's uid, no
+ * shape_copies_binaries): the bundle image, the driver's uid, no
  * capabilities, a read-only root, busybox's cp. NULL when not delivered
  * or out of memory (tell them apart with shape_delivers_binaries). */
 json_t *shape_bin_container_json(const hg_config_t *cfg);

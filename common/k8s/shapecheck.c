@@ -115,7 +115,7 @@ static shape_role_t role_beside(const hg_config_t *cfg, const char *agent, const
         if (strcmp(name, SHAPE_DRIVER_CONTAINER) == 0 && strcmp(list, shape_driver_list(cfg)) == 0)
                 return SHAPE_ROLE_DRIVER;
         /* The bundle's copier, where the binaries are delivered. */
-        if (shape_delivers_binaries(cfg) && strcmp(name, SHAPE_BIN_CONTAINER) == 0 &&
+        if (shape_copies_binaries(cfg) && strcmp(name, SHAPE_BIN_CONTAINER) == 0 &&
             strcmp(list, "initContainers") == 0)
                 return SHAPE_ROLE_BIN_COPIER;
         if (strcmp(list, "containers") != 0)
@@ -314,7 +314,7 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
  * the driver runs. */
 static void check_copier(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
-        if (!shape_delivers_binaries(cfg))
+        if (!shape_copies_binaries(cfg))
                 return;
         size_t named = 0;
         for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
@@ -728,6 +728,8 @@ static int hinted_hangar_volume(const hg_config_t *cfg, const char *key, const c
 /* Whether key is one of the six the webhook writes for v on a gVisor pod. */
 static bool written_by_webhook(const hg_config_t *cfg, shape_volume_t v, const char *key)
 {
+        if (!shape_volume_hinted(cfg, v))
+                return false; /* an image volume: the shim's to mount, no hint */
         for (unsigned i = 0; i < SHAPE_GVISOR_ANNOTATIONS; i++) {
                 const char *ours;
                 char value[96];
@@ -927,7 +929,7 @@ static void check_hints_present(const hg_config_t *cfg, findings_t *f, json_t *a
 {
         static const char *const needed[] = {"share", "type"};
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
-                for (size_t i = 0; shape_volume_used(cfg, v) && i < ARRAY_SIZE(needed); i++) {
+                for (size_t i = 0; shape_volume_hinted(cfg, v) && i < ARRAY_SIZE(needed); i++) {
                         char key[96];
                         (void)snprintf(key, sizeof(key), GVISOR_MOUNT_PREFIX "%s.%s",
                                        shape_volume_name(v), needed[i]);

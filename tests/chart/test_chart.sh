@@ -503,6 +503,13 @@ jq_check "initContainer, the bundle image at the chart's appVersion ($app_versio
 jq_check "a digest pins the bundle image" effective-deliver-digest.json \
         ".\"driver.binaries.bundleImage\" == \"registry.example/hangar-bin@$bundle_digest\""
 expect_refused "driver.binaries.from baked" "/driver/binaries/from" --set driver.binaries.from=baked
+render deliver-iv.json --set driver.binaries.from=imageVolume
+jq -r '.[] | select(.kind=="ConfigMap") | .data["config.yaml"]' deliver-iv.json >config-deliver-iv.yaml
+if "$WEBHOOK" config --config config-deliver-iv.yaml >effective-deliver-iv.json 2>effective-deliver-iv.err; then
+        jq_check "imageVolume reaches the webhook" effective-deliver-iv.json '."driver.binaries.from" == "imageVolume"'
+else
+        t_fail "hangar-webhook config refuses driver.binaries.from imageVolume: $(cat effective-deliver-iv.err)"
+fi
 expect_refused "a bundle digest that is no sha256" "/driver/binaries/bundle/digest" --set driver.binaries.bundle.digest=latest
 
 NP='(map(select(.kind=="NetworkPolicy")) | .[0])'

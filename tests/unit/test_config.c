@@ -99,7 +99,7 @@ START_TEST(binaries_setting)
         ck_assert_int_eq(setenv("HANGAR_DRIVER_BINARIES_FROM", "baked", 1), 0);
         ck_assert_int_eq(config_load(&c, NULL, &err), -EINVAL);
         ck_assert_msg(strstr(err.message, "HANGAR_DRIVER_BINARIES_FROM") &&
-                          strstr(err.message, "agentImage or initContainer"),
+                          strstr(err.message, "agentImage, initContainer or imageVolume"),
                       "%s", err.message);
         unsetenv("HANGAR_DRIVER_BINARIES_FROM");
         ck_assert_int_eq(
