@@ -44,7 +44,7 @@ if [ -n "${BENCH_RUNSC:-}" ] && [ "${HANGAR_BENCH_IN_RUNSC:-}" != 1 ]; then
         root=$(mktemp -d)
         trap 'rm -rf "$root"' EXIT
         HANGAR_BENCH_IN_RUNSC=1 "$BENCH_RUNSC" --root="$root" --platform=systrap --network=none \
-                do env HANGAR_BENCH_IN_RUNSC=1 BENCH_RUNS="$RUNS" bash "$HERE/driver-output.sh" "$BUILD" "$MIB"
+                "do" env HANGAR_BENCH_IN_RUNSC=1 BENCH_RUNS="$RUNS" bash "$HERE/driver-output.sh" "$BUILD" "$MIB"
         exit $?
 fi
 [[ $MIB =~ ^[1-9][0-9]*$ ]] || { echo "MIB must be a whole number of MiB, at least 1"; exit 1; }
