@@ -12,6 +12,34 @@
 #include "strparse.h"
 #include "token.h"
 
+size_t ctlargs_json_end(const char *buf, size_t len)
+{
+        size_t depth = 0, i = 0;
+        bool in_string = false, escaped = false;
+        while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
+                i++;
+        if (i == len || (buf[i] != '{' && buf[i] != '['))
+                return 0;
+        for (; i < len; i++) {
+                char ch = buf[i];
+                if (in_string) {
+                        if (escaped)
+                                escaped = false;
+                        else if (ch == '\\')
+                                escaped = true;
+                        else if (ch == '"')
+                                in_string = false;
+                } else if (ch == '"') {
+                        in_string = true;
+                } else if (ch == '{' || ch == '[') {
+                        depth++;
+                } else if ((ch == '}' || ch == ']') && --depth == 0) {
+                        return i + 1;
+                }
+        }
+        return 0;
+}
+
 int ctlargs_read_text(const char *path, size_t max, char **ret_text, size_t *ret_len)
 {
         char *text = malloc(max + 1);
@@ -31,6 +59,8 @@ int ctlargs_read_text(const char *path, size_t max, char **ret_text, size_t *ret
                         break;
                 else if ((len += (size_t)n) > max)
                         r = -EFBIG;
+                else if (fd < 0 && ctlargs_json_end(text, len) > 0)
+                        break; /* stdin: a whole spec is in (see ctlargs.h) */
         }
         if (r < 0) {
                 if (text)

@@ -20,5 +20,15 @@ int ctlargs_build(int argc, char *const *argv, json_t **ret_req, ctlreq_op_t *re
 /* The text of path, or of stdin for "-", at most max bytes, in one buffer
  * that is never reallocated (a spec holds the run key: no copy is left
  * behind in freed memory); the caller wipes it (token_wipe) and frees it.
- * 0, or -errno (-EFBIG past max). */
+ * From stdin, the read stops as soon as what is in holds one whole JSON
+ * object or array (ctlargs_json_end): a spec is one, and waiting for the
+ * end of stdin costs an exec another round trip through the API server
+ * (the close signal) before the turn can start. Whatever follows is not
+ * read; the daemon parses what was. 0, or -errno (-EFBIG past max). */
+/* The length of the JSON object or array at the start of buf (after
+ * white space), brackets matched outside strings, or 0 if buf does not
+ * hold a whole one yet (or starts with anything else). Not a parser: a
+ * cheap bound on where one ends; the daemon's parser judges it. */
+size_t ctlargs_json_end(const char *buf, size_t len);
+
 int ctlargs_read_text(const char *path, size_t max, char **ret_text, size_t *ret_len);

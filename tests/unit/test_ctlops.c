@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cleanup.h"
 #include "ctlargs.h"
@@ -171,6 +172,47 @@ START_TEST(spec_from_a_file)
 }
 END_TEST
 
+START_TEST(json_end)
+{
+        ck_assert_uint_eq(ctlargs_json_end("{}", 2), 2);
+        ck_assert_uint_eq(ctlargs_json_end(" \n{\"a\":[1,{}]}\ntrailing", 23), 14);
+        ck_assert_uint_eq(ctlargs_json_end("{\"a\":\"}\"}", 9), 9);       /* a } in a string */
+        ck_assert_uint_eq(ctlargs_json_end("{\"a\":\"\\\"}\"}", 11), 11); /* an escaped quote */
+        ck_assert_uint_eq(ctlargs_json_end("{\"a\":\"\\\\\"}", 10), 10);  /* an escaped backslash */
+        ck_assert_uint_eq(ctlargs_json_end("{\"a\":1", 6), 0);            /* not whole yet */
+        ck_assert_uint_eq(ctlargs_json_end("{\"a\":\"}", 7), 0);          /* still in the string */
+        ck_assert_uint_eq(ctlargs_json_end("\"x\"", 3), 0);               /* not an object */
+        ck_assert_uint_eq(ctlargs_json_end("", 0), 0);
+        ck_assert_uint_eq(ctlargs_json_end("   ", 3), 0);
+        ck_assert_uint_eq(ctlargs_json_end("[[]]", 4), 4);
+}
+END_TEST
+
+/* From stdin, the spec is taken once whole: the writer has not closed
+ * its end (hangar's exec would still owe the close signal). */
+START_TEST(stdin_spec_without_its_end)
+{
+        int p[2];
+        ck_assert_int_eq(pipe(p), 0);
+        static const char spec[] = "{\"turn\":\"t1\",\n \"cwd\":\"/w\"}\n";
+        ck_assert_int_eq(write(p[1], spec, sizeof(spec) - 1), (ssize_t)sizeof(spec) - 1);
+        ck_assert_int_eq(dup2(p[0], STDIN_FILENO), STDIN_FILENO);
+        char *text = NULL;
+        size_t len = 0;
+        ck_assert_int_eq(ctlargs_read_text("-", 1024, &text, &len), 0);
+        ck_assert_str_eq(text, spec);
+        free(text);
+        /* Past the bound: refused, whole or not. */
+        char big[64];
+        memset(big, ' ', sizeof(big));
+        big[0] = '{';
+        ck_assert_int_eq(write(p[1], big, sizeof(big)), (ssize_t)sizeof(big));
+        ck_assert_int_eq(ctlargs_read_text("-", 32, &text, &len), -EFBIG);
+        close(p[1]);
+        close(p[0]);
+}
+END_TEST
+
 static Suite *ctlops_suite(void)
 {
         Suite *s = suite_create("ctlops");
@@ -180,6 +222,8 @@ static Suite *ctlops_suite(void)
         tcase_add_test(tc, synopses);
         tcase_add_test(tc, command_lines);
         tcase_add_test(tc, spec_from_a_file);
+        tcase_add_test(tc, json_end);
+        tcase_add_test(tc, stdin_spec_without_its_end);
         suite_add_tcase(s, tc);
         return s;
 }
