@@ -145,7 +145,8 @@ bg_pids+=("$builds_pid")
 
 stage "images (offline, from Debian packages; cached root file systems)"
 # The node lane loads them; their tests run in that lane (docs/ci.md).
-scripts/build-images.sh --build-dir build >/dev/null
+# bin and bare: the bundle and a busybox-only image, for node_bare.
+scripts/build-images.sh --build-dir build webhook sandbox pause bin bare >/dev/null
 
 stage "release tests: lane [node] (the node and images suites, -j $node_jobs) and lane [main] (the rest, -j $ctest_jobs)"
 # lane NAME COMMAND...: COMMAND's output with each line prefixed [NAME], and
