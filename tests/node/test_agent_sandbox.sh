@@ -331,9 +331,14 @@ jq -n --arg ns "$NS" --arg img "$NOBIN_IMAGE" '{apiVersion: "agents.x-k8s.io/v1b
 			containers: [{name: "agent", image: $img}]}}}}' >no-binaries.json
 t_check "the Sandbox is created" logged kubectl create -f no-binaries.json
 # driver_failure: the driver container's failed start, "REASON MESSAGE", once the kubelet has one.
+# In CrashLoopBackOff the waiting message is only the back-off's; the
+# runtime's words are then on the last state (as audit reads them).
 driver_failure() {
 	kubectl get pod -n "$NS" no-binaries -o json 2>/dev/null | jq -r '.status.containerStatuses[]? |
-		select(.name == "hangar-driver") | (.state.waiting // .lastState.terminated // .state.terminated) |
+		select(.name == "hangar-driver") |
+		(if .state.waiting.reason == "CrashLoopBackOff" and (.lastState.terminated.message // "") != ""
+		 then {reason: .state.waiting.reason, message: .lastState.terminated.message}
+		 else (.state.waiting // .lastState.terminated // .state.terminated) end) |
 		select(. != null and (.message // "") != "") | "\(.reason) \(.message)"'
 }
 t_check "its pod is injected (the webhook cannot know the image lacks the binaries)" \
