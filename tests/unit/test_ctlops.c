@@ -6,6 +6,7 @@
  * synopsis: options in any order, given twice, missing values, "--" text
  * that stays text, a spec read from a file. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -193,7 +194,7 @@ END_TEST
 START_TEST(stdin_spec_without_its_end)
 {
         int p[2];
-        ck_assert_int_eq(pipe(p), 0);
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
         static const char spec[] = "{\"turn\":\"t1\",\n \"cwd\":\"/w\"}\n";
         ck_assert_int_eq(write(p[1], spec, sizeof(spec) - 1), (ssize_t)sizeof(spec) - 1);
         ck_assert_int_eq(dup2(p[0], STDIN_FILENO), STDIN_FILENO);
