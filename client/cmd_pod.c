@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "config.h"
 #include "jsonx.h"
+#include "podagent.h"
 #include "shape.h"
 #include "shapecheck.h"
 #include "split.h"
@@ -68,6 +69,7 @@ static int to_memory(void *ud, int channel, const uint8_t *data, size_t len)
 typedef struct probe_run {
         k8s_client_t *k;
         const char *ns, *pod, *container, *role;
+        const char *program; /* hangar-probe, or the bundle's (podagent.h) */
         capture_t cap;
         wsexec_result_t res;
         hg_error_t err;
@@ -77,7 +79,7 @@ typedef struct probe_run {
 static void *probe_thread(void *arg)
 {
         probe_run_t *p = arg;
-        char *argv[] = {"hangar-probe", "check", "--role", (char *)p->role, NULL};
+        char *argv[] = {(char *)p->program, "check", "--role", (char *)p->role, NULL};
         wsexec_request_t req = {
             .ns = p->ns, .pod = p->pod, .container = p->container, .argv = argv};
         wsexec_io_t io = {.in_fd = -1, .output = to_memory, .ud = &p->cap};
@@ -282,9 +284,22 @@ static int pod_check(int argc, char **argv)
          * shape_agent_name; a name that is none falls back to the setting's
          * and the spec check says why the pod is out of shape). */
         probe_run_t runs[2] = {
-            {.k = k, .ns = ns, .pod = pod, .container = cfg.agent_container, .role = "agent"},
-            {.k = k, .ns = ns, .pod = pod, .container = SHAPE_DRIVER_CONTAINER, .role = "driver"},
+            {.k = k,
+             .ns = ns,
+             .pod = pod,
+             .container = cfg.agent_container,
+             .role = "agent",
+             .program = "hangar-probe"},
+            /* The driver's PATH has the bundle's bin first when the
+             * webhook delivers it: the name is enough there. */
+            {.k = k,
+             .ns = ns,
+             .pod = pod,
+             .container = SHAPE_DRIVER_CONTAINER,
+             .role = "driver",
+             .program = "hangar-probe"},
         };
+        char agent_probe[sizeof(PODAGENT_BIN_PATH) + 32];
         pthread_t threads[2];
         bool started[2] = {false, false};
         started[1] = pthread_create(&threads[1], NULL, probe_thread, &runs[1]) == 0;
@@ -295,6 +310,13 @@ static int pod_check(int argc, char **argv)
                 const char *agent = shape_agent_name(&cfg, pod_json);
                 if (agent)
                         runs[0].container = agent;
+                /* In an image without hangar's binaries, the probe is the
+                 * bundle's where the agent's container mounts it. */
+                podagent_t pa;
+                char why[160];
+                if (podagent_resolve(&cfg, pod_json, NULL, &pa, why, sizeof(why)) == 0)
+                        runs[0].program = podagent_program(&pa, "hangar-probe", NULL, agent_probe,
+                                                           sizeof(agent_probe));
                 started[0] = pthread_create(&threads[0], NULL, probe_thread, &runs[0]) == 0;
         }
         for (size_t i = 0; i < 2; i++) {

@@ -115,6 +115,12 @@ t_eq "the verdict: split-active" split-active "$(jq -r .verdict verdict.json)"
 in_driver sh -c "cat >$CTL/verdict.json && busybox cp $CTL/verdict.json $HOMEV/verdict.json" <verdict.json
 t_check "... delivered to both volumes (with the image's busybox)" \
 	in_agent busybox test -s "$HOMEV/verdict.json" </dev/null
+H pod check "$NS/box" --mode required >podcheck.jsonl 2>podcheck.err
+t_eq "hangar pod check on the busybox-only pod: split-active (0), every step passing" \
+	"0 spec pass|check pass|check pass|verdict split-active" \
+	"$? $(jq -r '"\(.event) \(.result // .verdict)"' podcheck.jsonl | paste -sd'|')"
+t_eq "... the agent's check was the bundle's probe (its report's role)" "agent sandbox agent" \
+	"$(jq -r 'select(.event == "check" and .role == "agent") | "\(.role) \(.container) \(.report.role)"' podcheck.jsonl)"
 
 echo "-- a turn: ctl start, the bundle's relay"
 # relay NAME LINE: the bundle's hangar-relay in the agent's container, LINE
