@@ -67,12 +67,13 @@ pod plain 'del(.metadata.labels)'
 pod named '.metadata.annotations = {"hangar.dev/agent-container": "agent"} | .spec.containers[0].name = "agent"'
 # As the webhook delivers the binaries into images without them: a volume
 # hangar-bin that the agent's container mounts read-only at /opt/hangar.
-# Here an init container writes into it hangar-relay and hangar-grade that
+# Here an init container writes into it hangar-relay, hangar-grade and
+# hangar-probe (pod check runs the bundle's in the agent's container) that
 # say they ran (into /tmp/bundle-used) and exec the image's own.
 BUNDLE_INIT=$(cat <<'SH'
 set -e
 mkdir -p /mnt/b/bin
-for p in relay grade; do
+for p in relay grade probe; do
 	printf '#!/bin/sh\necho bundle-%s >>/tmp/bundle-used\nexec /usr/bin/hangar-%s "$@"\n' "$p" "$p" >/mnt/b/bin/hangar-$p
 	chmod 755 /mnt/b/bin/hangar-$p
 done
@@ -482,7 +483,7 @@ H grade "$NS/bundled" --spec g-bundled.gspec </dev/null >g-bundled.jsonl 2>g-bun
 t_eq "a grade in the pod mounting hangar-bin: sealed, passed (0), the bundle's grader side" \
 	"0 /opt/hangar/bin/hangar-grade true" \
 	"$? $(gline g-bundled grade.begun | jq -r .grader) $(tail -n 1 g-bundled.jsonl | jq -r .record.sealed)"
-t_eq "... the bundle's relay and grader side are the ones that ran" "bundle-grade bundle-relay" \
+t_eq "... the bundle's probe, relay and grader side are the ones that ran" "bundle-grade bundle-probe bundle-relay" \
 	"$(H exec "$NS/bundled" -c sandbox -- sort -u /tmp/bundle-used </dev/null | xargs)"
 
 echo "-- docs/client.md's Python example of turn run"
