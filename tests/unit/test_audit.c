@@ -300,8 +300,9 @@ START_TEST(driver_starting_or_running_is_not_a_failure)
         const char *fine[] = {
             "{\"state\": {\"waiting\": {\"reason\": \"ContainerCreating\"}}}",
             "{\"state\": {\"waiting\": {\"reason\": \"PodInitializing\"}}}",
-            "{\"state\": {\"running\": {\"startedAt\": \"2026-12-07T15:00:00Z\"}}, \"lastState\": "
-            "{\"terminated\": {\"exitCode\": 1, \"message\": \"an earlier start\"}}}",
+            /* one element, two literals (parenthesized: clang's -Wstring-concatenation) */
+            ("{\"state\": {\"running\": {\"startedAt\": \"2026-12-07T15:00:00Z\"}}, \"lastState\": "
+             "{\"terminated\": {\"exitCode\": 1, \"message\": \"an earlier start\"}}}"),
             "{\"state\": {\"terminated\": {\"exitCode\": 0, \"reason\": \"Completed\"}}}",
             "{\"state\": 7}",
         };
