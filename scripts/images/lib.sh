@@ -92,6 +92,23 @@ img_check_depends() {
         return "$bad"
 }
 
+# img_std_fds_only CMD...: run CMD with only descriptors 0-2 open.
+# mmdebstrap hands apt a hook `cat >&FD` with FD the lowest descriptor free
+# when it makes its pipe, and apt runs it with /bin/sh: dash reads one digit
+# after `>&`, so the download fails whenever that pipe lands above 9. What
+# we inherit (our cache lock on 9, a test runner's descriptors) decides
+# where it lands; closing them all keeps the pipe's number low.
+img_std_fds_only() {
+        (
+                local fd
+                for fd in /proc/self/fd/*; do
+                        fd=${fd##*/}
+                        [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+                done
+                exec "$@"
+        )
+}
+
 # img_rootfs NAME VARIANT PACKAGE...: prints the path of a cached rootfs
 # tarball (mmdebstrap VARIANT of IMG_SUITE plus PACKAGEs), building it when
 # its key is not cached (or IMG_REBUILD=1). Beside it, NAME-KEY.packages lists
@@ -145,7 +162,7 @@ img_rootfs() {
         for attempt in 1 2 3; do
                 rm -rf "$dir"
                 log=$IMG_WORK/mmdebstrap-$name.try$attempt.log
-                SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH nice -n 10 mmdebstrap --verbose --mode=root --variant="$variant" \
+                SOURCE_DATE_EPOCH=$IMG_ROOTFS_EPOCH img_std_fds_only nice -n 10 mmdebstrap --verbose --mode=root --variant="$variant" \
                         --format=directory --skip=cleanup/apt/cache --skip=essential/unlink \
                         --include="$pkgs" "${hooks[@]}" "$IMG_SUITE" "$dir" "${sources[@]}" >"$log" 2>&1 && break
                 img_log "$name: mmdebstrap failed (try $attempt of 3); the end of its log ($log):"
