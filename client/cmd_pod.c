@@ -128,18 +128,15 @@ static json_t *check_report(probe_run_t *p, int *ret_emit)
         return report;
 }
 
-/* Writes the verdict into hangar-ctl, then hangar-home, each by rename (a
- * reader never sees half a file), 0644: one exec into hangar-driver, the
- * verdict on its stdin. The agent's container mounts hangar-home read-only,
- * so only the driver's can write both. */
-static const char deliver_script[] =
-    "set -e; umask 022; "
-    "t=\"$1/.verdict.json.$$\"; cat >\"$t\"; "
-    "cp \"$t\" \"$2/.verdict.json.$$\"; mv \"$2/.verdict.json.$$\" \"$2/verdict.json\"; "
-    "mv \"$t\" \"$1/verdict.json\"";
-
-static int deliver(k8s_client_t *k, const char *ns, const char *pod, const hg_config_t *cfg,
-                   const char *verdict_text, wsexec_result_t *res, hg_error_t *err)
+/* Hands the verdict to both daemons: one exec of `hangar-driver verdict`
+ * in hangar-driver, the verdict on its stdin. The driver's own binary
+ * checks it and writes it into hangar-home (the relay's) and hangar-ctl
+ * (the daemon's), each by rename, 0644, at the places its configuration
+ * names; no shell needed in the image. The agent's container mounts
+ * hangar-home read-only, so only the driver's can write both. On success
+ * *ret_written is [hangar-ctl's file, hangar-home's], as the driver names them. */
+static int deliver(k8s_client_t *k, const char *ns, const char *pod, const char *verdict_text,
+                   wsexec_result_t *res, json_t **ret_written, hg_error_t *err)
 {
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0)
@@ -152,21 +149,29 @@ static int deliver(k8s_client_t *k, const char *ns, const char *pod, const hg_co
                 if (n >= SPLIT_VERDICT_MAX || write(wr, verdict_text, n) != (ssize_t)n)
                         return error_set(err, -EIO, "the verdict did not fit the pipe");
         }
-        char *argv[] = {"sh",           "-c", (char *)deliver_script, "sh", cfg->ctl_path,
-                        cfg->home_path, NULL};
+        char *argv[] = {"hangar-driver", "verdict", NULL};
         capture_t cap = {0};
         wsexec_request_t req = {.ns = ns,
                                 .pod = pod,
                                 .container = SHAPE_DRIVER_CONTAINER,
                                 .argv = argv,
                                 .stdin_open = true,
-                                /* cat reads the verdict to its end: v5's close. */
+                                /* it reads the verdict to its end: v5's close. */
                                 .only = EXS_PROTO_V5};
         wsexec_io_t io = {.in_fd = rd, .output = to_memory, .ud = &cap};
         int r = wsexec_run(k, &req, &io, res, err);
+        _cleanup_json_ json_t *reply = NULL;
+        hg_error_t perr = {0};
         if (r == 0 && res->failure == WSEXEC_OK && res->exit_code != 0)
-                r = error_set(err, -EIO, "writing the verdict exited %d: %.200s", res->exit_code,
+                r = error_set(err, -EIO, "hangar-driver verdict exited %d: %.300s", res->exit_code,
                               cap.err.data ? cap.err.data : "");
+        const char *ctl = NULL, *home = NULL;
+        if (r == 0 && res->failure == WSEXEC_OK &&
+            (jsonx_load(cap.out.data ? cap.out.data : "", cap.out.len, 4, &reply, &perr) < 0 ||
+             jsonx_string(reply, "ctl", &ctl) < 0 || jsonx_string(reply, "home", &home) < 0))
+                r = error_set(err, -EIO, "hangar-driver verdict did not say where it wrote");
+        if (r == 0 && res->failure == WSEXEC_OK)
+                *ret_written = json_pack("[s, s]", ctl, home);
         strbuf_free(&cap.out);
         strbuf_free(&cap.err);
         return r;
@@ -364,10 +369,9 @@ static int pod_check(int argc, char **argv)
         if (line && !no_deliver) {
                 wsexec_result_t res = {0};
                 hg_error_t derr = {0};
-                char paths[2][600];
-                (void)snprintf(paths[0], sizeof(paths[0]), "%s/verdict.json", cfg.ctl_path);
-                (void)snprintf(paths[1], sizeof(paths[1]), "%s/verdict.json", cfg.home_path);
-                if (deliver(k, ns, pod, &cfg, text, &res, &derr) < 0 || res.failure != WSEXEC_OK) {
+                json_t *written = NULL;
+                if (deliver(k, ns, pod, text, &res, &written, &derr) < 0 ||
+                    res.failure != WSEXEC_OK) {
                         (void)json_object_set_new(line, "delivery_error",
                                                   json_pack("{s:s, s:s}", "kind",
                                                             res.failure == WSEXEC_OK
@@ -378,8 +382,7 @@ static int pod_check(int argc, char **argv)
                         exit_status = res.failure == WSEXEC_OK ? CLI_EXIT_NO_START
                                                                : cli_exit_for(res.failure);
                 } else {
-                        (void)json_object_set_new(line, "delivered",
-                                                  json_pack("[s, s]", paths[0], paths[1]));
+                        (void)json_object_set_new(line, "delivered", written);
                 }
         }
         k8s_client_free(k);

@@ -10,3 +10,7 @@ int driver_load_config(const char *path, hg_config_t *cfg);
 
 /* hangar-driver ctl [--config FILE] OP [ARGS] (argv[0] is "ctl"). */
 int cmd_ctl(int argc, char **argv);
+
+/* hangar-driver verdict [--config FILE]: the probe's verdict on stdin,
+ * stored into hangar-home and hangar-ctl (cmd_verdict.c). */
+int cmd_verdict(int argc, char **argv);

@@ -2,6 +2,7 @@
  *   serve                 the sidecar's daemon (PID 1): turns on request
  *   relay --spec FILE|-   one turn in a daemon of its own (docs/turn.md)
  *   ctl OP [ARGS]         hangar's requests to the daemon (start, status, ...)
+ *   verdict               stores the probe's verdict (stdin) for the daemon and relay
  *   version */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,7 @@ static const char usage[] =
     "usage: hangar-driver serve [--config FILE]\n"
     "       hangar-driver relay [--config FILE] --spec FILE|-\n"
     "       hangar-driver ctl [--config FILE] OP [ARGS]\n"
+    "       hangar-driver verdict [--config FILE] <VERDICT_JSON\n"
     "       hangar-driver tree --turn ID DIR\n"
     "       hangar-driver gate --turn ID -- CMD [ARG]...\n"
     "       hangar-driver term-pane --socket CTL_SOCKET [--turn ID]\n"
@@ -334,6 +336,8 @@ int main(int argc, char **argv)
                 return cmd_relay(argc - 1, argv + 1);
         if (strcmp(cmd, "ctl") == 0)
                 return cmd_ctl(argc - 1, argv + 1);
+        if (strcmp(cmd, "verdict") == 0)
+                return cmd_verdict(argc - 1, argv + 1);
         if (strcmp(cmd, "tree") == 0)
                 return cmd_tree(argc - 1, argv + 1);
         if (strcmp(cmd, "gate") == 0)

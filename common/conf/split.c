@@ -127,3 +127,74 @@ void split_gate_decide(split_mode_t mode, const char *verdict_path, split_decisi
         d.gate = mode == SPLIT_AUTO ? SPLIT_GATE_SINGLE_USER : SPLIT_GATE_REFUSE;
         *ret = d;
 }
+
+/* A reason code as verdict_decide writes them: "spec-failed", "mode-off". */
+static bool reason_code_ok(const char *s)
+{
+        size_t n = s ? strlen(s) : 0;
+        if (n == 0 || n > SPLIT_REASON_CODE_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+static int check_reasons(json_t *reasons, hg_error_t *err)
+{
+        if (!json_is_array(reasons) || json_array_size(reasons) > SPLIT_REASONS_MAX)
+                return error_set(err, -EINVAL, "\"reasons\" is not an array of at most %u",
+                                 SPLIT_REASONS_MAX);
+        size_t i;
+        json_t *r;
+        json_array_foreach (reasons, i, r) {
+                json_t *detail = json_object_get(r, "detail");
+                if (!json_is_object(r) || json_object_size(r) != (detail ? 2u : 1u) ||
+                    !reason_code_ok(json_string_value(json_object_get(r, "code"))) ||
+                    (detail && !json_is_string(detail)))
+                        return error_set(err, -EINVAL,
+                                         "reason %zu is not {\"code\": a-z0-9-, \"detail\": "
+                                         "string}",
+                                         i);
+        }
+        return 0;
+}
+
+int split_verdict_load(const char *text, size_t len, json_t **ret, verdict_t *ret_v,
+                       hg_error_t *err)
+{
+        if (len > SPLIT_VERDICT_MAX)
+                return error_set(err, -EFBIG, "the verdict is over %u bytes", SPLIT_VERDICT_MAX);
+        _cleanup_json_ json_t *j = NULL;
+        if (jsonx_load(text, len, 16, &j, err) < 0)
+                return -EINVAL;
+        split_mode_t mode;
+        verdict_t v;
+        json_t *reasons = json_object_get(j, "reasons");
+        if (!json_is_object(j) || json_object_size(j) != 3)
+                return error_set(err, -EINVAL,
+                                 "not a verdict: an object of \"mode\", \"verdict\", \"reasons\"");
+        if (split_mode_parse(json_string_value(json_object_get(j, "mode")), &mode) < 0)
+                return error_set(err, -EINVAL, "\"mode\" is not off, auto or required");
+        if (split_verdict_parse(json_string_value(json_object_get(j, "verdict")), &v) < 0)
+                return error_set(err, -EINVAL,
+                                 "\"verdict\" is not split-active, single-user or refused");
+        int r = check_reasons(reasons, err);
+        if (r < 0)
+                return r;
+        /* What verdict_decide can give, and nothing else: a split without a
+         * reason against it, anything less with one, refused only under
+         * required, off never split. */
+        bool none = json_array_size(reasons) == 0;
+        if ((v == VERDICT_SPLIT_ACTIVE) != none)
+                return error_set(err, -EINVAL, "a %s verdict with %s reasons",
+                                 split_verdict_name(v), none ? "no" : "some");
+        if ((v == VERDICT_REFUSED) != (mode == SPLIT_REQUIRED && !none) ||
+            (mode == SPLIT_OFF && v != VERDICT_SINGLE_USER))
+                return error_set(err, -EINVAL, "a %s verdict cannot come of mode %s",
+                                 split_verdict_name(v), split_mode_name(mode));
+        *ret_v = v;
+        *ret = j;
+        j = NULL;
+        return 0;
+}

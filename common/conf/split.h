@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "error.h"
 
 typedef enum split_mode {
@@ -20,14 +22,25 @@ typedef enum verdict {
         VERDICT_SPLIT_ACTIVE,
 } verdict_t;
 
-#define SPLIT_MODE_ENV     "HANGAR_UID_SPLIT"
-#define SPLIT_MODE_DEFAULT SPLIT_AUTO
-#define SPLIT_VERDICT_MAX  (64u * 1024u) /* bytes of a verdict file */
+#define SPLIT_MODE_ENV        "HANGAR_UID_SPLIT"
+#define SPLIT_MODE_DEFAULT    SPLIT_AUTO
+#define SPLIT_VERDICT_MAX     (64u * 1024u) /* bytes of a verdict file */
+#define SPLIT_REASONS_MAX     64u           /* reasons in one verdict */
+#define SPLIT_REASON_CODE_MAX 64u           /* bytes of a reason's code */
 
 int split_mode_parse(const char *s, split_mode_t *ret);
 const char *split_mode_name(split_mode_t m);
 int split_verdict_parse(const char *s, verdict_t *ret);
 const char *split_verdict_name(verdict_t v);
+
+/* Parses a verdict as hangar-probe verdict writes it, for whoever stores
+ * one (hangar-driver verdict): an object of exactly "mode", "verdict" and
+ * "reasons" (objects of "code", a-z0-9-, and an optional string
+ * "detail"), and only what verdict_decide can give (split-active with no
+ * reason, refused only under required, off always single-user). Anything
+ * else is -EINVAL (-EFBIG over SPLIT_VERDICT_MAX) with err saying why. */
+int split_verdict_load(const char *text, size_t len, json_t **ret, verdict_t *ret_v,
+                       hg_error_t *err);
 
 /* Reads the mode from HANGAR_UID_SPLIT (unset or empty: the default); an
  * unknown value is -EINVAL with err saying so (never a silent default). */

@@ -162,7 +162,15 @@ t_eq "the agent reads the same in hangar-home (its read-only mount)" "split-acti
 t_eq "the two copies are the same bytes" "$(in_c box hangar-driver cat /var/lib/hangar-ctl/verdict.json)" \
 	"$(in_c box sandbox cat /var/lib/hangar/verdict.json)"
 t_eq "no temporary file left in either volume" "" \
-	"$(in_c box hangar-driver sh -c 'ls -A /var/lib/hangar-ctl /var/lib/hangar | grep "^\.verdict"')"
+	"$(in_c box hangar-driver sh -c 'ls -A /var/lib/hangar-ctl /var/lib/hangar | grep "verdict.json."')"
+# The delivery is hangar-driver's own binary (no shell): it stores only a
+# verdict the probe could make, and a refused one changes nothing.
+printf '{"mode":"auto","verdict":"split-active","reasons":[{"code":"x"}]}' |
+	H exec -i "$NS/box" -c hangar-driver -- hangar-driver verdict >forged.out 2>forged.err
+t_eq "hangar-driver verdict refuses a split-active verdict with a reason (2)" 2 "$?"
+t_check "... and says why" grep -qF "a split-active verdict with some reasons" forged.err
+t_eq "... hangar-ctl's copy unchanged" "split-active required" \
+	"$(in_c box hangar-driver cat /var/lib/hangar-ctl/verdict.json | jq -r '"\(.verdict) \(.mode)"')"
 
 H pod check "$NS/capped" --mode required >capped.jsonl 2>capped.err
 t_eq "capped (the agent adds CHOWN): refused under required (4)" 4 "$?"

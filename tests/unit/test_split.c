@@ -10,6 +10,7 @@
 #include "cleanup.h"
 #include "fileio.h"
 #include "split.h"
+#include "strbuf.h"
 #include "unit.h"
 
 static char dir[4096];
@@ -360,6 +361,116 @@ START_TEST(gate_long_reason_is_cut)
 }
 END_TEST
 
+/* ---- a verdict to store (split_verdict_load) --------------------------- */
+
+static int load(const char *text, verdict_t *v, hg_error_t *err)
+{
+        json_t *j = NULL;
+        int r = split_verdict_load(text, strlen(text), &j, v, err);
+        ck_assert_msg((r == 0) == (j != NULL), "a result without success, or none with it");
+        json_decref(j);
+        return r;
+}
+
+START_TEST(load_what_the_probe_makes)
+{
+        static const struct {
+                const char *text;
+                verdict_t v;
+        } t[] = {
+            {"{\"mode\":\"required\",\"verdict\":\"split-active\",\"reasons\":[]}",
+             VERDICT_SPLIT_ACTIVE},
+            {"{\"reasons\":[],\"verdict\":\"split-active\",\"mode\":\"auto\"}",
+             VERDICT_SPLIT_ACTIVE},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":"
+             "\"agent-failed\",\"detail\":\"agent out of shape\"}]}",
+             VERDICT_SINGLE_USER},
+            {"{\"mode\":\"off\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":"
+             "\"mode-off\"}]}",
+             VERDICT_SINGLE_USER},
+            {"{\"mode\":\"required\",\"verdict\":\"refused\",\"reasons\":[{\"code\":"
+             "\"spec-failed\",\"detail\":\"\"},{\"code\":\"driver-report-missing\"}]}",
+             VERDICT_REFUSED},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                verdict_t v = (verdict_t)99;
+                hg_error_t err = {0};
+                ck_assert_msg(load(t[i].text, &v, &err) == 0, "%s: %s", t[i].text, err.message);
+                ck_assert_int_eq(v, t[i].v);
+        }
+}
+END_TEST
+
+START_TEST(load_refuses_what_is_not_a_verdict)
+{
+        static const struct {
+                const char *text, *why;
+        } t[] = {
+            {"", "JSON"},
+            {"split-active", "JSON"},
+            {"[]", "not a verdict"},
+            {"{\"mode\":\"auto\",\"verdict\":\"split-active\"}", "not a verdict"},
+            {"{\"mode\":\"auto\",\"verdict\":\"split-active\",\"reasons\":[],\"x\":1}",
+             "not a verdict"},
+            {"{\"mode\":\"Auto\",\"verdict\":\"split-active\",\"reasons\":[]}", "\"mode\""},
+            {"{\"mode\":\"auto\",\"verdict\":1,\"reasons\":[]}", "\"verdict\""},
+            {"{\"mode\":\"auto\",\"verdict\":\"split-active\",\"reasons\":{}}", "\"reasons\""},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[\"x\"]}", "reason 0"},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":\"\"}]}",
+             "reason 0"},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":\"A\"}]}",
+             "reason 0"},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":\"a\","
+             "\"detail\":null}]}",
+             "reason 0"},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":\"a\","
+             "\"why\":\"b\"}]}",
+             "reason 0"},
+            {"{\"mode\":\"auto\",\"verdict\":\"split-active\",\"reasons\":[{\"code\":\"a\"}]}",
+             "with some reasons"},
+            {"{\"mode\":\"auto\",\"verdict\":\"single-user\",\"reasons\":[]}", "with no reasons"},
+            {"{\"mode\":\"auto\",\"verdict\":\"refused\",\"reasons\":[{\"code\":\"a\"}]}",
+             "cannot come of mode auto"},
+            {"{\"mode\":\"required\",\"verdict\":\"single-user\",\"reasons\":[{\"code\":\"a\"}]}",
+             "cannot come of mode required"},
+            {"{\"mode\":\"off\",\"verdict\":\"split-active\",\"reasons\":[]}",
+             "cannot come of mode off"},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+                verdict_t v = VERDICT_SPLIT_ACTIVE;
+                hg_error_t err = {0};
+                ck_assert_msg(load(t[i].text, &v, &err) < 0, "accepted: %s", t[i].text);
+                ck_assert_msg(strstr(err.message, t[i].why), "%s: \"%s\" does not say \"%s\"",
+                              t[i].text, err.message, t[i].why);
+                ck_assert_int_eq(v, VERDICT_SPLIT_ACTIVE); /* untouched */
+        }
+}
+END_TEST
+
+START_TEST(load_bounds)
+{
+        /* 65 reasons, one over the cap; a text over 64 KiB. */
+        strbuf_t b = {0};
+        ck_assert_int_eq(strbuf_printf(&b, "{\"mode\":\"auto\",\"verdict\":\"single-user\","
+                                           "\"reasons\":["),
+                         0);
+        for (unsigned i = 0; i <= SPLIT_REASONS_MAX; i++)
+                ck_assert_int_eq(strbuf_printf(&b, "%s{\"code\":\"c\"}", i ? "," : ""), 0);
+        ck_assert_int_eq(strbuf_printf(&b, "]}"), 0);
+        verdict_t v;
+        hg_error_t err = {0};
+        ck_assert_int_eq(load(b.data, &v, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.message, "at most 64"));
+        strbuf_free(&b);
+        char *big = malloc(SPLIT_VERDICT_MAX + 2);
+        ck_assert_ptr_nonnull(big);
+        memset(big, ' ', SPLIT_VERDICT_MAX + 1);
+        big[SPLIT_VERDICT_MAX + 1] = '\0';
+        ck_assert_int_eq(load(big, &v, &err), -EFBIG);
+        free(big);
+}
+END_TEST
+
 static Suite *split_suite(void)
 {
         Suite *s = suite_create("split");
@@ -383,6 +494,11 @@ static Suite *split_suite(void)
         tcase_add_test(tc, gate_single_user_without_reason);
         tcase_add_test(tc, gate_refused_verdict);
         tcase_add_test(tc, gate_long_reason_is_cut);
+        suite_add_tcase(s, tc);
+        tc = tcase_create("load");
+        tcase_add_test(tc, load_what_the_probe_makes);
+        tcase_add_test(tc, load_refuses_what_is_not_a_verdict);
+        tcase_add_test(tc, load_bounds);
         suite_add_tcase(s, tc);
         return s;
 }
