@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -159,12 +161,47 @@ int turnfiles_check_instance(int home_fd, const char *want, const turn_files_t *
  * hold them. The relay waits before it sweeps: a relay started for a turn
  * the driver then refuses never sweeps another turn's processes. hangar
  * gives up by ending the relay's stdin (nothing else may be on it before
- * the ready line). */
-#define WAIT_STEP_MS 20
+ * the ready line).
+ *
+ * The wait is on the start's critical path, so it is woken by inotify on
+ * hangar-home (the driver renames each file into place): the relay reads
+ * the files again as soon as one lands, not at the next tick. A tick stays
+ * as the safety net, long where the watch is set (a writer the watch cannot
+ * see, a volume shared from outside gVisor's sandbox, still gets through)
+ * and short where it could not be. */
+#define WAIT_STEP_MS         20  /* without a watch */
+#define WAIT_STEP_WATCHED_MS 250 /* with one: only a net under it */
+
+/* An inotify descriptor watching hangar-home for files landing in it, or -1
+ * (the tick alone then). Set before the first read, so a file written
+ * between that read and the wait still wakes it. */
+static int watch_home(int home_fd)
+{
+        int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (in < 0)
+                return -1;
+        char path[64];
+        (void)snprintf(path, sizeof(path), "/proc/self/fd/%d", home_fd);
+        if (inotify_add_watch(in, path, IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE | IN_ONLYDIR) <
+            0) {
+                (void)close(in);
+                return -1;
+        }
+        return in;
+}
+
+/* Reads the watch's events away (they say only "something landed"). */
+static void drain_watch(int in)
+{
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        while (read(in, buf, sizeof(buf)) > 0)
+                ;
+}
 
 int turnfiles_wait(int home_fd, const char *want, uint32_t wait_s, turn_files_t *f, hg_error_t *err)
 {
         int64_t deadline = conn_now_ms() + (int64_t)wait_s * 1000;
+        _cleanup_close_ int watch = watch_home(home_fd);
         for (;;) {
                 hg_error_t e = {0};
                 int r = turnfiles_read(home_fd, f, &e);
@@ -180,11 +217,16 @@ int turnfiles_wait(int home_fd, const char *want, uint32_t wait_s, turn_files_t 
                             err, -ESRCH, "hangar-home/%s names turn \"%.64s\", not \"%s\"",
                             LAYOUT_HOME_TURN, f->turn ? f->turn : "?", want ? want : "?");
                 }
-                struct pollfd in = {.fd = STDIN_FILENO, .events = POLLIN};
-                if (poll(&in, 1, WAIT_STEP_MS) > 0)
+                struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                                      {.fd = watch, .events = POLLIN}};
+                int n =
+                    poll(p, watch >= 0 ? 2 : 1, watch >= 0 ? WAIT_STEP_WATCHED_MS : WAIT_STEP_MS);
+                if (n > 0 && p[0].revents)
                         return error_set(err, -ECANCELED,
                                          "stdin ended or was written before the turn \"%s\" was "
                                          "up: hangar gave up",
                                          want ? want : "?");
+                if (n > 0 && watch >= 0 && p[1].revents)
+                        drain_watch(watch);
         }
 }

@@ -33,9 +33,10 @@ bool turnfiles_instance_ok(const char *s, size_t len);
  * written yet). */
 int turnfiles_read(int home_fd, turn_files_t *f, hg_error_t *err);
 
-/* --turn ID --wait-port S: up to S seconds, in short steps, for a port and
- * a turn file naming want (NULL: any). Data or the end of stdin ends the
- * wait at once (-ECANCELED: hangar gave up). */
+/* --turn ID --wait-port S: up to S seconds for a port and a turn file
+ * naming want (NULL: any), read again each time a file lands in hangar-home
+ * (inotify) and on a tick. Data or the end of stdin ends the wait at once
+ * (-ECANCELED: hangar gave up). */
 int turnfiles_wait(int home_fd, const char *want, uint32_t wait_s, turn_files_t *f,
                    hg_error_t *err);
 
