@@ -42,9 +42,16 @@
 #     webhook's reason on
 #     the Sandbox's Ready condition; how often the controller retried in a
 #     minute is printed (a figure, not asserted);
+#   - an environment image without hangar's binaries (localhost/hangar-bare:dev,
+#     busybox only) with the page's values for it (driver.binaries.from
+#     initContainer, driver.nativeSidecar): a warm pool of 1 whose pod has
+#     the copier and the driver as init containers (the driver a native
+#     sidecar, restartPolicy Always) and is Ready; a claim adopts it, the
+#     shape unchanged; the probe's verdict and a turn through the bundle;
 #   - scripts/agent-sandbox.sh uninstall: no agent-sandbox object, pod,
 #     CRD or controller process left.
-# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN HANGAR_PROBE HANGAR_WEBHOOK
+# usage: test_agent_sandbox.sh K8S_BIN AGENT_SANDBOX_BIN HANGAR_PROBE HANGAR_WEBHOOK IMAGES_DIR
+# (IMAGES_DIR: build-images.sh's, with its bin and bare archives.)
 # Needs root and the shared node (HANGAR_TEST_NODE_DIR, namespace
 # "agentsbx"); holds RESOURCE_LOCK node_chart. T_KEEP_TMP=1 keeps the files.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -57,7 +64,13 @@ ROOT=$(cd "$HERE/../.." && pwd)
 t_begin "agent-sandbox v1.0.1 and hangar on the node: warm pool, claims, suspend, a refused template"
 
 K8S_BIN=${1:-} AS_BIN=${2:-} PROBE=$(realpath -m "${3:-.}") WEBHOOK=$(realpath -m "${4:-.}")
+IMAGES=$(realpath -m "${5:-.}")
 node_attach "$K8S_BIN" "$K8S_BIN/helm" "$AS_BIN/agent-sandbox-controller" "$PROBE" "$WEBHOOK"
+node_archives "$IMAGES" 'hangar-bin-*' hangar-bare-dev
+if [ -n "$MISSING" ]; then
+	t_fail "missing:$MISSING (scripts/build-images.sh --build-dir BUILD bin bare)"
+	t_end
+fi
 export HANGAR_AGENT_SANDBOX_BIN=$AS_BIN HANGAR_NODE_DIR=$D
 NS=agentsbx PAGE=$ROOT/docs/agent-sandbox.md IMAGE=localhost/hangar-sandbox:dev
 cd "$T_TMP" || exit 1
@@ -119,20 +132,20 @@ hooklog() {
 	kubectl logs -n "$NODE_SYSTEM_NS" -l app.kubernetes.io/instance=hangar --tail=-1 --prefix=false \
 		--max-log-requests 10 2>/dev/null | grep -F '"review"' >"$1.hook"
 }
-# turn POD SCRIPT: turn t1 in POD as hangar runs one: ctl start through
-# exec into hangar-driver (the reply: token, instance), then hangar-relay
-# through exec into the agent's container, TOKEN INSTANCE on its stdin after
-# its ready line; waits for the relay (POD.turn.rc its exit status,
-# POD.relay.out its lines).
+# turn POD SCRIPT [RELAY]: turn t1 in POD as hangar runs one: ctl start
+# through exec into hangar-driver (the reply: token, instance), then RELAY
+# (hangar-relay on the agent's PATH by default) through exec into the
+# agent's container, TOKEN INSTANCE on its stdin after its ready line; waits
+# for the relay (POD.turn.rc its exit status, POD.relay.out its lines).
 turn() {
-	local p=$1 spec start
+	local p=$1 spec start relay=${3:-hangar-relay}
 	spec=$(jq -n --arg s "$2" '{turn: "t1", mode: "ask", cwd: "/tmp", script: $s, run_key: "RUN-KEY-t1",
 		linger_s: 2, connect_timeout_s: 120}')
 	start=$(in_driver "$p" hangar-driver ctl start --spec - <<<"$spec" 2>"$p.start.err")
 	: >"$p.relay.out"
 	{ t_wait_for "grep -q '\"relay\":' '$p.relay.out'" 120 && grep -q '"relay":"ready"' "$p.relay.out" &&
 		jq -r '"\(.token) \(.instance)"' <<<"$start"; } |
-		kubectl exec -i -n "$NS" "$p" -c agent --as "$HANGAR_ID" -- hangar-relay \
+		kubectl exec -i -n "$NS" "$p" -c agent --as "$HANGAR_ID" -- "$relay" \
 			> >(exec cat >>"$p.relay.out") 2>"$p.relay.err" &
 	echo $! >"$p.relay.pid"
 	t_cleanup_pid "$(cat "$p.relay.pid")"
@@ -457,6 +470,92 @@ echo "  the webhook's denied CREATEs in that minute: $(($(denials bad1 "$sd") - 
 t_check "the controller retried (the refusal is not silent)" test "$a1" -gt 0 -a "$b1" -gt 0
 t_check "the pool's Sandbox is still the same (not deleted and remade within a minute)" \
 	test "$(bad_sandbox bad-driver SandboxWarmPool)" = "$sd"
+
+echo "-- an image without hangar's binaries: the page's delivery values, native sidecars, a warm pool"
+# (the refused templates' retries stop first: they are not this part's)
+logged kubectl delete -f bad.json --wait=false
+t_check "the bundle and bare images are loaded into the node's containerd" \
+	sh -c "'$ROOT/scripts/node.sh' load '$D' ${ARCHIVES[*]} >>commands.log 2>&1"
+BUNDLE=$(basename "${ARCHIVES[0]}" .oci.tar)
+page agent-sandbox-values-bare
+sed -i -e "s#REGISTRY/hangar-bin#localhost/hangar-bin#; s#tag: \"0.1.0\"#tag: \"${BUNDLE#hangar-bin-}\"#" \
+	agent-sandbox-values-bare.page
+t_check "helm upgrade with the page's values for such images (initContainer, nativeSidecar)" \
+	logged helm upgrade hangar "$ROOT/charts/hangar-webhook" -n "$NODE_SYSTEM_NS" --reuse-values \
+	-f agent-sandbox-values-bare.page --wait --timeout 3m
+# A dry-run pod comes back with the copier and the driver as init containers
+# once every replica injects that way.
+asb_delivered_dry() {
+	kubectl create --dry-run=server -o json -f - 2>/dev/null <<POD | jq -e '[.spec.initContainers[]?.name] == ["hangar-bin", "hangar-driver"]' >/dev/null
+{"apiVersion": "v1", "kind": "Pod",
+ "metadata": {"name": "asb-ready", "namespace": "$NS", "labels": {"agents.x-k8s.io/sandbox-name-hash": "0"},
+   "annotations": {"hangar.dev/agent-container": "agent"}},
+ "spec": {"containers": [{"name": "agent", "image": "$IMAGE", "command": ["sleep", "infinity"]}]}}
+POD
+}
+t_check "pods come back with hangar-bin and hangar-driver as init containers" t_wait_for asb_delivered_dry 90
+page agent-sandbox-template-bare
+sed -i "s#REGISTRY/any-env:TAG#localhost/hangar-bare:dev#" agent-sandbox-template-bare.page
+t_check "the page's template of an image without hangar's binaries and its pool of 1 are created" \
+	logged kubectl create -f agent-sandbox-template-bare.page
+# delivered_ready POD: Running, the agent ready, the driver (a native sidecar) started and ready.
+delivered_ready() {
+	kubectl get pod -n "$NS" "$1" -o json 2>/dev/null | jq -e '.status.phase == "Running"
+		and ([.status.containerStatuses[]? | select(.name == "agent") | .ready] == [true])
+		and ([.status.initContainerStatuses[]? | select(.name == "hangar-driver") | .ready] == [true])' >/dev/null
+}
+# dshape POD: hangar's part of a delivered pod, one line (as shape, with the init containers).
+dshape() {
+	kubectl get pod -n "$NS" "$1" -o json | jq -c '{i: [.spec.initContainers[] | {name, image, command, restartPolicy,
+		securityContext}], c: [.spec.containers[] | {name, image, command}],
+		v: [.spec.volumes[] | select(.name | startswith("hangar-"))], rc: .spec.runtimeClassName,
+		a: (.metadata.annotations | with_entries(select(.key | startswith("hangar.dev/"))))}'
+}
+t_check "the pool has 1 ready sandbox" t_wait_for "pool_ready any-pool 1" 400
+BW=$(kubectl get pods -n "$NS" -l agents.x-k8s.io/warm-pool-sandbox -o json |
+	jq -r '.items[] | select(.metadata.ownerReferences[]?.kind == "Sandbox") | .metadata.name' |
+	while read -r p; do [ "$(kubectl get pod -n "$NS" "$p" -o jsonpath='{.spec.containers[0].image}')" = localhost/hangar-bare:dev ] && echo "$p"; done | head -n 1)
+t_check "a warm pod of the image without binaries ($BW)" test -n "$BW"
+kubectl get pod -n "$NS" "$BW" -o json >"$BW.json"
+t_eq "  injected: the copier, then hangar-driver a native sidecar (init, restartPolicy Always); agent alone in containers" \
+	"injected hangar-bin: hangar-driver:Always agent" \
+	"$(jq -r '"\(.metadata.annotations["hangar.dev/driver-sidecar"]) \([.spec.initContainers[] | "\(.name):\(.restartPolicy // "")"] | join(" ")) \([.spec.containers[].name] | join(" "))"' "$BW.json")"
+t_eq "  the driver runs the bundle's daemon" '["/opt/hangar/bin/hangar-driver","serve"]' \
+	"$(jq -c '.spec.initContainers[] | select(.name == "hangar-driver") | .command' "$BW.json")"
+t_check "  Running, the agent and the driver ready" t_wait_for "delivered_ready $BW" 120
+t_eq "  the copy ended (0) before the driver started" "0 true" \
+	"$(kubectl get pod -n "$NS" "$BW" -o json | jq -r '(.status.initContainerStatuses[] | select(.name == "hangar-bin") | .state.terminated) as $c
+		| (.status.initContainerStatuses[] | select(.name == "hangar-driver") | .state.running.startedAt) as $d
+		| "\($c.exitCode) \($c.finishedAt <= $d)"')"
+dshape "$BW" >"$BW.shape.before"
+sed 's/name: task-1/name: any-task/; s/name: agent-pool/name: any-pool/' agent-sandbox-claim.page >claim-any.yaml
+t_check "a claim on that pool is created and Ready" sh -c "kubectl create -f claim-any.yaml >>commands.log 2>&1 &&
+	kubectl wait -n $NS --for=condition=Ready sandboxclaim/any-task --timeout=300s >>commands.log 2>&1"
+t_eq "  it adopted the warm pod" "$BW" "$(kubectl get sandboxclaim -n "$NS" any-task -o jsonpath='{.status.sandbox.name}')"
+t_eq "  the adoption UPDATE passed the guard; hangar's shape, the copier and the native sidecar unchanged" \
+	"true $(cat "$BW.shape.before")" \
+	"$(kubectl get pod -n "$NS" "$BW" -o json | jq -r '.metadata.labels | has("agents.x-k8s.io/claim-uid")') $(dshape "$BW")"
+in_agent "$BW" /opt/hangar/bin/hangar-probe check --role agent --set driver.binaries.from=initContainer \
+	</dev/null >"$BW.agent.json" 2>"$BW.agent.err"
+in_driver "$BW" hangar-probe check --role driver </dev/null >"$BW.driver.json" 2>"$BW.driver.err"
+"$PROBE" spec "${PROBE_SET[@]}" --set driver.binaries.from=initContainer --set driver.nativeSidecar=true \
+	--set driver.binaries.bundleImage="localhost/hangar-bin:${BUNDLE#hangar-bin-}" \
+	--name "$BW" --namespace "$NS" --kubeconfig "$KUBECONFIG" >"$BW.spec.json" 2>"$BW.spec.err"
+t_eq "  hangar-probe (the bundle's) check in both containers, spec on the adopted pod" "pass pass pass" \
+	"$(jq -r .result "$BW.agent.json") $(jq -r .result "$BW.driver.json") $(jq -r .result "$BW.spec.json")"
+for f in agent driver spec; do
+	jq -r '.checks[]? | select(.status != "pass") | "    \(.status) \(.id // .name): \(.detail // "" | .[0:160])"' "$BW.$f.json" 2>/dev/null
+done
+"$PROBE" verdict --mode required --spec "$BW.spec.json" --agent "$BW.agent.json" --driver "$BW.driver.json" \
+	--write "$BW.verdict.json" >/dev/null 2>&1
+t_eq "  the verdict: split-active" split-active "$(jq -r .verdict "$BW.verdict.json" 2>/dev/null)"
+in_driver "$BW" sh -c 'cat >/var/lib/hangar-ctl/verdict.json && busybox cp /var/lib/hangar-ctl/verdict.json /var/lib/hangar/verdict.json' \
+	<"$BW.verdict.json"
+turn "$BW" "echo turn-in-$BW; id -u; exit 0" /opt/hangar/bin/hangar-relay
+t_eq "  a turn through the bundle's relay: exits 0, done; the driver's record harness 0" \
+	"0 done 0" "$(cat "$BW.turn.rc") $(tail -n 1 "$BW.relay.out" | jq -r .relay 2>/dev/null) $(in_driver "$BW" hangar-driver ctl status --turn t1 </dev/null | jq -r .harness.value)"
+in_agent "$BW" cat /var/lib/hangar/run/log </dev/null >"$BW.run.log" 2>&1
+t_check "  its output is in the turn's log (uid 1000)" sh -c "grep -q 'turn-in-$BW' '$BW.run.log' && grep -qx 1000 '$BW.run.log'"
 
 echo "-- scripts/agent-sandbox.sh uninstall (the page's command)"
 run_page agent-sandbox-uninstall
