@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,8 @@ int fd_write_all(int fd, const void *buf, size_t n)
         return 0;
 }
 
-int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, int exclusive)
+static int write_atomic(const char *path, const void *data, size_t n, mode_t mode, int exclusive,
+                        bool durable)
 {
         size_t plen = strlen(path);
         _cleanup_free_ char *tmp = malloc(plen + sizeof(".tmp.XXXXXX"));
@@ -83,7 +85,8 @@ int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode,
         if (fd < 0)
                 return -errno;
         int r = 0;
-        if (fchmod(fd, mode) < 0 || (r = fd_write_all(fd, data, n)) < 0 || fsync(fd) < 0) {
+        if (fchmod(fd, mode) < 0 || (r = fd_write_all(fd, data, n)) < 0 ||
+            (durable && fsync(fd) < 0)) {
                 r = r < 0 ? r : -errno;
                 (void)unlink(tmp);
                 return r;
@@ -105,4 +108,14 @@ int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode,
                 return r;
         }
         return 0;
+}
+
+int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, int exclusive)
+{
+        return write_atomic(path, data, n, mode, exclusive, true);
+}
+
+int file_replace(const char *path, const void *data, size_t n, mode_t mode)
+{
+        return write_atomic(path, data, n, mode, 0, false);
 }

@@ -16,3 +16,8 @@ int fd_write_all(int fd, const void *buf, size_t n);
  * into place, so readers see the old or the new content, never a part.
  * With exclusive set, an existing path is -EEXIST and left alone. */
 int file_write_atomic(const char *path, const void *data, size_t n, mode_t mode, int exclusive);
+/* The same rename into place, without the fsync: for files that live only
+ * as long as the pod (hangar-home, hangar-ctl), which nothing reads after a
+ * host crash. Under gVisor an fsync on hangar-home goes through the gofer to
+ * the node's disk, on the turn's start path once per file. */
+int file_replace(const char *path, const void *data, size_t n, mode_t mode);

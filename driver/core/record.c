@@ -154,5 +154,5 @@ int record_write_json(const char *dir, const char *name, json_t *j, unsigned mod
         _cleanup_free_ char *text = j ? jsonx_dumps(j, JSON_COMPACT) : NULL;
         if (!path || !text)
                 return -ENOMEM;
-        return file_write_atomic(path, text, strlen(text), (mode_t)mode, 0);
+        return file_replace(path, text, strlen(text), (mode_t)mode);
 }

@@ -32,7 +32,9 @@ int record_log(record_t *r, const void *data, size_t n);
 int record_logv(record_t *r, const struct iovec *iov, int n);
 /* Appends j as one line to dir/name (0600), whole or not at all. */
 int record_append_json(const char *dir, const char *name, json_t *j);
-/* Writes a JSON file under home or ctl atomically (mode as given). */
+/* Writes a JSON file under home or ctl atomically (mode as given): by
+ * rename, without an fsync (file_replace: the pod's files, and an fsync on
+ * hangar-home under gVisor is a trip to the node's disk). */
 int record_write_json(const char *dir, const char *name, json_t *j, unsigned mode);
 /* path = dir + "/" + name, allocated; NULL on ENOMEM. */
 char *record_path(const char *dir, const char *name);

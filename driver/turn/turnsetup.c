@@ -15,7 +15,7 @@
 static int write_text(const char *dir, const char *name, const char *text, mode_t mode)
 {
         _cleanup_free_ char *path = record_path(dir, name);
-        return path ? file_write_atomic(path, text, strlen(text), mode, 0) : -ENOMEM;
+        return path ? file_replace(path, text, strlen(text), mode) : -ENOMEM;
 }
 
 void turnsetup_unlink(const char *dir, const char *name)

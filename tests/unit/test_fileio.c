@@ -231,6 +231,38 @@ START_TEST(atomic_write_empty_and_missing_dir)
 }
 END_TEST
 
+START_TEST(replace_renames_into_place)
+{
+        /* file_replace: the same rename into place (no fsync), over a file
+         * and over a planted symlink, which is replaced, never followed. */
+        char path[4200], target[4200];
+        (void)snprintf(path, sizeof(path), "%s/turn.json", dir);
+        (void)snprintf(target, sizeof(target), "%s/elsewhere", dir);
+        ck_assert_int_eq(file_replace(path, "old", 3, 0600), 0);
+        struct stat before, after;
+        ck_assert_int_eq(stat(path, &before), 0);
+        ck_assert_int_eq(file_replace(path, "{\"turn\":1}", 10, 0644), 0);
+        ck_assert_int_eq(stat(path, &after), 0);
+        _cleanup_free_ char *got = slurp(path);
+        ck_assert_str_eq(got, "{\"turn\":1}");
+        ck_assert_uint_eq(mode_of(path), 0644);
+        ck_assert_uint_ne(before.st_ino, after.st_ino);
+        ck_assert_int_eq(count_entries(), 1);
+        ck_assert_int_eq(file_replace(target, "kept", 4, 0600), 0);
+        ck_assert_int_eq(unlink(path), 0);
+        ck_assert_int_eq(symlink(target, path), 0);
+        ck_assert_int_eq(file_replace(path, "new", 3, 0644), 0);
+        struct stat l;
+        ck_assert_int_eq(lstat(path, &l), 0);
+        ck_assert(S_ISREG(l.st_mode));
+        _cleanup_free_ char *kept = slurp(target);
+        ck_assert_str_eq(kept, "kept");
+        (void)snprintf(path, sizeof(path), "%s/no/such/dir/f", dir);
+        ck_assert_int_eq(file_replace(path, "x", 1, 0600), -ENOENT);
+        ck_assert_int_eq(count_entries(), 2);
+}
+END_TEST
+
 START_TEST(write_all_writes_everything)
 {
         _cleanup_close_ int fd = pattern_fd("w", 0);
@@ -267,6 +299,7 @@ static Suite *fileio_suite(void)
         tcase_add_test(tc, atomic_write_replaces);
         tcase_add_test(tc, atomic_write_exclusive);
         tcase_add_test(tc, atomic_write_empty_and_missing_dir);
+        tcase_add_test(tc, replace_renames_into_place);
         tcase_add_test(tc, write_all_writes_everything);
         suite_add_tcase(s, tc);
         return s;
