@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cleanup.h"
 #include "driverstart.h"
 #include "jsonx.h"
 #include "k8sclient.h"
 #include "mutate.h"
+#include "ownerevent.h"
 #include "strbuf.h"
 
 /* Pods per list page at first. A page is one answer, which k8sclient bounds
@@ -460,6 +462,22 @@ static int namespace_guarded(audit_run_ctx_t *a, const char *ns, audit_verdict_t
         return r;
 }
 
+/* A driver-failed pod's reason, posted on its controller owner; what was
+ * done goes on the pod's row ("event": {action, kind, name}). */
+static int tell_owner(audit_run_ctx_t *a, json_t *pod, const audit_verdict_t *v, json_t *row,
+                      hg_error_t *err)
+{
+        owner_event_t ev;
+        int r = owner_event_post(a->k, pod, v->reason, time(NULL), &ev, err);
+        if (r < 0)
+                return r;
+        json_t *e = ev.action == OWNER_EVENT_NONE
+                        ? json_pack("{s:s}", "action", owner_event_action_name(ev.action))
+                        : json_pack("{s:s, s:s, s:s}", "action", owner_event_action_name(ev.action),
+                                    "kind", ev.kind, "name", ev.name);
+        return e && json_object_set_new(row, "event", e) == 0 ? 0 : -ENOMEM;
+}
+
 static int judge(audit_run_ctx_t *a, json_t *pod, hg_error_t *err)
 {
         const char *ns = "", *name = "";
@@ -495,7 +513,8 @@ static int judge(audit_run_ctx_t *a, json_t *pod, hg_error_t *err)
                                 audit_state_name(v.state), "code", v.code, "reason", v.reason);
         if (!row || json_array_append_new(a->rows, row) < 0)
                 return -ENOMEM;
-        return 0;
+        return a->o->events && v.state == AUDIT_DRIVER_FAILED ? tell_owner(a, pod, &v, row, err)
+                                                              : 0;
 }
 
 /* One page of pods from the collection at base; *ret_next gets the continue
@@ -590,6 +609,27 @@ static void print_table(const audit_run_ctx_t *a, bool show_all, FILE *out)
                         put_cell(out, json_string_value(json_object_get(row, "reason")), 0);
                         fputc('\n', out);
                 }
+        }
+        json_array_foreach (a->rows, i, row) {
+                json_t *ev = json_object_get(row, "event");
+                if (!ev)
+                        continue;
+                const char *action = json_string_value(json_object_get(ev, "action"));
+                fputs("event ", out);
+                put_cell(out, action, 0);
+                if (strcmp(action, "none") == 0)
+                        fputs(": no controller owns pod ", out);
+                else {
+                        fputs(" on ", out);
+                        put_cell(out, json_string_value(json_object_get(ev, "kind")), 0);
+                        fputc('/', out);
+                        put_cell(out, json_string_value(json_object_get(ev, "name")), 0);
+                        fputs(" for pod ", out);
+                }
+                put_cell(out, json_string_value(json_object_get(row, "namespace")), 0);
+                fputc('/', out);
+                put_cell(out, json_string_value(json_object_get(row, "name")), 0);
+                fputc('\n', out);
         }
         size_t total = json_array_size(a->rows);
         fprintf(out, "%zu sandbox pod%s:", total, total == 1 ? "" : "s");

@@ -102,6 +102,9 @@ typedef struct audit_options {
          * (scope.mode all). */
         const char *scope_key;
         const char *scope_value;
+        /* Tell each driver-failed pod's controller owner (a Sandbox, a
+         * ReplicaSet, a Job) with a Warning Event (ownerevent.h). */
+        bool events;
 } audit_options_t;
 
 /* audit_run's result when a pod is broken (audit_state_broken). */

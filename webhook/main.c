@@ -58,7 +58,7 @@ static const char usage_text[] =
     "       hangar-webhook audit [--config FILE] [--kubeconfig FILE] [--context NAME]\n"
     "                            [-n NS | -A] [-o table|json] [--all]\n"
     "                            [--webhook-configuration NAME]\n"
-    "                            [--scope KEY=VALUE|all]\n"
+    "                            [--scope KEY=VALUE|all] [--events]\n"
     "       hangar-webhook test-injection --namespace NS --image IMAGE [--config FILE]\n"
     "                            [--kubeconfig FILE] [--context NAME]\n"
     "       hangar-webhook match hangar-pod < review.json\n"
@@ -614,7 +614,7 @@ static int cmd_config(int argc, char **argv)
 
 static int cmd_audit(int argc, char **argv)
 {
-        enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_ALL, OPT_WEBHOOK, OPT_SCOPE };
+        enum { OPT_KUBECONFIG = 256, OPT_CONTEXT, OPT_ALL, OPT_WEBHOOK, OPT_SCOPE, OPT_EVENTS };
         static const struct option opts[] = {
             {"config", required_argument, NULL, 'c'},
             {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
@@ -625,6 +625,7 @@ static int cmd_audit(int argc, char **argv)
             {"all", no_argument, NULL, OPT_ALL},
             {"webhook-configuration", required_argument, NULL, OPT_WEBHOOK},
             {"scope", required_argument, NULL, OPT_SCOPE},
+            {"events", no_argument, NULL, OPT_EVENTS},
             {"help", no_argument, NULL, 'h'},
             {NULL, 0, NULL, 0}};
         const char *config_path = NULL, *output = "table";
@@ -661,6 +662,9 @@ static int cmd_audit(int argc, char **argv)
                         break;
                 case OPT_SCOPE:
                         scope = optarg;
+                        break;
+                case OPT_EVENTS:
+                        o.events = true;
                         break;
                 case 'h':
                         fputs(usage_text, stdout);

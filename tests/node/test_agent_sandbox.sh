@@ -382,6 +382,62 @@ t_check "  it lists the pod driver-failed, the kubelet's reason as the code" \
 t_check "  with the runtime's words (hangar-driver not found) and what to do" \
 	sh -c "grep -qi 'hangar-driver' audit.line && grep -Eqi 'not found|no such file' audit.line && grep -q \"lacks hangar's binaries\" audit.line"
 t_eq "  the running sandbox pods are not listed as failed" 1 "$(jq '[.pods[] | select(.state == "driver-failed")] | length' audit.json)"
+echo "-- the reason on the Sandbox: hangar-webhook audit --events, as the page's least-privileged identity"
+page agent-sandbox-audit-rbac
+sed -i "s#\[sandboxes\]#[$NS]#" agent-sandbox-audit-rbac.page
+t_check "the page's ServiceAccount, Role and RoleBinding for the audit are created" \
+	logged kubectl create -f agent-sandbox-audit-rbac.page
+# audit_as OUT [ARGS...]: the audit with the release's configuration as
+# hangar-audit (a token of it), JSON into OUT; its exit status into OUT.rc.
+audit_kubeconfig() {
+	local admin
+	admin=$(kubectl config view --raw --minify -o json)
+	jq -n --argjson a "$admin" --arg t "$(kubectl create token hangar-audit -n "$NS" --duration=10m)" --arg ns "$NS" \
+		'{apiVersion: "v1", kind: "Config", clusters: [$a.clusters[0] | .name = "node"],
+		  users: [{name: "audit", user: {token: $t}}],
+		  contexts: [{name: "audit", context: {cluster: "node", user: "audit", namespace: $ns}}],
+		  "current-context": "audit"}' >audit.kubeconfig
+	chmod 600 audit.kubeconfig
+}
+audit_as() {
+	local out=$1
+	shift
+	"$WEBHOOK" audit --config release-config.yaml --kubeconfig audit.kubeconfig -n "$NS" -o json "$@" \
+		>"$out" 2>"$out.err"
+	echo $? >"$out.rc"
+}
+audit_kubeconfig
+# Without the events rule first: --events fails closed, saying what is missing.
+kubectl get role -n "$NS" hangar-audit -o json |
+	jq '.rules |= map(select(.resources != ["events"]))' | kubectl replace -f - >>commands.log 2>&1
+audit_as noevents.json --events
+t_eq "without events in its Role: audit --events exits 3" 3 "$(cat noevents.json.rc)"
+t_check "  saying the identity needs create, get and patch on events" \
+	grep -q "needs create, get and patch on events" noevents.json.err
+echo "  $(cut -c1-300 noevents.json.err)"
+t_check "the page's Role again" logged kubectl replace -f agent-sandbox-audit-rbac.page
+audit_as events1.json --events
+t_eq "audit --events: exits 4 (the pod is still driver-failed), an Event created on its Sandbox" \
+	"4 created Sandbox no-binaries" \
+	"$(cat events1.json.rc) $(jq -r '.pods[] | select(.name == "no-binaries") | .event | "\(.action) \(.kind) \(.name)"' events1.json)"
+t_eq "  only driver-failed pods are told" 1 "$(jq '[.pods[] | select(.event)] | length' events1.json)"
+kubectl describe sandbox -n "$NS" no-binaries >describe1.txt
+sed -n '/^Events:/,$p' describe1.txt | cut -c1-240 | sed 's/^/    /'
+t_check "kubectl describe sandbox: a Warning HangarDriverFailed from hangar-webhook" \
+	grep -Eq '^ +Warning +HangarDriverFailed +.* hangar-webhook +pod no-binaries: hangar-driver cannot start' describe1.txt
+t_check "  with the runtime's words and what to do" \
+	sh -c "sed -n '/^Events:/,\$p' describe1.txt | tr -s ' \n' ' ' | grep -Eqi 'not found|no such file' &&
+		sed -n '/^Events:/,\$p' describe1.txt | tr -s ' \n' ' ' | grep -q \"lacks hangar's binaries\""
+audit_as events2.json --events
+t_eq "a second audit --events: the same Event, counted again" "4 updated" \
+	"$(cat events2.json.rc) $(jq -r '.pods[] | select(.name == "no-binaries") | .event.action' events2.json)"
+t_eq "  one HangarDriverFailed Event on the Sandbox, count 2" "1 2" \
+	"$(kubectl get events -n "$NS" --field-selector involvedObject.kind=Sandbox,involvedObject.name=no-binaries,reason=HangarDriverFailed -o json |
+		jq -r '"\(.items | length) \(.items[0].count)"')"
+audit_as plain.json
+t_eq "  without --events no Event is touched (still count 2)" "4 2" \
+	"$(cat plain.json.rc) $(kubectl get events -n "$NS" --field-selector involvedObject.name=no-binaries,reason=HangarDriverFailed -o jsonpath='{.items[0].count}')"
+logged kubectl delete -f agent-sandbox-audit-rbac.page --wait=false
 logged kubectl delete sandbox -n "$NS" no-binaries --wait=false
 
 echo "-- templates out of hangar's shape: refused, the reason on the Sandbox"
