@@ -36,10 +36,7 @@ BUILD=$(realpath "${1:?usage: bench/driver-output.sh BUILD_DIR [MIB]}")
 MIB=${2:-256}
 RUNS=${BENCH_RUNS:-3}
 BINS=("$BUILD/driver/hangar-driver" "$BUILD/relay/hangar-relay" "$BUILD/bench/hangar-bench-loopcopy")
-for bin in "${BINS[@]}"; do
-        [ -x "$bin" ] || { echo "missing $bin: ninja -C $BUILD hangar-driver hangar-relay hangar-bench-loopcopy"; exit 1; }
-done
-[ "$(id -u)" = 0 ] || { echo "bench/driver-output.sh: needs root (two uids, a read-only bind mount)"; exit 1; }
+bench_host_check "$BUILD" "${BINS[@]}"
 if [ -n "${BENCH_RUNSC:-}" ] && [ "${HANGAR_BENCH_IN_RUNSC:-}" != 1 ]; then
         root=$(mktemp -d)
         trap 'rm -rf "$root"' EXIT
@@ -48,57 +45,17 @@ if [ -n "${BENCH_RUNSC:-}" ] && [ "${HANGAR_BENCH_IN_RUNSC:-}" != 1 ]; then
         exit $?
 fi
 [[ $MIB =~ ^[1-9][0-9]*$ ]] || { echo "MIB must be a whole number of MiB, at least 1"; exit 1; }
-bench_need jq setpriv unshare
 BYTES=$((MIB * 1048576))
-
-. "$HERE/../tests/turn/hostlib.sh"
-host_unshared "$0" "$@"
-. "$HERE/../tests/lib/testlib.sh"
-host_turn_up "${BINS[@]}"
-trap 'set +e; host_teardown' EXIT
-LOOPCOPY=$T_TMP/bin/hangar-bench-loopcopy
-LOG=$T_TMP/home/run/log
-RAW_OUT=$T_TMP/home/run/raw.out
-as_driver mkdir -p home/run
+bench_host_up "$@"
 TCK=$(getconf CLK_TCK)
 
-die() { echo "bench/driver-output.sh: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+die() { bench_die "$@"; }
+median() { bench_median; }
 # cpu_ms PID: the process's utime+stime so far, in ms.
 cpu_ms() { awk -v t="$TCK" '{ sub(/^.*\) /, ""); printf "%d", ($12 + $13) * 1000 / t }' "/proc/$1/stat"; }
 # calls PID: its write syscalls so far (write, writev).
 calls() { awk '/^syscw:/ { print $2 }' "/proc/$1/io"; }
-moved_all() { # FILE: exactly BYTES long, and nothing but zero bytes
-        local got
-        got=$(stat -c %s "$1")
-        [ "$got" = "$BYTES" ] || die "$1: $got bytes, expected $BYTES"
-        [ "$(tr -d '\0' <"$1" | head -c 1 | wc -c)" = 0 ] || die "$1: not only zero bytes"
-}
-
-# relay NAME LINE: hangar-relay as the agent in a PID namespace of its own
-# (PID 1 a root shell: the container's command), so its sealed start sweeps
-# only its own container, as bench/relay.sh runs it; LINE (`TOKEN
-# INSTANCE`) on its stdin once it said ready. Returns when it is gone.
-relay() {
-        local name=$1 line=$2 ready pid to from status=0
-        rm -f "$name.relay.in" "$name.relay.fifo"
-        mkfifo "$name.relay.in" "$name.relay.fifo"
-        HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-                unshare --pid --fork --mount-proc --kill-child -- bash -c '"$@"; exit $?' pid1 \
-                setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
-                <"$name.relay.in" >"$name.relay.fifo" 2>"$name.relay.err" &
-        pid=$!
-        t_cleanup_pid "$pid"
-        exec {to}>"$name.relay.in" {from}<"$name.relay.fifo"
-        IFS= read -r ready <&"$from" || ready=""
-        printf '%s\n' "$ready" >"$name.relay.out"
-        [[ $ready == *'"relay":"ready"'* ]] && printf '%s\n' "$line" >&"$to"
-        cat <&"$from" >>"$name.relay.out"
-        exec {to}>&- {from}<&-
-        wait "$pid" || status=$?
-        jq -se 'last | .relay == "done" and .harness_value == 0' "$name.relay.out" >/dev/null 2>&1 ||
-                die "$name: the relay exited $status: $(tail -n 1 "$name.relay.out") $(head -c 300 "$name.relay.err")"
-}
+moved_all() { bench_moved_all "$1" "$BYTES"; }
 
 # turn NAME SCRIPT: one turn through the daemon; RESULT the daemon's CPU
 # (ms) from before its ctl start to after its end, CALLS its write
@@ -112,7 +69,7 @@ turn() {
         w0=$(calls "$SERVE")
         ctl start --spec - <"$name.spec" >"$name.start" 2>"$name.start.err" ||
                 die "$name: ctl start: $(cat "$name.start.err")"
-        relay "$name" "$(jq -r '"\(.token) \(.instance)"' "$name.start")"
+        bench_relay "$name" "$(jq -r '"\(.token) \(.instance)"' "$name.start")"
         t_wait_for "[ \"\$(ctl status --turn $name | jq -r .state)\" = ended ]" 60 ||
                 die "$name: the daemon did not end the turn: $(ctl status --turn "$name")"
         RESULT=$(($(cpu_ms "$SERVE") - before))

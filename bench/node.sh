@@ -31,9 +31,18 @@
 #     /proc (the process `ctl ping` names: PID 1 of hangar-driver), waiting on
 #     an approval and after a busy turn (BENCH_BUSY_MIB of output, 5 ctl
 #     runs), and the
-#     pod's peak memory and CPU over that turn. Under gVisor the whole pod is
-#     one sandbox (the Sentry and gofer) in the pod's cgroup: the host cannot
-#     split it per container.
+#     pod's peak memory and CPU over that turn, and the daemon's CPU per MiB
+#     of harness output over it. Under gVisor the whole pod is one sandbox
+#     (the Sentry and gofer) in the pod's cgroup: the host cannot split it per
+#     container.
+# (e) The same ask turn through the client, `hangar turn run --approvals
+#     approve` as hangar's identity (a token of its ServiceAccount): its own
+#     execs (ctl start --follow and the relay together, the approval, ctl
+#     finish), the events streamed, no polls. From the client's start to its
+#     harness.started line (elapsed_ms), against one bare `hangar exec` of
+#     the harness in the pod without the sidecar (the reference; the bare
+#     `kubectl exec` of (c) beside it), and the execs a turn cost (the
+#     client's count on its turn.ended line).
 #
 # usage: bench/node.sh BUILD_DIR [NODE_DIR]
 #   BUILD_DIR   a configured CMake build dir (Ninja); when a node is started here
@@ -69,8 +78,10 @@ HANGAR_ID=${BENCH_HANGAR_ID:-$HANGAR_ID}
 NS=hangar-bench
 IMAGE=localhost/hangar-sandbox:dev
 PROBE=$BUILD/probe/hangar-probe
+HANGAR=$BUILD/client/hangar
 [ "$(id -u)" = 0 ] || { echo "bench/node.sh: needs root (the node, the pods' cgroups)"; exit 1; }
 [ -x "$PROBE" ] || { echo "missing $PROBE: ninja -C $BUILD hangar-webhook hangar-probe hangar-driver hangar-relay"; exit 1; }
+[ -x "$HANGAR" ] || { echo "missing $HANGAR: ninja -C $BUILD hangar"; exit 1; }
 for tool in jq python3 sha256sum; do
         command -v "$tool" >/dev/null || { echo "missing $tool: run scripts/install-deps.sh"; exit 1; }
 done
@@ -327,7 +338,7 @@ ended() { [ "$(x measure bench-turn hangar-driver -- hangar-driver ctl status --
 # $TMP/turn.N. The daemon takes the next turn only once this one ended, which
 # is waited for after the turn (measure execs, not the turn's).
 run_turn() {
-        local n=$1 t0 out turn=bench-$1 done_line
+        local n=$1 t0 out turn=bench-$1 done_line t
         out=$TMP/turn.$n
         : >"$out"
         turn_spec "$turn" "$2" >"$TMP/spec.$n.json"
@@ -344,8 +355,12 @@ run_turn() {
         pids+=("$RELAY_EXEC")
         exec 7>"$TMP/relay.in"
         # (the local poll of the relay's output file costs no exec)
-        poll 120 "turn $n: the relay's ready line" grep -q '"relay":"ready"' "$TMP/relay.out.$n" ||
-                die "turn $n: $(cat "$TMP/relay.out.$n")"
+        t=$SECONDS
+        until grep -q '"relay":"ready"' "$TMP/relay.out.$n"; do
+                [ $((SECONDS - t)) -lt 120 ] ||
+                        die "turn $n: no ready line from the relay after 120s: $(head -c 600 "$TMP/relay.out.$n")"
+                sleep 0.1
+        done
         echo "ready $(($(now) - t0))" >>"$out"
         # The token and the daemon's instance, as hangar writes them.
         jq -r '"\(.token) \(.instance)"' "$TMP/start.$n.json" >&7
@@ -492,7 +507,58 @@ printf '%-58s %14s\n' "the driver process, waiting on an approval: VmRSS / VmHWM
 printf '%-58s %14s\n' "  its CPU over 10 s waiting (utime+stime)" "$D_IDLE_TICKS ticks ($(cpu_pct "$D_IDLE_TICKS" 10000000)%)"
 printf '%-58s %14s\n' "the driver after the busy turn ($(mib "$logsize") MiB log): VmRSS / VmHWM" "$(kib "$D_BUSY_RSS") / $(kib "$D_BUSY_HWM") MiB"
 printf '%-58s %14s\n' "  its CPU over the busy turn (utime+stime)" "$D_BUSY_TICKS ticks = $(awk -v t="$D_BUSY_TICKS" -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }') s ($(cpu_pct "$D_BUSY_TICKS" "$B_WALL")% of $(awk -v us="$B_WALL" 'BEGIN { printf "%.1f", us / 1e6 }') s)"
+printf '%-58s %14s\n' "  its CPU per MiB of harness output (busy turn, ms/MiB)" "$(awk -v t="$D_BUSY_TICKS" -v hz="$HZ" -v m="$BUSY_MIB" 'BEGIN { printf "%.2f", t / hz * 1000 / m }')"
 echo "host view of the pods' cgroups (per child: tasks, memory.usage_in_bytes):"
 echo "  with sidecar: $(cg_split "$CG_TURN")"
 echo "  without:      $(cg_split "$CG_PLAIN")"
+
+# ---- (e) the same turn through the client ------------------------------------
+say "(e) $TURNS turns through hangar turn run"
+# hangar's identity as the client reads it: a kubeconfig with a token of
+# its ServiceAccount (system:serviceaccount:NS:NAME) and the cluster's CA.
+[[ $HANGAR_ID =~ ^system:serviceaccount:([^:]+):([^:]+)$ ]] || die "hangar's identity $HANGAR_ID is not a ServiceAccount"
+admin=$(kubectl config view --raw --minify -o json)
+ca=$(jq -r '.clusters[0].cluster["certificate-authority-data"] // empty' <<<"$admin")
+[ -n "$ca" ] || ca=$(base64 -w0 <"$(jq -r '.clusters[0].cluster["certificate-authority"]' <<<"$admin")")
+token=$(kubectl create token "${BASH_REMATCH[2]}" -n "${BASH_REMATCH[1]}" --duration=1h)
+jq -n --arg s "$SERVER" --arg ca "$ca" --arg t "$token" '{apiVersion: "v1", kind: "Config",
+        clusters: [{name: "node", cluster: {server: $s, "certificate-authority-data": $ca}}],
+        users: [{name: "hangar", user: {token: $t}}],
+        contexts: [{name: "hangar", context: {cluster: "node", user: "hangar"}}],
+        "current-context": "hangar"}' >"$TMP/hangar.kubeconfig"
+chmod 600 "$TMP/hangar.kubeconfig"
+H() { KUBECONFIG=$TMP/hangar.kubeconfig "$HANGAR" "$@"; }
+# first_line_us CMD...: from starting CMD to its first line of stdout.
+first_line_us() { local t0 l; t0=$(now); "$@" </dev/null | { read -r l && [ "$l" = started ] && echo $(($(now) - t0)); cat >/dev/null; }; }
+: >"$TMP/client.started"
+: >"$TMP/client.bare"
+: >"$TMP/client.execs"
+for ((i = 1; i <= TURNS; i++)); do
+        turn_spec "client-$i" "$HARNESS" >"$TMP/cspec.$i.json"
+        H turn run "$NS/bench-turn" --spec "$TMP/cspec.$i.json" --approvals approve \
+                </dev/null >"$TMP/client.$i.jsonl" 2>"$TMP/client.$i.err" ||
+                die "client turn $i: hangar turn run exited $?: $(tail -n 2 "$TMP/client.$i.jsonl") $(head -c 300 "$TMP/client.$i.err")"
+        v=$(jq -r 'select(.event == "turn.ended") | "\(.end) \(.harness.value) \(.execs)"' "$TMP/client.$i.jsonl")
+        read -r cend cval cexecs <<<"$v"
+        [ "$cend $cval" = "done 0" ] || die "client turn $i did not end done with the harness's 0: $v"
+        echo "$cexecs" >>"$TMP/client.execs"
+        jq -r 'select(.event == "turn.event" and .record.event == "harness.started") | .elapsed_ms' \
+                "$TMP/client.$i.jsonl" >>"$TMP/client.started"
+        first_line_us H exec "$NS/bench-plain" -c sandbox -- sh -c 'echo started; sleep 0.2' >>"$TMP/client.bare"
+done
+[ "$(wc -l <"$TMP/client.started")" = "$TURNS" ] || die "a client turn has no harness.started line"
+[ "$(grep -c '^[0-9]' "$TMP/client.bare")" = "$TURNS" ] || die "a bare hangar exec printed no line"
+v=$(stats <"$TMP/client.started")
+read -r c50 _ cmean cmax <<<"$v"
+v=$(awk '{ print $1 / 1e3 }' "$TMP/client.bare" | stats)
+read -r hb50 _ hbmean hbmax <<<"$v"
+echo
+echo "(e) the same turn through the client (hangar turn run --approvals approve), $TURNS turns (ms; load $(load) after)"
+printf '%-52s %8s %8s %8s\n' "" p50 mean max
+printf '%-52s %8s %8s %8s\n' "hangar turn run to harness.started" "$c50" "$cmean" "$cmax"
+printf '%-52s %8s %8s %8s\n' "bare hangar exec: the harness's line, no sidecar" "$hb50" "$hbmean" "$hbmax"
+printf '%-52s %8s %8s %8s\n' "bare kubectl exec: the harness's line, no sidecar" "$ref50" "$refmean" "$refmax"
+printf '%-52s %8s %8s %8s\n' "ratio turn run / bare hangar exec" "$(ratio "$c50" "$hb50")" "$(ratio "$cmean" "$hbmean")" "$(ratio "$cmax" "$hbmax")"
+printf '%-52s %8s %8s %8s\n' "ratio turn run / bare kubectl exec" "$(ratio "$c50" "$ref50")" "$(ratio "$cmean" "$refmean")" "$(ratio "$cmax" "$refmax")"
+echo "execs per ask turn with one approval (hangar turn run, per turn): $(tr '\n' ' ' <"$TMP/client.execs" | sed 's/ $//')"
 echo "load at the end: $(load)"

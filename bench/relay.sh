@@ -52,72 +52,19 @@ MSG_SIZE=${BENCH_MESSAGE_SIZE:-64}
 RUNS=3
 BINS=("$BUILD/driver/hangar-driver" "$BUILD/relay/hangar-relay" "$BUILD/bench/hangar-bench-loopcopy"
         "$BUILD/bench/hangar-bench-relayrtt")
-for bin in "${BINS[@]}"; do
-        [ -x "$bin" ] || { echo "missing $bin: ninja -C $BUILD hangar-driver hangar-relay hangar-bench-loopcopy hangar-bench-relayrtt"; exit 1; }
-done
-[ "$(id -u)" = 0 ] || { echo "bench/relay.sh: needs root (two uids, a read-only bind mount, a PID namespace)"; exit 1; }
-bench_need jq setpriv unshare
+bench_host_check "$BUILD" "${BINS[@]}"
 BYTES=$(awk -v g="$GIB" 'BEGIN { printf "%d", g * 1073741824 }')
 [ "$BYTES" -gt 0 ] || { echo "GIB must be positive"; exit 1; }
-
-# The native suites' preamble: the script again in a mount namespace of its
-# own, then testlib's T_TMP (removed at exit, with the suite's processes and
-# mounts), the layout and the verdict; DRIVER and RELAY name the copies.
-. "$HERE/../tests/turn/hostlib.sh"
-host_unshared "$0" "$@"
-. "$HERE/../tests/lib/testlib.sh"
-host_turn_up "${BINS[@]}"
-# hostlib's teardown is written for testlib's shells, without errexit (its
-# kill of an already gone pid would end it before the unmounts and rm -rf).
-trap 'set +e; host_teardown' EXIT
-LOOPCOPY=$T_TMP/bin/hangar-bench-loopcopy
+bench_host_up "$@"
 RTT=$T_TMP/bin/hangar-bench-relayrtt
-LOG=$T_TMP/home/run/log
-RAW_OUT=$T_TMP/home/run/raw.out
-as_driver mkdir -p home/run
 
 # Wall clock and file mtimes in microseconds.
 now() { echo "${EPOCHREALTIME/./}"; }
 mtime_us() { local t; t=$(stat -c %.6Y "$1"); echo "${t/./}"; }
-die() { echo "bench/relay.sh: $*" >&2; exit 1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+die() { bench_die "$@"; }
+median() { bench_median; }
 mibps() { awk -v b="$1" -v us="$2" 'BEGIN { printf "%.1f", b / 1048576 / (us / 1e6) }'; }
-moved_all() { # FILE: exactly BYTES long, and nothing but zero bytes
-        local got
-        got=$(stat -c %s "$1")
-        [ "$got" = "$BYTES" ] || die "$1: $got bytes, expected $BYTES"
-        [ "$(tr -d '\0' <"$1" | head -c 1 | wc -c)" = 0 ] || die "$1: not only zero bytes"
-}
-
-# relay_run NAME LINE: hangar-relay as the agent in a PID namespace of its
-# own (PID 1 a root shell waiting for it: the container's command), in
-# hangar's order: LINE (`TOKEN INSTANCE`) on its stdin only once it said
-# ready. Its stdin and stdout are FIFOs, so the token follows the ready line
-# at once (no polling in the timed path). Returns when the relay is gone;
-# NAME.relay.out has its lines, READY_US the time from the call to the ready
-# line. A relay that did not end with done and harness status 0 ends the bench.
-relay_run() {
-        local name=$1 line=$2 t0 ready pid to from status=0
-        rm -f "$name.relay.in" "$name.relay.fifo"
-        mkfifo "$name.relay.in" "$name.relay.fifo"
-        t0=$(now)
-        HOME=$T_TMP/agent-home HANGAR_HOME_PATH=$AGENT_HOME_VIEW \
-                unshare --pid --fork --mount-proc --kill-child -- bash -c '"$@"; exit $?' pid1 \
-                setpriv --reuid 1000 --regid 1000 --clear-groups -- "$RELAY" \
-                <"$name.relay.in" >"$name.relay.fifo" 2>"$name.relay.err" &
-        pid=$!
-        t_cleanup_pid "$pid"
-        exec {to}>"$name.relay.in" {from}<"$name.relay.fifo"
-        IFS= read -r ready <&"$from" || ready=""
-        READY_US=$(($(now) - t0))
-        printf '%s\n' "$ready" >"$name.relay.out"
-        [[ $ready == *'"relay":"ready"'* ]] && printf '%s\n' "$line" >&"$to"
-        cat <&"$from" >>"$name.relay.out"
-        exec {to}>&- {from}<&-
-        wait "$pid" || status=$?
-        jq -se 'last | .relay == "done" and .harness_value == 0' "$name.relay.out" >/dev/null 2>&1 ||
-                die "$name: the relay exited $status: $(tail -n 1 "$name.relay.out") $(head -c 300 "$name.relay.err")"
-}
+moved_all() { bench_moved_all "$1" "$BYTES"; }
 
 # Each run sets RESULT (not a subshell: a failure exits the script).
 SWEEPS=() READIES=()
@@ -132,7 +79,7 @@ relay_throughput() {
         ctl start --spec - <"$name.spec" >"$name.start" 2>"$name.start.err" ||
                 die "$name: ctl start: $(cat "$name.start.err")"
         t0=$(now)
-        relay_run "$name" "$(jq -r '"\(.token) \(.instance)"' "$name.start")"
+        bench_relay "$name" "$(jq -r '"\(.token) \(.instance)"' "$name.start")"
         t_wait_for "[ \"\$(ctl status --turn $name | jq -r .state)\" = ended ]" 30 ||
                 die "$name: the daemon did not end the turn: $(ctl status --turn "$name")"
         RESULT=$(mibps "$BYTES" $(($(mtime_us "$LOG") - t0)))
@@ -167,7 +114,7 @@ relay_rtt() {
         tpid=$!
         t_cleanup_pid "$tpid"
         t_wait_for "[ -s rtt.out ]" 10 || die "no token from hangar-bench-relayrtt: $(cat rtt.err)"
-        relay_run rtt "$(head -n 1 rtt.out)"
+        bench_relay rtt "$(head -n 1 rtt.out)"
         wait "$tpid" || die "hangar-bench-relayrtt failed: $(cat rtt.err)"
         RESULT=$(tail -n 1 rtt.out | awk '{ print $2, $4, $6 }')
 }

@@ -94,6 +94,26 @@ bench_row "(d) the daemon after the busy turn, and the log it wrote" \
 	"^the driver after the busy turn \($F MiB log\): VmRSS / VmHWM $F / [^ ]+ MiB$" &&
 	t_eq "(d) the busy turn's log: its 2 MiB of output" 2.0 "${ROW[0]}"
 bench_row "(d) the daemon's CPU over the busy turn" "^its CPU over the busy turn \(utime\+stime\) $F ticks = $F s \($F% of $F s\)$"
+BUSY_S=${ROW[1]:-x}
+bench_row "(d) the daemon's CPU per MiB of output" "^its CPU per MiB of harness output \(busy turn, ms/MiB\) $F$" &&
+	t_check "(d) CPU per MiB = the busy turn's CPU / 2 MiB (${ROW[0]})" awk -v s="$BUSY_S" -v m="${ROW[0]}" \
+		'BEGIN { x = s * 1000 / 2 - m; exit !(x < 5.01 && x > -5.01) }'
+# (e)
+bench_section "^\(e\) the same turn through the client \(hangar turn run --approvals approve\), $TURNS turns \(ms; load $F $F $F after\)$"
+bench_row "(e) hangar turn run to harness.started: p50, mean, max" "^hangar turn run to harness.started $F $F $F$"
+C=("${ROW[@]}")
+bench_row "(e) a bare hangar exec without the sidecar (the reference)" "^bare hangar exec: the harness's line, no sidecar $F $F $F$"
+HB=("${ROW[@]}")
+bench_row "(e) a bare kubectl exec without the sidecar" "^bare kubectl exec: the harness's line, no sidecar $F $F $F$"
+KB=("${ROW[@]}")
+if bench_row "(e) ratios to the bare hangar exec" "^ratio turn run / bare hangar exec $F $F $F$"; then
+	for i in 0 1 2; do bench_ratio "(e) ratio to hangar exec $((i + 1))" "${C[i]:-x}" "${HB[i]:-x}" "${ROW[i]}"; done
+fi
+if bench_row "(e) ratios to the bare kubectl exec" "^ratio turn run / bare kubectl exec $F $F $F$"; then
+	for i in 0 1 2; do bench_ratio "(e) ratio to kubectl exec $((i + 1))" "${C[i]:-x}" "${KB[i]:-x}" "${ROW[i]}"; done
+fi
+bench_row "(e) execs per ask turn with one approval, per turn" \
+	"^execs per ask turn with one approval \(hangar turn run, per turn\): $F $F$"
 bench_section
 # (the pod's own cgroup first: the sandbox's processes, the containers' empty)
 bench_row "the host's view of the pod with the sidecar: its cgroup's tasks and memory" "^with sidecar: pod[^ ]*:tasks=([0-9]+):([0-9.]+)MiB"
