@@ -586,6 +586,28 @@ jq_check "test hook: restricted securityContext, never restarted, its own Servic
         "$TPOD.spec | .restartPolicy == \"Never\" and .serviceAccountName == \"$FULL-test\" and .securityContext.runAsNonRoot == true and .securityContext.seccompProfile.type == \"RuntimeDefault\" and (.containers[0].securityContext | .allowPrivilegeEscalation == false and .readOnlyRootFilesystem == true and .capabilities.drop == [\"ALL\"])"
 jq_check "test hook: the pod is not one of the Service's endpoints (component test)" extras.json \
         "($TPOD.metadata.labels) as \$l | ($DEP.spec.selector.matchLabels | to_entries | all(\$l[.key] == .value)) | not"
+AUDIT='map(select(.metadata.labels["app.kubernetes.io/component"] == "audit"))'
+ACJ="($AUDIT | map(select(.kind==\"CronJob\")) | .[0])"
+ACTR="($ACJ.spec.jobTemplate.spec.template.spec.containers[0])"
+jq_check "audit: none by default" default.json "$AUDIT | length == 0"
+jq_check "audit: ServiceAccount, ClusterRole, ClusterRoleBinding and CronJob" extras.json \
+        "($AUDIT | map(.kind) | sort) == [\"ClusterRole\",\"ClusterRoleBinding\",\"CronJob\",\"ServiceAccount\"]"
+jq_check "audit: the ClusterRole lists pods, gets namespaces and this release's webhook configuration, writes events; nothing else" extras.json \
+        "($AUDIT | map(select(.kind == \"ClusterRole\")) | .[0].rules) == [{apiGroups: [\"\"], resources: [\"pods\"], verbs: [\"list\"]}, {apiGroups: [\"\"], resources: [\"namespaces\"], verbs: [\"get\"]}, {apiGroups: [\"admissionregistration.k8s.io\"], resources: [\"mutatingwebhookconfigurations\"], resourceNames: [\"$FULL\"], verbs: [\"get\"]}, {apiGroups: [\"\"], resources: [\"events\"], verbs: [\"create\", \"get\", \"patch\"]}]"
+jq_check "audit: bound to its own ServiceAccount" extras.json \
+        "($AUDIT | map(select(.kind == \"ClusterRoleBinding\")) | .[0]) | .subjects == [{kind: \"ServiceAccount\", name: \"$FULL-audit\", namespace: \"$NS\"}] and .roleRef.name == \"$FULL-audit\""
+jq_check "audit: the schedule; one run at a time, never retried" extras.json \
+        "$ACJ.spec | .schedule == \"*/5 * * * *\" and .concurrencyPolicy == \"Forbid\" and .jobTemplate.spec.backoffLimit == 0"
+jq_check "audit: the webhook's image: audit -A --events with the release's webhook configuration and scope" extras.json \
+        "($CTR.image) as \$img | $ACTR | .image == \$img and .args == [\"audit\", \"--config\", \"/etc/hangar-webhook/config.yaml\", \"--all-namespaces\", \"--webhook-configuration\", \"$FULL\", \"--scope\", \"hangar.dev/injection=enabled\", \"--events\", \"--output\", \"json\"]"
+jq_check "audit: the release's config.yaml, restricted securityContext, its own ServiceAccount" extras.json \
+        "$ACJ.spec.jobTemplate.spec.template.spec | .volumes == [{name: \"config\", configMap: {name: \"$FULL\"}}] and .restartPolicy == \"Never\" and .serviceAccountName == \"$FULL-audit\" and .securityContext.runAsNonRoot == true and (.containers[0].securityContext | .allowPrivilegeEscalation == false and .readOnlyRootFilesystem == true and .capabilities.drop == [\"ALL\"])"
+jq_check "audit: its pods are not the Service's endpoints nor the NetworkPolicy's (component audit)" extras.json \
+        "($ACJ.spec.jobTemplate.spec.template.metadata.labels) as \$l | ($DEP.spec.selector.matchLabels | to_entries | all(\$l[.key] == .value)) | not"
+render audit-all.json --set audit.enabled=true --set scope.mode=all
+jq_check "audit: --scope all with scope.mode all" audit-all.json \
+        "$ACTR.args | index(\"--scope\") as \$i | .[\$i + 1] == \"all\""
+expect_refused "audit.schedule not a cron schedule" "/audit/schedule" --set audit.enabled=true --set audit.schedule=often
 render hooks-url.json -f "$VALUES/url.yaml" --set tests.namespace=sandboxes
 jq_check "test hook: none in URL mode" hooks-url.json "$HOOKS | length == 0"
 expect_refused "tests.namespace kube-system" "tests.namespace kube-system is never sent" --set tests.namespace=kube-system
@@ -761,6 +783,20 @@ t_eq "SA may patch its webhook configuration" yes "$(can patch "mutatingwebhookc
 t_eq "SA may not patch another webhook configuration" no "$(can patch mutatingwebhookconfigurations/other)"
 t_eq "SA may not list webhook configurations" no "$(can list mutatingwebhookconfigurations)"
 t_eq "SA may not touch pods" no "$(can create pods -n "$NS")"
+# The scheduled audit's RBAC, for real, beside the release; the audit then
+# runs here with a token of its ServiceAccount, as its CronJob would.
+"$HELM" template "$REL" "$CHART" -n "$NS" --set audit.enabled=true --show-only templates/audit-cronjob.yaml |
+        to_json | jq '{apiVersion: "v1", kind: "List", items: map(select(.kind != "CronJob"))}' >audit-rbac.json
+"${K[@]}" apply -f audit-rbac.json >/dev/null || t_fail "the audit's RBAC refused"
+ASA=system:serviceaccount:$NS:$FULL-audit
+acan() { "${K[@]}" auth can-i "$@" --as="$ASA" 2>/dev/null; }
+t_eq "audit SA may list pods everywhere, get namespaces" "yes yes" "$(acan list pods -A) $(acan get namespaces/default)"
+t_eq "audit SA may get this release's webhook configuration, not another" "yes no" \
+        "$(acan get "mutatingwebhookconfigurations/$FULL") $(acan get mutatingwebhookconfigurations/other)"
+t_eq "audit SA may create, get and patch events" "yes yes yes" \
+        "$(acan create events -n default) $(acan get events -n default) $(acan patch events -n default)"
+t_eq "audit SA may not get pods, exec, delete events or read Secrets" "no no no no" \
+        "$(acan get pods -n default) $(acan create pods --subresource=exec -n default) $(acan delete events -n default) $(acan get secrets -n "$NS")"
 # The real webhook, run here with the configuration the release stored and a
 # token of the chart's ServiceAccount (what the pod would have): with only the
 # chart's RBAC it must create its Secret and patch its caBundle.
@@ -801,6 +837,17 @@ t_check "it serves a certificate for $FULL.$NS.svc that the caBundle verifies" \
 kill -TERM "$SM_PID"
 wait "$SM_PID"
 t_eq "it exits 0 on SIGTERM" 0 "$?"
+ATOKEN=$("${K[@]}" create token "$FULL-audit" -n "$NS" --duration 10m 2>token.err) ||
+        t_fail "no token for the audit's ServiceAccount: $(cat token.err)"
+sed "s|token: \"[^\"]*\"|token: \"$ATOKEN\"|" sa-kubeconfig >audit-kubeconfig
+"$WEBHOOK" audit --kubeconfig audit-kubeconfig --config sm-config.yaml -A --webhook-configuration "$FULL" \
+        --events -o json >audit-sa.json 2>audit-sa.err
+rc=$?
+# (it finishes: 0, 1 or 4 by what it finds; 3 is "could not finish", e.g. a refused read)
+t_check "the audit as its ServiceAccount (the CronJob's args): finishes (exit $rc), a JSON report" \
+        bash -c "[ $rc = 0 ] || [ $rc = 1 ] || [ $rc = 4 ] && jq -e '.counts' audit-sa.json >/dev/null"
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || [ "$rc" = 4 ] || cat audit-sa.err
+"${K[@]}" delete -f audit-rbac.json >/dev/null
 CA_NEW=$CA_SM
 if "$HELM" upgrade "$REL" "$CHART" -n "$NS" --set webhook.timeoutSeconds=7 >upgrade-sm.log 2>&1; then
         t_check "helm upgrade (a changed value)" true
