@@ -13,7 +13,7 @@
 static const char *const reason_names[GRADE_R_COUNT] = {
     "trial-running",     "foreign-process",  "pid1-open",     "grader-traced",    "token-misused",
     "report-refused",    "split-not-active", "path-writable", "preload-writable", "record-failed",
-    "grader-incomplete", "status-mismatch",  "sweep-failed",  "other-containers",
+    "grader-incomplete", "status-mismatch",  "sweep-failed",  "other-containers", "exec-lost",
 };
 
 const char *grade_reason_name(uint32_t bit)
@@ -366,8 +366,10 @@ int grade_finish_parse(const char *text, size_t len, grade_finish_t *ret, hg_err
                 r = error_set(err, -EINVAL, "\"grade\" must be 1-64 of [A-Za-z0-9._-]");
                 goto fail;
         }
-        if (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) > 255) {
-                r = error_set(err, -EINVAL, "\"exit_status\" must be an integer 0-255");
+        if (!json_is_null(st) &&
+            (!json_is_integer(st) || json_integer_value(st) < 0 || json_integer_value(st) > 255)) {
+                r = error_set(err, -EINVAL,
+                              "\"exit_status\" must be an integer 0-255, or null (the exec lost)");
                 goto fail;
         }
         if (!json_is_string(out) || json_string_length(out) / 4 * 3 > GRADE_OUTPUT_MAX) {
@@ -387,7 +389,8 @@ int grade_finish_parse(const char *text, size_t len, grade_finish_t *ret, hg_err
         if ((r = base64_decode(json_string_value(out), &f.output, &f.output_len, err)) < 0)
                 goto fail;
         f.id = json_string_value(id);
-        f.exit_status = (int)json_integer_value(st);
+        f.exec_lost = json_is_null(st);
+        f.exit_status = f.exec_lost ? -1 : (int)json_integer_value(st);
         *ret = f;
         return 0;
 fail:

@@ -47,8 +47,9 @@ typedef enum grade_reason {
         GRADE_R_STATUS_MISMATCH = 1u << 11,   /* the exec's status is not the one the side saw */
         GRADE_R_SWEEP_FAILED = 1u << 12,      /* the sweep could not see the namespace */
         GRADE_R_OTHER_CONTAINERS = 1u << 13,  /* a container beside the agent's and the driver */
+        GRADE_R_EXEC_LOST = 1u << 14,         /* hangar lost the exec: no status from its API */
 } grade_reason_t;
-#define GRADE_R_COUNT 14u
+#define GRADE_R_COUNT 15u
 
 /* "trial-running", ...; NULL for a value outside the list. */
 const char *grade_reason_name(uint32_t bit);
@@ -84,7 +85,7 @@ typedef struct grade_spec {
 int grade_spec_parse(const char *text, size_t len, grade_spec_t *ret, hg_error_t *err);
 void grade_spec_free(grade_spec_t *s);
 
-/* The finish spec: {"grade": "g-7", "exit_status": 0..255,
+/* The finish spec: {"grade": "g-7", "exit_status": 0..255 | null,
  * "output_base64": "...", "spec_report": {...} | null} (the exec's status
  * and output, as hangar got them; output at most GRADE_OUTPUT_MAX decoded
  * bytes; the pod's spec check, `hangar-probe spec`, as hangar read it
@@ -93,12 +94,15 @@ void grade_spec_free(grade_spec_t *s);
  * its "result", and "other_containers", a list of at most
  * GRADE_CONTAINERS_MAX container names. Its judgement is pod_reasons:
  * other-containers when that list is not empty or the pod was not read,
- * split-not-active when the report fails. */
+ * split-not-active when the report fails. exit_status null: hangar lost the
+ * grader's exec and has no status from the exec API (`hangar grade finish`):
+ * exec_lost set, exit_status -1; the output is then what hangar kept. */
 #define GRADE_CONTAINERS_MAX 64u
 typedef struct grade_finish {
         json_t *root;
         const char *id;
-        int exit_status;
+        int exit_status; /* -1 when exec_lost */
+        bool exec_lost;
         char *output;
         size_t output_len;
         uint32_t pod_reasons;

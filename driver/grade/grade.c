@@ -588,13 +588,17 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
         /* What ran beside the agent's container, from hangar's reading of
          * the pod after the grader's exec ended (docs/graders.md). */
         g->reasons |= f.pod_reasons;
-        /* The exec's status is hangar's; the grader side's is its word. */
-        if (g->have_exit) {
-                int side = g->side_exit.end == FRAME_END_SIGNALED ? 128 + g->side_exit.value
-                                                                  : g->side_exit.value;
-                if (side != f.exit_status)
-                        g->reasons |= GRADE_R_STATUS_MISMATCH;
-        }
+        /* The exec's status is hangar's; the grader side's is its word.
+         * hangar that lost the exec has none: the record keeps the side's
+         * word (or null), and the grade is best_effort (exec-lost). */
+        int side_status = -1;
+        if (g->have_exit)
+                side_status = g->side_exit.end == FRAME_END_SIGNALED ? 128 + g->side_exit.value
+                                                                     : g->side_exit.value;
+        if (f.exec_lost)
+                g->reasons |= GRADE_R_EXEC_LOST;
+        else if (g->have_exit && side_status != f.exit_status)
+                g->reasons |= GRADE_R_STATUS_MISMATCH;
         _cleanup_free_ char *outpath = record_path(g->dir, GRADE_OUTPUT_FILE);
         if (!outpath || file_write_atomic(outpath, f.output, f.output_len, 0600, 0) < 0)
                 g->reasons |= GRADE_R_RECORD_FAILED;
@@ -606,12 +610,18 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
                 for (unsigned i = 0; i < 32; i++)
                         snprintf(hex + 2 * i, 3, "%02x", md[i]);
         if (j) {
-                json_object_set_new(j, "exit_status", json_integer(f.exit_status));
+                int status = f.exec_lost ? side_status : f.exit_status;
+                json_object_set_new(j, "exit_status",
+                                    status >= 0 ? json_integer(status) : json_null());
+                if (f.exec_lost)
+                        json_object_set_new(j, "exit_status_from",
+                                            json_string(g->have_exit ? "grader-side" : "none"));
                 json_object_set_new(j, "output_sha256", json_string(hex));
                 json_object_set_new(j, "output_bytes", json_integer((json_int_t)f.output_len));
                 json_object_set(j, "other_containers",
                                 f.other_containers ? f.other_containers : json_null());
         }
+        bool f_lost = f.exec_lost;
         grade_finish_free(&f);
         if (!j) {
                 reset(g);
@@ -620,7 +630,8 @@ static json_t *op_finish(grade_ctx_t *g, const ctlreq_t *q)
         /* A record missing a member (out of memory while it was built)
          * is not sealed at all. */
         if (!json_is_array(json_object_get(j, "reasons")) ||
-            !json_is_integer(json_object_get(j, "exit_status")) ||
+            !(json_is_integer(json_object_get(j, "exit_status")) ||
+              (f_lost && json_is_null(json_object_get(j, "exit_status")))) ||
             !json_is_string(json_object_get(j, "output_sha256"))) {
                 reset(g);
                 return reply_error("out of memory", NULL);

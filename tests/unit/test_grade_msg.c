@@ -186,12 +186,45 @@ START_TEST(argv_must_fit_the_go_message)
 }
 END_TEST
 
+START_TEST(exit_status_lost_or_given)
+{
+        /* null: hangar lost the exec (hangar grade finish); otherwise 0-255. */
+        static const char lost[] = "{\"grade\": \"g-1\", \"exit_status\": null, "
+                                   "\"output_base64\": \"\", \"spec_report\": null}";
+        grade_finish_t f;
+        hg_error_t err = {0};
+        ck_assert_int_eq(grade_finish_parse(lost, strlen(lost), &f, &err), 0);
+        ck_assert(f.exec_lost);
+        ck_assert_int_eq(f.exit_status, -1);
+        grade_finish_free(&f);
+        static const char given[] = "{\"grade\": \"g-1\", \"exit_status\": 7, "
+                                    "\"output_base64\": \"\", \"spec_report\": null}";
+        ck_assert_int_eq(grade_finish_parse(given, strlen(given), &f, &err), 0);
+        ck_assert(!f.exec_lost);
+        ck_assert_int_eq(f.exit_status, 7);
+        grade_finish_free(&f);
+        static const char *const bad[] = {"256", "-1", "\"0\"", "false", "1.5"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char text[256];
+                (void)snprintf(text, sizeof(text),
+                               "{\"grade\": \"g-1\", \"exit_status\": %s, \"output_base64\": "
+                               "\"\", \"spec_report\": null}",
+                               bad[i]);
+                ck_assert_int_eq(grade_finish_parse(text, strlen(text), &f, &err), -EINVAL);
+                ck_assert_ptr_nonnull(strstr(err.message, "or null (the exec lost)"));
+        }
+        ck_assert_str_eq(grade_reason_name(GRADE_R_EXEC_LOST), "exec-lost");
+        ck_assert(!(GRADE_SIDE_REASONS & GRADE_R_EXEC_LOST));
+}
+END_TEST
+
 static Suite *grade_msg_suite(void)
 {
         Suite *s = suite_create("grade_msg");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, spec_report_judged);
         tcase_add_test(tc, the_names_kept);
+        tcase_add_test(tc, exit_status_lost_or_given);
         tcase_add_test(tc, not_a_spec_report_refused);
         tcase_add_test(tc, the_driver_reasons_are_the_drivers);
         tcase_add_test(tc, argv_must_fit_the_go_message);
