@@ -1,11 +1,15 @@
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cleanup.h"
+#include "fileio.h"
 #include "jsonx.h"
 #include "k8sname.h"
 
@@ -131,4 +135,49 @@ int cli_emit(const char *event, json_t *obj)
         if (puts(text) == EOF || fflush(stdout) == EOF)
                 return -EIO;
         return 0;
+}
+
+int cli_load_spec(const char *path, size_t max, const char *kind, char **ret_text, size_t *ret_len,
+                  char **ret_id, char *msg, size_t n)
+{
+        _cleanup_free_ char *data = NULL;
+        size_t len = 0;
+        int r = file_read_bounded(path, max, &data, &len);
+        if (r < 0) {
+                (void)snprintf(msg, n, "cannot read the spec %s: %s", path, strerror(-r));
+                return r;
+        }
+        _cleanup_json_ json_t *spec = NULL;
+        hg_error_t err = {0};
+        const char *id = NULL;
+        if (jsonx_load(data, len, JSONX_MAX_DEPTH, &spec, &err) < 0 || !json_is_object(spec) ||
+            jsonx_string(spec, kind, &id) < 0 || !id || !cli_id_ok(id)) {
+                char none[64];
+                (void)snprintf(none, sizeof(none), "no valid \"%s\"", kind);
+                (void)snprintf(msg, n, "the spec %s is not a %s spec with a \"%s\" id: %s", path,
+                               kind, kind, err.message[0] ? err.message : none);
+                explicit_bzero(data, len);
+                return -EINVAL;
+        }
+        *ret_id = strdup(id);
+        if (!*ret_id) {
+                explicit_bzero(data, len);
+                return -ENOMEM;
+        }
+        *ret_text = TAKE_PTR(data);
+        *ret_len = len;
+        return 0;
+}
+
+int cli_memfd_with(const char *name, const char *text, size_t len)
+{
+        int fd = memfd_create(name, MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fd_write_all(fd, text, len) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+                int e = errno ? -errno : -EIO;
+                (void)close(fd);
+                return e;
+        }
+        return fd;
 }

@@ -56,6 +56,15 @@ int cli_read_pod(k8s_client_t *k, const char *ns, const char *name, json_t **ret
 int cli_config(hg_config_t *cfg, const char *path, const char **sets, size_t n_sets,
                hg_error_t *err);
 
+/* A turn's or grade's spec from path (at most max bytes), checked enough to
+ * know its id: a JSON object whose member kind ("turn", "grade") is an id
+ * (cli_id_ok). 0 with the text (the caller wipes it: a turn's holds the run
+ * key), its length and the id; or <0 with why in msg. */
+int cli_load_spec(const char *path, size_t max, const char *kind, char **ret_text, size_t *ret_len,
+                  char **ret_id, char *msg, size_t n);
+/* text in a fresh memfd at offset 0, for an exec's stdin: the fd or -errno. */
+int cli_memfd_with(const char *name, const char *text, size_t len);
+
 /* "hangar CMD: message" on stderr, control characters replaced. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,11 +64,18 @@ static const char usage_text[] =
     "the exec's status and output and the pod's spec check. One JSON line per step; the\n"
     "last is the sealed grade. Exits 0 (sealed, the grader passed), 78 (sealed, it failed),\n"
     "79 (refused), 80 (sealed, the sealed start not shown), or hangar's own status\n"
-    "(docs/client.md).\n";
+    "(docs/client.md).\n"
+    "\n"
+    "usage: hangar grade finish NS/POD --grade ID [--config FILE] [--set KEY=VALUE]...\n"
+    "                    [--kubeconfig FILE] [--context NAME]\n"
+    "Seals a grade whose grader exec hangar lost (no status from the exec API): the pod's\n"
+    "spec check, then `ctl grade finish` with no status; the grade is best_effort\n"
+    "(exec-lost). Exits 80 when sealed, 79 when the driver refused (no such grade in flight).\n";
 
 typedef struct grade_args {
         cli_api_t api;
-        const char *target, *spec_path, *container, *grader, *config;
+        bool finish; /* hangar grade finish: --grade, not --spec */
+        const char *target, *spec_path, *container, *grader, *config, *grade_id;
         const char *sets[MAX_SETS];
         size_t n_sets;
 } grade_args_t;
@@ -79,21 +85,11 @@ typedef struct grade_args {
 typedef struct side {
         const char *grade;
         gradewatch_t watch;
-        int in_wr;                       /* its stdin: the token line, then closed */
-        char token_line[64 + 1 + 5 + 2]; /* "<64 hex> <port>\n" */
-        bool token_sent;
+        tokenline_t tok; /* its stdin: "<64 hex> <port>\n" after its ready line, then closed */
         strbuf_t out;
         uint64_t out_bytes;
         strbuf_t err;
 } side_t;
-
-static void side_close_stdin(side_t *s)
-{
-        if (s->in_wr >= 0)
-                (void)close(s->in_wr);
-        s->in_wr = -1;
-        explicit_bzero(s->token_line, sizeof(s->token_line));
-}
 
 /* Keeps the last SIDE_STDERR_TAIL bytes. */
 static int keep_tail(strbuf_t *b, const uint8_t *data, size_t len)
@@ -124,13 +120,12 @@ static int side_output(void *ud, int channel, const uint8_t *data, size_t len)
         if (r < 0)
                 return r;
         if (before == GRADEWATCH_WAITING && s->watch.state == GRADEWATCH_READY) {
-                /* About 80 bytes into an empty pipe: it does not block. */
-                s->token_sent = fd_write_all(s->in_wr, s->token_line, strlen(s->token_line)) == 0;
+                tokenline_send(&s->tok);
                 (void)cli_emit("grader.ready",
                                json_pack("{s:s, s:O}", "grade", s->grade, "ready", s->watch.ready));
         }
         if (s->watch.state != GRADEWATCH_WAITING)
-                side_close_stdin(s); /* the token went, or never will */
+                tokenline_close(&s->tok); /* the token went, or never will */
         return 0;
 }
 
@@ -149,48 +144,6 @@ static int error_line(const char *grade, int status, const char *kind, const cha
                 (void)json_object_set_new(line, "grade", json_string(grade));
         (void)cli_emit("error", line);
         return status;
-}
-
-/* text into a fresh memfd, for an exec's stdin. */
-static int memfd_with(const char *name, const char *text, size_t len)
-{
-        int fd = memfd_create(name, MFD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        if (fd_write_all(fd, text, len) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
-                int e = -errno;
-                (void)close(fd);
-                return e ? e : -EIO;
-        }
-        return fd;
-}
-
-/* The begin spec from FILE, checked enough to know its grade id. */
-static int load_spec(const char *path, char **ret_text, size_t *ret_len, char **ret_id, char *msg,
-                     size_t n)
-{
-        _cleanup_free_ char *data = NULL;
-        size_t len = 0;
-        int r = file_read_bounded(path, GRADE_SPEC_BYTES_MAX, &data, &len);
-        if (r < 0) {
-                (void)snprintf(msg, n, "cannot read the spec %s: %s", path, strerror(-r));
-                return r;
-        }
-        _cleanup_json_ json_t *spec = NULL;
-        hg_error_t err = {0};
-        const char *id = NULL;
-        if (jsonx_load(data, len, JSONX_MAX_DEPTH, &spec, &err) < 0 || !json_is_object(spec) ||
-            jsonx_string(spec, "grade", &id) < 0 || !id || !cli_id_ok(id)) {
-                (void)snprintf(msg, n, "the spec %s is not a grade spec with a \"grade\" id: %s",
-                               path, err.message[0] ? err.message : "no valid \"grade\"");
-                return -EINVAL;
-        }
-        *ret_id = strdup(id);
-        if (!*ret_id)
-                return -ENOMEM;
-        *ret_text = TAKE_PTR(data);
-        *ret_len = len;
-        return 0;
 }
 
 /* The pod's spec check, as a "spec" line (stage: before or after), and the
@@ -252,7 +205,7 @@ static json_t *grade_ctl(k8s_client_t *k, const char *ns, const char *pod, const
                          const char *op, const char *text, size_t len, int *ret_status)
 {
         char *argv[] = {"hangar-driver", "ctl", "grade", (char *)op, "--spec", "-", NULL};
-        int fd = memfd_with(op, text, len);
+        int fd = cli_memfd_with(op, text, len);
         if (fd < 0) {
                 *ret_status = error_line(grade, CLI_EXIT_LOCAL, "local", "memfd");
                 return NULL;
@@ -287,8 +240,9 @@ static json_t *grade_ctl(k8s_client_t *k, const char *ns, const char *pod, const
         return reply;
 }
 
-/* The finish spec: the exec's status and output as hangar got them, and
- * the pod's spec report after it (null: the pod could not be read). */
+/* The finish spec: the exec's status and output as hangar got them (-1:
+ * no status, the exec lost: null), and the pod's spec report after it
+ * (null: the pod could not be read). */
 static char *finish_text(const char *grade, int exit_status, const strbuf_t *out,
                          json_t *spec_report)
 {
@@ -296,21 +250,26 @@ static char *finish_text(const char *grade, int exit_status, const strbuf_t *out
         if (!b64)
                 return NULL;
         _cleanup_json_ json_t *f =
-            json_pack("{s:s, s:i, s:s, s:O?}", "grade", grade, "exit_status", exit_status,
-                      "output_base64", b64, "spec_report", spec_report);
+            json_pack("{s:s, s:o, s:s, s:O?}", "grade", grade, "exit_status",
+                      exit_status >= 0 ? json_integer(exit_status) : json_null(), "output_base64",
+                      b64, "spec_report", spec_report);
         if (f && !spec_report)
                 (void)json_object_set_new(f, "spec_report", json_null());
         return f ? jsonx_dumps(f, JSON_COMPACT) : NULL;
 }
 
-static int parse_args(int argc, char **argv, grade_args_t *a)
+static int parse_args(int argc, char **argv, bool finish, grade_args_t *a)
 {
-        static const struct option opts[] = {
-            {"spec", required_argument, NULL, 's'},    {"container", required_argument, NULL, 'c'},
-            {"grader", required_argument, NULL, 'g'},  {"config", required_argument, NULL, 'C'},
-            {"set", required_argument, NULL, 'S'},     {"kubeconfig", required_argument, NULL, 'k'},
-            {"context", required_argument, NULL, 'x'}, {NULL, 0, NULL, 0}};
-        *a = (grade_args_t){0};
+        static const struct option opts[] = {{"spec", required_argument, NULL, 's'},
+                                             {"container", required_argument, NULL, 'c'},
+                                             {"grader", required_argument, NULL, 'g'},
+                                             {"config", required_argument, NULL, 'C'},
+                                             {"set", required_argument, NULL, 'S'},
+                                             {"kubeconfig", required_argument, NULL, 'k'},
+                                             {"context", required_argument, NULL, 'x'},
+                                             {"grade", required_argument, NULL, 'G'},
+                                             {NULL, 0, NULL, 0}};
+        *a = (grade_args_t){.finish = finish};
         int c;
         optind = 1;
         while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
@@ -338,11 +297,19 @@ static int parse_args(int argc, char **argv, grade_args_t *a)
                 case 'x':
                         a->api.context = optarg;
                         break;
+                case 'G':
+                        a->grade_id = optarg;
+                        break;
                 default:
                         return -EINVAL;
                 }
         }
-        if (optind + 1 != argc || !a->spec_path)
+        if (optind + 1 != argc)
+                return -EINVAL;
+        /* run: --spec (and not --grade); finish: --grade alone. */
+        if (finish ? !a->grade_id || !cli_id_ok(a->grade_id) || a->spec_path || a->container ||
+                         a->grader
+                   : !a->spec_path || a->grade_id)
                 return -EINVAL;
         /* Never the driver's container, whatever the pod says. */
         if (a->container && strcmp(a->container, SHAPE_DRIVER_CONTAINER) == 0)
@@ -361,7 +328,8 @@ static int begun(side_t *s, json_t *reply, const podagent_t *agent, const char *
             port > 65535)
                 return error_line(s->grade, CLI_EXIT_PROTOCOL, "protocol",
                                   "ctl grade begin's reply has no token and port");
-        (void)snprintf(s->token_line, sizeof(s->token_line), "%s %d\n", token, (int)port);
+        (void)snprintf(s->tok.line, sizeof(s->tok.line), "%s %d\n", token, (int)port);
+        s->tok.known = true;
         (void)json_object_del(reply, "token");
         (void)json_object_del(reply, "ok");
         (void)json_object_set_new(reply, "container", json_string(agent->container));
@@ -376,6 +344,53 @@ static int grade_exit(json_t *record, bool unproven)
                 return GRADE_EXIT_UNPROVEN;
         return json_integer_value(json_object_get(record, "exit_status")) == 0 ? 0
                                                                                : GRADE_EXIT_FAILED;
+}
+
+/* The last line: the sealed grade, and the exit status it makes. */
+static int sealed_line(const char *grade, json_t *sealed, bool unproven, const struct timespec *t0)
+{
+        json_t *record = json_object_get(sealed, "grade");
+        int exit = grade_exit(record, unproven);
+        json_t *line = json_pack(
+            "{s:s, s:O?, s:O?, s:O?, s:b, s:O, s:i, s:i, s:i}", "grade", grade, "trust",
+            json_object_get(record, "trust"), "reasons", json_object_get(record, "reasons"),
+            "exit_status", json_object_get(record, "exit_status"), "proven", !unproven, "record",
+            record ? record : json_null(), "execs", (int)turnexec_count(), "elapsed_ms",
+            (int)elapsed_ms(t0), "exit", exit);
+        if (cli_emit("grade.sealed", line) < 0)
+                return CLI_EXIT_LOCAL;
+        return exit;
+}
+
+/* hangar grade finish: a grade whose grader exec hangar lost (the API
+ * server or the WebSocket gone before its status, the client killed) stays
+ * in flight in the driver. This seals it honestly: the pod's spec check
+ * now, and `ctl grade finish` with no status (exit_status null), which the
+ * driver records as exec-lost, best_effort, keeping the grader side's own
+ * word on its status where it has it. */
+static int finish_lost(k8s_client_t *k, const grade_args_t *a, const hg_config_t *cfg,
+                       const char *ns, const char *pod)
+{
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        bool pass = false;
+        int status = 0;
+        hg_error_t err = {0};
+        _cleanup_json_ json_t *after =
+            spec_check(k, cfg, ns, pod, a->target, "after", &pass, NULL, &status, &err);
+        if (!after && status == CLI_EXIT_NOT_FOUND)
+                return error_line(a->grade_id, status, "pod", err.message);
+        if (!after)
+                cli_error("grade finish", "the pod: %s (its spec report is null)", err.message);
+        strbuf_t none = {0};
+        _cleanup_free_ char *fin = finish_text(a->grade_id, -1, &none, after);
+        if (!fin)
+                return error_line(a->grade_id, CLI_EXIT_LOCAL, "local", "out of memory");
+        _cleanup_json_ json_t *sealed =
+            grade_ctl(k, ns, pod, a->grade_id, "finish", fin, strlen(fin), &status);
+        if (!sealed)
+                return status;
+        return sealed_line(a->grade_id, sealed, true, &t0);
 }
 
 static int run_grade(k8s_client_t *k, const grade_args_t *a, const hg_config_t *cfg, const char *ns,
@@ -410,33 +425,27 @@ static int run_grade(k8s_client_t *k, const grade_args_t *a, const hg_config_t *
                 return status;
         if ((status = begun(s, reply, &agent, grader)) != 0)
                 return status;
+        int rd = -1;
+        if (tokenline_open(&s->tok, &rd) < 0)
+                return error_line(s->grade, CLI_EXIT_LOCAL, "local", "pipe");
+        _cleanup_close_ int in_rd = rd;
 
         /* 3. The grader side, the token after its ready line. */
-        int fds[2];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                return error_line(s->grade, CLI_EXIT_LOCAL, "local", "pipe");
-        _cleanup_close_ int in_rd = fds[0];
-        s->in_wr = fds[1];
         char *argv[] = {grader, NULL};
-        execjob_t side = {.k = k,
-                          .req = {.ns = ns,
-                                  .pod = pod,
-                                  .container = agent.container,
-                                  .argv = argv,
-                                  .stdin_open = true},
-                          .io = {.in_fd = in_rd, .output = side_output, .ud = s}};
+        execjob_t side;
+        execjob_side(&side, k, ns, pod, agent.container, argv, in_rd, side_output, s);
         execjob_start(&side);
         execjob_join(&side);
-        side_close_stdin(s);
+        tokenline_close(&s->tok);
         (void)gradewatch_end(&s->watch);
         if (execjob_status(&side) < 0) {
                 /* No status from the exec API: nothing honest to finish
                  * with. The grade stays in flight, unsealed. */
                 char msg[ERROR_MESSAGE_MAX + 128];
                 (void)snprintf(msg, sizeof(msg),
-                               "the grader side's exec: %s (the grade is not sealed: ctl grade "
-                               "show %s)",
-                               side.err.message, s->grade);
+                               "the grader side's exec: %s (the grade is not sealed: hangar "
+                               "grade finish %s --grade %s seals it)",
+                               side.err.message, a->target, s->grade);
                 return error_line(s->grade, cli_exit_for(side.res.failure),
                                   wsexec_failure_name(side.res.failure), msg);
         }
@@ -450,7 +459,7 @@ static int run_grade(k8s_client_t *k, const grade_args_t *a, const hg_config_t *
         json_t *ended =
             json_pack("{s:s, s:i, s:I, s:b, s:b, s:O?}", "grade", s->grade, "exit_status",
                       exit_status, "output_bytes", (json_int_t)s->out_bytes, "output_cut",
-                      s->out_bytes > s->out.len, "token_sent", s->token_sent, "side", outcome);
+                      s->out_bytes > s->out.len, "token_sent", s->tok.sent, "side", outcome);
         if (ended && broken)
                 (void)json_object_set_new(ended, "broken", json_string(s->watch.why));
         (void)cli_emit("grader.ended", ended);
@@ -472,18 +481,7 @@ static int run_grade(k8s_client_t *k, const grade_args_t *a, const hg_config_t *
                 return status;
 
         /* 5. The sealed grade. */
-        json_t *record = json_object_get(sealed, "grade");
-        bool unproven = broken || (side_failed && exit_status == 125);
-        int exit = grade_exit(record, unproven);
-        json_t *line = json_pack(
-            "{s:s, s:O?, s:O?, s:O?, s:b, s:O, s:i, s:i, s:i}", "grade", s->grade, "trust",
-            json_object_get(record, "trust"), "reasons", json_object_get(record, "reasons"),
-            "exit_status", json_object_get(record, "exit_status"), "proven", !unproven, "record",
-            record ? record : json_null(), "execs", (int)turnexec_count(), "elapsed_ms",
-            (int)elapsed_ms(&t0), "exit", exit);
-        if (cli_emit("grade.sealed", line) < 0)
-                return CLI_EXIT_LOCAL;
-        return exit;
+        return sealed_line(s->grade, sealed, broken || (side_failed && exit_status == 125), &t0);
 }
 
 int cmd_grade(int argc, char **argv)
@@ -492,8 +490,9 @@ int cmd_grade(int argc, char **argv)
                 fputs(usage_text, stdout);
                 return 0;
         }
+        bool finish = argc >= 2 && strcmp(argv[1], "finish") == 0;
         grade_args_t a;
-        if (parse_args(argc, argv, &a) < 0) {
+        if (parse_args(argc - finish, argv + finish, finish, &a) < 0) {
                 fputs(usage_text, stderr);
                 return CLI_EXIT_USAGE;
         }
@@ -505,7 +504,8 @@ int cmd_grade(int argc, char **argv)
         char msg[ERROR_MESSAGE_MAX + 64];
         _cleanup_free_ char *spec = NULL, *id = NULL;
         size_t spec_len = 0;
-        if (load_spec(a.spec_path, &spec, &spec_len, &id, msg, sizeof(msg)) < 0) {
+        if (!finish && cli_load_spec(a.spec_path, GRADE_SPEC_BYTES_MAX, "grade", &spec, &spec_len,
+                                     &id, msg, sizeof(msg)) < 0) {
                 cli_error("grade", "%s", msg);
                 return CLI_EXIT_USAGE;
         }
@@ -517,12 +517,17 @@ int cmd_grade(int argc, char **argv)
         }
         k8s_client_t *k = NULL;
         if (cli_client(&a.api, &k, &err) < 0)
-                return error_line(id, CLI_EXIT_CONFIG, "config", err.message);
+                return error_line(finish ? a.grade_id : id, CLI_EXIT_CONFIG, "config", err.message);
         signal(SIGPIPE, SIG_IGN);
-        side_t s = {.grade = id, .in_wr = -1};
+        if (finish) {
+                int status = finish_lost(k, &a, &cfg, ns, pod);
+                k8s_client_free(k);
+                return status;
+        }
+        side_t s = {.grade = id, .tok = {.wr = -1}};
         gradewatch_init(&s.watch);
         int status = run_grade(k, &a, &cfg, ns, pod, spec, spec_len, &s);
-        side_close_stdin(&s);
+        tokenline_close(&s.tok);
         gradewatch_free(&s.watch);
         strbuf_free(&s.out);
         strbuf_free(&s.err);

@@ -202,7 +202,18 @@ static const char *exit_kind(int status)
         }
 }
 
-static int pod_check(int argc, char **argv)
+/* The command line: its options, the target, the shape expected. */
+typedef struct check_args {
+        cli_api_t api;
+        const char *mode_name, *config_path, *target;
+        const char *sets[MAX_SETS];
+        size_t n_sets;
+        bool no_deliver;
+        split_mode_t mode;
+} check_args_t;
+
+/* 0, 1 when --help was printed, or CLI_EXIT_USAGE (said). */
+static int parse_check_args(int argc, char **argv, check_args_t *a)
 {
         static const struct option opts[] = {{"mode", required_argument, NULL, 'm'},
                                              {"config", required_argument, NULL, 'c'},
@@ -212,116 +223,119 @@ static int pod_check(int argc, char **argv)
                                              {"context", required_argument, NULL, 'x'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-        cli_api_t api = {0};
-        const char *mode_name = getenv(SPLIT_MODE_ENV), *config_path = getenv("HANGAR_CONFIG");
-        const char *sets[MAX_SETS];
-        size_t n_sets = 0;
-        bool no_deliver = false;
+        *a = (check_args_t){.mode_name = getenv(SPLIT_MODE_ENV),
+                            .config_path = getenv("HANGAR_CONFIG"),
+                            .mode = SPLIT_MODE_DEFAULT};
         int c;
         while ((c = getopt_long(argc, argv, "m:c:h", opts, NULL)) != -1) {
                 switch (c) {
                 case 'm':
-                        mode_name = optarg;
+                        a->mode_name = optarg;
                         break;
                 case 'c':
-                        config_path = optarg;
+                        a->config_path = optarg;
                         break;
                 case 'S':
-                        if (n_sets == MAX_SETS) {
+                        if (a->n_sets == MAX_SETS) {
                                 cli_error("pod check", "too many --set");
                                 return CLI_EXIT_USAGE;
                         }
-                        sets[n_sets++] = optarg;
+                        a->sets[a->n_sets++] = optarg;
                         break;
                 case 'n':
-                        no_deliver = true;
+                        a->no_deliver = true;
                         break;
                 case 'k':
-                        api.kubeconfig = optarg;
+                        a->api.kubeconfig = optarg;
                         break;
                 case 'x':
-                        api.context = optarg;
+                        a->api.context = optarg;
                         break;
                 case 'h':
                         fputs(usage_text, stdout);
-                        return 0;
+                        return 1;
                 default:
                         fputs(usage_text, stderr);
                         return CLI_EXIT_USAGE;
                 }
         }
-        split_mode_t mode = SPLIT_MODE_DEFAULT;
-        _cleanup_free_ char *ns = NULL, *pod = NULL;
         if (optind + 1 != argc ||
-            (mode_name && mode_name[0] && split_mode_parse(mode_name, &mode) < 0)) {
+            (a->mode_name && a->mode_name[0] && split_mode_parse(a->mode_name, &a->mode) < 0)) {
                 fputs(usage_text, stderr);
                 return CLI_EXIT_USAGE;
         }
-        if (cli_parse_target(argv[optind], &ns, &pod) < 0) {
-                cli_error("pod check", "target must be NS/POD (Kubernetes names): '%s'",
-                          argv[optind]);
-                return CLI_EXIT_USAGE;
-        }
-        /* The expected shape: the webhook's sidecar settings, as the probe reads them. */
+        a->target = argv[optind];
+        return 0;
+}
+
+/* The expected shape: the webhook's sidecar settings, as the probe reads
+ * them. 0, or CLI_EXIT_USAGE (said). */
+static int load_shape(const check_args_t *a, hg_config_t *cfg)
+{
         hg_error_t err = {0};
-        _cleanup_config_ hg_config_t cfg;
-        if (config_load(&cfg, config_path, &err) < 0) {
-                cfg = (hg_config_t){0};
+        if (config_load(cfg, a->config_path, &err) < 0) {
+                *cfg = (hg_config_t){0};
                 cli_error("pod check", "%s", err.message);
                 return CLI_EXIT_USAGE;
         }
         int r = 0;
-        for (size_t i = 0; r == 0 && i < n_sets; i++)
-                r = config_set(&cfg, sets[i], &err);
+        for (size_t i = 0; r == 0 && i < a->n_sets; i++)
+                r = config_set(cfg, a->sets[i], &err);
         if (r == 0)
-                r = config_validate(&cfg, &err);
+                r = config_validate(cfg, &err);
         if (r < 0) {
                 cli_error("pod check", "%s", err.message);
                 return CLI_EXIT_USAGE;
         }
-        k8s_client_t *k = NULL;
-        if (cli_client(&api, &k, &err) < 0)
-                return fatal(CLI_EXIT_CONFIG, "config", err.message);
-        signal(SIGPIPE, SIG_IGN);
+        return 0;
+}
 
-        /* The driver's probe at once, while the spec is read; the agent's as
-         * soon as the spec names it (a pod may name its agent container,
-         * shape_agent_name; a name that is none falls back to the setting's
-         * and the spec check says why the pod is out of shape). */
-        probe_run_t runs[2] = {
-            {.k = k,
-             .ns = ns,
-             .pod = pod,
-             .container = cfg.agent_container,
-             .role = "agent",
-             .program = "hangar-probe"},
-            /* The driver's PATH has the bundle's bin first when the
-             * webhook delivers it: the name is enough there. */
-            {.k = k,
-             .ns = ns,
-             .pod = pod,
-             .container = SHAPE_DRIVER_CONTAINER,
-             .role = "driver",
-             .program = "hangar-probe"},
-        };
-        char agent_probe[sizeof(PODAGENT_BIN_PATH) + 32];
+/* The two checks: the agent's (runs[0], in the setting's container until
+ * the spec names one) and the driver's (runs[1]). The driver's PATH has
+ * the bundle's bin first when the webhook delivers it: the name is enough
+ * there. */
+static void probe_runs_init(probe_run_t runs[2], k8s_client_t *k, const char *ns, const char *pod,
+                            const hg_config_t *cfg)
+{
+        runs[0] = (probe_run_t){.k = k,
+                                .ns = ns,
+                                .pod = pod,
+                                .container = cfg->agent_container,
+                                .role = "agent",
+                                .program = "hangar-probe"};
+        runs[1] = (probe_run_t){.k = k,
+                                .ns = ns,
+                                .pod = pod,
+                                .container = SHAPE_DRIVER_CONTAINER,
+                                .role = "driver",
+                                .program = "hangar-probe"};
+}
+
+/* Step 1: the driver's probe at once, while the spec is read; the agent's
+ * as soon as the spec names it (a pod may name its agent container,
+ * shape_agent_name; a name that is none falls back to the setting's and
+ * the spec check says why the pod is out of shape). runs[0] is the agent's,
+ * runs[1] the driver's (agent_probe holds the bundle's probe's path when
+ * the agent's is that one). The pod's read: 0 and *ret_pod, or <0 with
+ * *ret_status and err (both probes then ended or never started). */
+static int read_and_probe(const hg_config_t *cfg, probe_run_t runs[2], char *agent_probe,
+                          size_t probe_size, json_t **ret_pod, int *ret_status, hg_error_t *err)
+{
         pthread_t threads[2];
         bool started[2] = {false, false};
         started[1] = pthread_create(&threads[1], NULL, probe_thread, &runs[1]) == 0;
-        int status = 0;
-        _cleanup_json_ json_t *pod_json = NULL;
-        int read = cli_read_pod(k, ns, pod, &pod_json, &status, &err);
+        int read = cli_read_pod(runs[1].k, runs[1].ns, runs[1].pod, ret_pod, ret_status, err);
         if (read >= 0) {
-                const char *agent = shape_agent_name(&cfg, pod_json);
+                const char *agent = shape_agent_name(cfg, *ret_pod);
                 if (agent)
                         runs[0].container = agent;
                 /* In an image without hangar's binaries, the probe is the
                  * bundle's where the agent's container mounts it. */
                 podagent_t pa;
                 char why[160];
-                if (podagent_resolve(&cfg, pod_json, NULL, &pa, why, sizeof(why)) == 0)
-                        runs[0].program = podagent_program(&pa, "hangar-probe", NULL, agent_probe,
-                                                           sizeof(agent_probe));
+                if (podagent_resolve(cfg, *ret_pod, NULL, &pa, why, sizeof(why)) == 0)
+                        runs[0].program =
+                            podagent_program(&pa, "hangar-probe", NULL, agent_probe, probe_size);
                 started[0] = pthread_create(&threads[0], NULL, probe_thread, &runs[0]) == 0;
         }
         for (size_t i = 0; i < 2; i++) {
@@ -330,7 +344,58 @@ static int pod_check(int argc, char **argv)
                 else if (read >= 0)
                         probe_thread(&runs[i]); /* no thread: in turn */
         }
-        if (read < 0) {
+        return read;
+}
+
+/* Step 3: the verdict delivered into line ("delivered" or
+ * "delivery_error"); the exit status, changed when it could not be. */
+static int deliver_into(k8s_client_t *k, const char *ns, const char *pod, const char *text,
+                        json_t *line, int exit_status)
+{
+        wsexec_result_t res = {0};
+        hg_error_t derr = {0};
+        json_t *written = NULL;
+        if (deliver(k, ns, pod, text, &res, &written, &derr) == 0 && res.failure == WSEXEC_OK) {
+                (void)json_object_set_new(line, "delivered", written);
+                return exit_status;
+        }
+        (void)json_object_set_new(
+            line, "delivery_error",
+            json_pack("{s:s, s:s}", "kind",
+                      res.failure == WSEXEC_OK ? "write" : wsexec_failure_name(res.failure),
+                      "message", derr.message));
+        cli_error("pod check", "the verdict was not delivered: %s", derr.message);
+        return res.failure == WSEXEC_OK ? CLI_EXIT_NO_START : cli_exit_for(res.failure);
+}
+
+static int pod_check(int argc, char **argv)
+{
+        check_args_t a;
+        int r = parse_check_args(argc, argv, &a);
+        if (r != 0)
+                return r == 1 ? 0 : r;
+        _cleanup_free_ char *ns = NULL, *pod = NULL;
+        if (cli_parse_target(a.target, &ns, &pod) < 0) {
+                cli_error("pod check", "target must be NS/POD (Kubernetes names): '%s'", a.target);
+                return CLI_EXIT_USAGE;
+        }
+        _cleanup_config_ hg_config_t cfg;
+        if ((r = load_shape(&a, &cfg)) != 0)
+                return r;
+        hg_error_t err = {0};
+        k8s_client_t *k = NULL;
+        if (cli_client(&a.api, &k, &err) < 0)
+                return fatal(CLI_EXIT_CONFIG, "config", err.message);
+        signal(SIGPIPE, SIG_IGN);
+
+        /* 1. The spec and both probes. */
+        probe_run_t runs[2];
+        probe_runs_init(runs, k, ns, pod, &cfg);
+        char agent_probe[sizeof(PODAGENT_BIN_PATH) + 32];
+        int status = 0;
+        _cleanup_json_ json_t *pod_json = NULL;
+        if (read_and_probe(&cfg, runs, agent_probe, sizeof(agent_probe), &pod_json, &status, &err) <
+            0) {
                 for (size_t i = 0; i < 2; i++) {
                         strbuf_free(&runs[i].cap.out);
                         strbuf_free(&runs[i].cap.err);
@@ -340,10 +405,9 @@ static int pod_check(int argc, char **argv)
         }
         bool pass = false;
         _cleanup_json_ json_t *spec = shapecheck_pod(&cfg, pod_json, &pass);
-        int emit =
-            spec ? cli_emit("spec", json_pack("{s:s, s:s, s:O}", "pod", argv[optind], "result",
-                                              pass ? "pass" : "fail", "report", spec))
-                 : -ENOMEM;
+        int emit = spec ? cli_emit("spec", json_pack("{s:s, s:s, s:O}", "pod", a.target, "result",
+                                                     pass ? "pass" : "fail", "report", spec))
+                        : -ENOMEM;
         json_t *reports[2] = {NULL, NULL};
         for (size_t i = 0; i < 2; i++) {
                 int e = 0;
@@ -353,8 +417,10 @@ static int pod_check(int argc, char **argv)
                 strbuf_free(&runs[i].cap.out);
                 strbuf_free(&runs[i].cap.err);
         }
+
+        /* 2. The verdict. */
         verdict_t v = VERDICT_REFUSED;
-        _cleanup_json_ json_t *verdict = verdict_decide(mode, spec, reports[0], reports[1], &v);
+        _cleanup_json_ json_t *verdict = verdict_decide(a.mode, spec, reports[0], reports[1], &v);
         json_decref(reports[0]);
         json_decref(reports[1]);
         _cleanup_free_ char *text = verdict ? jsonx_dumps(verdict, JSON_COMPACT) : NULL;
@@ -365,26 +431,11 @@ static int pod_check(int argc, char **argv)
         int exit_status = v == VERDICT_SPLIT_ACTIVE  ? EXIT_SPLIT_ACTIVE
                           : v == VERDICT_SINGLE_USER ? EXIT_SINGLE_USER
                                                      : EXIT_REFUSED;
+
+        /* 3. Delivered. */
         json_t *line = json_deep_copy(verdict);
-        if (line && !no_deliver) {
-                wsexec_result_t res = {0};
-                hg_error_t derr = {0};
-                json_t *written = NULL;
-                if (deliver(k, ns, pod, text, &res, &written, &derr) < 0 ||
-                    res.failure != WSEXEC_OK) {
-                        (void)json_object_set_new(line, "delivery_error",
-                                                  json_pack("{s:s, s:s}", "kind",
-                                                            res.failure == WSEXEC_OK
-                                                                ? "write"
-                                                                : wsexec_failure_name(res.failure),
-                                                            "message", derr.message));
-                        cli_error("pod check", "the verdict was not delivered: %s", derr.message);
-                        exit_status = res.failure == WSEXEC_OK ? CLI_EXIT_NO_START
-                                                               : cli_exit_for(res.failure);
-                } else {
-                        (void)json_object_set_new(line, "delivered", written);
-                }
-        }
+        if (line && !a.no_deliver)
+                exit_status = deliver_into(k, ns, pod, text, line, exit_status);
         k8s_client_free(k);
         if (cli_emit("verdict", line) < 0 || emit < 0)
                 return CLI_EXIT_LOCAL;

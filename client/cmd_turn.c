@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,8 +48,7 @@
 #define SPEC_MAX_BYTES    (4 * 1024 * 1024) /* the driver's own bound on a request */
 #define INPUT_LINE_MAX    (1024 * 1024)     /* one command on our stdin */
 #define RELAY_END_WAIT_MS 10000             /* after the turn's end, for the relay's last line */
-#define TOKEN_LINE_MAX    128
-#define RELAY_WAIT_PORT_S "60" /* the relay's wait for the start's files */
+#define RELAY_WAIT_PORT_S "60"              /* the relay's wait for the start's files */
 #define START_REPLY_MAX   (64 * 1024)
 
 /* Exit statuses of `turn run` and `turn attach` beyond cli.h's. */
@@ -123,11 +121,9 @@ typedef struct turnrun {
 
         /* The relay (run only). */
         relaywatch_t relay;
-        int relay_in_wr; /* its stdin: the token line, then closed; -1 once closed */
-        char token_line[TOKEN_LINE_MAX];
-        bool token_known, token_sent;
-        bool relay_done;     /* its exec ended */
-        bool relay_reported; /* its ready line printed */
+        tokenline_t relay_in; /* its stdin: the token line (known once the start replied) */
+        bool relay_done;      /* its exec ended */
+        bool relay_reported;  /* its ready line printed */
 
         /* The start (run only): its reply line, then the turn's events. */
         strbuf_t start_reply;
@@ -228,29 +224,24 @@ static int emit(turnrun_t *t, const char *event, json_t *obj)
  * relay's stdin is closed (it reads one line). */
 static void relay_stdin_step(turnrun_t *t)
 {
-        if (t->relay_in_wr < 0)
+        if (t->relay_in.wr < 0)
                 return;
         switch (t->relay.state) {
         case RELAYWATCH_WAITING:
                 return; /* no ready line yet: nothing goes, nothing closes */
         case RELAYWATCH_READY:
-                if (!t->token_known)
+                if (!t->relay_in.known)
                         return; /* the start's reply is still to come */
-                /* About 100 bytes into an empty pipe: it does not block. */
-                t->token_sent =
-                    fd_write_all(t->relay_in_wr, t->token_line, strlen(t->token_line)) == 0;
+                tokenline_send(&t->relay_in);
                 mark(t, STEP_TOKEN);
-                explicit_bzero(t->token_line, sizeof(t->token_line));
-                t->token_known = false;
-                break;
+                return;
         case RELAYWATCH_ENDED:
         case RELAYWATCH_REFUSED:
         case RELAYWATCH_BROKEN:
         default:
                 break; /* no token, ever */
         }
-        (void)close(t->relay_in_wr);
-        t->relay_in_wr = -1;
+        tokenline_close(&t->relay_in);
 }
 
 static int relay_output(void *ud, int channel, const uint8_t *data, size_t len)
@@ -277,10 +268,7 @@ static void relay_done(void *ud)
         pthread_mutex_lock(&t->lock);
         (void)relaywatch_end(&t->relay);
         t->relay_done = true;
-        if (t->relay_in_wr >= 0) {
-                (void)close(t->relay_in_wr);
-                t->relay_in_wr = -1;
-        }
+        tokenline_close(&t->relay_in);
         wake(t);
         pthread_mutex_unlock(&t->lock);
 }
@@ -866,32 +854,16 @@ static int load_spec(const char *path, int *ret_fd, char **ret_turn, char *msg, 
 {
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
-        int r = file_read_bounded(path, SPEC_MAX_BYTES, &data, &len);
-        if (r < 0) {
-                (void)snprintf(msg, n, "cannot read the spec %s: %s", path, strerror(-r));
+        int r = cli_load_spec(path, SPEC_MAX_BYTES, "turn", &data, &len, ret_turn, msg, n);
+        if (r < 0)
                 return r;
-        }
-        _cleanup_json_ json_t *spec = NULL;
-        hg_error_t err = {0};
-        const char *turn = NULL;
-        if (jsonx_load(data, len, JSONX_MAX_DEPTH, &spec, &err) < 0 || !json_is_object(spec) ||
-            jsonx_string(spec, "turn", &turn) < 0 || !turn || !cli_id_ok(turn)) {
-                (void)snprintf(msg, n, "the spec %s is not a turn spec with a \"turn\" id: %s",
-                               path, err.message[0] ? err.message : "no valid \"turn\"");
-                return -EINVAL;
-        }
-        int fd = memfd_create("hangar-turn-spec", MFD_CLOEXEC);
-        if (fd < 0 || fd_write_all(fd, data, len) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
-                (void)snprintf(msg, n, "memfd: %s", strerror(errno));
-                if (fd >= 0)
-                        (void)close(fd);
-                return -EIO;
-        }
+        int fd = cli_memfd_with("hangar-turn-spec", data, len);
         explicit_bzero(data, len); /* the run key */
-        *ret_turn = strdup(turn);
-        if (!*ret_turn) {
-                (void)close(fd);
-                return -ENOMEM;
+        if (fd < 0) {
+                (void)snprintf(msg, n, "memfd: %s", strerror(-fd));
+                free(*ret_turn);
+                *ret_turn = NULL;
+                return -EIO;
         }
         *ret_fd = fd;
         return 0;
@@ -904,7 +876,7 @@ static int turn_init(turnrun_t *t, int *wake_rd)
                 return -errno;
         *wake_rd = p[0];
         t->wake_wr = p[1];
-        t->relay_in_wr = -1;
+        t->relay_in = (tokenline_t){.wr = -1};
         t->pending = json_array();
         (void)pthread_mutex_init(&t->lock, NULL);
         (void)pthread_cond_init(&t->agent_cond, NULL);
@@ -918,8 +890,7 @@ static void turn_free(turnrun_t *t, int wake_rd)
 {
         (void)close(wake_rd);
         (void)close(t->wake_wr);
-        if (t->relay_in_wr >= 0)
-                (void)close(t->relay_in_wr);
+        tokenline_close(&t->relay_in);
         relaywatch_free(&t->relay);
         linesplit_free(&t->lines);
         json_decref(t->pending);
@@ -931,7 +902,6 @@ static void turn_free(turnrun_t *t, int wake_rd)
         if (t->start_reply.data)
                 explicit_bzero(t->start_reply.data, t->start_reply.len);
         strbuf_free(&t->start_reply);
-        explicit_bzero(t->token_line, sizeof(t->token_line));
 }
 
 static void events_start(turnrun_t *t, execjob_t *job, uint64_t from)
@@ -956,10 +926,7 @@ static void events_start(turnrun_t *t, execjob_t *job, uint64_t from)
  * the relay sees its stdin end and stops, having swept nothing. */
 static void relay_no_token(turnrun_t *t)
 {
-        if (t->relay_in_wr >= 0) {
-                (void)close(t->relay_in_wr);
-                t->relay_in_wr = -1;
-        }
+        tokenline_close(&t->relay_in);
 }
 
 /* The start's reply line: the token line for the relay, and a
@@ -1000,8 +967,8 @@ static int start_reply(turnrun_t *t, const char *text, size_t len)
         json_t *agent = t->agent_why[0] ? json_null()
                                         : json_pack("{s:s, s:s}", "container", t->agent_container,
                                                     "relay", t->relay_path);
-        (void)snprintf(t->token_line, sizeof(t->token_line), "%s %s\n", token, instance);
-        t->token_known = true;
+        (void)snprintf(t->relay_in.line, sizeof(t->relay_in.line), "%s %s\n", token, instance);
+        t->relay_in.known = true;
         t->started = true;
         relay_stdin_step(t);
         pthread_mutex_unlock(&t->lock);
@@ -1062,6 +1029,54 @@ static void start_done(void *ud)
         pthread_mutex_unlock(&t->lock);
 }
 
+/* From the pod's spec, before any exec into the agent's container: the
+ * agent's container and the relay's path (the relay waits for the start's
+ * files anyway: this read is off the way to the token), told to the
+ * start's thread (agent_known). A pod that names no agent the relay may
+ * run in gets no relay, so no token: the turn the start began is ended
+ * (check_relay). 0, or the exit status for why (said). */
+static int run_agent(turnrun_t *t, const turn_args_t *a, const hg_config_t *cfg, podagent_t *agent,
+                     char *relay_path, size_t path_size)
+{
+        _cleanup_json_ json_t *pod = NULL;
+        hg_error_t perr = {0};
+        int agent_status = 0;
+        char why[sizeof(t->agent_why)] = "";
+        if (cli_read_pod(t->k, t->ns, t->pod, &pod, &agent_status, &perr) < 0)
+                (void)snprintf(why, sizeof(why), "the pod's spec: %s", perr.message);
+        else if (podagent_resolve(cfg, pod, a->container, agent, why, sizeof(why)) < 0)
+                agent_status = CLI_EXIT_NOT_RUNNABLE;
+        else
+                (void)podagent_program(agent, "hangar-relay", a->relay, relay_path, path_size);
+        pthread_mutex_lock(&t->lock);
+        mark(t, STEP_POD_READ);
+        t->agent_container = agent->container;
+        t->relay_path = relay_path;
+        t->agent_status = agent_status;
+        (void)snprintf(t->agent_why, sizeof(t->agent_why), "%s", why);
+        t->agent_known = true;
+        if (agent_status) {
+                t->relay_done = true; /* there is none */
+                relay_no_token(t);
+        }
+        pthread_cond_broadcast(&t->agent_cond);
+        pthread_mutex_unlock(&t->lock);
+        if (agent_status)
+                cli_error("turn run", "%s", why);
+        return agent_status;
+}
+
+/* ctl start ended without its reply line: why, as an error line; its status. */
+static int no_reply(turnrun_t *t, const execjob_t *start)
+{
+        if (execjob_status(start) < 0)
+                return error_line(t, cli_exit_for(start->res.failure),
+                                  wsexec_failure_name(start->res.failure), start->err.message);
+        char m[ERROR_MESSAGE_MAX + 64];
+        ctl_error_text(&t->start_err, &start->err, m, sizeof(m));
+        return error_line(t, CLI_EXIT_PROTOCOL, "protocol", m[0] ? m : "ctl start gave no reply");
+}
+
 static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
 {
         char msg[ERROR_MESSAGE_MAX + 64];
@@ -1078,11 +1093,10 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
                 cli_error("turn run", "%s", perr.message);
                 return CLI_EXIT_USAGE;
         }
-        int relay_in[2];
-        if (pipe2(relay_in, O_CLOEXEC) < 0)
+        int rd = -1;
+        if (tokenline_open(&t->relay_in, &rd) < 0)
                 return error_line(t, CLI_EXIT_LOCAL, "local", "pipe");
-        _cleanup_close_ int relay_in_rd = relay_in[0];
-        t->relay_in_wr = relay_in[1];
+        _cleanup_close_ int relay_in_rd = rd;
         /* One exec starts the turn and follows its events: at once, as it
          * goes to hangar-driver whatever the pod's agent is. */
         char *start_argv[] = {"hangar-driver", "ctl", "start", "--spec", "-", "--follow", NULL};
@@ -1100,55 +1114,21 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
             .done = start_done,
             .done_ud = t};
         execjob_start(&start);
-        /* Meanwhile the agent's container and the relay's path, from the
-         * pod's spec, before any exec into the agent's container (the
-         * relay waits for the start's files anyway: this read is off the
-         * way to the token). A pod that names no agent the relay may run
-         * in gets no relay, so no token: the turn the start began is
-         * ended (check_relay). */
-        _cleanup_json_ json_t *pod = NULL;
+        /* Meanwhile the agent's container and the relay's path (run_agent). */
         podagent_t agent = {0};
         char relay_path[512] = "";
-        int agent_status = 0;
-        char why[sizeof(t->agent_why)] = "";
-        if (cli_read_pod(t->k, t->ns, t->pod, &pod, &agent_status, &perr) < 0)
-                (void)snprintf(why, sizeof(why), "the pod's spec: %s", perr.message);
-        else if (podagent_resolve(&cfg, pod, a->container, &agent, why, sizeof(why)) < 0)
-                agent_status = CLI_EXIT_NOT_RUNNABLE;
-        else
-                (void)podagent_program(&agent, "hangar-relay", a->relay, relay_path,
-                                       sizeof(relay_path));
-        pthread_mutex_lock(&t->lock);
-        mark(t, STEP_POD_READ);
-        t->agent_container = agent.container;
-        t->relay_path = relay_path;
-        t->agent_status = agent_status;
-        (void)snprintf(t->agent_why, sizeof(t->agent_why), "%s", why);
-        t->agent_known = true;
-        if (agent_status) {
-                t->relay_done = true; /* there is none */
-                relay_no_token(t);
-        }
-        pthread_cond_broadcast(&t->agent_cond);
-        pthread_mutex_unlock(&t->lock);
-        if (agent_status)
-                cli_error("turn run", "%s", why);
+        int agent_status = run_agent(t, a, &cfg, &agent, relay_path, sizeof(relay_path));
         /* The relay waits for this turn's files (the start may not have
          * written them yet; a turn in flight may hold them), never sweeping
          * for another turn; the end of its stdin ends the wait. */
         char *relay_argv[] = {relay_path,    "--turn",          (char *)t->turn,
                               "--wait-port", RELAY_WAIT_PORT_S, NULL};
-        execjob_t relay = {
-            .k = t->k,
-            .req = {.ns = t->ns,
-                    .pod = t->pod,
-                    .container = agent.container,
-                    .argv = relay_argv,
-                    .stdin_open = true},
-            .io = {.in_fd = relay_in_rd, .output = relay_output, .ud = t, .phase = relay_phase},
-            .done = relay_done,
-            .done_ud = t,
-            .r = -1};
+        execjob_t relay;
+        execjob_side(&relay, t->k, t->ns, t->pod, agent.container, relay_argv, relay_in_rd,
+                     relay_output, t);
+        relay.io.phase = relay_phase;
+        relay.done = relay_done;
+        relay.done_ud = t;
         if (agent_status == 0)
                 execjob_start(&relay);
         loop_state_t ls = {0};
@@ -1159,19 +1139,7 @@ static int turn_run(turn_args_t *a, turnrun_t *t, int wake_rd)
         pthread_mutex_unlock(&t->lock);
         if (relay_over)
                 execjob_join(&relay);
-        int status = t->start_status;
-        if (!reply_seen) {
-                char m[ERROR_MESSAGE_MAX + 64];
-                if (execjob_status(&start) < 0) {
-                        status =
-                            error_line(t, cli_exit_for(start.res.failure),
-                                       wsexec_failure_name(start.res.failure), start.err.message);
-                } else {
-                        ctl_error_text(&t->start_err, &start.err, m, sizeof(m));
-                        status = error_line(t, CLI_EXIT_PROTOCOL, "protocol",
-                                            m[0] ? m : "ctl start gave no reply");
-                }
-        }
+        int status = reply_seen ? t->start_status : no_reply(t, &start);
         if (status == 0) {
                 check_relay(t, &ls, true);
                 status = finish_line(t, &ls, &start, true, &relay);

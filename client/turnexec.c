@@ -1,8 +1,12 @@
 #include "turnexec.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fileio.h"
 #include "shape.h"
 
 static atomic_uint execs;
@@ -78,4 +82,42 @@ int turnexec_ctl(k8s_client_t *k, const char *ns, const char *pod, char *const *
         atomic_fetch_add(&execs, 1);
         int r = wsexec_run(k, &req, &io, res, err);
         return r == 0 && res->failure == WSEXEC_OK ? 0 : -1;
+}
+
+int tokenline_open(tokenline_t *t, int *ret_rd)
+{
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        t->wr = fds[1];
+        t->sent = false;
+        *ret_rd = fds[0];
+        return 0;
+}
+
+void tokenline_close(tokenline_t *t)
+{
+        if (t->wr >= 0)
+                (void)close(t->wr);
+        t->wr = -1;
+        t->known = false;
+        explicit_bzero(t->line, sizeof(t->line));
+}
+
+void tokenline_send(tokenline_t *t)
+{
+        if (t->wr >= 0 && t->known && !t->sent)
+                t->sent = fd_write_all(t->wr, t->line, strlen(t->line)) == 0;
+        tokenline_close(t);
+}
+
+void execjob_side(execjob_t *j, k8s_client_t *k, const char *ns, const char *pod,
+                  const char *container, char **argv, int in_rd,
+                  int (*output)(void *ud, int channel, const uint8_t *data, size_t len), void *ud)
+{
+        *j = (execjob_t){
+            .k = k,
+            .req = {.ns = ns, .pod = pod, .container = container, .argv = argv, .stdin_open = true},
+            .io = {.in_fd = in_rd, .output = output, .ud = ud},
+            .r = -1};
 }

@@ -57,3 +57,33 @@ void capture_free(capture_t *c);
  * res->failure and err otherwise. */
 int turnexec_ctl(k8s_client_t *k, const char *ns, const char *pod, char *const *argv, int in_fd,
                  capture_t *cap, wsexec_result_t *res, hg_error_t *err);
+
+/* The stdin of an exec whose program reads one line, the token, and must
+ * get it only after its ready line (hangar-relay: `TOKEN INSTANCE`;
+ * hangar-grade: `TOKEN PORT`): a pipe's write end, and the line kept only
+ * until it goes. The order itself is the caller's (relaywatch,
+ * gradewatch); this is the once-only write and the close. */
+#define TOKENLINE_MAX 128
+
+typedef struct tokenline {
+        int wr; /* -1 once closed */
+        char line[TOKENLINE_MAX];
+        bool known; /* line set, not yet sent */
+        bool sent;  /* it went, whole */
+} tokenline_t;
+
+/* The pipe (the line may be set before or after): *ret_rd is the exec's
+ * stdin (the caller closes it after the exec). 0 or -errno. */
+int tokenline_open(tokenline_t *t, int *ret_rd);
+/* Writes the line (if known, once: about 100 bytes into an empty pipe,
+ * which does not block), wipes it, and closes: the program reads one line. */
+void tokenline_send(tokenline_t *t);
+/* Closes without the token (it never goes: the order broke, the start was
+ * refused) and wipes the line. */
+void tokenline_close(tokenline_t *t);
+
+/* An exec beside the driver's: ARGV in the agent's container, its stdin
+ * from in_rd (a tokenline's), its output to output(ud). */
+void execjob_side(execjob_t *j, k8s_client_t *k, const char *ns, const char *pod,
+                  const char *container, char **argv, int in_rd,
+                  int (*output)(void *ud, int channel, const uint8_t *data, size_t len), void *ud);

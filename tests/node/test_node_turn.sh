@@ -29,7 +29,8 @@
 #     isolated, the driver's record), one that fails (78), refusals (79:
 #     a pod without the sidecar, an id used before, a turn in flight whose
 #     harness goes on), a grader side whose first line is forged (80: no
-#     token, sealed best_effort);
+#     token, sealed best_effort); a grade whose client was killed mid-way
+#     (its exec lost) sealed by `hangar grade finish` (80, exec-lost), once;
 #   - docs/client.md's Python example of `turn run`, run as the page has it;
 #   - figures, printed, never asserted: execs per ask turn with one
 #     approval, and the time to harness.started against a bare exec of the
@@ -477,6 +478,37 @@ t_eq "... the grade is still sealed, not isolated (the grader never connected), 
 	"$(tail -n 1 g-forge.jsonl | jq -r '"\(.record.sealed) \(.trust) \(.reasons | index("grader-incomplete") != null) \(.proven)"')"
 t_eq "... the forged line is not ours: one grade.sealed line, the last" 1 "$(grep -c '"event":"grade.sealed"' g-forge.jsonl)"
 
+echo "-- hangar grade finish: a grade whose exec was lost"
+# The client killed while the grader runs: no status from the exec API, the
+# grade stays in flight in the driver until hangar grade finish seals it.
+jq -n '{grade: "g-lost", tests: [], argv: ["/bin/sh", "-c", "sleep 40"], cwd: "/tmp",
+	timeout_s: 60, report_max: 4096, connect_timeout_s: 60}' >g-lost.gspec
+"$HANGAR" grade "$NS/box" --spec g-lost.gspec </dev/null >g-lost.jsonl 2>g-lost.err &
+echo $! >g-lost.pid
+t_check "the grader side is up" t_wait_for "grep -q grader.ready g-lost.jsonl" 90
+kill -9 "$(cat g-lost.pid)"
+wait "$(cat g-lost.pid)" 2>/dev/null
+t_eq "the client killed: the grade is in flight, unsealed" false \
+	"$(ctl grade show g-lost | jq -r .grade.sealed)"
+H grade finish "$NS/box" --grade g-lost </dev/null >g-lost-fin.jsonl 2>g-lost-fin.err
+t_eq "hangar grade finish seals it: 80, sealed, best_effort, exec-lost, not proven" \
+	"80 true best_effort true false" \
+	"$? $(tail -n 1 g-lost-fin.jsonl | jq -r '"\(.record.sealed) \(.trust) \(.reasons | index("exec-lost") != null) \(.proven)"')"
+t_eq "... its lines: the pod's spec check after, then the sealed grade" "spec after|grade.sealed" \
+	"$(jq -r '"\(.event)\(if .stage then " " + .stage else "" end)"' g-lost-fin.jsonl | paste -sd'|')"
+t_eq "... no status the exec API gave: the grader side's own word or none, said so" true \
+	"$(tail -n 1 g-lost-fin.jsonl | jq '.record.exit_status_from == "grader-side" or (.record.exit_status_from == "none" and .record.exit_status == null)')"
+t_eq "... the driver's record is the same (ctl grade show)" "$(ctl grade show g-lost | jq -c .grade)" \
+	"$(tail -n 1 g-lost-fin.jsonl | jq -c .record)"
+H grade finish "$NS/box" --grade g-lost </dev/null >g-lost-again.jsonl 2>/dev/null
+t_eq "finishing it again: refused by the driver (79)" "79 finish" \
+	"$? $(gline g-lost-again grade.refused | jq -r .op)"
+H grade finish "$NS/box" --grade g-lost --spec g-lost.gspec </dev/null 2>/dev/null
+t_eq "grade finish with a spec: usage (64)" 64 "$?"
+gspec g-after 42
+H grade "$NS/box" --spec g-after.gspec </dev/null >g-after.jsonl 2>g-after.err
+t_eq "a grade after it: sealed and passed (0)" 0 "$?"
+
 gspec g-bundled 42
 H exec "$NS/bundled" -c sandbox -- sh -c 'mkdir -p /tmp/g-bundled && echo 42 >/tmp/g-bundled/answer.txt' </dev/null
 H grade "$NS/bundled" --spec g-bundled.gspec </dev/null >g-bundled.jsonl 2>g-bundled.err
@@ -517,8 +549,10 @@ PY
 starts=() bare_k=() bare_h=()
 for i in 1 2 3; do
 	spec "fig$i" 'echo started'
-	H turn run "$NS/box" --spec "fig$i.spec" --timing </dev/null >"fig$i.jsonl" 2>/dev/null
+	H turn run "$NS/box" --spec "fig$i.spec" --timing </dev/null >"fig$i.jsonl" 2>"fig$i.err"
+	st=$?
 	starts+=("$(jq -r 'select(.event == "turn.event" and .record.event == "harness.started") | .elapsed_ms' "fig$i.jsonl")")
+	[ -n "${starts[-1]}" ] || echo "  figures: fig$i has no harness.started (exit $st): $(tail -n 1 "fig$i.jsonl") $(head -c 300 "fig$i.err")"
 	jq -c -r 'select(.event == "timing") | "  figures: turn run \(.turn)'"'"'s steps (ms): \(.ms | to_entries | map("\(.key) \(.value)") | join(", "))"' "fig$i.jsonl"
 	bare_k+=("$(KUBECONFIG=$ADMIN_KUBECONFIG first_line_ms kubectl exec -n "$NS" plain -c sandbox -- sh -c 'echo started')")
 	bare_h+=("$(first_line_ms "$HANGAR" exec "$NS/plain" -c sandbox -- sh -c 'echo started')")
