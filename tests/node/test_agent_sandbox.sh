@@ -31,7 +31,13 @@
 #     (the webhook cannot see the image's files), hangar-driver's failed
 #     start named on its container status, the pod and Sandbox not Ready,
 #     and `hangar-webhook audit` (the release's configuration) lists the pod
-#     driver-failed with the runtime's words and what to do, exit 4;
+#     driver-failed with the runtime's words and what to do, exit 4; then
+#     `audit --events` as the page's least-privileged ServiceAccount: without
+#     the events rule it stops (exit 3) naming it, with it a Warning
+#     HangarDriverFailed Event on the Sandbox (kubectl describe shows it),
+#     counted again by a second run, untouched without --events; the chart's
+#     audit.enabled CronJob, run once: Failed (a finding), not retried, its
+#     log the report, the same Event counted a third time;
 #   - suspend and resume a claimed Sandbox (the page's commands): the pod
 #     deleted, a new one of the same name injected again, the old driver's
 #     state gone (its files, the old turn unknown to the new daemon);
@@ -437,6 +443,29 @@ t_eq "  one HangarDriverFailed Event on the Sandbox, count 2" "1 2" \
 audit_as plain.json
 t_eq "  without --events no Event is touched (still count 2)" "4 2" \
 	"$(cat plain.json.rc) $(kubectl get events -n "$NS" --field-selector involvedObject.name=no-binaries,reason=HangarDriverFailed -o jsonpath='{.items[0].count}')"
+echo "-- the chart's scheduled audit (audit.enabled): its CronJob's run, in the cluster"
+# (a schedule that does not come during the suite: the run is made by hand)
+t_check "helm upgrade with audit.enabled" logged helm upgrade hangar "$ROOT/charts/hangar-webhook" -n "$NODE_SYSTEM_NS" \
+	--reuse-values --set audit.enabled=true --set audit.schedule="0 0 1 1 *" --wait --timeout 3m
+CJ=$(kubectl get cronjob -n "$NODE_SYSTEM_NS" -l app.kubernetes.io/instance=hangar,app.kubernetes.io/component=audit \
+	-o jsonpath='{.items[0].metadata.name}')
+t_check "a run of its CronJob ($CJ) is created" logged kubectl create job -n "$NODE_SYSTEM_NS" audit-now --from="cronjob/$CJ"
+node_on_exit "kubectl delete job -n $NODE_SYSTEM_NS audit-now --wait=true --timeout=60s"
+job_ended() {
+	kubectl get job -n "$NODE_SYSTEM_NS" audit-now -o json 2>/dev/null |
+		jq -r '.status.conditions[]? | select((.type == "Failed" or .type == "Complete") and .status == "True") | .type' | grep .
+}
+t_check "  it ends" t_wait_for "job_ended >/dev/null" 180
+# (it finds the pod driver-failed: the run ends Failed, the report in its log)
+t_eq "  Failed, not retried (a finding), its log the JSON report" "Failed 1" \
+	"$(job_ended | head -n 1) $(kubectl get job -n "$NODE_SYSTEM_NS" audit-now -o jsonpath='{.status.failed}')"
+kubectl logs -n "$NODE_SYSTEM_NS" job/audit-now >cronaudit.json 2>cronaudit.err
+t_eq "  as the chart's ServiceAccount it counted the Sandbox's Event again" "updated Sandbox no-binaries" \
+	"$(jq -r '.pods[] | select(.namespace == "'"$NS"'" and .name == "no-binaries") | .event | "\(.action) \(.kind) \(.name)"' cronaudit.json 2>/dev/null)"
+t_eq "  one HangarDriverFailed Event on the Sandbox, count 3" "1 3" \
+	"$(kubectl get events -n "$NS" --field-selector involvedObject.kind=Sandbox,involvedObject.name=no-binaries,reason=HangarDriverFailed -o json |
+		jq -r '"\(.items | length) \(.items[0].count)"')"
+logged kubectl delete job -n "$NODE_SYSTEM_NS" audit-now --wait=true --timeout=60s
 logged kubectl delete -f agent-sandbox-audit-rbac.page --wait=false
 logged kubectl delete sandbox -n "$NS" no-binaries --wait=false
 
