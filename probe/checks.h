@@ -1,5 +1,5 @@
 /* Judgements: one container's observations against the sidecar's shape
- * (common/k8s/shape.c, from the same configuration the webhook uses). Every check
+ * (common/pod/shape.c, from the same configuration the webhook uses). Every check
  * is pass, fail or unknown, with what was observed, what was expected and
  * where it was read. A required check that is unknown makes the report
  * inconclusive, never a pass. */

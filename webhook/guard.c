@@ -16,17 +16,6 @@
 static const char *const container_lists[] = {"containers", "initContainers",
                                               "ephemeralContainers"};
 
-static json_t *pod_spec(json_t *pod)
-{
-        return json_object_get(pod, "spec");
-}
-
-static const char *string_member(json_t *obj, const char *key)
-{
-        const char *v = NULL;
-        return jsonx_string(obj, key, &v) == 0 ? v : NULL;
-}
-
 static bool same_string(const char *a, const char *b)
 {
         return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -43,34 +32,16 @@ static bool same_value(json_t *a, json_t *b)
 static json_t *find_container(json_t *pod, const char *name)
 {
         for (size_t l = 0; l < 2; l++) {
-                size_t i;
-                json_t *c;
-                json_array_foreach (json_object_get(pod_spec(pod), container_lists[l]), i, c) {
-                        const char *n = string_member(c, "name");
-                        if (n && strcmp(n, name) == 0)
-                                return c;
-                }
-        }
-        return NULL;
-}
-
-/* The volume called name in the pod's spec.volumes, or NULL. */
-static json_t *find_volume(json_t *pod, const char *name)
-{
-        size_t i;
-        json_t *v;
-        json_array_foreach (json_object_get(pod_spec(pod), "volumes"), i, v) {
-                const char *n = string_member(v, "name");
-                if (n && strcmp(n, name) == 0)
-                        return v;
+                json_t *c = podview_container(pod, container_lists[l], name);
+                if (c)
+                        return c;
         }
         return NULL;
 }
 
 bool guard_pod_is_injected(json_t *pod)
 {
-        json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
-        return same_string(string_member(annotations, SHAPE_ANNOTATION_STATUS),
+        return same_string(podview_string(podview_annotations(pod), SHAPE_ANNOTATION_STATUS),
                            SHAPE_STATUS_INJECTED) ||
                find_container(pod, SHAPE_DRIVER_CONTAINER) != NULL;
 }
@@ -199,11 +170,11 @@ static bool pods_readable(const guard_request_t *req, mutate_result_t *ret)
 /* Whether pod already holds exactly c (same name, every member equal). */
 static bool had_ephemeral(json_t *pod, json_t *c)
 {
-        const char *name = string_member(c, "name");
+        const char *name = podview_string(c, "name");
         size_t i;
         json_t *o;
-        json_array_foreach (json_object_get(pod_spec(pod), "ephemeralContainers"), i, o)
-                if (name && same_string(string_member(o, "name"), name))
+        json_array_foreach (json_object_get(podview_spec(pod), "ephemeralContainers"), i, o)
+                if (name && same_string(podview_string(o, "name"), name))
                         return json_equal(o, c);
         return false;
 }
@@ -238,7 +209,7 @@ static json_int_t effective_id(json_t *pod, json_t *c, const char *key)
 {
         json_t *v = json_object_get(json_object_get(c, "securityContext"), key);
         if (!v)
-                v = json_object_get(json_object_get(pod_spec(pod), "securityContext"), key);
+                v = json_object_get(json_object_get(podview_spec(pod), "securityContext"), key);
         return is_id(v) ? json_integer_value(v) : -1;
 }
 
@@ -261,7 +232,7 @@ static bool is_driver_id(const webhook_settings_t *cfg, json_t *pod, const char 
 static bool pod_ids_valid(json_t *pod, char *why, size_t size)
 {
         static const char *const keys[] = {"runAsUser", "runAsGroup", "fsGroup"};
-        json_t *sc = json_object_get(pod_spec(pod), "securityContext");
+        json_t *sc = json_object_get(podview_spec(pod), "securityContext");
         for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
                 if (!id_member_valid(sc, "spec.securityContext.", keys[i], why, size))
                         return false;
@@ -343,7 +314,7 @@ static bool ephemeral_valid(json_t *c, char *why, size_t size)
 static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, json_t *c, char *why,
                                    size_t size)
 {
-        if (same_string(string_member(c, "targetContainerName"), SHAPE_DRIVER_CONTAINER)) {
+        if (same_string(podview_string(c, "targetContainerName"), SHAPE_DRIVER_CONTAINER)) {
                 (void)snprintf(why, size, "targets %s (it would join its PID namespace)",
                                SHAPE_DRIVER_CONTAINER);
                 return true;
@@ -355,7 +326,7 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
                 size_t i;
                 json_t *m;
                 json_array_foreach (json_object_get(c, uses[u]), i, m) {
-                        const char *name = string_member(m, "name");
+                        const char *name = podview_string(m, "name");
                         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++)
                                 if (same_string(name, shape_volume_name(v))) {
                                         (void)snprintf(why, size, "%s %s, which only %s may",
@@ -375,7 +346,7 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
                 (void)snprintf(why, size, "adds capabilities");
                 return true;
         }
-        const char *proc_mount = string_member(sc, "procMount");
+        const char *proc_mount = podview_string(sc, "procMount");
         if (proc_mount && strcmp(proc_mount, "Default") != 0) {
                 (void)snprintf(why, size, "asks for procMount %s", proc_mount);
                 return true;
@@ -407,7 +378,7 @@ static bool ephemeral_breaks_split(const webhook_settings_t *cfg, json_t *pod, j
         }
         /* The pod's extra groups are every container's, an ephemeral one's
          * too: the driver's gid there is the driver's gid. */
-        json_t *pod_sc = json_object_get(pod_spec(pod), "securityContext");
+        json_t *pod_sc = json_object_get(podview_spec(pod), "securityContext");
         json_t *fs_group = json_object_get(pod_sc, "fsGroup");
         bool in_group = json_is_integer(fs_group) &&
                         is_driver_id(cfg, pod, "runAsGroup", json_integer_value(fs_group));
@@ -450,8 +421,8 @@ static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_
         }
         size_t i;
         json_t *c;
-        json_array_foreach (json_object_get(pod_spec(req->object), "ephemeralContainers"), i, c) {
-                const char *name = string_member(c, "name");
+        json_array_foreach (json_object_get(podview_spec(req->object), "ephemeralContainers"), i, c) {
+                const char *name = podview_string(c, "name");
                 if (had_ephemeral(req->old_object, c))
                         continue;
                 if (!ephemeral_valid(c, why, sizeof(why))) {
@@ -470,11 +441,6 @@ static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_
         mutate_result_set(ret, REASON_NOT_GUARDED,
                           "ephemeral containers keep out of %s's uid, volumes and PID namespace",
                           SHAPE_DRIVER_CONTAINER);
-}
-
-static const char *annotation_of(json_t *pod, const char *key)
-{
-        return string_member(json_object_get(json_object_get(pod, "metadata"), "annotations"), key);
 }
 
 static json_t *metadata_member(json_t *pod, const char *map, const char *key)
@@ -569,8 +535,8 @@ static changed_t changed_member(const webhook_settings_t *cfg, json_t *old, json
             [SHAPE_VOLUME_BIN] = "volume " SHAPE_BIN_VOLUME,
         };
         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
-                json_t *vol_old = find_volume(old, shape_volume_name(v));
-                json_t *vol_new = find_volume(new, shape_volume_name(v));
+                json_t *vol_old = podview_volume(old, shape_volume_name(v));
+                json_t *vol_new = podview_volume(new, shape_volume_name(v));
                 /* hangar-bin is there only where the binaries were delivered;
                  * either way it stays as it was. */
                 if (v == SHAPE_VOLUME_BIN && !vol_old && !vol_new)
@@ -643,7 +609,7 @@ static void decide_create(const webhook_settings_t *cfg, const guard_request_t *
                                   SHAPE_DRIVER_CONTAINER);
                 return;
         }
-        if (!same_string(annotation_of(req->object, SHAPE_ANNOTATION_STATUS),
+        if (!same_string(podview_string(podview_annotations(req->object), SHAPE_ANNOTATION_STATUS),
                          SHAPE_STATUS_INJECTED)) {
                 mutate_result_set(ret, REASON_CONFLICT,
                                   "the pod has a container named %s that hangar did not inject "

@@ -112,12 +112,6 @@ static bool is_selected(const webhook_settings_t *cfg, json_t *pod)
         return settings_selects_any_value(cfg) || strcmp(value, cfg->selector_value) == 0;
 }
 
-static const char *annotation(json_t *annotations, const char *key)
-{
-        const char *v = NULL;
-        return jsonx_string(annotations, key, &v) == 0 ? v : NULL;
-}
-
 static int find_privileged(json_t *c, const char *name, podview_list_t list, void *ctx)
 {
         bool privileged = false;
@@ -321,7 +315,7 @@ static int annotate(patch_t *p, mutate_result_t *ret, hg_error_t *err)
                 /* From the document: the first op may have just created the map. */
                 json_t *annotations =
                     json_object_get(json_object_get(p->doc, "metadata"), "annotations");
-                const char *have = annotation(annotations, wanted[i].key);
+                const char *have = podview_string(annotations, wanted[i].key);
                 if (have && strcmp(have, wanted[i].value) == 0)
                         continue;
                 int r = patch_set_member(p, "/metadata", "annotations", wanted[i].key,
@@ -345,17 +339,6 @@ static int default_to_agent(patch_t *p, const pod_view_t *view, const char *agen
                                 json_string(agent), err);
 }
 
-static bool runs_under_gvisor(const webhook_settings_t *cfg, const pod_view_t *view)
-{
-        const char *rc = NULL;
-        if (jsonx_string(view->spec, "runtimeClassName", &rc) < 0)
-                return false;
-        for (size_t i = 0; i < cfg->sidecar.gvisor_runtime_classes.n; i++)
-                if (strcmp(cfg->sidecar.gvisor_runtime_classes.items[i], rc) == 0)
-                        return true;
-        return false;
-}
-
 /* Under gVisor, the shim mounts hangar's volumes as GKE Sandbox does: inside
  * the sandbox, shared at pod level (hangar-ctl in the sandbox's memory, never
  * a host file the gofer serves). A pod's own values for these keys are
@@ -376,7 +359,7 @@ static int annotate_gvisor_mounts(const webhook_settings_t *cfg, patch_t *p, hg_
                                                  cfg->sidecar.ctl_size_limit);
                         json_t *annotations =
                             json_object_get(json_object_get(p->doc, "metadata"), "annotations");
-                        const char *have = annotation(annotations, key);
+                        const char *have = podview_string(annotations, key);
                         if (have && strcmp(have, value) == 0)
                                 continue;
                         int r = patch_set_member(p, "/metadata", "annotations", key,
@@ -609,7 +592,7 @@ static int inject(const webhook_settings_t *cfg, const shape_values_t *values, p
                                driver_text.data, err);
         if (r < 0)
                 return r;
-        if (runs_under_gvisor(cfg, view)) {
+        if (podview_runs_under_gvisor(&cfg->sidecar, view->spec)) {
                 r = annotate_gvisor_mounts(cfg, p, err);
                 if (r < 0)
                         return r;

@@ -1,5 +1,5 @@
 /* The sidecar's settings: what hangar-driver, hangar-relay and hangar-probe
- * read, and what the pod shape (common/k8s/shape.c) is built from: the
+ * read, and what the pod shape (common/pod/shape.c) is built from: the
  * agent's container, the driver's uid, command, probes and resources, the
  * two volumes. One YAML file (libyaml) read at start, then environment
  * overrides, then validation; every setting is a row of one table in

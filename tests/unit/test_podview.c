@@ -1,11 +1,13 @@
-/* webhook/podview: how the webhook reads a pod. The view's checks (each
- * wrong type named, no guess), the three lists by name, iteration order and
- * early stop, the agent only in spec.containers, annotations only as
- * strings, and the projection keeping what the view reads. */
+/* common/pod/podview: how a pod is read. The view's checks (each wrong type
+ * named, no guess), the three lists by name, iteration order and early
+ * stop, the agent only in spec.containers, annotations only as strings,
+ * and the projection keeping what the view reads; and a pod read as it is
+ * (a member of another type reads as absent), with the gVisor question. */
 #include <errno.h>
 #include <string.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "jsondump.h"
 #include "jsonparse.h"
 #include "jsonx.h"
@@ -197,6 +199,55 @@ START_TEST(projection_keeps_what_the_view_reads)
 }
 END_TEST
 
+START_TEST(reads_a_pod_as_it_is)
+{
+        _cleanup_json_ json_t *pod = unit_json(
+            "{\"metadata\":{\"annotations\":{\"a\":\"1\",\"n\":2}},"
+            "\"spec\":{\"volumes\":[{\"name\":7},{\"name\":\"v\",\"emptyDir\":{}}],"
+            "\"initContainers\":[{\"name\":\"i\"}],"
+            "\"containers\":[{\"image\":\"nameless\"},{\"name\":\"c\"},{\"name\":\"c\","
+            "\"image\":\"second\"}],"
+            "\"ephemeralContainers\":{\"name\":\"e\"}}}");
+        ck_assert_ptr_eq(podview_spec(pod), json_object_get(pod, "spec"));
+        ck_assert_str_eq(podview_string(podview_annotations(pod), "a"), "1");
+        ck_assert_ptr_null(podview_string(podview_annotations(pod), "n")); /* not a string */
+        ck_assert_ptr_null(podview_string(podview_annotations(pod), "absent"));
+        /* The first of that name, in the list asked for only. */
+        json_t *c = podview_container(pod, "containers", "c");
+        ck_assert_ptr_eq(c, json_array_get(json_object_get(podview_spec(pod), "containers"), 1));
+        ck_assert_ptr_nonnull(podview_container(pod, "initContainers", "i"));
+        ck_assert_ptr_null(podview_container(pod, "containers", "i"));
+        /* A list that is not an array holds nothing. */
+        ck_assert_ptr_null(podview_container(pod, "ephemeralContainers", "e"));
+        ck_assert_ptr_eq(podview_volume(pod, "v"),
+                         json_array_get(json_object_get(podview_spec(pod), "volumes"), 1));
+        ck_assert_ptr_null(podview_volume(pod, "w"));
+        /* Not a pod at all: nothing, never a crash. */
+        _cleanup_json_ json_t *number = json_integer(3);
+        ck_assert_ptr_null(podview_spec(number));
+        ck_assert_ptr_null(podview_annotations(number));
+        ck_assert_ptr_null(podview_container(number, "containers", "c"));
+        ck_assert_ptr_null(podview_volume(NULL, "v"));
+}
+END_TEST
+
+START_TEST(runs_under_gvisor)
+{
+        hg_config_t cfg;
+        ck_assert_int_eq(config_init_defaults(&cfg), 0);
+        ck_assert_uint_gt(cfg.gvisor_runtime_classes.n, 0);
+        const char *gvisor = cfg.gvisor_runtime_classes.items[0];
+        _cleanup_json_ json_t *spec = json_pack("{s:s}", "runtimeClassName", gvisor);
+        ck_assert(podview_runs_under_gvisor(&cfg, spec));
+        _cleanup_json_ json_t *runc = unit_json("{\"runtimeClassName\":\"runc\"}");
+        ck_assert(!podview_runs_under_gvisor(&cfg, runc));
+        _cleanup_json_ json_t *number = unit_json("{\"runtimeClassName\":1}");
+        ck_assert(!podview_runs_under_gvisor(&cfg, number));
+        ck_assert(!podview_runs_under_gvisor(&cfg, NULL));
+        config_free(&cfg);
+}
+END_TEST
+
 static Suite *podview_suite(void)
 {
         Suite *s = suite_create("podview");
@@ -207,6 +258,8 @@ static Suite *podview_suite(void)
         tcase_add_test(tc, refuses_what_it_cannot_read);
         tcase_add_test(tc, mount_path_past_the_bound);
         tcase_add_test(tc, projection_keeps_what_the_view_reads);
+        tcase_add_test(tc, reads_a_pod_as_it_is);
+        tcase_add_test(tc, runs_under_gvisor);
         suite_add_tcase(s, tc);
         return s;
 }

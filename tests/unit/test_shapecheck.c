@@ -1,4 +1,4 @@
-/* common/k8s/shapecheck.c: a pod built from the shape's own generators passes;
+/* common/pod/shapecheck.c: a pod built from the shape's own generators passes;
  * the API server's defaults added pass; each departure fails with its
  * stable code (the driver differing in any member, any container but the
  * driver writing hangar-home, init and ephemeral containers near the

@@ -8,6 +8,7 @@
 #include "cleanup.h"
 #include "jsondump.h"
 #include "k8sname.h"
+#include "podview.h"
 #include "split.h"
 
 /* Design page 000, "The pod": hangar-home read-only for the agent and
@@ -86,14 +87,9 @@ bool shape_access_allows(shape_access_t want, shape_access_t have)
         }
 }
 
-static json_t *pod_annotations(json_t *pod)
-{
-        return json_object_get(json_object_get(pod, "metadata"), "annotations");
-}
-
 const char *shape_agent_name(const hg_config_t *cfg, json_t *pod)
 {
-        json_t *v = json_object_get(pod_annotations(pod), SHAPE_ANNOTATION_AGENT);
+        json_t *v = json_object_get(podview_annotations(pod), SHAPE_ANNOTATION_AGENT);
         if (!v)
                 return cfg->agent_container;
         const char *name = json_string_value(v);
@@ -104,21 +100,15 @@ const char *shape_agent_name(const hg_config_t *cfg, json_t *pod)
 static const char *list_holding(json_t *pod, const char *name)
 {
         static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
-                size_t i;
-                json_t *c;
-                json_array_foreach (json_object_get(json_object_get(pod, "spec"), lists[l]), i, c) {
-                        const char *have = json_string_value(json_object_get(c, "name"));
-                        if (have && strcmp(have, name) == 0)
-                                return lists[l];
-                }
-        }
+        for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
+                if (podview_container(pod, lists[l], name))
+                        return lists[l];
         return NULL;
 }
 
 const char *shape_agent_problem(const hg_config_t *cfg, json_t *pod, char *buf, size_t size)
 {
-        bool annotated = json_object_get(pod_annotations(pod), SHAPE_ANNOTATION_AGENT) != NULL;
+        bool annotated = json_object_get(podview_annotations(pod), SHAPE_ANNOTATION_AGENT) != NULL;
         const char *setting =
             annotated ? "annotation " SHAPE_ANNOTATION_AGENT : "the agentContainer setting";
         const char *name = shape_agent_name(cfg, pod);

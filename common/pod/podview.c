@@ -292,3 +292,54 @@ const char *podview_annotation(const pod_view_t *view, const char *key)
         const char *v = NULL;
         return jsonx_string(view->annotations, key, &v) == 0 ? v : NULL;
 }
+
+json_t *podview_spec(json_t *pod)
+{
+        return json_object_get(pod, "spec");
+}
+
+json_t *podview_annotations(json_t *pod)
+{
+        return json_object_get(json_object_get(pod, "metadata"), "annotations");
+}
+
+const char *podview_string(json_t *obj, const char *key)
+{
+        const char *v = NULL;
+        return jsonx_string(obj, key, &v) == 0 ? v : NULL;
+}
+
+json_t *podview_container(json_t *pod, const char *list, const char *name)
+{
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(podview_spec(pod), list), i, c) {
+                const char *n = podview_string(c, "name");
+                if (n && strcmp(n, name) == 0)
+                        return c;
+        }
+        return NULL;
+}
+
+json_t *podview_volume(json_t *pod, const char *name)
+{
+        size_t i;
+        json_t *v;
+        json_array_foreach (json_object_get(podview_spec(pod), "volumes"), i, v) {
+                const char *n = podview_string(v, "name");
+                if (n && strcmp(n, name) == 0)
+                        return v;
+        }
+        return NULL;
+}
+
+bool podview_runs_under_gvisor(const hg_config_t *cfg, json_t *spec)
+{
+        const char *rc = NULL;
+        if (jsonx_string(spec, "runtimeClassName", &rc) < 0)
+                return false;
+        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
+                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
+                        return true;
+        return false;
+}

@@ -1,11 +1,16 @@
-/* How the webhook reads a pod: the parts the decision looks at, checked for
- * their types once (podview_read), the three container lists by name
- * rather than by index, iteration over every container, the agent lookup,
- * and the projection (which parts of a review's pod are built at all).
+/* How a pod is read, the one place for it. Two ways in:
  *
- * mutate.c decides on what a pod_view_t holds; everything it reads of the
- * pod is reached through here or through shapecheck.c (a pod marked
- * injected), so podview_projection lists exactly that. */
+ * - checked: the parts the webhook's decision looks at, their types checked
+ *   once (podview_read into a pod_view_t), the three container lists by
+ *   name rather than by index, iteration over every container, the agent
+ *   lookup, and the projection (which parts of a review's pod are built at
+ *   all). mutate.c decides on what a pod_view_t holds; everything it reads
+ *   of the pod is reached through here or through shapecheck.c (a pod
+ *   marked injected), so podview_projection lists exactly that.
+ * - as it is: any JSON value read as a pod (a stored pod, both pods of an
+ *   UPDATE, the spec check's pod), where a member of the wrong type reads
+ *   as absent: podview_spec, podview_string, podview_container, ... The
+ *   spec check, the guard and the shape read a pod through these. */
 #pragma once
 
 #include <stdbool.h>
@@ -13,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "config.h"
 #include "error.h"
 #include "jsonparse.h"
 
@@ -65,3 +71,27 @@ json_t *podview_agent(const pod_view_t *view, const char *name, size_t *ret_inde
 
 /* The annotation's value when it is a string, else NULL. */
 const char *podview_annotation(const pod_view_t *view, const char *key);
+
+/* A pod as it is, whatever its JSON: a member of another type than the one
+ * asked for reads as absent (NULL), never as an error. */
+
+/* pod.spec (NULL when pod is not an object). */
+json_t *podview_spec(json_t *pod);
+
+/* pod.metadata.annotations (NULL when absent). */
+json_t *podview_annotations(json_t *pod);
+
+/* obj's member key when it is a string, else NULL. */
+const char *podview_string(json_t *obj, const char *key);
+
+/* The container named name in pod's spec.<list> ("containers",
+ * "initContainers", "ephemeralContainers"): the first whose name is that
+ * string, or NULL. */
+json_t *podview_container(json_t *pod, const char *list, const char *name);
+
+/* The volume named name in pod's spec.volumes, or NULL. */
+json_t *podview_volume(json_t *pod, const char *name);
+
+/* Whether a pod of this spec runs under gVisor: its runtimeClassName is one
+ * of the configured gVisor classes (gvisor.runtimeClassNames). */
+bool podview_runs_under_gvisor(const hg_config_t *cfg, json_t *spec);

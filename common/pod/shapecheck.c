@@ -10,10 +10,9 @@
 #include "jsonx.h"
 #include "k8sname.h"
 #include "pathnorm.h"
+#include "podview.h"
 #include "shape.h"
 #include "strbuf.h"
-
-static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
 
 /* Members the API server sets on every container it stores (SetDefaults_
  * Container), with the value it sets: the only members a driver may have
@@ -67,27 +66,11 @@ static void add(findings_t *f, const char *code, shapecheck_scope_t scope, bool 
                 f->oom = true;
 }
 
-static json_t *spec_of(json_t *pod)
-{
-        return json_object_get(pod, "spec");
-}
-
 static const char *name_of(json_t *c)
 {
         const char *name = "";
         (void)jsonx_string(c, "name", &name);
         return name;
-}
-
-static json_t *find_container(json_t *pod, const char *list, const char *name)
-{
-        size_t i;
-        json_t *c;
-        json_array_foreach (json_object_get(spec_of(pod), list), i, c) {
-                if (strcmp(name_of(c), name) == 0)
-                        return c;
-        }
-        return NULL;
 }
 
 shape_access_t shapecheck_mount_access(json_t *c, shape_volume_t v)
@@ -251,16 +234,58 @@ static bool same_pull_policy(json_t *want, json_t *have)
                (json_is_string(have) && strcmp(json_string_value(have), "Always") == 0);
 }
 
-static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
+/* How many containers of pod, in any of its lists, are named name. */
+static size_t count_named(json_t *pod, const char *name)
 {
         size_t named = 0;
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c)
-                        named += strcmp(name_of(c), SHAPE_DRIVER_CONTAINER) == 0;
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c)
+                        named += strcmp(name_of(c), name) == 0;
         }
-        json_t *driver = find_container(pod, shape_driver_list(cfg), SHAPE_DRIVER_CONTAINER);
+        return named;
+}
+
+/* Container c, one the shape writes whole (hangar-driver, hangar-bin),
+ * against want, the shape's: one finding under code per member. Every
+ * member of the shape, equal (for the driver: the configured command, the
+ * agent's image, the whole securityContext, exactly the two mounts, the
+ * startup and liveness probes); resources and imagePullPolicy as the API
+ * server may have stored them (same_resources, same_pull_policy). And
+ * nothing else but what the API server adds to every container: args, env,
+ * probes, lifecycle hooks, a working directory, stdin, ports, a restart
+ * policy, ... each runs or changes something in the driver's uid next to
+ * hangar-ctl. */
+static void check_as_shaped(findings_t *f, const char *code, const char *name, json_t *want,
+                            json_t *c)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach (want, key, v) {
+                json_t *have = json_object_get(c, key);
+                bool ok = strcmp(key, "resources") == 0         ? same_resources(v, have)
+                          : strcmp(key, "imagePullPolicy") == 0 ? same_pull_policy(v, have)
+                                                                : json_equal(v, have);
+                add(f, code, SHAPECHECK_SIDECAR, ok, "%s.%s %s", name, key,
+                    ok      ? "as the shape says"
+                    : !have ? "is missing"
+                            : "differs from the shape");
+        }
+        json_object_foreach (c, key, v) {
+                if (json_object_get(want, key))
+                        continue;
+                bool ok = is_api_default(key, v);
+                add(f, code, SHAPECHECK_SIDECAR, ok, "%s.%s %s", name, key,
+                    ok ? "is the API server's default"
+                       : "is not part of the shape (only the API server's defaults may be added)");
+        }
+}
+
+static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
+{
+        size_t named = count_named(pod, SHAPE_DRIVER_CONTAINER);
+        json_t *driver = podview_container(pod, shape_driver_list(cfg), SHAPE_DRIVER_CONTAINER);
         if (!driver) {
                 add(f, "spec.no-driver", SHAPECHECK_SIDECAR, false,
                     "the pod has no " SHAPE_DRIVER_CONTAINER " container");
@@ -275,35 +300,7 @@ static void check_driver(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
                 f->oom = true;
                 return;
         }
-        const char *key;
-        json_t *v;
-        /* Every member of the shape, equal: the configured command, the
-         * agent's image, the whole securityContext, exactly the two mounts,
-         * the startup and liveness probes (driver.probes). */
-        json_object_foreach (want, key, v) {
-                json_t *have = json_object_get(driver, key);
-                bool ok = strcmp(key, "resources") == 0         ? same_resources(v, have)
-                          : strcmp(key, "imagePullPolicy") == 0 ? same_pull_policy(v, have)
-                                                                : json_equal(v, have);
-                add(f, "spec.driver", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_DRIVER_CONTAINER,
-                    key,
-                    ok      ? "as the shape says"
-                    : !have ? "is missing"
-                            : "differs from the shape");
-        }
-        /* And nothing else, but what the API server adds to every container:
-         * args, env, probes, lifecycle hooks, a working directory, stdin,
-         * ports, a restart policy, ... each runs or changes something in the
-         * driver's uid next to hangar-ctl. */
-        json_object_foreach (driver, key, v) {
-                if (json_object_get(want, key))
-                        continue;
-                bool ok = is_api_default(key, v);
-                add(f, "spec.driver", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_DRIVER_CONTAINER,
-                    key,
-                    ok ? "is the API server's default"
-                       : "is not part of the shape (only the API server's defaults may be added)");
-        }
+        check_as_shaped(f, "spec.driver", SHAPE_DRIVER_CONTAINER, want, driver);
 }
 
 /* Where the binaries are delivered: one container named hangar-bin, an
@@ -316,14 +313,8 @@ static void check_copier(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
         if (!shape_copies_binaries(cfg))
                 return;
-        size_t named = 0;
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
-                size_t i;
-                json_t *c;
-                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c)
-                        named += strcmp(name_of(c), SHAPE_BIN_CONTAINER) == 0;
-        }
-        json_t *copier = find_container(pod, "initContainers", SHAPE_BIN_CONTAINER);
+        size_t named = count_named(pod, SHAPE_BIN_CONTAINER);
+        json_t *copier = podview_container(pod, "initContainers", SHAPE_BIN_CONTAINER);
         if (!copier) {
                 add(f, "spec.no-bin-copier", SHAPECHECK_SIDECAR, false,
                     "the pod has no init container " SHAPE_BIN_CONTAINER
@@ -337,34 +328,13 @@ static void check_copier(const hg_config_t *cfg, findings_t *f, json_t *pod)
                 f->oom = true;
                 return;
         }
-        const char *key;
-        json_t *v;
-        json_object_foreach (want, key, v) {
-                json_t *have = json_object_get(copier, key);
-                bool ok = strcmp(key, "resources") == 0         ? same_resources(v, have)
-                          : strcmp(key, "imagePullPolicy") == 0 ? same_pull_policy(v, have)
-                                                                : json_equal(v, have);
-                add(f, "spec.bin-copier", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_BIN_CONTAINER,
-                    key,
-                    ok      ? "as the shape says"
-                    : !have ? "is missing"
-                            : "differs from the shape");
-        }
-        json_object_foreach (copier, key, v) {
-                if (json_object_get(want, key))
-                        continue;
-                bool ok = is_api_default(key, v);
-                add(f, "spec.bin-copier", SHAPECHECK_SIDECAR, ok, "%s.%s %s", SHAPE_BIN_CONTAINER,
-                    key,
-                    ok ? "is the API server's default"
-                       : "is not part of the shape (only the API server's defaults may be added)");
-        }
+        check_as_shaped(f, "spec.bin-copier", SHAPE_BIN_CONTAINER, want, copier);
         /* Init containers run in their order, a native sidecar's start
          * included: the copy must have ended before the driver runs it. */
         if (strcmp(shape_driver_list(cfg), "initContainers") == 0) {
                 size_t i, at_copier = SIZE_MAX, at_driver = SIZE_MAX;
                 json_t *c;
-                json_array_foreach (json_object_get(spec_of(pod), "initContainers"), i, c) {
+                json_array_foreach (json_object_get(podview_spec(pod), "initContainers"), i, c) {
                         if (strcmp(name_of(c), SHAPE_BIN_CONTAINER) == 0 && at_copier == SIZE_MAX)
                                 at_copier = i;
                         if (strcmp(name_of(c), SHAPE_DRIVER_CONTAINER) == 0 &&
@@ -390,7 +360,7 @@ static void check_volumes(const hg_config_t *cfg, findings_t *f, json_t *pod)
                 json_t *have = NULL;
                 size_t n = 0, i;
                 json_t *vol;
-                json_array_foreach (json_object_get(spec_of(pod), "volumes"), i, vol) {
+                json_array_foreach (json_object_get(podview_spec(pod), "volumes"), i, vol) {
                         if (strcmp(name_of(vol), shape_volume_name(v)) == 0) {
                                 have = vol;
                                 n++;
@@ -474,12 +444,12 @@ static void check_agent_paths(const hg_config_t *cfg, findings_t *f, json_t *age
 
 static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod, json_t *agent)
 {
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c) {
                         const char *name = name_of(c);
-                        shape_role_t role = role_in(cfg, pod, lists[l], name);
+                        shape_role_t role = role_in(cfg, pod, podview_list_name(l), name);
                         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
                                 if (!shape_volume_used(cfg, v))
                                         continue;
@@ -498,7 +468,7 @@ static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
 
 static void check_pod_level(findings_t *f, json_t *pod)
 {
-        json_t *spec = spec_of(pod);
+        json_t *spec = podview_spec(pod);
         static const struct {
                 const char *member, *code, *why;
         } shared[] = {
@@ -513,10 +483,10 @@ static void check_pod_level(findings_t *f, json_t *pod)
                 add(f, shared[k].code, SHAPECHECK_SIDECAR,
                     !json_is_true(json_object_get(spec, shared[k].member)),
                     "%s must not be true (%s)", shared[k].member, shared[k].why);
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+                json_array_foreach (json_object_get(spec, podview_list_name(l)), i, c) {
                         json_t *sc = json_object_get(c, "securityContext");
                         add(f, "spec.privileged", SHAPECHECK_SIDECAR,
                             !json_is_true(json_object_get(sc, "privileged")),
@@ -525,10 +495,10 @@ static void check_pod_level(findings_t *f, json_t *pod)
         }
         /* No ephemeral container may join the driver's PID namespace. */
         bool targeted = false;
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+                json_array_foreach (json_object_get(spec, podview_list_name(l)), i, c) {
                         const char *target = NULL;
                         if (jsonx_string(c, "targetContainerName", &target) == 0 &&
                             strcmp(target, SHAPE_DRIVER_CONTAINER) == 0) {
@@ -558,7 +528,7 @@ static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, j
         json_t *uid = json_object_get(sc, "runAsUser");
         if (!uid || json_is_null(uid))
                 uid =
-                    json_object_get(json_object_get(spec_of(pod), "securityContext"), "runAsUser");
+                    json_object_get(json_object_get(podview_spec(pod), "securityContext"), "runAsUser");
         if (!uid || json_is_null(uid))
                 add(f, uid_code, SHAPECHECK_POD, false,
                     "container \"%s\" sets no runAsUser, nor does the pod: its image's USER "
@@ -583,7 +553,7 @@ static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, j
         json_t *gid = json_object_get(sc, "runAsGroup");
         if (!gid || json_is_null(gid))
                 gid =
-                    json_object_get(json_object_get(spec_of(pod), "securityContext"), "runAsGroup");
+                    json_object_get(json_object_get(podview_spec(pod), "securityContext"), "runAsGroup");
         bool driver_gid =
             json_is_integer(gid) && json_integer_value(gid) == (json_int_t)cfg->driver_gid;
         add(f, uid_code, SHAPECHECK_POD,
@@ -605,11 +575,11 @@ static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, j
 
 static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
 {
-        for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
+        for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
-                        shape_role_t role = role_in(cfg, pod, lists[l], name_of(c));
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c) {
+                        shape_role_t role = role_in(cfg, pod, podview_list_name(l), name_of(c));
                         if (role != SHAPE_ROLE_DRIVER && role != SHAPE_ROLE_BIN_COPIER)
                                 check_identity(cfg, f, pod, c, role == SHAPE_ROLE_AGENT);
                 }
@@ -633,7 +603,7 @@ static void check(const hg_config_t *cfg, findings_t *f, json_t *pod)
         char why[ERROR_MESSAGE_MAX];
         const char *problem = shape_agent_problem(cfg, pod, why, sizeof(why));
         json_t *agent =
-            problem ? NULL : find_container(pod, "containers", shape_agent_name(cfg, pod));
+            problem ? NULL : podview_container(pod, "containers", shape_agent_name(cfg, pod));
         if (!agent) {
                 add(f, "spec.no-agent", SHAPECHECK_SIDECAR, false, "%s",
                     problem ? problem : "the pod has no agent container");
@@ -664,13 +634,13 @@ static bool runs_beside_agent(const char *list, json_t *c)
 json_t *shapecheck_other_containers(const hg_config_t *cfg, json_t *pod)
 {
         json_t *names = json_array();
-        for (size_t l = 0; names && l < ARRAY_SIZE(lists); l++) {
+        for (podview_list_t l = 0; names && l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(spec_of(pod), lists[l]), i, c) {
-                        shape_role_t role = role_in(cfg, pod, lists[l], name_of(c));
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c) {
+                        shape_role_t role = role_in(cfg, pod, podview_list_name(l), name_of(c));
                         if (role == SHAPE_ROLE_AGENT || role == SHAPE_ROLE_DRIVER ||
-                            !runs_beside_agent(lists[l], c))
+                            !runs_beside_agent(podview_list_name(l), c))
                                 continue;
                         if (json_array_append_new(names, json_string(name_of(c))) < 0) {
                                 json_decref(names);
@@ -837,17 +807,6 @@ static bool is_false(const char *value)
         return false;
 }
 
-static bool runs_under_gvisor(const hg_config_t *cfg, json_t *pod)
-{
-        const char *rc = NULL;
-        if (jsonx_string(spec_of(pod), "runtimeClassName", &rc) < 0)
-                return false;
-        for (size_t i = 0; i < cfg->gvisor_runtime_classes.n; i++)
-                if (strcmp(cfg->gvisor_runtime_classes.items[i], rc) == 0)
-                        return true;
-        return false;
-}
-
 /* Whether path has a component that is a hangar volume's name: the
  * kubelet's directory of one (.../volumes/kubernetes.io~empty-dir/hangar-ctl)
  * or anything under it. */
@@ -949,9 +908,9 @@ static void check_annotations(const hg_config_t *cfg, findings_t *f, json_t *pod
 {
         bool failed_before = f->failed;
         f->failed = false;
-        bool gvisor = runs_under_gvisor(cfg, pod);
+        bool gvisor = podview_runs_under_gvisor(cfg, podview_spec(pod));
         json_t *profile =
-            json_object_get(json_object_get(spec_of(pod), "securityContext"), "appArmorProfile");
+            json_object_get(json_object_get(podview_spec(pod), "securityContext"), "appArmorProfile");
         const char *type = NULL;
         bool pod_default =
             jsonx_string(profile, "type", &type) == 0 && strcmp(type, "RuntimeDefault") == 0;
