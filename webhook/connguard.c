@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "strparse.h"
-
 /* Token buckets count thousandths of a connection, so that a rate of a few
  * connections a second refills smoothly at millisecond resolution. */
 #define TOKEN 1000
@@ -39,7 +37,7 @@ typedef struct entry {
 
 struct connguard {
         connguard_limits_t limits;
-        connguard_cidr_t *trusted;
+        cidr_t *trusted;
         size_t ntrusted;
         entry_t *entries;
         size_t nentries;
@@ -50,51 +48,6 @@ struct connguard {
         uint64_t client_body; /* request body bytes client entries hold */
         uint32_t counts[CONNGUARD_CLASS_COUNT][CONNGUARD_PHASE_COUNT];
 };
-
-int connguard_parse_cidr(const char *text, connguard_cidr_t *ret)
-{
-        char addr[INET6_ADDRSTRLEN + 1];
-        const char *slash = strchr(text, '/');
-        size_t n = slash ? (size_t)(slash - text) : strlen(text);
-        if (n == 0 || n >= sizeof(addr))
-                return -EINVAL;
-        memcpy(addr, text, n);
-        addr[n] = '\0';
-        connguard_cidr_t c = {0};
-        unsigned max;
-        if (inet_pton(AF_INET, addr, c.addr) == 1) {
-                c.family = AF_INET;
-                max = 32;
-        } else if (inet_pton(AF_INET6, addr, c.addr) == 1) {
-                c.family = AF_INET6;
-                max = 128;
-        } else {
-                return -EINVAL;
-        }
-        uint32_t prefix = max;
-        if (slash && (parse_u32(slash + 1, &prefix) < 0 || prefix > max))
-                return -EINVAL;
-        /* Host bits set mean a typo (10.0.0.1/8 for 10.0.0.0/8?): refuse. */
-        for (unsigned bit = prefix; bit < max; bit++)
-                if (c.addr[bit / 8] & (0x80u >> (bit % 8)))
-                        return -EINVAL;
-        c.prefix = (uint8_t)prefix;
-        *ret = c;
-        return 0;
-}
-
-static bool cidr_contains(const connguard_cidr_t *c, int family, const uint8_t *addr)
-{
-        if (c->family != family)
-                return false;
-        unsigned full = c->prefix / 8, rest = c->prefix % 8;
-        if (memcmp(c->addr, addr, full) != 0)
-                return false;
-        if (rest == 0)
-                return true;
-        uint8_t mask = (uint8_t)(0xffu << (8 - rest));
-        return (c->addr[full] & mask) == (addr[full] & mask);
-}
 
 /* The address as (family, bytes); an IPv4-mapped IPv6 address is IPv4. */
 static int address_of(const struct sockaddr *sa, size_t len, int *ret_family, uint8_t ret[16])
@@ -118,8 +71,8 @@ static int address_of(const struct sockaddr *sa, size_t len, int *ret_family, ui
         return -EAFNOSUPPORT;
 }
 
-int connguard_new(const connguard_limits_t *limits, const connguard_cidr_t *trusted,
-                  size_t ntrusted, connguard_t **ret)
+int connguard_new(const connguard_limits_t *limits, const cidr_t *trusted, size_t ntrusted,
+                  connguard_t **ret)
 {
         connguard_t *g = calloc(1, sizeof(*g));
         if (!g)

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "cidr.h"
+
 typedef enum connguard_class {
         CONNGUARD_TRUSTED, /* in server.trustedClientCIDRs: no per-client caps, reserved slots */
         CONNGUARD_CLIENT,
@@ -69,16 +71,6 @@ typedef struct connguard_limits {
         uint64_t body_total;
 } connguard_limits_t;
 
-typedef struct connguard_cidr {
-        int family; /* AF_INET or AF_INET6 */
-        uint8_t addr[16];
-        uint8_t prefix;
-} connguard_cidr_t;
-
-/* "10.0.0.0/8", "fd00::/64" or a bare address (a /32 or /128): -EINVAL for
- * anything else, host bits included. */
-int connguard_parse_cidr(const char *text, connguard_cidr_t *ret);
-
 typedef struct connguard connguard_t;
 
 typedef struct connguard_decision {
@@ -91,8 +83,8 @@ typedef struct connguard_decision {
         intptr_t victim_handle; /* what connguard_attach gave the victim (-1: none yet) */
 } connguard_decision_t;
 
-int connguard_new(const connguard_limits_t *limits, const connguard_cidr_t *trusted,
-                  size_t ntrusted, connguard_t **ret);
+int connguard_new(const connguard_limits_t *limits, const cidr_t *trusted, size_t ntrusted,
+                  connguard_t **ret);
 void connguard_free(connguard_t *g);
 
 /* A new connection from addr at now_ms (monotonic milliseconds): its entry

@@ -1053,11 +1053,11 @@ static int listener_init(listener_t *l, server_t *s, bool tls, hg_error_t *err)
                     .idle_ms = cfg->request_timeout_seconds * 1000,
                 };
         size_t n = cfg->trusted_client_cidrs.n;
-        _cleanup_free_ connguard_cidr_t *cidrs = n ? calloc(n, sizeof(*cidrs)) : NULL;
+        _cleanup_free_ cidr_t *cidrs = n ? calloc(n, sizeof(*cidrs)) : NULL;
         if (n && !cidrs)
                 return error_set(err, -ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++)
-                if (connguard_parse_cidr(cfg->trusted_client_cidrs.items[i], &cidrs[i]) < 0)
+                if (cidr_parse(cfg->trusted_client_cidrs.items[i], &cidrs[i]) < 0)
                         return error_set(err, -EINVAL, "server.trustedClientCIDRs: bad '%s'",
                                          cfg->trusted_client_cidrs.items[i]);
         /* The health listener's callers are the kubelet and Prometheus:

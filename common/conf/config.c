@@ -58,7 +58,7 @@ static bool is_split_mode(const char *s)
 #define OFF(field) offsetof(hg_config_t, field)
 
 /* The sidecar's table. Keep docs/configuration.md and charts/ in step with
- * it; the webhook's rows are in webhook/settings.c. */
+ * it; the webhook's rows are in webhook/admit/settings.c. */
 static const conf_setting_t settings[] = {
     {"agentContainer", "HANGAR_AGENT_CONTAINER", CONF_STRING, OFF(agent_container), "sandbox", 0, 0,
      k8s_is_dns1123_label, "a container name (RFC 1123 label)"},
@@ -117,7 +117,7 @@ static const conf_setting_t settings[] = {
      OFF(gvisor_runtime_classes), "[\"gvisor\"]", 0, 16, NULL, "a list of RuntimeClass names"},
 };
 
-/* The webhook's part of the shared file (webhook/settings.c checks that its
+/* The webhook's part of the shared file (webhook/admit/settings.c checks that its
  * table has no other top-level key). */
 const char *const config_webhook_keys[] = {
     "driverSidecar", "selector", "conflictEnforcement", "guard", "server",

@@ -4,7 +4,7 @@
  * two volumes. One YAML file (libyaml) read at start, then environment
  * overrides, then validation; every setting is a row of one table in
  * config.c (conftable.h). The webhook's own settings (its server, TLS,
- * guard, selector) share the file but live in webhook/settings.c: here they
+ * guard, selector) share the file but live in webhook/admit/settings.c: here they
  * are top-level keys skipped unread, and their environment variables are
  * never looked at. Bad configuration is an error naming the file, line and
  * key; nothing is half-applied. */
@@ -92,11 +92,11 @@ typedef struct hg_config {
 /* Bound on the configuration file's size. */
 #define CONFIG_MAX_FILE_BYTES CONF_MAX_FILE_BYTES
 
-/* The file's top-level keys that are the webhook's (webhook/settings.c),
+/* The file's top-level keys that are the webhook's (webhook/admit/settings.c),
  * NULL-terminated: the sidecar's loader accepts them without reading them. */
 extern const char *const config_webhook_keys[];
 /* The sidecar's table alone, bound to cfg (for a reader that adds its own
- * tables to the same file: webhook/settings.c). */
+ * tables to the same file: webhook/admit/settings.c). */
 conf_part_t config_part(hg_config_t *cfg);
 
 /* Fills cfg with the defaults. */

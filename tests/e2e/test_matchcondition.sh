@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The chart's `hangar-pod` matchCondition and its C twin agree (S10 of
-# docs/research/guard-safe-by-default.md; webhook/guardmatch.c).
+# docs/research/guard-safe-by-default.md; webhook/admit/guardmatch.c).
 # The real kube-apiserver evaluates the CEL of the chart's updates.* entry on
 # each UPDATE below; whether it sent the UPDATE to the webhook is read twice,
 # from its own counter (apiserver_admission_match_condition_exclusions_total

@@ -1,4 +1,4 @@
-/* webhook/carotation.c: the CA rotation's steps with the clock driven by the
+/* webhook/certs/carotation.c: the CA rotation's steps with the clock driven by the
  * test: nothing to do for a young CA; stage, switch and retire one overlap
  * apart for an expiring one; an expired CA replaced at once; the bundle
  * always trusting what signs and what is about to or just did. */

@@ -1,4 +1,4 @@
-/* webhook/inject.c: finding the pods in manifests (Pods, workload
+/* webhook/admit/inject.c: finding the pods in manifests (Pods, workload
  * templates, Lists) and running each through the admission path; what is
  * not ours left alone; skips reported; a deny fails the whole set. (The
  * end-to-end checks are tests/golden/test_inject_manifests.sh.) */

@@ -1,8 +1,9 @@
-/* The webhook's decision and its patch: a pure function of (configuration,
- * pod). It reads the pod, decides inject / skip / deny with a stable reason
- * code, and for inject or an annotated skip emits a JSON Patch while applying
- * it to the pod, so the pod it leaves behind is exactly what the API server
- * will store. No I/O: the server, `review` and `inject` all come here. */
+/* The webhook's decision: a pure function of (configuration, pod). It reads
+ * the pod, decides inject / skip / deny with a stable reason code, and for
+ * inject or an annotated skip has sidecarpatch.c emit a JSON Patch while
+ * applying it to the pod, so the pod it leaves behind is exactly what the
+ * API server will store. No I/O: the server, `review` and `inject` all come
+ * here. */
 #pragma once
 
 #include <jansson.h>

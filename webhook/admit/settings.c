@@ -6,9 +6,9 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "cidr.h"
 #include "cleanup.h"
 #include "conftable.h"
-#include "connguard.h"
 #include "enforce.h"
 #include "k8sname.h"
 #include "log.h"
@@ -238,7 +238,7 @@ static int check_guard_names(const char *key, const strlist_t *l, hg_error_t *er
         return 0;
 }
 
-/* The connection table's settings (connguard.h), against each other. */
+/* The connection table's settings (webhook/connguard.h), against each other. */
 static int check_connection_limits(const webhook_settings_t *s, hg_error_t *err)
 {
         if (s->max_idle_connections > s->max_connections)
@@ -247,8 +247,8 @@ static int check_connection_limits(const webhook_settings_t *s, hg_error_t *err)
                                  "server.maxConnections (%u)",
                                  s->max_idle_connections, s->max_connections);
         for (size_t i = 0; i < s->trusted_client_cidrs.n; i++) {
-                connguard_cidr_t c;
-                if (connguard_parse_cidr(s->trusted_client_cidrs.items[i], &c) < 0)
+                cidr_t c;
+                if (cidr_parse(s->trusted_client_cidrs.items[i], &c) < 0)
                         return error_set(err, -EINVAL,
                                          "server.trustedClientCIDRs: '%s' is not a CIDR like "
                                          "10.0.0.0/8 (no host bits set) or an address",

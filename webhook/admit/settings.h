@@ -23,7 +23,7 @@ typedef struct webhook_settings {
         /* "In": the label has selector_value; "Exists": any value */
         char *selector_operator;
 
-        /* the doors after CREATE (webhook/guard.c): who may exec or attach
+        /* the doors after CREATE (webhook/admit/guard.c): who may exec or attach
          * into hangar-driver and port-forward to an injected pod */
         strlist_t guard_driver_users;
         strlist_t guard_driver_groups;
