@@ -447,7 +447,8 @@ static void check_mounts(const hg_config_t *cfg, findings_t *f, json_t *pod, jso
         for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c) {
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i,
+                                    c) {
                         const char *name = name_of(c);
                         shape_role_t role = role_in(cfg, pod, podview_list_name(l), name);
                         for (shape_volume_t v = 0; v < SHAPE_VOLUME_COUNT; v++) {
@@ -527,8 +528,8 @@ static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, j
         json_t *sc = json_object_get(c, "securityContext");
         json_t *uid = json_object_get(sc, "runAsUser");
         if (!uid || json_is_null(uid))
-                uid =
-                    json_object_get(json_object_get(podview_spec(pod), "securityContext"), "runAsUser");
+                uid = json_object_get(json_object_get(podview_spec(pod), "securityContext"),
+                                      "runAsUser");
         if (!uid || json_is_null(uid))
                 add(f, uid_code, SHAPECHECK_POD, false,
                     "container \"%s\" sets no runAsUser, nor does the pod: its image's USER "
@@ -552,8 +553,8 @@ static void check_identity(const hg_config_t *cfg, findings_t *f, json_t *pod, j
         /* Nor in the driver's group (group-owned files of the driver). */
         json_t *gid = json_object_get(sc, "runAsGroup");
         if (!gid || json_is_null(gid))
-                gid =
-                    json_object_get(json_object_get(podview_spec(pod), "securityContext"), "runAsGroup");
+                gid = json_object_get(json_object_get(podview_spec(pod), "securityContext"),
+                                      "runAsGroup");
         bool driver_gid =
             json_is_integer(gid) && json_integer_value(gid) == (json_int_t)cfg->driver_gid;
         add(f, uid_code, SHAPECHECK_POD,
@@ -578,7 +579,8 @@ static void check_identities(const hg_config_t *cfg, findings_t *f, json_t *pod)
         for (podview_list_t l = 0; l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c) {
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i,
+                                    c) {
                         shape_role_t role = role_in(cfg, pod, podview_list_name(l), name_of(c));
                         if (role != SHAPE_ROLE_DRIVER && role != SHAPE_ROLE_BIN_COPIER)
                                 check_identity(cfg, f, pod, c, role == SHAPE_ROLE_AGENT);
@@ -637,7 +639,8 @@ json_t *shapecheck_other_containers(const hg_config_t *cfg, json_t *pod)
         for (podview_list_t l = 0; names && l < PODVIEW_LIST_COUNT; l++) {
                 size_t i;
                 json_t *c;
-                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i, c) {
+                json_array_foreach (json_object_get(podview_spec(pod), podview_list_name(l)), i,
+                                    c) {
                         shape_role_t role = role_in(cfg, pod, podview_list_name(l), name_of(c));
                         if (role == SHAPE_ROLE_AGENT || role == SHAPE_ROLE_DRIVER ||
                             !runs_beside_agent(podview_list_name(l), c))
@@ -909,8 +912,8 @@ static void check_annotations(const hg_config_t *cfg, findings_t *f, json_t *pod
         bool failed_before = f->failed;
         f->failed = false;
         bool gvisor = podview_runs_under_gvisor(cfg, podview_spec(pod));
-        json_t *profile =
-            json_object_get(json_object_get(podview_spec(pod), "securityContext"), "appArmorProfile");
+        json_t *profile = json_object_get(json_object_get(podview_spec(pod), "securityContext"),
+                                          "appArmorProfile");
         const char *type = NULL;
         bool pod_default =
             jsonx_string(profile, "type", &type) == 0 && strcmp(type, "RuntimeDefault") == 0;

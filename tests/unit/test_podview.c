@@ -201,13 +201,13 @@ END_TEST
 
 START_TEST(reads_a_pod_as_it_is)
 {
-        _cleanup_json_ json_t *pod = unit_json(
-            "{\"metadata\":{\"annotations\":{\"a\":\"1\",\"n\":2}},"
-            "\"spec\":{\"volumes\":[{\"name\":7},{\"name\":\"v\",\"emptyDir\":{}}],"
-            "\"initContainers\":[{\"name\":\"i\"}],"
-            "\"containers\":[{\"image\":\"nameless\"},{\"name\":\"c\"},{\"name\":\"c\","
-            "\"image\":\"second\"}],"
-            "\"ephemeralContainers\":{\"name\":\"e\"}}}");
+        _cleanup_json_ json_t *pod =
+            unit_json("{\"metadata\":{\"annotations\":{\"a\":\"1\",\"n\":2}},"
+                      "\"spec\":{\"volumes\":[{\"name\":7},{\"name\":\"v\",\"emptyDir\":{}}],"
+                      "\"initContainers\":[{\"name\":\"i\"}],"
+                      "\"containers\":[{\"image\":\"nameless\"},{\"name\":\"c\"},{\"name\":\"c\","
+                      "\"image\":\"second\"}],"
+                      "\"ephemeralContainers\":{\"name\":\"e\"}}}");
         ck_assert_ptr_eq(podview_spec(pod), json_object_get(pod, "spec"));
         ck_assert_str_eq(podview_string(podview_annotations(pod), "a"), "1");
         ck_assert_ptr_null(podview_string(podview_annotations(pod), "n")); /* not a string */

@@ -421,7 +421,8 @@ static void decide_ephemeral(const webhook_settings_t *cfg, const guard_request_
         }
         size_t i;
         json_t *c;
-        json_array_foreach (json_object_get(podview_spec(req->object), "ephemeralContainers"), i, c) {
+        json_array_foreach (json_object_get(podview_spec(req->object), "ephemeralContainers"), i,
+                            c) {
                 const char *name = podview_string(c, "name");
                 if (had_ephemeral(req->old_object, c))
                         continue;
