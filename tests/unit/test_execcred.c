@@ -379,7 +379,7 @@ START_TEST(run_gives_what_the_protocol_says)
         ck_assert_msg(run_plugin("./plugin",
                                  ",\"args\":[\"one\",\"two words\"],\"env\":[{\"name\":\"FOO\","
                                  "\"value\":\"first\"},{\"name\":\"FOO\",\"value\":\"inner\"}]",
-                                 5000, &c, &err) == 0,
+                                 60000, &c, &err) == 0,
                       "%s", err.message);
         ck_assert_str_eq(c.token, "t1");
         char seen_path[4200];
@@ -413,12 +413,12 @@ START_TEST(run_on_path)
         ck_assert_int_eq(setenv("PATH", env_path, 1), 0);
         _cred_ execcred_t c = {0};
         hg_error_t err = {0};
-        ck_assert_msg(run_plugin("my-auth-plugin", NULL, 5000, &c, &err) == 0, "%s", err.message);
+        ck_assert_msg(run_plugin("my-auth-plugin", NULL, 60000, &c, &err) == 0, "%s", err.message);
         ck_assert_str_eq(c.token, "from-path");
         ck_assert_int_eq(chdir(dir), 0);
         ck_assert_int_eq(setenv("PATH", ".:/usr/bin:/bin", 1), 0);
         execcred_t none = {0};
-        ck_assert_int_eq(run_plugin("my-auth-plugin", NULL, 5000, &none, &err), -ENOENT);
+        ck_assert_int_eq(run_plugin("my-auth-plugin", NULL, 60000, &none, &err), -ENOENT);
 }
 END_TEST
 
@@ -429,35 +429,35 @@ START_TEST(run_failures)
         hg_error_t err = {0};
 
         ck_assert_int_eq(run_plugin("no-such-plugin-anywhere",
-                                    ",\"installHint\":\"Install it:\\n  apt install x\"", 5000, &c,
+                                    ",\"installHint\":\"Install it:\\n  apt install x\"", 60000, &c,
                                     &err),
                          -ENOENT);
         ck_assert_msg_has(err, "exec plugin no-such-plugin-anywhere not found on PATH");
         ck_assert_msg_has(err, "Install it: apt install x"); /* the hint, on one line */
 
-        ck_assert_int_eq(run_plugin("./missing", NULL, 5000, &c, &err), -ENOENT);
+        ck_assert_int_eq(run_plugin("./missing", NULL, 60000, &c, &err), -ENOENT);
         ck_assert_msg_has(err, "/missing: No such file");
 
         (void)snprintf(path, sizeof(path), "%s/plain", dir);
         ck_assert_int_eq(file_write_atomic(path, "x", 1, 0644, 0), 0);
-        ck_assert_int_eq(run_plugin("./plain", NULL, 5000, &c, &err), -EACCES);
+        ck_assert_int_eq(run_plugin("./plain", NULL, 60000, &c, &err), -EACCES);
         ck_assert_msg_has(err, "not an executable file");
 
         (void)script("fails", "echo 'ERROR: gcloud: not logged in' >&2; echo more >&2; exit 3",
                      path);
-        ck_assert_int_eq(run_plugin("./fails", NULL, 5000, &c, &err), -EIO);
+        ck_assert_int_eq(run_plugin("./fails", NULL, 60000, &c, &err), -EIO);
         ck_assert_msg_has(err, "exited with status 3: ERROR: gcloud: not logged in more");
 
         (void)script("silent", "exit 1", path);
-        ck_assert_int_eq(run_plugin("./silent", NULL, 5000, &c, &err), -EIO);
+        ck_assert_int_eq(run_plugin("./silent", NULL, 60000, &c, &err), -EIO);
         ck_assert_msg_has(err, "status 1: (nothing on stderr)");
 
         (void)script("killed", "kill -9 $$", path);
-        ck_assert_int_eq(run_plugin("./killed", NULL, 5000, &c, &err), -EIO);
+        ck_assert_int_eq(run_plugin("./killed", NULL, 60000, &c, &err), -EIO);
         ck_assert_msg_has(err, "killed by signal 9");
 
         (void)script("badjson", "echo '{\"apiVersion\": oops'", path);
-        ck_assert_int_eq(run_plugin("./badjson", NULL, 5000, &c, &err), -EINVAL);
+        ck_assert_int_eq(run_plugin("./badjson", NULL, 60000, &c, &err), -EINVAL);
         ck_assert_msg_has(err, "exec plugin ");
         ck_assert_msg_has(err, "bad JSON");
 
@@ -466,26 +466,27 @@ START_TEST(run_failures)
                      "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\","
                      "\"expirationTimestamp\":\"2020-01-01T00:00:00Z\"}}'",
                      path);
-        ck_assert_int_eq(run_plugin("./expired", NULL, 5000, &c, &err), -EKEYEXPIRED);
+        ck_assert_int_eq(run_plugin("./expired", NULL, 60000, &c, &err), -EKEYEXPIRED);
         ck_assert_msg_has(err, "expired at 2020-01-01T00:00:00Z");
 
         (void)script("huge", "head -c 2000000 /dev/zero", path);
-        ck_assert_int_eq(run_plugin("./huge", NULL, 5000, &c, &err), -EFBIG);
+        ck_assert_int_eq(run_plugin("./huge", NULL, 60000, &c, &err), -EFBIG);
         ck_assert_msg_has(err, "printed more than");
 
         /* A plugin's stderr is cleaned for the message. */
         (void)script("noisy", "printf 'a\\033[31mb\\tc\\n\\n' >&2; exit 2", path);
-        ck_assert_int_eq(run_plugin("./noisy", NULL, 5000, &c, &err), -EIO);
+        ck_assert_int_eq(run_plugin("./noisy", NULL, 60000, &c, &err), -EIO);
         ck_assert_msg_has(err, "status 2: a [31mb c");
         ck_assert_ptr_null(strchr(err.message, '\033'));
         ck_assert_ptr_null(c.token);
 }
 END_TEST
 
-/* Whether pid is gone or a zombie, within a few seconds. */
+/* Whether pid is gone or a zombie, within 60 s (it returns as soon as it is:
+ * the bound is for a machine at any load, not a timing claim). */
 static bool gone(pid_t pid)
 {
-        for (int i = 0; i < 300; i++) {
+        for (int i = 0; i < 6000; i++) {
                 char p[64], state = 0;
                 (void)snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
                 _cleanup_free_ char *stat = NULL;
@@ -505,19 +506,23 @@ static bool gone(pid_t pid)
 START_TEST(run_timeout_kills_the_group)
 {
         char path[4200], body[1024];
+        /* The plugin must have written both pids and its stderr line before
+         * the deadline, whatever the machine's load: 3 s leaves a shell
+         * ample time; the plugin itself would sleep 300. */
         (void)snprintf(body, sizeof(body),
-                       "sleep 30 & echo $! >'%s/child'; echo $$ >'%s/self'; echo waiting >&2; "
-                       "sleep 30",
+                       "sleep 300 & echo $! >'%s/child'; echo $$ >'%s/self'; echo waiting >&2; "
+                       "sleep 300",
                        dir, dir);
         (void)script("slow", body, path);
         _cred_ execcred_t c = {0};
         hg_error_t err = {0};
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
-        ck_assert_int_eq(run_plugin("./slow", NULL, 400, &c, &err), -ETIMEDOUT);
+        ck_assert_int_eq(run_plugin("./slow", NULL, 3000, &c, &err), -ETIMEDOUT);
         clock_gettime(CLOCK_MONOTONIC, &b);
-        ck_assert_msg_has(err, "did not answer within 0.4 s (killed): waiting");
-        ck_assert_int_lt(b.tv_sec - a.tv_sec, 5);
+        ck_assert_msg_has(err, "did not answer within 3.0 s (killed): waiting");
+        /* Killed, not waited out: far less than the plugin's own 300 s. */
+        ck_assert_int_lt(b.tv_sec - a.tv_sec, 120);
         char p[4200];
         long pids[2];
         const char *names[2] = {"self", "child"};
@@ -551,7 +556,8 @@ static Suite *execcred_suite(void)
         suite_add_tcase(s, tc);
         tc = tcase_create("run");
         tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_set_timeout(tc, 30);
+        /* Generous: each test starts shells, and CI runs it beside the node. */
+        tcase_set_timeout(tc, 100);
         tcase_add_test(tc, run_gives_what_the_protocol_says);
         tcase_add_test(tc, run_on_path);
         tcase_add_test(tc, run_failures);
