@@ -43,38 +43,32 @@ usage() {
 
 # ---- process helpers ---------------------------------------------------------
 
-# True if PID is a live (non-zombie) process whose command line mentions DIR,
-# so a recycled pid is never mistaken for ours.
+# Each process is recorded in DIR/NAME.pid as "PID START" (its start time,
+# field 22 of /proc/PID/stat) by hangar-procctl (scripts/procctl.sh), which
+# later checks, waits for and signals it through a pidfd: a pid now another
+# process's is never taken for ours or signalled.
+procctl() {
+  [ -n "${procctl_bin:-}" ] || procctl_bin=$("$script_dir/procctl.sh") || die "no hangar-procctl (scripts/procctl.sh)"
+  "$procctl_bin" "$@"
+}
 proc_state() {
   sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1 || true
 }
-is_ours() {
-  local pid=$1 dir=$2 state
-  [ -n "$pid" ] || return 1
-  state=$(proc_state "$pid")
-  [ -n "$state" ] && [ "$state" != Z ] || return 1
-  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir/"
-}
+# is_ours NAME: the process recorded for NAME still runs.
+is_ours() { [ -f "$dir/$1.pid" ] && procctl alive @"$dir/$1.pid"; }
+# pid_of NAME: the pid recorded for NAME (for messages and DIR/env).
+pid_of() { if [ -f "$dir/$1.pid" ]; then cut -d' ' -f1 "$dir/$1.pid"; fi; }
 
-# stop_pid NAME PID DIR: TERM, wait up to $stop_timeout s, then KILL.
+# stop_pid NAME: TERM, wait up to $stop_timeout s, then KILL.
 stop_pid() {
-  local name=$1 pid=$2 dir=$3 i
-  is_ours "$pid" "$dir" || return 0
+  local name=$1 pid i
+  is_ours "$name" || return 0
+  pid=$(pid_of "$name")
   log "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for ((i = 0; i < stop_timeout * 10; i++)); do
-    is_ours "$pid" "$dir" || break
-    sleep 0.1
-  done
-  if is_ours "$pid" "$dir"; then
-    log "$name (pid $pid) still running after ${stop_timeout}s: sending KILL"
-    kill -KILL "$pid" 2>/dev/null || true
-    for ((i = 0; i < 50; i++)); do is_ours "$pid" "$dir" || break; sleep 0.1; done
-  fi
-  # Reap it if it is our child (only when stopping from the starting shell);
-  # otherwise give its reaper (init) a moment, so pgrep sees no zombie after stop.
-  wait "$pid" 2>/dev/null || true
-  ! is_ours "$pid" "$dir" || die "$name (pid $pid) did not exit"
+  procctl stop --grace "$stop_timeout" @"$dir/$name.pid" 2>&1 | sed 's/^/control-plane: /' >&2 || true
+  ! is_ours "$name" || die "$name (pid $pid) did not exit"
+  # Give its reaper (init) a moment, so pgrep sees no zombie after stop
+  # (a look at /proc only: a reused pid makes this wait end later, no more).
   for ((i = 0; i < 50; i++)); do
     [ "$(proc_state "$pid")" = Z ] || break
     sleep 0.1
@@ -106,16 +100,16 @@ pick_port() {
   die "no free port found"
 }
 
-# wait_until DESC PID LOG CMD...: poll CMD until it succeeds; fail if PID dies
-# or $start_timeout passes.
+# wait_until DESC NAME LOG CMD...: poll CMD until it succeeds; fail if the
+# process NAME dies or $start_timeout passes.
 wait_until() {
-  local desc=$1 pid=$2 logf=$3
+  local desc=$1 name=$2 logf=$3
   shift 3
   local deadline=$((SECONDS + start_timeout))
   while ! "$@" >/dev/null 2>&1; do
-    if ! is_ours "$pid" "$dir"; then
+    if ! is_ours "$name"; then
       log_tail "$logf"
-      die "$desc: process $pid exited (log: $logf)"
+      die "$desc: $name exited (log: $logf)"
     fi
     if ((SECONDS >= deadline)); then
       log_tail "$logf"
@@ -213,20 +207,20 @@ on_start_exit() {
   local rc=$?
   [ "$started_ok" = 1 ] && return 0
   log "start failed (exit $rc): stopping what was started"
-  stop_pid kube-apiserver "$apiserver_pid" "$dir" || true
-  stop_pid etcd "$etcd_pid" "$dir" || true
+  stop_pid kube-apiserver || true
+  stop_pid etcd || true
   rm -rf "$dir/etcd-data" "$dir/pki" "$dir/env" "$dir/kubeconfig" "$dir"/*.pid
   exit "$rc"
 }
 
-# launch NAME LOG CMD...: start CMD in the background (no stdin, output to LOG),
-# echo its pid. It is a direct child: $! is the binary itself (no wrapper).
+# launch NAME LOG CMD...: start CMD detached (no stdin, output to LOG),
+# recorded in DIR/NAME.pid (the binary itself: no wrapper).
 launch() {
   local name=$1 logf=$2
   shift 2
   echo "# $(date -u +%FT%TZ) $*" >>"$logf"
-  "$@" </dev/null >>"$logf" 2>&1 &
-  echo $! >"$dir/$name.pid"
+  procctl start --out "$logf" --err "$logf" --record "$dir/$name.pid" -- "$@" >/dev/null ||
+    die "could not start $name"
 }
 
 port_conflict() { grep -qiE 'address already in use|bind: address' "$1" 2>/dev/null; }
@@ -234,8 +228,7 @@ port_conflict() { grep -qiE 'address already in use|bind: address' "$1" 2>/dev/n
 cmd_start() {
   local bin etcd_port api_port attempt logf
   mkdir -p "$dir"
-  read_pids
-  if is_ours "$etcd_pid" "$dir" || is_ours "$apiserver_pid" "$dir"; then
+  if is_ours etcd || is_ours kube-apiserver; then
     die "a control plane is already running in $dir (stop it first)"
   fi
   etcd_pid="" apiserver_pid=""
@@ -273,15 +266,14 @@ cmd_start() {
       --advertise-client-urls "http://127.0.0.1:$etcd_port" \
       --listen-peer-urls "http://127.0.0.1:0" \
       --unsafe-no-fsync
-    etcd_pid=$(cat "$dir/etcd.pid")
+    etcd_pid=$(pid_of etcd)
     local deadline=$((SECONDS + start_timeout))
     while ! curl -fsS --max-time 2 "http://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q '"health":"true"'; do
-      if ! is_ours "$etcd_pid" "$dir"; then break; fi
+      if ! is_ours etcd; then break; fi
       ((SECONDS < deadline)) || { log_tail "$logf"; die "etcd: not healthy after ${start_timeout}s (log: $logf)"; }
       sleep 0.2
     done
-    is_ours "$etcd_pid" "$dir" && break
-    wait "$etcd_pid" 2>/dev/null || true
+    is_ours etcd && break
     if port_conflict "$logf" && [ "$attempt" -lt 3 ]; then
       log "etcd: port $etcd_port taken, retrying"
       rm -rf "$dir/etcd-data"
@@ -328,11 +320,10 @@ cmd_start() {
       --service-account-key-file "$p/sa.pub" \
       --service-account-signing-key-file "$p/sa.key" \
       "${api_opts[@]}"
-    apiserver_pid=$(cat "$dir/kube-apiserver.pid")
+    apiserver_pid=$(pid_of kube-apiserver)
     # Give a bind failure a moment to show before polling readiness.
     sleep 1
-    if ! is_ours "$apiserver_pid" "$dir"; then
-      wait "$apiserver_pid" 2>/dev/null || true
+    if ! is_ours kube-apiserver; then
       if port_conflict "$logf" && [ "$attempt" -lt 3 ] && [ -z "$opt_port" ]; then
         log "kube-apiserver: port $api_port taken, retrying"
         continue
@@ -345,9 +336,9 @@ cmd_start() {
 
   write_kubeconfig "$dir/kubeconfig" "$url" "$p"
   local kc=("$bin/kubectl" --kubeconfig "$dir/kubeconfig" --request-timeout 5s)
-  wait_until "kube-apiserver /readyz" "$apiserver_pid" "$logf" \
+  wait_until "kube-apiserver /readyz" kube-apiserver "$logf" \
     curl -fsS --max-time 5 --cacert "$p/ca.crt" --cert "$p/admin.crt" --key "$p/admin.key" "$url/readyz"
-  wait_until "namespace default" "$apiserver_pid" "$logf" "${kc[@]}" get namespace default
+  wait_until "namespace default" kube-apiserver "$logf" "${kc[@]}" get namespace default
 
   {
     printf 'export HANGAR_CP_DIR=%q\n' "$dir"
@@ -365,28 +356,19 @@ cmd_start() {
   log "kube-apiserver ready at $url (pid $apiserver_pid); source $dir/env"
 }
 
-read_pids() {
-  etcd_pid="" apiserver_pid=""
-  [ -f "$dir/etcd.pid" ] && etcd_pid=$(cat "$dir/etcd.pid")
-  [ -f "$dir/kube-apiserver.pid" ] && apiserver_pid=$(cat "$dir/kube-apiserver.pid")
-  return 0
-}
-
 cmd_stop() {
-  read_pids
   # API server first, so it does not log etcd connection errors while exiting.
-  stop_pid kube-apiserver "$apiserver_pid" "$dir"
-  stop_pid etcd "$etcd_pid" "$dir"
+  stop_pid kube-apiserver
+  stop_pid etcd
   rm -rf "$dir/etcd-data" "$dir/pki" "$dir/env" "$dir/kubeconfig" "$dir"/*.pid
   log "stopped; logs kept in $dir/*.log"
 }
 
 cmd_status() {
   local rc=0 url=""
-  read_pids
-  if is_ours "$etcd_pid" "$dir"; then echo "etcd: running (pid $etcd_pid)"; else echo "etcd: stopped"; rc=1; fi
-  if is_ours "$apiserver_pid" "$dir"; then
-    echo "kube-apiserver: running (pid $apiserver_pid)"
+  if is_ours etcd; then echo "etcd: running (pid $(pid_of etcd))"; else echo "etcd: stopped"; rc=1; fi
+  if is_ours kube-apiserver; then
+    echo "kube-apiserver: running (pid $(pid_of kube-apiserver))"
   else
     echo "kube-apiserver: stopped"; rc=1
   fi

@@ -61,25 +61,24 @@ set_paths() {
   veth_host="hgn-$node_id"
 }
 
-proc_state() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1 || true; }
-
-# is_ours PID: a live process whose command line names DIR/ (a recycled pid
-# is never taken for ours).
-is_ours() {
-  local pid=$1 state
-  [ -n "$pid" ] || return 1
-  state=$(proc_state "$pid")
-  [ -n "$state" ] && [ "$state" != Z ] || return 1
-  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$dir/"
+# Each process the node starts is recorded in DIR/node/NAME.pid as "PID
+# START" (its start time, field 22 of /proc/PID/stat) by hangar-procctl
+# (scripts/procctl.sh), which later checks, waits for and signals it through
+# a pidfd: a pid now another process's is never taken for ours or signalled.
+procctl() {
+  [ -n "${procctl_bin:-}" ] || procctl_bin=$("$script_dir/procctl.sh") || die "no hangar-procctl (scripts/procctl.sh)"
+  "$procctl_bin" "$@"
 }
 
-read_pid() { if [ -f "$st/$1.pid" ]; then cat "$st/$1.pid"; fi; }
+# is_ours NAME: the process recorded for NAME still runs.
+is_ours() { [ -f "$st/$1.pid" ] && procctl alive @"$st/$1.pid"; }
+
+# read_pid NAME: the pid recorded for NAME (for nsenter and messages).
+read_pid() { if [ -f "$st/$1.pid" ]; then cut -d' ' -f1 "$st/$1.pid"; fi; }
 
 holder_pid() {
-  local pid
-  pid=$(read_pid holder)
-  is_ours "$pid" || return 1
-  echo "$pid"
+  is_ours holder || return 1
+  read_pid holder
 }
 
 # in_node CMD...: run CMD in the node's network and mount namespaces.
@@ -96,15 +95,16 @@ log_tail() {
   echo "-----" >&2
 }
 
-# launch NAME CMD...: start CMD in the node's namespaces in the background,
-# output to DIR/NAME.log. nsenter execs CMD itself, so $! is CMD's pid.
+# launch NAME CMD...: start CMD detached in the node's namespaces, output to
+# DIR/NAME.log, recorded in DIR/node/NAME.pid. nsenter execs CMD itself, so
+# the record is CMD's.
 launch() {
   local name=$1 h
   shift
   h=$(holder_pid) || die "the node's namespaces are gone"
   echo "# $(date -u +%FT%TZ) $*" >>"$dir/$name.log"
-  nsenter -t "$h" --net --mount -- "$@" </dev/null >>"$dir/$name.log" 2>&1 &
-  echo $! >"$st/$name.pid"
+  procctl start --out "$dir/$name.log" --err "$dir/$name.log" --record "$st/$name.pid" -- \
+    nsenter -t "$h" --net --mount -- "$@" >/dev/null || die "could not start $name"
 }
 
 # wait_for DESC PIDNAME CMD...: poll CMD until it succeeds; fail if the
@@ -113,7 +113,7 @@ wait_for() {
   local desc=$1 name=$2
   shift 2
   while ! "$@" >/dev/null 2>&1; do
-    if [ -n "$name" ] && ! is_ours "$(read_pid "$name")"; then
+    if [ -n "$name" ] && ! is_ours "$name"; then
       log_tail "$dir/$name.log"
       die "$desc: $name exited (log: $dir/$name.log)"
     fi
@@ -125,28 +125,17 @@ wait_for() {
   done
 }
 
-# stop_procs NAME...: TERM them all, wait up to $stop_timeout s, then KILL.
+# stop_procs NAME...: TERM them all, wait up to $stop_timeout s, then KILL
+# (hangar-procctl stop, each the very process recorded).
 stop_procs() {
-  local name pid i left
-  local -A procs=()
+  local name recs=()
   for name in "$@"; do
-    pid=$(read_pid "$name")
-    is_ours "$pid" || continue
-    log "stopping $name (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    procs[$name]=$pid
+    is_ours "$name" || continue
+    log "stopping $name (pid $(read_pid "$name"))"
+    recs+=(@"$st/$name.pid")
   done
-  for ((i = 0; i < stop_timeout * 10; i++)); do
-    left=0
-    for name in "${!procs[@]}"; do ! is_ours "${procs[$name]}" || left=1; done
-    [ "$left" = 1 ] || return 0
-    sleep 0.1
-  done
-  for name in "${!procs[@]}"; do
-    is_ours "${procs[$name]}" || continue
-    log "$name (pid ${procs[$name]}) still running after ${stop_timeout}s: sending KILL"
-    kill -KILL "${procs[$name]}" 2>/dev/null || true
-  done
+  [ ${#recs[@]} -gt 0 ] || return 0
+  procctl stop --grace "$stop_timeout" "${recs[@]}" 2>&1 | sed 's/^/node: /' >&2 || true
 }
 
 # ---- binaries -----------------------------------------------------------------
@@ -187,19 +176,19 @@ check_host() {
 
 start_namespaces() {
   # The holder keeps the namespaces alive; everything else joins them. Its
-  # argv[0] names DIR so is_ours recognises it.
+  # argv[0] names DIR, for a reader of ps.
   # shellcheck disable=SC2016 # $1 is expanded by the inner bash
-  unshare --net --mount --propagation slave -- \
-    bash -c 'exec -a "hangar-node-ns $1/" sleep infinity' _ "$dir" </dev/null >/dev/null 2>&1 &
-  echo $! >"$st/holder.pid"
+  procctl start --record "$st/holder.pid" -- unshare --net --mount --propagation slave -- \
+    bash -c 'exec -a "hangar-node-ns $1/" sleep infinity' _ "$dir" >/dev/null ||
+    die "could not start the namespaces' holder"
   local h self_net i
-  h=$(cat "$st/holder.pid")
+  h=$(read_pid holder)
   self_net=$(readlink /proc/self/ns/net)
   for ((i = 0; i < 100; i++)); do
-    if is_ours "$h" && [ "$(readlink "/proc/$h/ns/net" 2>/dev/null)" != "$self_net" ]; then break; fi
+    if is_ours holder && [ "$(readlink "/proc/$h/ns/net" 2>/dev/null)" != "$self_net" ]; then break; fi
     sleep 0.05
   done
-  is_ours "$h" || die "could not create the node's namespaces"
+  is_ours holder || die "could not create the node's namespaces"
   readlink "/proc/$h/ns/net" >"$st/netns"
   readlink "/proc/$h/ns/mnt" >"$st/mntns"
 
@@ -637,64 +626,32 @@ remove_mount_points() {
   fi
 }
 
-# Processes of this node: the ones in both its network and mount namespaces,
-# the ones in a cgroup under its cgroupRoot, the ones our pid files name, and
-# every descendant of those (shims, runsc's sandbox and gofer, containers).
-# Never this script or its ancestors.
+# Records of this node's processes ("PID START" a line): the ones in its
+# network namespace and either in its mount namespace or running one of the
+# node's binaries (containerd's shims make mount namespaces of their own and
+# are reparented to init), the ones in a cgroup under its cgroupRoot, the ones
+# recorded at start (here and by control-plane.sh), and every descendant of
+# those (shims, runsc's sandbox and gofer, containers). Never this script or
+# its ancestors. hangar-procctl reads each process through a pidfd, so what
+# it matched is the process the record names.
 node_procs() {
-  local netns=$1 mntns=$2 pid ppid n
-  local -A seed=() keep=() parent=() inmnt=()
-  pid=$$
-  while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
-    keep[$pid]=1
-    pid=$(awk '/^PPid:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || true)
-  done
-  # One pass each (no fork per process): namespaces, cgroups, parents.
-  # In the node's network namespace: ours if also in its mount namespace, or
-  # if it runs one of the node's binaries (containerd's shims make mount
-  # namespaces of their own and are reparented to init).
-  local exe bins=()
-  [ -f "$st/bins" ] && mapfile -t bins <"$st/bins"
+  local netns=$1 mntns=$2 n args=(--cgroup "$cgroup_name" --descendants)
   if [ -n "$netns" ]; then
-    while read -r pid; do inmnt[$pid]=1; done < <(  # lint:substitution a /proc scan: a process gone meanwhile is skipped
-      find /proc/[0-9]*/ns -maxdepth 1 -name mnt -lname "mnt:?${mntns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)
-    while read -r pid; do
-      if [ -n "${inmnt[$pid]:-}" ]; then seed[$pid]=1; continue; fi
-      exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
-      for n in ${bins[@]+"${bins[@]}"}; do
-        case "$exe" in "$n" | "$n"/*) seed[$pid]=1 ;; esac
-      done
-    done < <(find /proc/[0-9]*/ns -maxdepth 1 -name net -lname "net:?${netns//[^0-9]/}?" 2>/dev/null | cut -d/ -f3)  # lint:substitution a /proc scan: a process gone meanwhile is skipped
+    args+=(--netns "$netns")
+    [ -z "$mntns" ] || args+=(--mntns "$mntns")
+    if [ -f "$st/bins" ]; then
+      while read -r n; do [ -z "$n" ] || args+=(--exe "$n"); done <"$st/bins"
+    fi
   fi
-  while read -r pid; do seed[$pid]=1; done < <(  # lint:substitution a /proc scan: a process gone meanwhile is skipped
-    grep -l ":/$cgroup_name\(/\|$\)" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3)
-  for n in holder containerd kubelet kube-controller-manager kube-scheduler etcd kube-apiserver; do
-    if [ -f "$st/$n.pid" ]; then pid=$(cat "$st/$n.pid"); elif [ -f "$dir/$n.pid" ]; then pid=$(cat "$dir/$n.pid"); else continue; fi
-    if is_ours "$pid"; then seed[$pid]=1; fi
+  for n in holder containerd kubelet kube-controller-manager kube-scheduler; do
+    args+=(--seed @"$st/$n.pid")
   done
-  while read -r pid ppid; do parent[$pid]=$ppid; done < <(  # lint:substitution a /proc scan: a process gone meanwhile is skipped
-    awk '/^PPid:/ { split(FILENAME, f, "/"); print f[3], $2; nextfile }' /proc/[0-9]*/status 2>/dev/null)
-  # descendants, repeated until nothing is added
-  local added=1
-  while [ "$added" = 1 ]; do
-    added=0
-    for pid in "${!parent[@]}"; do
-      if [ -z "${seed[$pid]:-}" ] && [ -n "${seed[${parent[$pid]}]:-}" ]; then
-        seed[$pid]=1 added=1
-      fi
-    done
-  done
-  # live ones only, never this script or its ancestors
-  for pid in "${!seed[@]}"; do
-    [ -z "${keep[$pid]:-}" ] || continue
-    n=$(proc_state "$pid")
-    [ -n "$n" ] && [ "$n" != Z ] && echo "$pid"
-  done
-  return 0
+  for n in etcd kube-apiserver; do args+=(--seed @"$dir/$n.pid"); done
+  procctl find "${args[@]}"
 }
 
 cmd_stop() {
-  local netns="" mntns="" pids="" all="" i n p
+  local netns="" mntns="" found="" all="" i n p
   [ -f "$st/netns" ] && netns=$(cat "$st/netns")
   [ -f "$st/mntns" ] && mntns=$(cat "$st/mntns")
   # Graceful first: the kubelet (so it restarts nothing), the controllers,
@@ -705,17 +662,19 @@ cmd_stop() {
     "$script_dir/control-plane.sh" stop "$dir" >>"$dir/node-stop.log" 2>&1 || true
   fi
   # Then everything else of the node: shims, sandboxes, containers, the holder.
+  # SIGKILL at once (hangar-procctl stop --no-term --grace 0), then look
+  # again: a shim or container may have started meanwhile.
   for ((i = 0; i < 50; i++)); do
-    pids=$(node_procs "$netns" "$mntns")
-    [ -n "$pids" ] || break
-    [ "$i" -gt 0 ] || log "killing the node's remaining processes: $(echo "$pids" | tr '\n' ' ')"
-    all+=" $pids"
-    # shellcheck disable=SC2086
-    kill -KILL $pids 2>/dev/null || true
-    sleep 0.2
+    found=$(node_procs "$netns" "$mntns") || { log "warning: could not list the node's processes"; found=""; }
+    [ -n "$found" ] || break
+    [ "$i" -gt 0 ] || log "killing the node's remaining processes: $(cut -d' ' -f1 <<<"$found" | tr '\n' ' ')"
+    all+=" $(cut -d' ' -f1 <<<"$found" | tr '\n' ' ')"
+    procctl stop --no-term --grace 0 --kill-wait 2 @- <<<"$found" 2>/dev/null || true
   done
-  [ -z "$pids" ] || log "warning: processes still alive: $pids"
-  # Let init reap them, so no zombie of ours is left and the cgroups empty.
+  [ -z "$found" ] || log "warning: processes still alive: $(cut -d' ' -f1 <<<"$found" | tr '\n' ' ')"
+  # Let init reap them, so no zombie of ours is left and the cgroups empty
+  # (only a look at /proc: a pid taken by another process meanwhile makes
+  # this wait end later, never a signal).
   for ((i = 0; i < 50; i++)); do
     n=0
     for p in $all; do [ ! -e "/proc/$p" ] || n=1; done
@@ -752,11 +711,10 @@ cmd_stop() {
 # ---- status ---------------------------------------------------------------------
 
 cmd_status() {
-  local rc=0 n pid
+  local rc=0 n
   if ! holder_pid >/dev/null; then echo "namespaces: gone"; rc=1; else echo "namespaces: held by pid $(holder_pid)"; fi
   for n in containerd kubelet kube-controller-manager kube-scheduler; do
-    pid=$(read_pid "$n")
-    if is_ours "$pid"; then echo "$n: running (pid $pid)"; else echo "$n: stopped"; rc=1; fi
+    if is_ours "$n"; then echo "$n: running (pid $(read_pid "$n"))"; else echo "$n: stopped"; rc=1; fi
   done
   "$script_dir/control-plane.sh" status "$dir" || rc=1
   if [ "$rc" = 0 ]; then

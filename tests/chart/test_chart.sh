@@ -834,7 +834,7 @@ base64 -d <<<"$CA_SM" >sm-ca.crt 2>/dev/null
 t_check "it serves a certificate for $FULL.$NS.svc that the caBundle verifies" \
         curl -s --max-time 5 --cacert sm-ca.crt --resolve "$FULL.$NS.svc:$SM_PORT:127.0.0.1" \
         -o /dev/null "https://$FULL.$NS.svc:$SM_PORT/mutate"
-kill -TERM "$SM_PID"
+t_signal TERM "$SM_PID"
 wait "$SM_PID"
 t_eq "it exits 0 on SIGTERM" 0 "$?"
 ATOKEN=$("${K[@]}" create token "$FULL-audit" -n "$NS" --duration 10m 2>token.err) ||

@@ -85,7 +85,7 @@ start_webhook() {
         t_wait_for "curl -sf --cacert pki/ca.crt https://127.0.0.1:$PORT/readyz >/dev/null" 10
 }
 restart_webhook() { # SETTINGS...: the same port, new settings
-        kill "$WEBHOOK_PID"
+        t_signal TERM "$WEBHOOK_PID"
         wait "$WEBHOOK_PID" 2>/dev/null
         write_config "$@"
         start_webhook || { cat webhook.log; exit 1; }

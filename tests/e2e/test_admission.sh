@@ -265,7 +265,7 @@ t_eq "all of them injected" "$rotated" \
 t_check "the rotated certificates were loaded" test "$(grep -c "serving certificate loaded" webhook.log)" -ge 4
 
 # Webhook stopped: failurePolicy Fail refuses sandbox pods, others are fine.
-kill -TERM "$WEBHOOK_PID"; wait "$WEBHOOK_PID" 2>/dev/null
+t_signal TERM "$WEBHOOK_PID"; wait "$WEBHOOK_PID" 2>/dev/null
 if pod_manifest down-1 | kubectl create -f - >/dev/null 2>down.err; then
         t_fail "a sandbox pod was created while the webhook was down under failurePolicy Fail"
 else

@@ -96,7 +96,7 @@ create sbx old-1
 create sbx old-heavy '{"spec":{"containers":[{"name":"sandbox","image":"docker:dind","securityContext":{"privileged":true}}]}}'
 
 # ---- the current configuration ----------------------------------------------------
-kill "$WEBHOOK_PID" && wait "$WEBHOOK_PID" 2>/dev/null
+t_signal TERM "$WEBHOOK_PID" && wait "$WEBHOOK_PID" 2>/dev/null
 start_webhook new.yaml || { cat webhook.log; exit 1; }
 t_check "webhook restarted with the current configuration" t_wait_for "injected_now hangar-driver" 10
 create sbx new-1

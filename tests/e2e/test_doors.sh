@@ -270,7 +270,7 @@ t_eq "review --validate without the pod refuses it as undecidable" "false pod-un
 # The webhook down: the doors stay shut (failurePolicy Fail), for everyone.
 EXCLUDED_BEFORE=$(apiserver_metric apiserver_admission_match_condition_exclusions_total 'name="updates.driver-sidecar.hangar.dev"')
 STATUS_EXCLUDED_BEFORE=$(apiserver_metric apiserver_admission_match_condition_exclusions_total 'name="status.driver-sidecar.hangar.dev"')
-kill "$WEBHOOK_PID"
+t_signal TERM "$WEBHOOK_PID"
 wait "$WEBHOOK_PID" 2>/dev/null
 # exec and attach: the policy, in the API server, decides them as before.
 refused "webhook down: kubectl exec -c hangar-driver by an unlisted user" "hangar driver-exec: exec into hangar-driver" \

@@ -54,7 +54,7 @@ out=$(portforward "${M[@]}")
 t_check "through the proxy: mallory's is refused, port-forward (got: $(head -c 200 <<<"$out"))" \
         grep -q "port-forward" <<<"$out"
 
-kill -USR1 $PROXY_PID
+t_signal USR1 "$PROXY_PID"
 # Six port-forwards by hangar's identity, which only a read pod admits.
 for i in 1 2 3 4 5 6; do
         portforward "${H[@]}" >"pf-$i.out" &
@@ -109,14 +109,14 @@ curl -s --max-time 30 --cacert pki/ca.crt -H 'Content-Type: application/json' --
         "https://127.0.0.1:$PORT/validate?timeout=5s" >stopping.json &
 echo $! >stopping.pid
 sleep 1
-kill "$WEBHOOK_PID"
+t_signal TERM "$WEBHOOK_PID"
 wait "$WEBHOOK_PID"
 t_eq "stopped with a lookup in flight: exit 0" 0 $?
 t_wait_pid stopping.pid 30
 t_check "... the review in flight was let go, answered or closed, not held ($(head -c 200 stopping.json))" \
         test $? != 255
 
-kill -USR2 $PROXY_PID
+t_signal USR2 "$PROXY_PID"
 start_webhook || { cat webhook.log; exit 1; }
 out=$(portforward "${H[@]}")
 t_check "thawed: a port-forward by hangar's identity is admitted again (got: $(head -c 200 <<<"$out"))" \

@@ -143,7 +143,7 @@ EOF
         else
                 t_fail "private containerd did not start: $(tail -n 5 "$c/log")"
         fi
-        kill "$cpid"
+        t_signal TERM "$cpid"
         wait "$cpid" 2>/dev/null
         t_check "no mount left under the private containerd" bash -c '! grep -q " $1/" /proc/mounts' _ "$c"
 else

@@ -2,7 +2,7 @@
 # Shared helpers for the shell test suites. Source it; then call t_begin NAME,
 # t_check/t_fail as you go and t_end at the end (exit status = failures).
 # Everything a suite starts is registered with t_cleanup_pid and killed on exit
-# (if it is still the process registered: see t_pid_start).
+# (if it is still the process registered: see t_procctl).
 
 set -uo pipefail
 
@@ -13,37 +13,55 @@ T_PIDS=()       # registered processes (t_cleanup_pid)
 T_PID_STARTS=() # their start times, index for index
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hangar-test.XXXXXX")
 
-# t_pid_start PID: the process's start time (field 22 of /proc/PID/stat,
-# clock ticks since boot) in T_START; 1 if there is no such process (or it is
-# a zombie). A pid and its start time name one process: a background job
-# that ended long ago was reaped by the shell at once, and on a host with a
-# small pid_max (32768) and a fork storm beside it its pid soon belongs to
+# t_procctl ARGS...: hangar-procctl (scripts/procctl.sh). A process is named
+# by its pid and its start time (field 22 of /proc/PID/stat): a background
+# job that ended long ago was reaped by the shell at once, and on a host with
+# a small pid_max (32768) and a fork storm beside it its pid soon belongs to
 # another suite's process (another pod's runsc gofer: that pod's container
-# stops with it). So nothing is signalled by pid alone.
-t_pid_start() {
-        local s f
-        { read -r s <"/proc/$1/stat"; } 2>/dev/null || return 1
-        s=${s##*) } # comm (field 2) may hold spaces and parentheses
-        read -r -a f <<<"$s"
-        [ -n "${f[19]:-}" ] && [ "${f[0]}" != Z ] && [ "${f[0]}" != X ] || return 1
-        T_START=${f[19]}
+# stops with it). hangar-procctl reads the start time and signals through a
+# pidfd, so nothing is signalled by pid alone.
+t_procctl() {
+        t_procctl_find || return 1
+        "$T_PROCCTL" "$@"
+}
+# t_procctl_find: T_PROCCTL set in this shell (call it before a $(t_procctl ...)).
+t_procctl_find() {
+        [ -n "${T_PROCCTL:-}" ] ||
+                T_PROCCTL=$("$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/procctl.sh")
 }
 
 # t_kill_registered [SIGNAL]: SIGNAL (TERM) to each registered process still
-# the one registered (the same start time, read again right before the kill),
+# the one registered (hangar-procctl: the same start time, through a pidfd),
 # then waits for the suite's own children among those. Only those: `wait` on
 # a registered pid now held by a later child of the suite would wait for it.
 t_kill_registered() {
         local sig=${1:-TERM} i sent=()
         for i in "${!T_PIDS[@]}"; do
-                if t_pid_start "${T_PIDS[i]}" && [ "$T_START" = "${T_PID_STARTS[i]}" ]; then
-                        kill -"$sig" "${T_PIDS[i]}" 2>/dev/null && sent+=("${T_PIDS[i]}")
+                if t_procctl signal "$sig" "${T_PIDS[i]}:${T_PID_STARTS[i]}" 2>/dev/null; then
+                        sent+=("${T_PIDS[i]}")
                 fi
         done
         for i in "${sent[@]+"${sent[@]}"}"; do
                 wait "$i" 2>/dev/null
         done
         return 0
+}
+
+# t_signal SIGNAL PID: SIGNAL to PID, a process registered with
+# t_cleanup_pid, only if it is still the one registered (hangar-procctl:
+# the same start time, through a pidfd). 1 if PID was not registered or the
+# process has ended.
+t_signal() {
+        local i
+        # The latest registration first: an earlier process may have had the pid.
+        for ((i = ${#T_PIDS[@]} - 1; i >= 0; i--)); do
+                if [ "${T_PIDS[i]}" = "$2" ]; then
+                        t_procctl signal "$1" "${T_PIDS[i]}:${T_PID_STARTS[i]}"
+                        return
+                fi
+        done
+        echo "t_signal: pid $2 was not registered (t_cleanup_pid)" >&2
+        return 1
 }
 
 t_cleanup() {
@@ -60,9 +78,12 @@ trap t_cleanup EXIT
 # after starting the process (its start time is read here); one already gone
 # is not registered.
 t_cleanup_pid() {
-        if t_pid_start "$1"; then
+        local rec
+        t_procctl_find || return 0
+        rec=$("$T_PROCCTL" ident "$1") || return 0
+        if [ -n "$rec" ]; then
                 T_PIDS+=("$1")
-                T_PID_STARTS+=("$T_START")
+                T_PID_STARTS+=("${rec#* }")
         fi
 }
 

@@ -46,7 +46,7 @@ scrape() { kubectl get --raw /metrics | grep -E "$FAMILIES"; }
 scrape >before.prom
 curl -sf --cacert pki/ca.crt "https://127.0.0.1:$PORT/metrics" | grep -E '^hangar_webhook_reviews_total[{]' >reviews.prom
 
-kill "$WEBHOOK_PID"
+t_signal TERM "$WEBHOOK_PID"
 wait "$WEBHOOK_PID" 2>/dev/null
 out=$(pod down | kubectl create -f - 2>&1)
 t_check "webhook down: a sandbox pod is refused (got: $(head -c 160 <<<"$out"))" grep -q "failed calling webhook" <<<"$out"

@@ -232,6 +232,6 @@ t_eq "still out of sync" 0 "$(metric_value sm-fail2.prom hangar_webhook_ca_bundl
 "${K[@]}" apply -f mwc.json >/dev/null
 t_check "back in sync once the configuration is back" \
         t_wait_for "curl -s '$SMURL' | grep -q '^hangar_webhook_ca_bundle_in_sync 1$'" 20
-kill -TERM "$SM_PID"
+t_signal TERM "$SM_PID"
 wait "$SM_PID" 2>/dev/null
 t_end

@@ -304,19 +304,20 @@ D2=$T_TMP/half
 node_on_exit "$NODE stop $D2" # (a no-op once the check below stopped it)
 "$NODE" start "$D2" "$PAUSE_ARCHIVE" >"$T_TMP/half.log" 2>&1 &
 half=$!
+t_cleanup_pid "$half"
 # Kill it once containerd runs (pods can not be there yet; namespaces, link,
 # control plane and mounts are).
 if t_wait_for '[ -s "$D2/node/containerd.pid" ] && grep -q "importing\|kube-controller-manager" "$T_TMP/half.log"' 240; then
 	NETNS2=$(cat "$D2/node/netns")
-	kill -KILL "$half"
+	t_signal KILL "$half"
 	wait "$half" 2>/dev/null
 	t_check "the half-started node's containerd still runs after its start was killed" \
-		bash -c 'tr "\0" " " </proc/$(cat "$1")/cmdline | grep -q containerd' _ "$D2/node/containerd.pid"
+		t_procctl alive @"$D2/node/containerd.pid"
 	"$NODE" stop "$D2" >"$T_TMP/half-stop.log" 2>&1
 	t_eq "stop of the half-started node exits 0" 0 "$?"
 	node_assert_clean "$D2" "$(node_id "$D2")" "$NETNS2" "half-started"
 else
-	kill -KILL "$half" 2>/dev/null
+	t_signal KILL "$half" 2>/dev/null
 	t_fail "the second start did not get as far as containerd: $(tail -n 5 "$T_TMP/half.log")"
 	"$NODE" stop "$D2" >/dev/null 2>&1
 fi

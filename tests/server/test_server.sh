@@ -196,7 +196,7 @@ t_check "one JSON log line per review with uid and decision" \
 t_check "every log line is JSON" bash -c "jq -e . webhook.log >/dev/null"
 
 # SIGTERM: a clean exit; under ASan/LSan a leak or error would fail it here.
-kill -TERM "$WEBHOOK_PID"
+t_signal TERM "$WEBHOOK_PID"
 wait "$WEBHOOK_PID"
 t_eq "exits 0 on SIGTERM (no sanitizer findings)" 0 "$?"
 t_check "no sanitizer report in the log" bash -c "! grep -q Sanitizer webhook.log"

@@ -154,7 +154,7 @@ t_check "review log lines name the peer" \
 t_check "limited clients are logged, at most once a minute" \
         bash -c "[ \$(grep -c '\"msg\":\"clients limited\"' webhook.log) -ge 1 ]"
 
-kill -TERM "$WEBHOOK_PID"
+t_signal TERM "$WEBHOOK_PID"
 wait "$WEBHOOK_PID"
 t_eq "exits 0 on SIGTERM (no sanitizer findings)" 0 "$?"
 t_check "no sanitizer report in the log" bash -c "! grep -q Sanitizer webhook.log"
@@ -177,7 +177,7 @@ t_eq "W9 the trusted source is never asked to close" "asked to close 0 of 200" \
 wait "$HOARD"
 t_check "W9 every answer to an untrusted source asks it to close ($(cat hoard.out))" \
         grep -Eq 'answered ([1-9][0-9]*), asked to close \1$' hoard.out
-kill -TERM "$T_PID"
+t_signal TERM "$T_PID"
 wait "$T_PID"
 t_eq "exits 0 on SIGTERM (trusted CIDRs)" 0 "$?"
 t_end

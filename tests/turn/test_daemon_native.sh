@@ -68,7 +68,7 @@ as_driver "$DRIVER" ctl watch --turn t1 >w1.out 2>/dev/null &
 W1=$!
 t_cleanup_pid $W1
 t_check "the harness runs" t_wait_for "log_has line-20" 15
-kill -9 $W1
+t_signal KILL "$W1"
 wait $W1 2>/dev/null
 # What the killed watcher had: the log's bytes, as they came.
 cp w1.out w1.log
@@ -228,7 +228,7 @@ t_check "the agent cannot reach the control socket" \
 LOOP='echo started; i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done'
 host_start t3 "$(spec t3 "$LOOP")"
 t_check "the next turn runs" t_wait_for "log_has 'tick 3'" 15
-kill -TERM "$SPID"
+t_signal TERM "$SPID"
 t_wait_pid d1.serve.pid 10
 t_eq "SIGTERM: the daemon exits 0" 0 "$?"
 t_eq "... the turn is recorded as ended: driver-stopped" driver-stopped "$(jq -r .end home/run/exit.json)"
@@ -243,7 +243,7 @@ host_serve d2
 INSTANCE2=$(jq -r .instance d2.ping)
 host_start t4 "$(spec t4 "$LOOP")"
 t_check "a turn runs" t_wait_for "log_has 'tick 3'" 15
-kill -9 "$(cat d2.serve.pid)"
+t_signal KILL "$(cat d2.serve.pid)"
 t_wait_pid t4.relay.pid 10
 t_eq "daemon killed: the relay ends the harness, 125 driver-gone" "125 driver-gone" "$? $(relay_result t4 | jq -r .end)"
 t_check "... no harness left" t_wait_for "! pgrep -f '$AGENT_HOME_VIEW/run/script' >/dev/null" 5
@@ -262,7 +262,7 @@ t_check "... its log has only its output" sh -c "grep -qx clean-turn home/run/lo
 t_eq "... recorded as done" "done" "$(jq -r .end home/run/exit.json)"
 
 # ---- one-shot relay: the same daemon, one turn ----
-kill -TERM "$(cat d3.serve.pid)"
+t_signal TERM "$(cat d3.serve.pid)"
 t_wait_pid d3.serve.pid 10
 setpriv --reuid 1001 --regid 1001 --clear-groups -- "$DRIVER" relay --spec - \
         <<<"$(spec nc 'true' '{"connect_timeout_s": 1}')" >nc.out 2>/dev/null

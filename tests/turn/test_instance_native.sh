@@ -78,7 +78,7 @@ relay_give() {
 }
 # daemon_down SIGNAL NAME: the daemon serve NAME started, signalled, gone.
 daemon_down() {
-        kill -"$1" "$(cat "$2.serve.pid")"
+        t_signal "$1" "$(cat "$2.serve.pid")"
         t_wait_for "! kill -0 $(cat "$2.serve.pid") 2>/dev/null" 10
 }
 outcome() { echo "$(cat "$1.rc") $(tail -n 1 "$1.out" | jq -r '"\(.relay) \(.reason)"')"; }

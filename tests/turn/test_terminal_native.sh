@@ -28,7 +28,7 @@ spec() {
                   close_stdin: false, terminal: {rows: 24, cols: 80, term: "xterm-256color"}} + $extra'
 }
 stop_serve() {
-        kill -TERM "$(cat "$1.serve.pid")"
+        t_signal TERM "$(cat "$1.serve.pid")"
         t_wait_pid "$1.serve.pid" 10
         t_eq "$1: SIGTERM: the daemon exits 0 (no sanitizer report)" "0 " \
                 "$? $(grep -l 'Sanitizer' "$1.serve.err" 2>/dev/null)"

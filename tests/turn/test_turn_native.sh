@@ -206,7 +206,7 @@ t_check "... the whole file" test "$(wc -c <fr.events)" -ge "$(stat -c %s ctl/ev
 t_eq "at most 64 harness.signal and 16 run.unrequested events, one record.capped each" "64 16 1 1 1" \
         "$(grep -c '"event":"harness.signal"' fr.events) $(grep -c '"event":"run.unrequested"' fr.events) $(grep -c '"what":"harness.signal"' fr.events) $(grep -c '"what":"run.unrequested"' fr.events) $(grep -c '"what":"approval.requested"' fr.events)"
 t_eq "ctl approvals streams past 256 KiB: 256 requests" 256 "$(ctl approvals | jq '.approvals | length')"
-kill "$(cat fr.driver.pid)"
+t_signal TERM "$(cat fr.driver.pid)"
 t_wait_pid fr.driver.pid 10
 
 # ---- the token's order: written before the relay's ready line, refused ----
@@ -245,13 +245,13 @@ t_wait_pid hm.driver.pid 10
 LOOP='i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.1; done'
 start kd "$(spec kd "$LOOP")"
 t_wait_for "log_has 'tick 3'" 10
-kill -9 "$(cat kd.driver.pid)"
+t_signal KILL "$(cat kd.driver.pid)"
 t_wait_pid kd.relay.pid 10
 t_eq "driver killed: the relay exits 125, driver-gone" "125 driver-gone" "$? $(relay_result kd | jq -r .end)"
 t_check "... the log stays" log_has 'tick 3'
 start kr "$(spec kr "$LOOP")"
 t_wait_for "log_has 'tick 3'" 10
-kill -9 "$(cat kr.relay.pid)"
+t_signal KILL "$(cat kr.relay.pid)"
 t_wait_pid kr.driver.pid 10
 t_eq "relay killed: the driver ends as relay-lost (1)" "1 relay-lost" "$? $(jq -r .end kr.driver.out)"
 t_eq "... exit.json says so" relay-lost "$(jq -r .end home/run/exit.json)"
