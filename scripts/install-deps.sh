@@ -17,8 +17,9 @@ packages=(
   clang clang-format libclang-rt-14-dev shellcheck clang-tidy gcovr
   # tests: TLS clients, JSON tools, container runtimes for real pods
   curl openssl jq runsc crun runc busybox-static
-  # the one-node cluster (scripts/node.sh): CNI plugins, nft for its one DNAT, patch for the gVisor shim
-  containernetworking-plugins nftables patch
+  # the one-node cluster (scripts/node.sh): CNI plugins, nft for its one DNAT, patch for the gVisor shim,
+  # envsubst for its configuration templates (scripts/node/)
+  containernetworking-plugins nftables patch gettext-base
   # an independent YAML reader for the inject tests (Debian's python3)
   python3-yaml
   # images and packages (scripts/build-images.sh)

@@ -95,6 +95,29 @@ log_tail() {
   echo "-----" >&2
 }
 
+# render TEMPLATE OUT [NAME=VALUE...]: scripts/node/TEMPLATE with each
+# ${NAME} of the node's facts (and of the pairs given) replaced, written to
+# OUT. Only those names are replaced (envsubst with a list), and a template
+# that names one not given is refused rather than written with a hole.
+render() {
+  local name=$1 tpl=$script_dir/node/$1 out=$2 names n
+  shift 2
+  local -a vars=(
+    NODE_DIR="$dir" STATE_DIR="$st" NODE_IP="${node_ip:-}" API_PORT="$API_PORT"
+    POD_CIDR="$POD_CIDR" POD_GATEWAY="$POD_GATEWAY" SERVICE_CIDR="$SERVICE_CIDR"
+    KUBERNETES_SVC_IP="$KUBERNETES_SVC_IP" PAUSE_IMAGE="$PAUSE_IMAGE" CGROUP_NAME="$cgroup_name"
+    RUNSC_BIN="${runsc_bin:-}" RUNC_BIN="${runc_bin:-}" "$@")
+  [ -f "$tpl" ] || die "template $tpl missing"
+  local -a given=("${vars[@]%%=*}")
+  names=" ${given[*]} "
+  # shellcheck disable=SC2016 # ${NAME} is the templates' syntax (envsubst's), not the shell's
+  for n in $(grep -o '\${[A-Za-z_][A-Za-z_0-9]*}' "$tpl" | tr -d '${}' | sort -u); do
+    [[ $names == *" $n "* ]] || die "template $name names \${$n}, which the node does not give"
+  done
+  # shellcheck disable=SC2016 # the list of names envsubst replaces, in its syntax
+  env "${vars[@]}" envsubst "$(printf '${%s} ' "${given[@]}")" <"$tpl" >"$out" || die "could not write $out"
+}
+
 # launch NAME CMD...: start CMD detached in the node's namespaces, output to
 # DIR/NAME.log, recorded in DIR/node/NAME.pid. nsenter execs CMD itself, so
 # the record is CMD's.
@@ -165,7 +188,7 @@ find_bins() {
 check_host() {
   [ "$(id -u)" = 0 ] || die "must run as root (namespaces, cgroups, network devices)"
   local c
-  for c in unshare nsenter ip nft openssl curl sha256sum; do
+  for c in unshare nsenter ip nft openssl curl sha256sum envsubst; do
     command -v "$c" >/dev/null 2>&1 || die "$c not found (scripts/install-deps.sh)"
   done
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] \
@@ -242,25 +265,11 @@ start_network() {
     ip link set lo up
     ip addr add $node_ip/30 dev eth0
     ip link set eth0 up"
-  # No default route in the node. Its only rules: the kubernetes Service's
-  # ClusterIP goes to the API server (there is no kube-proxy), and nothing
-  # is forwarded but pod to pod.
-  nsenter -t "$h" --net -- nft -f - <<EOF
-table ip hangar_node {
-  chain prerouting {
-    type nat hook prerouting priority dstnat; policy accept;
-    ip daddr $KUBERNETES_SVC_IP tcp dport 443 dnat to $node_ip:$API_PORT
-  }
-  chain output {
-    type nat hook output priority -100; policy accept;
-    ip daddr $KUBERNETES_SVC_IP tcp dport 443 dnat to $node_ip:$API_PORT
-  }
-  chain forward {
-    type filter hook forward priority filter; policy drop;
-    ip saddr $POD_CIDR ip daddr $POD_CIDR accept
-  }
-}
-EOF
+  # No default route in the node; its only rules (scripts/node/nftables.nft):
+  # the kubernetes Service's ClusterIP goes to the API server (there is no
+  # kube-proxy), and nothing is forwarded but pod to pod.
+  render nftables.nft "$st/nftables.nft"
+  nsenter -t "$h" --net -- nft -f "$st/nftables.nft"
 }
 
 # ---- certificates and configuration -------------------------------------------
@@ -279,26 +288,7 @@ node_cert() {
 
 # kubeconfig NAME: DIR/node/NAME.kubeconfig with pki/NAME's client cert.
 kubeconfig() {
-  local name=$1 p="$st/pki"
-  (umask 077; cat >"$st/$name.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: hangar-node
-  cluster:
-    server: https://$node_ip:$API_PORT
-    certificate-authority: $dir/pki/ca.crt
-users:
-- name: $name
-  user:
-    client-certificate: $p/$name.crt
-    client-key: $p/$name.key
-contexts:
-- name: hangar-node
-  context: {cluster: hangar-node, user: $name}
-current-context: hangar-node
-EOF
-  )
+  (umask 077; render component.kubeconfig "$st/$1.kubeconfig" COMPONENT="$1")
 }
 
 node_pki() {
@@ -314,127 +304,14 @@ node_pki() {
   for n in kubelet kube-controller-manager kube-scheduler; do kubeconfig "$n"; done
 }
 
+# The configurations, from the templates in scripts/node/ (docs/node.md).
 write_configs() {
   mkdir -p "$st/cni" "$st/containerd"
-  cat >"$st/cni/10-hangar.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "hangar",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "cni0",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GATEWAY"}]],
-        "routes": [{"dst": "$SERVICE_CIDR"}]
-      }
-    }
-  ]
-}
-EOF
-
+  render 10-hangar.conflist "$st/cni/10-hangar.conflist"
   # runsc as containerd's gVisor shim runs it (the shim reads this file).
-  cat >"$st/runsc.toml" <<EOF
-log_level = "info"
-binary_name = "$runsc_bin"
-root = "/run/containerd/runsc"
-[runsc_config]
-  platform = "systrap"
-  ignore-cgroups = "false"
-EOF
-
-  cat >"$st/containerd.toml" <<EOF
-version = 3
-root = "$st/containerd"
-state = "/run/containerd"
-[grpc]
-  address = "/run/containerd/containerd.sock"
-[ttrpc]
-  address = "/run/containerd/containerd.sock.ttrpc"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$st/opt"
-[plugins."io.containerd.image-verifier.v1.bindir"]
-  bin_dir = "$st/image-verifier"
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "overlayfs"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = "$PAUSE_IMAGE"
-[plugins."io.containerd.cri.v1.runtime"]
-  enable_selinux = false
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        BinaryName = "$runc_bin"
-        SystemdCgroup = false
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc]
-      runtime_type = "io.containerd.runsc.v1"
-      # As GKE Sandbox's nodes: the pod's dev.gvisor.* annotations reach the
-      # shim, which reads the volume ones (dev.gvisor.spec.mount.NAME.*) to
-      # make emptyDirs sandbox-internal, shared at pod level.
-      pod_annotations = ["dev.gvisor.*"]
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runsc.options]
-        TypeUrl = "io.containerd.runsc.v1.options"
-        ConfigPath = "$st/runsc.toml"
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$st/cni"
-    max_conf_num = 1
-[plugins."io.containerd.grpc.v1.cri"]
-  disable_tcp_service = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-[plugins."io.containerd.nri.v1.nri"]
-  disable = true
-EOF
-
-  cat >"$st/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-# cgroup v1 on this machine: kubelet 1.37 refuses it unless told (docs/node.md).
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: /$cgroup_name
-cgroupsPerQOS: true
-enforceNodeAllocatable: ["pods"]
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
-address: $node_ip
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-tlsCertFile: $st/pki/kubelet-serving.crt
-tlsPrivateKeyFile: $st/pki/kubelet-serving.key
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $dir/pki/client-ca.crt}
-authorization:
-  mode: Webhook
-failSwapOn: false
-# No DNS in this cluster: pods get an empty resolv.conf, not the host's.
-resolvConf: ""
-clusterDomain: cluster.local
-# Images come from OCI archives, not a registry: never collect them.
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard:
-  memory.available: "100Mi"
-  nodefs.available: "1%"
-  nodefs.inodesFree: "1%"
-  imagefs.available: "1%"
-evictionPressureTransitionPeriod: 10s
-maxPods: 110
-serializeImagePulls: false
-protectKernelDefaults: false
-EOF
+  render runsc.toml "$st/runsc.toml"
+  render containerd.toml "$st/containerd.toml"
+  render kubelet.yaml "$st/kubelet.yaml"
 }
 
 # ---- cgroups ---------------------------------------------------------------------
@@ -554,13 +431,8 @@ cmd_start() {
   wait_for "node $NODE_NAME Ready" kubelet node_ready
   wait_for "ServiceAccount default/default" kube-controller-manager kctl get serviceaccount default
   wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager kctl get configmap kube-root-ca.crt
-  kctl apply -f - >>"$dir/node-start.log" 2>&1 <<EOF || die "could not create RuntimeClass gvisor"
-apiVersion: node.k8s.io/v1
-kind: RuntimeClass
-metadata:
-  name: gvisor
-handler: runsc
-EOF
+  kctl apply -f "$script_dir/node/runtimeclass.yaml" >>"$dir/node-start.log" 2>&1 ||
+    die "could not create RuntimeClass gvisor"
   {
     printf 'export HANGAR_NODE_DIR=%q\n' "$dir"
     printf 'export HANGAR_NODE_NAME=%q\n' "$NODE_NAME"
