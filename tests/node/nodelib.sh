@@ -188,6 +188,15 @@ node_chart_stop_unless_up() {
 # node started (one a line), which stay.
 NODE_HIDDEN=(/run/containerd /var/lib/kubelet /var/log/pods /var/log/containers /var/lib/cni)
 node_id() { printf '%s' "$(cd "$1" && pwd -P)" | sha256sum | cut -c1-8; }
+# node_describe_proc PID: one line saying what a process left behind is (its
+# parent, cgroup and command line), so that a failed check names its cause.
+node_describe_proc() {
+	local ppid cg cmd
+	ppid=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f2)
+	cg=$(grep -m 1 -E "^[0-9]+:(memory|pids)?:" "/proc/$1/cgroup" 2>/dev/null)
+	cmd=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | cut -c1-200)
+	echo "$1 (parent ${ppid:-?}, cgroup ${cg:-?}: ${cmd:-?})"
+}
 node_assert_clean() {
 	local dir=$1 id=$2 netns=$3 what=$4 before=${5:-} found p h
 	found=$(for p in /proc/[0-9]*; do
@@ -198,7 +207,7 @@ node_assert_clean() {
 	t_eq "$what: no process in cgroup hangar-node-$id" "" "$found"
 	if [ -n "$netns" ]; then
 		found=$(for p in /proc/[0-9]*; do
-			[ "$(readlink "$p/ns/net" 2>/dev/null)" != "$netns" ] || echo "${p#/proc/}"
+			[ "$(readlink "$p/ns/net" 2>/dev/null)" != "$netns" ] || node_describe_proc "${p#/proc/}"
 		done)
 		t_eq "$what: no process in the node's network namespace $netns" "" "$found"
 		found=$(awk -v i="${netns//[^0-9]/}" '$0 ~ "net:\\[" i "\\]"' /proc/self/mountinfo)
