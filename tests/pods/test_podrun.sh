@@ -34,6 +34,7 @@ if [ -n "$RUNTIME_BIN" ]; then
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/testlib.sh"
+t_procctl_find # once here, not in each $(...) below
 PODRUN=$HERE/podrun
 t_begin "pod harness under $RUNTIME ($("${RUNTIME_BIN:-$RUNTIME}" --version 2>/dev/null | head -n 1)${RUNTIME_BIN:+, $RUNTIME_BIN ${*:4}})"
 
@@ -85,15 +86,14 @@ leftovers() { # DIR [PID:START]...
                 tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "$dir/state" && echo "${p#/proc/}"
         done
         for p in "$@"; do
-                t_pid_start "${p%%:*}" && [ "$T_START" = "${p#*:}" ] && echo "${p%%:*}"
+                t_procctl alive "$p" 2>/dev/null && echo "${p%%:*}"
         done
         return 0
 }
-# with_starts PID...: each running one as PID:START.
+# with_starts PID...: each running one as PID:START (hangar-procctl's record).
 with_starts() {
-        local p
-        for p in "$@"; do t_pid_start "$p" && echo "$p:$T_START"; done
-        return 0
+        [ $# -gt 0 ] || return 0
+        t_procctl ident "$@" | tr ' ' ':'
 }
 
 # down_beside_newcomer: down of the pod in $D, checked for what it signals.
