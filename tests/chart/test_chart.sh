@@ -654,7 +654,7 @@ jq_check "ArtifactHub: containsSecurityUpdates, prerelease and operator are bool
 echo "-- real control plane (scripts/control-plane.sh)"
 CP=$T_TMP/cp
 cp_stop() { "$ROOT/scripts/control-plane.sh" stop "$CP" >"$T_TMP/cp-stop.log" 2>&1 || cat "$T_TMP/cp-stop.log"; }
-trap 'cp_stop; t_cleanup' EXIT
+trap 't_main_shell || exit; cp_stop; t_cleanup' EXIT
 if ! HANGAR_K8S_BIN=$TOOLS "$ROOT/scripts/control-plane.sh" start "$CP" >cp-start.log 2>&1; then
         t_fail "control plane did not start: $(tail -n 20 cp-start.log)"
         t_end

@@ -11,7 +11,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/testlib.sh"
 . "$HERE/../lib/doclib.sh"
 t_begin "docs/control-plane.md: the usage block as the page gives it"
-trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >/dev/null 2>&1; t_cleanup' EXIT
+trap 't_main_shell || exit; "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >/dev/null 2>&1; t_cleanup' EXIT
 
 # The page's block up to status; its last line (stop) comes after the checks
 # of the running control plane.

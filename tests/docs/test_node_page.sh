@@ -15,7 +15,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/doclib.sh"
 t_begin "docs/node.md: the usage block as the page gives it"
 NODE_DIR=$T_TMP/node
-trap '"$ROOT/scripts/node.sh" stop "$NODE_DIR" >/dev/null 2>&1; t_cleanup' EXIT
+trap 't_main_shell || exit; "$ROOT/scripts/node.sh" stop "$NODE_DIR" >/dev/null 2>&1; t_cleanup' EXIT
 # The page's node.sh start takes the binaries from these when set (the
 # page's next paragraph), as the node suites do.
 export HANGAR_K8S_BIN=$K8S_BIN HANGAR_NODE_BIN=$NODE_BIN PATH=$K8S_BIN:$PATH

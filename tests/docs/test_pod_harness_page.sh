@@ -15,7 +15,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/doclib.sh"
 t_begin "docs/pod-harness.md: the quick start as the page gives it ($RUNTIME)"
 POD_DIR=$T_TMP/pod
-trap '"$ROOT/tests/pods/podrun" down --dir "$POD_DIR" >/dev/null 2>&1; t_cleanup' EXIT
+trap 't_main_shell || exit; "$ROOT/tests/pods/podrun" down --dir "$POD_DIR" >/dev/null 2>&1; t_cleanup' EXIT
 
 page=$ROOT/docs/pod-harness.md
 doc_block "$page" pod-harness-pod >"$T_TMP/pod.yaml" || t_fail "no pod-harness-pod block"

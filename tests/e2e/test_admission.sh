@@ -21,7 +21,7 @@ CHART=$ROOT/charts/hangar-webhook
 
 "$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" >cp.log 2>&1 || { cat cp.log; exit 1; }
 stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
-trap 'stop_cp; t_cleanup' EXIT
+trap 't_main_shell || exit; stop_cp; t_cleanup' EXIT
 export KUBECONFIG=$T_TMP/cp/kubeconfig
 kubectl create namespace e2e >/dev/null
 kubectl label namespace e2e hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)

@@ -60,7 +60,7 @@ fi
         { cat cp.log; exit 1; }
 stop_cp() { "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; }
 # Our processes first (cert-manager would retry against a stopped API server).
-trap 't_kill_registered; stop_cp; t_cleanup' EXIT
+trap 't_main_shell || exit; t_kill_registered; stop_cp; t_cleanup' EXIT
 export KUBECONFIG=$T_TMP/cp/kubeconfig
 for n in e2e "$NS" cert-manager; do kubectl create namespace "$n" >/dev/null; done
 kubectl label namespace e2e hangar.dev/injection=enabled >/dev/null # opted in to hangar (the chart's scope)

@@ -12,6 +12,13 @@ T_CHECKS=0
 T_PIDS=()       # registered processes (t_cleanup_pid)
 T_PID_STARTS=() # their start times, index for index
 T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hangar-test.XXXXXX")
+# The suite's own shell. A child bash forks for `cmd &` keeps the EXIT trap
+# until it execs cmd: a SIGTERM in that window (a suite killing what it just
+# started) runs the trap in the child, which then stopped the suite's
+# processes and removed T_TMP under the running suite. Every EXIT trap
+# starts with `t_main_shell || exit`, and t_cleanup checks it too.
+T_MAIN_PID=$BASHPID
+t_main_shell() { [ "$BASHPID" = "$T_MAIN_PID" ]; }
 
 # t_procctl ARGS...: hangar-procctl (scripts/procctl.sh). A process is named
 # by its pid and its start time (field 22 of /proc/PID/stat): a background
@@ -65,6 +72,7 @@ t_signal() {
 }
 
 t_cleanup() {
+        t_main_shell || return 0
         t_kill_registered TERM
         if [ "${T_KEEP_TMP:-0}" = 1 ] || [ "$T_FAILURES" -gt 0 ]; then
                 echo "test files kept in $T_TMP"
@@ -72,7 +80,7 @@ t_cleanup() {
                 rm -rf "$T_TMP"
         fi
 }
-trap t_cleanup EXIT
+trap 't_main_shell || exit; t_cleanup' EXIT
 
 # t_cleanup_pid PID: killed at exit if still running then. Call it right
 # after starting the process (its start time is read here); one already gone
@@ -99,7 +107,7 @@ t_control_plane() {
         script=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/control-plane.sh
         "$script" start "$cp" "$@" >"$log" 2>&1 || { cat "$log"; exit 1; }
         # shellcheck disable=SC2064 # the paths are known now, quoted by %q
-        trap "$(printf '%q stop %q >>%q 2>&1' "$script" "$cp" "$log"); t_cleanup" EXIT
+        trap "t_main_shell || exit; $(printf '%q stop %q >>%q 2>&1' "$script" "$cp" "$log"); t_cleanup" EXIT
         export KUBECONFIG=$cp/kubeconfig
 }
 

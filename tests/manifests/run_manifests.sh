@@ -56,7 +56,7 @@ export PATH=$TOOLS_BIN:$PATH
 # second round it sets every container's imagePullPolicy, hangar-driver's too.
 "$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" --apiserver-arg --enable-admission-plugins=AlwaysPullImages \
         >cp.log 2>&1 || { cat cp.log; exit 1; }
-trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; t_cleanup' EXIT
+trap 't_main_shell || exit; "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >>cp.log 2>&1; t_cleanup' EXIT
 export KUBECONFIG=$T_TMP/cp/kubeconfig
 kubectl create namespace zoo >/dev/null
 kubectl create namespace strict >/dev/null

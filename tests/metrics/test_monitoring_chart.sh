@@ -296,7 +296,7 @@ echo "-- the Prometheus Operator's CRDs on a real kube-apiserver"
 CP=$T_TMP/cp
 # shellcheck disable=SC2317 # called from the EXIT trap
 cp_stop() { "$ROOT/scripts/control-plane.sh" stop "$CP" >"$T_TMP/cp-stop.log" 2>&1 || cat "$T_TMP/cp-stop.log"; }
-trap 'cp_stop; t_cleanup' EXIT
+trap 't_main_shell || exit; cp_stop; t_cleanup' EXIT
 if ! HANGAR_K8S_BIN=$TOOLS "$ROOT/scripts/control-plane.sh" start "$CP" >cp-start.log 2>&1; then
         t_fail "control plane did not start: $(tail -n 20 cp-start.log)"
         t_end

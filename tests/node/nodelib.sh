@@ -24,10 +24,11 @@ NODE_EXIT=()
 node_on_exit() { NODE_EXIT=("$1" "${NODE_EXIT[@]}"); }
 node_exit() {
 	local c
+	t_main_shell || return 0 # (testlib.sh: a child before its exec)
 	for c in "${NODE_EXIT[@]}"; do eval "$c" >>"$T_TMP/exit.log" 2>&1; done
 	t_cleanup
 }
-trap node_exit EXIT
+trap 't_main_shell || exit; node_exit' EXIT
 
 # node_attach K8S_BIN [EXECUTABLE...]: the suite's preflight (root, kubectl,
 # the EXECUTABLEs it takes) and the shared node: KUBECONFIG, the node's env

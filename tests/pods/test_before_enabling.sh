@@ -52,7 +52,7 @@ cleanup() {
         "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >/dev/null 2>&1
         t_cleanup
 }
-trap cleanup EXIT
+trap 't_main_shell || exit; cleanup' EXIT
 KC=$T_TMP/cp/kubeconfig
 KUBECTL=$TOOLS_BIN/kubectl
 

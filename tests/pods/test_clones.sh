@@ -39,7 +39,7 @@ clones_down() {
         local c
         for c in "${CLONES[@]}"; do "$PODRUN" down --dir "$c" >/dev/null 2>&1; done
 }
-trap 'clones_down; down; t_cleanup' EXIT
+trap 't_main_shell || exit; clones_down; down; t_cleanup' EXIT
 
 # ctl_in DIR ARGS...: hangar-driver ctl in that pod's driver.
 ctl_in() { "$PODRUN" exec --dir "$1" hangar-driver -- hangar-driver ctl "${@:2}"; }

@@ -71,7 +71,7 @@ pods_down() {
                 [ -e "$d" ] && "$PODRUN" down --dir "$d" >/dev/null 2>&1
         done
 }
-trap 'pods_down; t_cleanup' EXIT
+trap 't_main_shell || exit; pods_down; t_cleanup' EXIT
 
 # Claims: each one's failures are counted between claim_begin and claim_end.
 declare -A CLAIM_TEXT CLAIM_STATE CLAIM_NOTE CLAIM_NA

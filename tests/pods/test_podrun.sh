@@ -62,7 +62,7 @@ pods_down() {
                 [ -e "$d" ] && "$PODRUN" down --dir "$d" >/dev/null 2>&1
         done
 }
-trap 'pods_down; t_cleanup' EXIT
+trap 't_main_shell || exit; pods_down; t_cleanup' EXIT
 
 up() { # POD.json DIR [podrun up options]
         local pod=$1 dir=$2
@@ -124,7 +124,9 @@ down_beside_newcomer() {
                 sleep 300 &
                 newcomer=$!
                 [ "$newcomer" = "$goes" ] && break
-                kill "$newcomer"
+                # KILL: a TERM before the child's exec would run this shell's
+                # EXIT trap in it (testlib.sh's t_main_shell)
+                kill -KILL "$newcomer"
                 wait "$newcomer" 2>/dev/null
                 newcomer=""
         done

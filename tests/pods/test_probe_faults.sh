@@ -69,7 +69,7 @@ pods_down() {
                 [ -e "$d" ] && "$PODRUN" down --dir "$d" >/dev/null 2>&1
         done
 }
-trap 'pods_down; t_cleanup' EXIT
+trap 't_main_shell || exit; pods_down; t_cleanup' EXIT
 
 cp "$HERE/fixtures/sandbox-pod.yaml" pod.yaml
 "$WEBHOOK" inject -f pod.yaml >pod.json 2>inject.err

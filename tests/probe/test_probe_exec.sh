@@ -44,7 +44,7 @@ HANGAR_K8S_BIN=$TOOLS_BIN "$ROOT/scripts/control-plane.sh" start "$T_TMP/cp" \
         t_fail "control plane did not start: $(tail -n 5 cp.log)"
         t_end
 }
-trap '"$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >/dev/null 2>&1; t_cleanup' EXIT
+trap 't_main_shell || exit; "$ROOT/scripts/control-plane.sh" stop "$T_TMP/cp" >/dev/null 2>&1; t_cleanup' EXIT
 ADMIN=$T_TMP/cp/kubeconfig
 PKI=$T_TMP/cp/pki
 URL=$(sed -n 's/^export HANGAR_APISERVER_URL=//p' "$T_TMP/cp/env")

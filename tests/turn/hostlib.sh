@@ -40,7 +40,7 @@ host_turn_setup() {
         chmod 700 ctl
         mount --bind home view/lib/home && mount -o remount,bind,ro view/lib/home
         AGENT_HOME_VIEW=$T_TMP/view/lib/home
-        trap host_teardown EXIT
+        trap 't_main_shell || exit; host_teardown' EXIT
         export HANGAR_HOME_PATH=$T_TMP/home HANGAR_CTL_PATH=$T_TMP/ctl HANGAR_UID_SPLIT=required
         cp "$@" bin/ && chmod 755 bin/*
         export PATH=$T_TMP/bin:$PATH

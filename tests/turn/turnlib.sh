@@ -80,7 +80,7 @@ turn_pod_up() {
                 t_fail "podrun up: $(tail -n 5 up.log)"
                 return 1
         fi
-        trap 'down; t_cleanup' EXIT
+        trap 't_main_shell || exit; down; t_cleanup' EXIT
         [ "$RUNTIME" != node ] || echo "  the pod on the shared node: $(tail -n 1 up.log)"
         in_agent hangar-probe check --role agent >agent.json
         in_driver hangar-probe check --role driver >driver.json
